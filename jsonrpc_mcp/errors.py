@@ -1,0 +1,111 @@
+"""Exceptions shared by every layer (L0: standard library only).
+
+Two families, kept apart on purpose:
+
+* :class:`RpcError` and its subclasses become JSON-RPC error responses: "the request itself is wrong".
+* :class:`ToolError` becomes a ``CallToolResult`` with ``isError: true``: "the tool ran and failed; tell the model".
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .jsonrpc import codes
+
+__all__ = (
+    "RpcError",
+    "ParseError",
+    "InvalidRequest",
+    "MethodNotFound",
+    "InvalidParams",
+    "InternalError",
+    "ResourceNotFound",
+    "RequestTimeout",
+    "ConnectionClosed",
+    "ToolError",
+    "ProtocolViolation",
+)
+
+
+class RpcError(Exception):
+    """A JSON-RPC error: ``code``, a message safe to show the peer, optional ``data``.
+
+    Raise it (or a subclass) from a handler to answer with an error response instead of a result. The
+    message and data go to the peer verbatim, so never put internals in them.
+    """
+
+    code: int = codes.INTERNAL_ERROR
+    default_message: str = "Internal error"
+
+    def __init__(self, message: str | None = None, data: Any = None, *, code: int | None = None) -> None:
+        self.message = message if message is not None else self.default_message
+        self.data = data
+        if code is not None:
+            self.code = code
+        super().__init__(self.message)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(code={self.code}, message={self.message!r}, data={self.data!r})"
+
+
+class ParseError(RpcError):
+    code = codes.PARSE_ERROR
+    default_message = "Parse error"
+
+
+class InvalidRequest(RpcError):
+    code = codes.INVALID_REQUEST
+    default_message = "Invalid Request"
+
+
+class MethodNotFound(RpcError):
+    code = codes.METHOD_NOT_FOUND
+    default_message = "Method not found"
+
+
+class InvalidParams(RpcError):
+    code = codes.INVALID_PARAMS
+    default_message = "Invalid params"
+
+
+class InternalError(RpcError):
+    code = codes.INTERNAL_ERROR
+    default_message = "Internal error"
+
+
+class ResourceNotFound(RpcError):
+    """Unknown resource URI. The MCP layer picks the code per revision (-32002 legacy, -32602 stateless)."""
+
+    code = codes.RESOURCE_NOT_FOUND
+    default_message = "Resource not found"
+
+    def __init__(self, uri: str, message: str | None = None) -> None:
+        super().__init__(message, {"uri": uri})
+        self.uri = uri
+
+
+class RequestTimeout(RpcError):
+    """An outgoing request got no answer in time (raised locally, never sent)."""
+
+    code = codes.REQUEST_TIMEOUT
+    default_message = "Request timed out"
+
+
+class ConnectionClosed(RpcError):
+    """The connection ended while a request was outstanding (raised locally, never sent)."""
+
+    code = codes.CONNECTION_CLOSED
+    default_message = "Connection closed"
+
+
+class ProtocolViolation(Exception):
+    """The peer broke a rule the spec states (raised locally; the caller decides what to answer)."""
+
+
+class ToolError(Exception):
+    """A deliberate tool failure: becomes ``isError: true`` with this message as text content."""
+
+    def __init__(self, message: str, *, structured: Any = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.structured = structured

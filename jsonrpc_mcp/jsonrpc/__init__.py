@@ -1,0 +1,1 @@
+"""JSON-RPC 2.0: envelope codec and a concurrent dispatcher. Knows nothing of MCP."""

@@ -1,0 +1,413 @@
+"""A concurrent JSON-RPC 2.0 peer over a :class:`MessageStream` (L3: the first anyio import).
+
+One :class:`Dispatcher` owns one connection. It reads frames, answers requests through a handler, correlates the
+answers to its own outgoing requests, and never lets a bad frame end the connection.
+
+How a request is run (the fast path matters: most requests never block):
+
+* the handler is called synchronously with the :class:`~.wire.Request`;
+* if it returns ``bytes`` (an encoded result) the response is queued at once, in the reader's task, and written
+  together with every other answer produced from the same read;
+* if it returns a coroutine, the coroutine runs in its own task inside its own :class:`anyio.CancelScope`, so a
+  slow request never holds up a fast one and ``cancel_inbound`` can stop exactly that request, which is then never
+  answered.
+
+Back-pressure: at most ``max_in_flight`` handler tasks run at once; while that many are busy the reader stops
+reading, so a flooding peer fills its own pipe rather than our memory.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Callable, Coroutine
+from types import CoroutineType
+from typing import Any
+
+import anyio
+import anyio.abc
+from msgspec import Raw
+
+from ..errors import ConnectionClosed, InternalError, RequestTimeout, RpcError
+from . import codes
+from .streams import MessageStream
+from .wire import (
+    ErrorResponse,
+    Notification,
+    Request,
+    RequestId,
+    Response,
+    classify,
+    decode_batch,
+    decode_frame,
+    encode_error,
+    encode_notification,
+    encode_request,
+    encode_result,
+    is_batch,
+)
+
+__all__ = ("Dispatcher", "RequestHandler", "NotificationHandler")
+
+logger = logging.getLogger(__name__)
+
+RequestHandler = Callable[[Request], "bytes | Coroutine[Any, Any, bytes]"]
+NotificationHandler = Callable[[Notification], "Coroutine[Any, Any, None] | None"]
+Outgoing = list[tuple[bytes, RequestId | None]]
+
+
+class _Waiter:
+    __slots__ = ("event", "result", "error")
+
+    def __init__(self) -> None:
+        self.event = anyio.Event()
+        self.result: Raw | None = None
+        self.error: RpcError | None = None
+
+
+class _Batch:
+    """Collects the answers of one batch; the array is written when the last request finishes."""
+
+    __slots__ = ("replies", "waiting")
+
+    def __init__(self) -> None:
+        self.replies: list[bytes] = []
+        self.waiting = 0
+
+
+def _null_handler(req: Request) -> bytes:
+    raise RpcError("Method not found", code=codes.METHOD_NOT_FOUND)
+
+
+class Dispatcher:
+    """One JSON-RPC connection: inbound requests handled concurrently, outbound requests correlated.
+
+    :param stream: the transport.
+    :param on_request: called with each request; returns encoded result bytes, or a coroutine producing them;
+        raises :class:`~jsonrpc_mcp.errors.RpcError` to answer with an error.
+    :param on_notification: called with each notification; may return a coroutine (run in its own task).
+    :param allow_batch: asked for each batch frame; ``False`` answers it with -32600.
+    :param cancel_frame: builds the notification that tells the peer we gave up on one of our requests.
+    :param max_in_flight: bound on concurrently running handler tasks (back-pressure beyond it).
+    :param drain_timeout: after the peer's end of stream, how long running handlers may still finish.
+    """
+
+    def __init__(
+        self,
+        stream: MessageStream,
+        on_request: RequestHandler = _null_handler,
+        on_notification: NotificationHandler | None = None,
+        *,
+        allow_batch: Callable[[], bool] = lambda: False,
+        cancel_frame: Callable[[RequestId, str], bytes | None] | None = None,
+        max_in_flight: int = 128,
+        drain_timeout: float = 5.0,
+        request_timeout: float | None = 300.0,
+    ) -> None:
+        if max_in_flight < 1:
+            raise ValueError("max_in_flight must be at least 1")
+        self.stream = stream
+        self.on_request = on_request
+        self.on_notification = on_notification
+        self.allow_batch = allow_batch
+        self.cancel_frame = cancel_frame
+        self.max_in_flight = max_in_flight
+        self.drain_timeout = drain_timeout
+        self.request_timeout = request_timeout
+        self._tg: anyio.abc.TaskGroup | None = None
+        self._write_lock = anyio.Lock()
+        self._inflight: dict[RequestId, anyio.CancelScope] = {}
+        self._idle = anyio.Event()
+        self._capacity = anyio.Event()
+        self._pending: dict[RequestId, _Waiter] = {}
+        self._next_id = 0
+        self._closed = False
+
+    # --- running -----------------------------------------------------------------------------------------------
+
+    async def run(self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+        """Serve the connection until the peer ends it; returns after running handlers have finished."""
+        async with anyio.create_task_group() as tg:
+            self._tg = tg
+            task_status.started()
+            try:
+                await self._read_loop()
+            finally:
+                self._closed = True
+                self._fail_pending()
+                if self._inflight:
+                    with anyio.move_on_after(self.drain_timeout, shield=True):
+                        while self._inflight:
+                            self._idle = anyio.Event()
+                            await self._idle.wait()
+                tg.cancel_scope.cancel()
+        self._tg = None
+
+    async def _read_loop(self) -> None:
+        receive = self.stream.receive
+        process = self._process
+        while True:
+            try:
+                frames = await receive()
+            except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
+                return
+            out: Outgoing = []
+            for frame in frames:
+                process(frame, out)
+            if out:
+                await self._write_many(out)
+            while len(self._inflight) >= self.max_in_flight:
+                self._capacity = anyio.Event()
+                await self._capacity.wait()
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    # --- inbound -----------------------------------------------------------------------------------------------
+
+    def _process(self, frame: bytes, out: Outgoing, batch: _Batch | None = None) -> None:
+        """Handle one frame; immediate answers go to ``out``. Never raises."""
+        try:
+            if batch is None and is_batch(frame):
+                self._process_batch(frame, out)
+                return
+            msg = classify(decode_frame(frame))
+        except RpcError as exc:
+            ident = getattr(exc, "request_id", None)
+            logger.debug("rejected frame: %s", exc.message)
+            reply = encode_error(ident, exc.code, exc.message, exc.data)
+            if batch is not None:
+                batch.replies.append(reply)
+            else:
+                out.append((reply, ident))
+            return
+        except Exception:  # pragma: no cover - defensive: classification itself must not fail
+            logger.exception("unexpected failure decoding a frame")
+            return
+        t = type(msg)
+        if t is Request:
+            self._handle_request(msg, out, batch)  # type: ignore[arg-type]
+        elif t is Notification:
+            self._handle_notification(msg)  # type: ignore[arg-type]
+        elif t is Response:
+            self._resolve(msg.id, msg.result, None)  # type: ignore[union-attr]
+        else:
+            err: ErrorResponse = msg  # type: ignore[assignment]
+            if err.id is None:
+                logger.warning("peer sent an error without id: %s %s", err.code, err.message)
+            else:
+                self._resolve(err.id, None, RpcError(err.message, err.data, code=err.code))
+
+    def _process_batch(self, frame: bytes, out: Outgoing) -> None:
+        if not self.allow_batch():
+            out.append((encode_error(None, codes.INVALID_REQUEST, "Invalid Request: batches are not supported"), None))
+            return
+        items = decode_batch(frame)
+        if not items:
+            out.append((encode_error(None, codes.INVALID_REQUEST, "Invalid Request: empty batch"), None))
+            return
+        batch = _Batch()
+        for item in items:
+            self._process(bytes(item), out, batch)
+        if batch.waiting == 0 and batch.replies:
+            out.append((b"[" + b",".join(batch.replies) + b"]", None))
+
+    def _handle_request(self, req: Request, out: Outgoing, batch: _Batch | None) -> None:
+        ident = req.id
+        if ident in self._inflight:
+            reply = encode_error(ident, codes.INVALID_REQUEST, "Invalid Request: id is already in use")
+            self._queue(reply, ident, out, batch)
+            return
+        try:
+            result = self.on_request(req)
+        except RpcError as exc:
+            self._queue(encode_error(ident, exc.code, exc.message, exc.data), ident, out, batch)
+            return
+        except Exception:
+            logger.exception("handler for %r failed", req.method)
+            exc = InternalError()
+            self._queue(encode_error(ident, exc.code, exc.message), ident, out, batch)
+            return
+        if type(result) is bytes:
+            self._queue(encode_result(ident, result), ident, out, batch)
+            return
+        if type(result) is not CoroutineType and not isinstance(result, Coroutine):
+            logger.error("handler for %r returned %s, not bytes or a coroutine", req.method, type(result).__name__)
+            self._queue(encode_error(ident, codes.INTERNAL_ERROR, "Internal error"), ident, out, batch)
+            return
+        scope = anyio.CancelScope()
+        self._inflight[ident] = scope
+        if batch is not None:
+            batch.waiting += 1
+        assert self._tg is not None, "Dispatcher.run() is not running"
+        self._tg.start_soon(self._run_request, req, result, scope, batch)
+
+    def _queue(self, reply: bytes, ident: RequestId, out: Outgoing, batch: _Batch | None) -> None:
+        if batch is not None:
+            batch.replies.append(reply)
+        else:
+            out.append((reply, ident))
+
+    async def _run_request(
+        self, req: Request, coro: Coroutine[Any, Any, bytes], scope: anyio.CancelScope, batch: _Batch | None
+    ) -> None:
+        ident = req.id
+        reply: bytes | None = None
+        try:
+            with scope:
+                try:
+                    result = await coro
+                except RpcError as exc:
+                    reply = encode_error(ident, exc.code, exc.message, exc.data)
+                except Exception:
+                    logger.exception("handler for %r failed", req.method)
+                    reply = encode_error(ident, codes.INTERNAL_ERROR, "Internal error")
+                else:
+                    reply = encode_result(ident, result)
+        finally:
+            del self._inflight[ident]
+            if not self._inflight:
+                self._idle.set()
+            self._capacity.set()
+            if scope.cancel_called:
+                coro.close()
+        if scope.cancel_called:
+            # Cancelled by the peer (or by shutdown): a cancelled request is never answered.
+            reply = None
+            self.stream.finished(ident)
+        if batch is not None:
+            if reply is not None:
+                batch.replies.append(reply)
+            batch.waiting -= 1
+            if batch.waiting == 0 and batch.replies:
+                await self._write(b"[" + b",".join(batch.replies) + b"]", None)
+            return
+        if reply is not None:
+            await self._write(reply, ident)
+
+    def _handle_notification(self, note: Notification) -> None:
+        if self.on_notification is None:
+            return
+        try:
+            result = self.on_notification(note)
+        except Exception:
+            logger.exception("notification handler for %r failed", note.method)
+            return
+        if result is not None:
+            assert self._tg is not None
+            self._tg.start_soon(self._run_notification, note, result)
+
+    async def _run_notification(self, note: Notification, coro: Coroutine[Any, Any, None]) -> None:
+        try:
+            await coro
+        except Exception:
+            logger.exception("notification handler for %r failed", note.method)
+
+    def cancel_inbound(self, request_id: Any) -> bool:
+        """Cancel the handler of an inbound request; it will not be answered. False if it is not running."""
+        if type(request_id) is not str and type(request_id) is not int:
+            return False
+        scope = self._inflight.get(request_id)
+        if scope is None:
+            return False
+        scope.cancel()
+        return True
+
+    def in_flight(self) -> int:
+        return len(self._inflight)
+
+    # --- outbound ----------------------------------------------------------------------------------------------
+
+    async def _write(self, frame: bytes, related: RequestId | None) -> None:
+        async with self._write_lock:
+            await self.stream.send(frame, related)
+
+    async def _write_many(self, frames: Outgoing) -> None:
+        try:
+            async with self._write_lock:
+                await self.stream.send_many(frames)
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+            logger.debug("peer went away before %d frames could be written", len(frames))
+
+    async def send_frame(self, frame: bytes, related: RequestId | None = None) -> None:
+        """Write a pre-encoded frame. Raises :class:`ConnectionClosed` when the stream is gone."""
+        try:
+            await self._write(frame, related)
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+            raise ConnectionClosed() from None
+
+    async def notify(self, method: str, params: bytes | None = None, *, related: RequestId | None = None) -> None:
+        """Send a notification (``params`` is an encoded JSON object or ``None``)."""
+        await self.send_frame(encode_notification(method, params), related)
+
+    def next_request_id(self) -> int:
+        self._next_id += 1
+        return self._next_id
+
+    async def request(
+        self,
+        method: str,
+        params: bytes | None = None,
+        *,
+        timeout: float | None | object = ...,
+        related: RequestId | None = None,
+        ident: RequestId | None = None,
+    ) -> Raw:
+        """Send a request and wait for its result (raw JSON).
+
+        Raises :class:`RpcError` with the peer's code when it answers with an error, :class:`RequestTimeout`
+        after ``timeout`` seconds (a cancellation is then sent), :class:`ConnectionClosed` when the connection ends.
+        If the caller is cancelled, a cancellation is sent to the peer too.
+        """
+        if self._closed:
+            raise ConnectionClosed()
+        if ident is None:
+            ident = self.next_request_id()
+        limit = self.request_timeout if timeout is ... else timeout
+        waiter = _Waiter()
+        self._pending[ident] = waiter
+        try:
+            await self.send_frame(encode_request(ident, method, params), related)
+            with anyio.fail_after(math.inf if limit is None else limit):  # type: ignore[arg-type]
+                await waiter.event.wait()
+        except TimeoutError:
+            await self._send_cancel(ident, "Request timed out", related)
+            raise RequestTimeout(f"{method}: no response within {limit} s") from None
+        except anyio.get_cancelled_exc_class():
+            with anyio.CancelScope(shield=True):
+                await self._send_cancel(ident, "Request cancelled", related)
+            raise
+        finally:
+            self._pending.pop(ident, None)
+        if waiter.error is not None:
+            raise waiter.error
+        assert waiter.result is not None
+        return waiter.result
+
+    async def _send_cancel(self, ident: RequestId, reason: str, related: RequestId | None) -> None:
+        if self.cancel_frame is None or self._closed:
+            return
+        frame = self.cancel_frame(ident, reason)
+        if frame is None:
+            return
+        try:
+            with anyio.move_on_after(5):
+                await self._write(frame, related)
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+            pass
+
+    def _resolve(self, ident: RequestId, result: Raw | None, error: RpcError | None) -> None:
+        waiter = self._pending.pop(ident, None)
+        if waiter is None:
+            logger.warning("ignoring a response to unknown request id %r", ident)
+            return
+        waiter.result = result
+        waiter.error = error
+        waiter.event.set()
+
+    def _fail_pending(self) -> None:
+        for waiter in self._pending.values():
+            waiter.error = ConnectionClosed()
+            waiter.event.set()
+        self._pending.clear()

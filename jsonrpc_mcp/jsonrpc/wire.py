@@ -1,0 +1,258 @@
+"""The JSON-RPC 2.0 envelope: decode one frame, classify it, encode replies (L1: msgspec only).
+
+Every frame is decoded into one :class:`Envelope` whose fields are deliberately loose (``Any`` and
+:class:`msgspec.Raw`), so that a frame with a wrong field type still yields its ``id`` for the error reply.
+Classification is by key presence, as the specification defines the message kinds:
+
+==============================  ================
+keys present                    kind
+==============================  ================
+``method`` and ``id``           request
+``method``, no ``id``           notification
+``id`` and ``result``           response
+``error`` (``id`` optional)     error response
+==============================  ================
+
+``params`` and ``result`` stay :class:`msgspec.Raw` until a method table picks their type, so a frame is parsed
+once. Request ids are kept exactly as sent: a string stays a string, an integer of any size stays exact, and
+``null``, booleans and fractions are refused (the MCP schemas admit only strings and integers).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Final
+
+import msgspec
+from msgspec import UNSET, Raw, UnsetType
+
+from ..errors import InvalidRequest, ParseError, RpcError
+
+__all__ = (
+    "RequestId",
+    "OversizedFrame",
+    "Envelope",
+    "Request",
+    "Notification",
+    "Response",
+    "ErrorResponse",
+    "Message",
+    "decode_frame",
+    "classify",
+    "is_batch",
+    "encode",
+    "encode_request",
+    "encode_notification",
+    "encode_result",
+    "encode_error",
+    "error_from_exception",
+    "valid_id",
+)
+
+RequestId = str | int
+
+_encoder: Final = msgspec.json.Encoder()
+encode = _encoder.encode
+
+
+class OversizedFrame(bytes):
+    """A frame the transport cut off at its size limit: holds the limit and the frame's first bytes."""
+
+    limit: int = 0
+
+
+class Envelope(msgspec.Struct, omit_defaults=True):
+    """The union of every JSON-RPC field, loosely typed. Unknown keys are ignored."""
+
+    jsonrpc: Any = UNSET
+    id: Any = UNSET
+    method: Any = UNSET
+    params: Raw | UnsetType = UNSET
+    result: Raw | UnsetType = UNSET
+    error: Any = UNSET
+
+
+class Request(msgspec.Struct):
+    """An incoming call: answer it with exactly one response carrying ``id``."""
+
+    id: RequestId
+    method: str
+    params: Raw | None = None
+
+
+class Notification(msgspec.Struct):
+    """An incoming one-way message: never answered, not even with an error."""
+
+    method: str
+    params: Raw | None = None
+
+
+class Response(msgspec.Struct):
+    """A successful answer to one of our requests; ``result`` is still raw JSON."""
+
+    id: RequestId
+    result: Raw
+
+
+class ErrorResponse(msgspec.Struct):
+    """An error answer; ``id`` is ``None`` when the peer could not read ours."""
+
+    id: RequestId | None
+    code: int
+    message: str
+    data: Any = None
+
+
+Message = Request | Notification | Response | ErrorResponse
+
+_envelope_decoder: Final = msgspec.json.Decoder(Envelope)
+_any_decoder: Final = msgspec.json.Decoder()
+
+
+def valid_id(value: Any) -> bool:
+    """True for the id types MCP admits: strings and integers (not booleans, not null, not fractions)."""
+    t = type(value)
+    return t is str or t is int
+
+
+def is_batch(frame: bytes) -> bool:
+    """True when the frame's first non-blank byte opens a JSON array."""
+    for b in frame[:64]:
+        if b in b" \t\r\n":
+            continue
+        return b == 0x5B  # "["
+    return False
+
+
+def decode_frame(frame: bytes | bytearray | memoryview) -> Envelope:
+    """Decode one JSON object frame into an :class:`Envelope`.
+
+    Raises :class:`ParseError` when the bytes are not JSON, and :class:`InvalidRequest` when they are JSON but
+    not an object (a string, a number, an array handed here by mistake).
+    """
+    if type(frame) is OversizedFrame:
+        err = InvalidRequest(f"Invalid Request: message exceeds the {frame.limit}-byte limit")
+        err.request_id = _sniff_id(frame)  # type: ignore[attr-defined]
+        raise err
+    try:
+        return _envelope_decoder.decode(frame)
+    except msgspec.ValidationError:
+        # Well-formed JSON of the wrong shape: the envelope must be an object.
+        raise InvalidRequest("Invalid Request: a message must be a JSON object") from None
+    except msgspec.DecodeError:
+        raise ParseError("Parse error: invalid JSON") from None
+
+
+_ID_PATTERN: Final = re.compile(rb'"id"\s*:\s*(-?\d{1,40}|"(?:[^"\\]|\\.){0,256}")\s*[,}]')
+
+
+def _sniff_id(prefix: bytes) -> RequestId | None:
+    """Best effort: the id of a frame we refused to read whole, so its sender learns which call failed."""
+    match = _ID_PATTERN.search(prefix)
+    if match is None:
+        return None
+    try:
+        ident = msgspec.json.decode(match.group(1))
+    except msgspec.DecodeError:
+        return None
+    return ident if valid_id(ident) else None
+
+
+def decode_batch(frame: bytes | bytearray | memoryview) -> list[Raw]:
+    """Split a batch frame into its raw elements (each decoded later by :func:`decode_frame`)."""
+    try:
+        items = msgspec.json.decode(frame, type=list[Raw])
+    except msgspec.ValidationError:
+        raise InvalidRequest("Invalid Request: a batch must be an array") from None
+    except msgspec.DecodeError:
+        raise ParseError("Parse error: invalid JSON") from None
+    return items
+
+
+def classify(env: Envelope) -> Message:
+    """Turn a decoded envelope into exactly one message kind, or raise :class:`InvalidRequest`.
+
+    The raised error carries the request ``id`` in ``.request_id`` when it was readable, so the reply can echo it.
+    """
+    ident = env.id
+    has_id = ident is not UNSET
+    if env.jsonrpc != "2.0":
+        _invalid('Invalid Request: "jsonrpc" must be exactly "2.0"', ident)
+    if env.method is not UNSET:
+        method = env.method
+        if type(method) is not str:
+            _invalid('Invalid Request: "method" must be a string', ident)
+        params = env.params
+        if params is not UNSET:
+            first = _first_byte(params)
+            if first != 0x7B:  # "{" — MCP params are always objects (by-position arrays are not used)
+                _invalid('Invalid Request: "params" must be an object', ident)
+        raw = None if params is UNSET else params
+        if not has_id:
+            return Notification(method, raw)
+        if not valid_id(ident):
+            _invalid('Invalid Request: "id" must be a string or an integer', ident)
+        return Request(ident, method, raw)
+    if env.error is not UNSET:
+        err = env.error
+        if not isinstance(err, dict) or type(err.get("code")) is not int or not isinstance(err.get("message"), str):
+            _invalid("Invalid Request: malformed error object", ident)
+        rid = ident if has_id and valid_id(ident) else None
+        return ErrorResponse(rid, err["code"], err["message"], err.get("data"))
+    if env.result is not UNSET:
+        if not has_id or not valid_id(ident):
+            _invalid('Invalid Request: a response needs a string or integer "id"', ident)
+        return Response(ident, env.result)
+    _invalid("Invalid Request: not a request, notification or response", ident)
+
+
+def _first_byte(raw: Raw) -> int:
+    view = memoryview(raw)
+    for b in view[:64]:
+        if b not in b" \t\r\n":
+            return int(b)
+    return -1
+
+
+def _invalid(message: str, ident: Any) -> Any:
+    err = InvalidRequest(message)
+    err.request_id = ident if ident is not UNSET and valid_id(ident) else None  # type: ignore[attr-defined]
+    raise err
+
+
+# --- encoding -------------------------------------------------------------------------------------------------
+
+_HEAD_RESULT: Final = b'{"jsonrpc":"2.0","id":'
+
+
+def encode_result(ident: RequestId, result: bytes) -> bytes:
+    """A success response around an already-encoded result object."""
+    return b"".join((_HEAD_RESULT, _encoder.encode(ident), b',"result":', result, b"}"))
+
+
+def encode_error(ident: RequestId | None, code: int, message: str, data: Any = None) -> bytes:
+    """An error response. Without a readable id the ``id`` key is omitted (never ``null``)."""
+    err: dict[str, Any] = {"code": code, "message": message}
+    if data is not None:
+        err["data"] = data
+    if ident is None:
+        return _encoder.encode({"jsonrpc": "2.0", "error": err})
+    return _encoder.encode({"jsonrpc": "2.0", "id": ident, "error": err})
+
+
+def encode_request(ident: RequestId, method: str, params: bytes | None) -> bytes:
+    head = b"".join((_HEAD_RESULT, _encoder.encode(ident), b',"method":', _encoder.encode(method)))
+    if params is None:
+        return head + b"}"
+    return b"".join((head, b',"params":', params, b"}"))
+
+
+def encode_notification(method: str, params: bytes | None) -> bytes:
+    head = b'{"jsonrpc":"2.0","method":' + _encoder.encode(method)
+    if params is None:
+        return head + b"}"
+    return b"".join((head, b',"params":', params, b"}"))
+
+
+def error_from_exception(exc: RpcError) -> tuple[int, str, Any]:
+    return exc.code, exc.message, exc.data

@@ -1,0 +1,80 @@
+"""Newline-delimited JSON framing, sans I/O (L2).
+
+Feed it bytes as they arrive; it returns whole frames. One JSON-RPC message per line, UTF-8, no embedded
+newlines. CRLF endings and blank lines are tolerated. A line longer than ``max_frame`` is never buffered whole:
+its first bytes are kept (to find its id for the error reply), the rest is skipped up to the next newline, and
+an :class:`~jsonrpc_mcp.jsonrpc.wire.OversizedFrame` stands in its place so the dispatcher answers it.
+"""
+
+from __future__ import annotations
+
+from ..jsonrpc.wire import OversizedFrame
+
+__all__ = ("LineFramer", "DEFAULT_MAX_FRAME")
+
+DEFAULT_MAX_FRAME = 16 * 1024 * 1024
+_KEEP = 4096
+
+
+class LineFramer:
+    """Splits a byte stream into frames at ``\\n``."""
+
+    __slots__ = ("max_frame", "_buf", "_skipping", "_skip_prefix")
+
+    def __init__(self, max_frame: int = DEFAULT_MAX_FRAME) -> None:
+        if max_frame < 2:
+            raise ValueError("max_frame must be at least 2 bytes")
+        self.max_frame = max_frame
+        self._buf = bytearray()
+        self._skipping = False
+        self._skip_prefix = b""
+
+    def feed(self, data: bytes) -> list[bytes]:
+        """Add bytes; return the frames they complete (possibly none)."""
+        frames: list[bytes] = []
+        if self._skipping:
+            nl = data.find(b"\n")
+            if nl < 0:
+                return frames
+            frames.append(self._oversized(self._skip_prefix))
+            self._skipping = False
+            self._skip_prefix = b""
+            data = data[nl + 1 :]
+        buf = self._buf
+        if not buf and data.endswith(b"\n") and len(data) <= self.max_frame:
+            # Fast path: the chunk ends on a frame boundary and fits the limit.
+            for line in data.split(b"\n"):
+                self._append(frames, line)
+            return frames
+        buf += data
+        start = 0
+        while True:
+            nl = buf.find(b"\n", start)
+            if nl < 0:
+                break
+            if nl - start > self.max_frame:
+                frames.append(self._oversized(bytes(buf[start : start + _KEEP])))
+            else:
+                self._append(frames, bytes(buf[start:nl]))
+            start = nl + 1
+        del buf[:start]
+        if len(buf) > self.max_frame:
+            self._skipping = True
+            self._skip_prefix = bytes(buf[:_KEEP])
+            buf.clear()
+        return frames
+
+    def _append(self, frames: list[bytes], line: bytes) -> None:
+        if line.endswith(b"\r"):
+            line = line[:-1]
+        if line.strip():
+            frames.append(line)
+
+    def _oversized(self, prefix: bytes) -> bytes:
+        frame = OversizedFrame(prefix)
+        frame.limit = self.max_frame
+        return frame
+
+    def pending(self) -> int:
+        """Bytes of an unfinished line held so far."""
+        return len(self._buf)
