@@ -24,6 +24,7 @@ __all__ = (
     "ConnectionClosed",
     "ToolError",
     "ProtocolViolation",
+    "error_for_code",
 )
 
 
@@ -100,6 +101,14 @@ class ConnectionClosed(RpcError):
 
 class ProtocolViolation(Exception):
     """The peer broke a rule the spec states (raised locally; the caller decides what to answer)."""
+
+
+def error_for_code(code: int, message: str, data: Any = None) -> RpcError:
+    """The :class:`RpcError` subclass for a code received from a peer (plain :class:`RpcError` otherwise)."""
+    for kind in (ParseError, InvalidRequest, MethodNotFound, InvalidParams, InternalError):
+        if kind.code == code:
+            return kind(message, data)
+    return RpcError(message, data, code=code)
 
 
 class ToolError(Exception):

@@ -28,7 +28,7 @@ import anyio
 import anyio.abc
 from msgspec import Raw
 
-from ..errors import ConnectionClosed, InternalError, RequestTimeout, RpcError
+from ..errors import ConnectionClosed, InternalError, RequestTimeout, RpcError, error_for_code
 from . import codes
 from .streams import MessageStream
 from .wire import (
@@ -57,7 +57,7 @@ Outgoing = list[tuple[bytes, RequestId | None]]
 
 
 class _Waiter:
-    __slots__ = ("event", "result", "error")
+    __slots__ = ("error", "event", "result")
 
     def __init__(self) -> None:
         self.event = anyio.Event()
@@ -197,11 +197,16 @@ class Dispatcher:
             if err.id is None:
                 logger.warning("peer sent an error without id: %s %s", err.code, err.message)
             else:
-                self._resolve(err.id, None, RpcError(err.message, err.data, code=err.code))
+                self._resolve(err.id, None, error_for_code(err.code, err.message, err.data))
 
     def _process_batch(self, frame: bytes, out: Outgoing) -> None:
         if not self.allow_batch():
-            out.append((encode_error(None, codes.INVALID_REQUEST, "Invalid Request: batches are not supported"), None))
+            out.append(
+                (
+                    encode_error(None, codes.INVALID_REQUEST, "Invalid Request: batches are not supported"),
+                    None,
+                )
+            )
             return
         items = decode_batch(frame)
         if not items:
@@ -233,7 +238,9 @@ class Dispatcher:
             self._queue(encode_result(ident, result), ident, out, batch)
             return
         if type(result) is not CoroutineType and not isinstance(result, Coroutine):
-            logger.error("handler for %r returned %s, not bytes or a coroutine", req.method, type(result).__name__)
+            logger.error(
+                "handler for %r returned %s, not bytes or a coroutine", req.method, type(result).__name__
+            )
             self._queue(encode_error(ident, codes.INTERNAL_ERROR, "Internal error"), ident, out, batch)
             return
         scope = anyio.CancelScope()
@@ -314,6 +321,13 @@ class Dispatcher:
         scope.cancel()
         return True
 
+    def spawn(self, fn: Callable[..., Coroutine[Any, Any, Any]], *args: Any) -> bool:
+        """Run ``fn(*args)`` in this connection's task group (ended with the connection). False if not running."""
+        if self._tg is None or self._closed:
+            return False
+        self._tg.start_soon(fn, *args)
+        return True
+
     def in_flight(self) -> int:
         return len(self._inflight)
 
@@ -337,7 +351,9 @@ class Dispatcher:
         except (anyio.BrokenResourceError, anyio.ClosedResourceError):
             raise ConnectionClosed() from None
 
-    async def notify(self, method: str, params: bytes | None = None, *, related: RequestId | None = None) -> None:
+    async def notify(
+        self, method: str, params: bytes | None = None, *, related: RequestId | None = None
+    ) -> None:
         """Send a notification (``params`` is an encoded JSON object or ``None``)."""
         await self.send_frame(encode_notification(method, params), related)
 
@@ -350,7 +366,7 @@ class Dispatcher:
         method: str,
         params: bytes | None = None,
         *,
-        timeout: float | None | object = ...,
+        timeout: float | object | None = ...,
         related: RequestId | None = None,
         ident: RequestId | None = None,
     ) -> Raw:

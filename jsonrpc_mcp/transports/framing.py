@@ -19,7 +19,7 @@ _KEEP = 4096
 class LineFramer:
     """Splits a byte stream into frames at ``\\n``."""
 
-    __slots__ = ("max_frame", "_buf", "_skipping", "_skip_prefix")
+    __slots__ = ("_buf", "_skip_prefix", "_skipping", "max_frame")
 
     def __init__(self, max_frame: int = DEFAULT_MAX_FRAME) -> None:
         if max_frame < 2:

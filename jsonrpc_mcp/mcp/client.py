@@ -1,0 +1,448 @@
+"""The MCP client API (L5).
+
+::
+
+    async with Client.connect_stdio(["python", "server.py"]) as client:
+        tools = await client.list_tools()
+        result = await client.call_tool("add", {"a": 1, "b": 2})
+
+``call_tool`` raises :class:`~jsonrpc_mcp.errors.RpcError` for protocol errors (unknown tool, bad params) and
+returns the result, with ``is_error`` set, for tool errors. The client answers the server's own requests
+(sampling, elicitation, roots) through the handlers it was given, and declares only the capabilities it has a
+handler for.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from contextlib import AsyncExitStack, asynccontextmanager
+from typing import Any, Final, TypeVar
+
+import anyio
+import anyio.abc
+import msgspec
+from msgspec import UNSET
+
+from ..errors import InvalidParams, MethodNotFound, RpcError
+from ..jsonrpc.dispatch import Dispatcher
+from ..jsonrpc.streams import MessageStream
+from ..jsonrpc.wire import Notification, Request, RequestId
+from . import types as t
+from ._groups import unwrap_group
+from .versions import (
+    BATCH_VERSIONS,
+    HANDSHAKE_VERSIONS,
+    LATEST_HANDSHAKE,
+    META_CLIENT_CAPABILITIES,
+    META_CLIENT_INFO,
+    META_LOG_LEVEL,
+    META_PROTOCOL_VERSION,
+    STATELESS_VERSIONS,
+)
+
+__all__ = (
+    "Client",
+    "SamplingHandler",
+    "ElicitationHandler",
+    "RootsProvider",
+    "NotificationCallback",
+    "ProgressCallback",
+    "NoStructuredData",
+    "structured_data",
+)
+
+logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
+_encode: Final = msgspec.json.Encoder().encode
+
+SamplingHandler = Callable[[t.CreateMessageRequestParams], Awaitable[t.CreateMessageResult]]
+ElicitationHandler = Callable[[t.ElicitRequestParams], Awaitable[t.ElicitResult]]
+RootsProvider = Callable[[], Awaitable[list[t.Root]]]
+NotificationCallback = Callable[[str, dict[str, Any]], Awaitable[None] | None]
+ProgressCallback = Callable[[float, float | None, str | None], Awaitable[None] | None]
+
+_TYPE_OF_RESULT: Final[dict[str, Any]] = {}
+
+
+class NoStructuredData(ValueError):
+    """A tool result carries neither ``structuredContent`` nor a JSON text block."""
+
+
+def structured_data(result: t.CallToolResult, type: Any = Any) -> Any:
+    """The structured data of a tool result, validated as ``type``.
+
+    ``structuredContent`` first; else the first text block whose MIME type (``_meta.mimeType`` or the block's
+    annotations) says ``application/json``, or that parses as JSON; else :class:`NoStructuredData`.
+    """
+    if result.structured_content is not UNSET:
+        return msgspec.convert(result.structured_content, type)
+    texts = [c for c in result.content if isinstance(c, t.TextContent)]
+    for block in texts:
+        meta = block.meta if isinstance(block.meta, dict) else {}
+        if meta.get("mimeType") == "application/json":
+            return msgspec.json.decode(block.text, type=type)
+    for block in texts:
+        try:
+            return msgspec.json.decode(block.text, type=type)
+        except msgspec.DecodeError:
+            continue
+    raise NoStructuredData("the tool result has no structuredContent and no JSON text block")
+
+
+class Client:
+    """A connection to one MCP server. Create it with one of the ``connect_*`` context managers."""
+
+    def __init__(
+        self,
+        stream: MessageStream,
+        *,
+        name: str = "jsonrpc-mcp",
+        version: str = "0.1.0",
+        protocol_version: str = LATEST_HANDSHAKE,
+        sampling: SamplingHandler | None = None,
+        elicitation: ElicitationHandler | None = None,
+        elicitation_modes: Sequence[str] = ("form", "url"),
+        roots: RootsProvider | Sequence[t.Root] | None = None,
+        on_notification: NotificationCallback | None = None,
+        on_log: Callable[[t.LoggingMessageNotificationParams], Awaitable[None] | None] | None = None,
+        request_timeout: float | None = 300.0,
+        capabilities: Mapping[str, Any] | None = None,
+    ) -> None:
+        self.stream = stream
+        self.client_info = {"name": name, "version": version}
+        self.requested_version = protocol_version
+        self.sampling = sampling
+        self.elicitation = elicitation
+        self.elicitation_modes = tuple(elicitation_modes)
+        self.roots = roots
+        self.on_notification = on_notification
+        self.on_log = on_log
+        self.request_timeout = request_timeout
+        self._extra_capabilities = dict(capabilities or {})
+        self.dispatcher = Dispatcher(
+            stream,
+            self._on_request,
+            self._on_notification,
+            allow_batch=lambda: self.protocol_version in BATCH_VERSIONS,
+            cancel_frame=_cancel_frame,
+            request_timeout=request_timeout,
+        )
+        self.protocol_version: str | None = None
+        self.server_info: t.Implementation | None = None
+        self.server_capabilities: t.ServerCapabilities = t.ServerCapabilities()
+        self.instructions: str | None = None
+        self._progress: dict[str | int, ProgressCallback] = {}
+        self._tokens = itertools.count(1)
+
+    # --- connecting ----------------------------------------------------------------------------------------
+
+    @classmethod
+    @asynccontextmanager
+    async def connect(cls, stream: MessageStream, **options: Any) -> AsyncIterator[Client]:
+        """Run a client over an already-open message stream and initialize it."""
+        client = cls(stream, **options)
+        with unwrap_group():
+            async with anyio.create_task_group() as tg:
+                await tg.start(client.dispatcher.run)
+                try:
+                    await client.initialize()
+                    yield client
+                finally:
+                    tg.cancel_scope.cancel()
+
+    @classmethod
+    @asynccontextmanager
+    async def connect_stdio(
+        cls,
+        command: Sequence[str],
+        *,
+        env: Mapping[str, str] | None = None,
+        cwd: str | None = None,
+        stderr: int | None = None,
+        **options: Any,
+    ) -> AsyncIterator[Client]:
+        """Spawn a server process and talk to it over its stdin/stdout."""
+        from ..transports.stdio import spawn
+
+        async with (
+            spawn(command, env=env, cwd=cwd, stderr=stderr) as stream,
+            cls.connect(stream, **options) as c,
+        ):
+            yield c
+
+    @classmethod
+    @asynccontextmanager
+    async def connect_tcp(cls, host: str, port: int, **options: Any) -> AsyncIterator[Client]:
+        from ..transports.socket import connect_tcp
+
+        async with connect_tcp(host, port) as stream, cls.connect(stream, **options) as client:
+            yield client
+
+    @classmethod
+    @asynccontextmanager
+    async def connect_unix(cls, path: str, **options: Any) -> AsyncIterator[Client]:
+        from ..transports.socket import connect_unix
+
+        async with connect_unix(path) as stream, cls.connect(stream, **options) as client:
+            yield client
+
+    @classmethod
+    @asynccontextmanager
+    async def connect_server(cls, server: Any, **options: Any) -> AsyncIterator[Client]:
+        """An in-process client for ``server`` over an in-memory stream pair (tests, embedding)."""
+        from ..transports.memory import memory_pair
+
+        ours, theirs = memory_pair()
+        with unwrap_group():
+            async with AsyncExitStack() as stack:
+                tg = await stack.enter_async_context(anyio.create_task_group())
+                tg.start_soon(server.serve, theirs)
+                stack.callback(tg.cancel_scope.cancel)
+                client = await stack.enter_async_context(cls.connect(ours, **options))
+                yield client
+
+    # --- lifecycle -----------------------------------------------------------------------------------------
+
+    def capabilities(self) -> dict[str, Any]:
+        caps: dict[str, Any] = {}
+        if self.sampling is not None:
+            caps["sampling"] = {}
+        if self.elicitation is not None:
+            caps["elicitation"] = {mode: {} for mode in self.elicitation_modes}
+        if self.roots is not None:
+            caps["roots"] = {"listChanged": True}
+        caps.update(self._extra_capabilities)
+        return caps
+
+    async def initialize(self) -> t.InitializeResult:
+        """The handshake: ``initialize``, then ``notifications/initialized``."""
+        params = {
+            "protocolVersion": self.requested_version,
+            "capabilities": self.capabilities(),
+            "clientInfo": self.client_info,
+        }
+        raw = await self.dispatcher.request("initialize", _encode(params))
+        result = msgspec.json.decode(raw, type=t.InitializeResult)
+        if result.protocol_version not in HANDSHAKE_VERSIONS:
+            raise RpcError(
+                f"the server answered with protocol version {result.protocol_version!r}, which we do not speak",
+                code=-32600,
+            )
+        self.protocol_version = result.protocol_version
+        self.server_info = result.server_info
+        self.server_capabilities = result.capabilities
+        self.instructions = result.instructions if isinstance(result.instructions, str) else None
+        await self.dispatcher.notify("notifications/initialized")
+        return result
+
+    async def aclose(self) -> None:
+        await self.stream.aclose()
+
+    # --- requests ------------------------------------------------------------------------------------------
+
+    def _require(self, capability: str) -> None:
+        if getattr(self.server_capabilities, capability, UNSET) in (UNSET, None):
+            raise MethodNotFound(f"the server did not declare the {capability!r} capability")
+
+    async def request(
+        self,
+        method: str,
+        params: Mapping[str, Any] | msgspec.Struct | None = None,
+        result_type: type[T] | Any = dict,
+        *,
+        timeout: float | object | None = ...,
+        progress: ProgressCallback | None = None,
+    ) -> Any:
+        """Send any request and decode its result as ``result_type`` (the low-level escape hatch)."""
+        body: dict[str, Any] = (
+            msgspec.to_builtins(params) if isinstance(params, msgspec.Struct) else dict(params or {})
+        )
+        token: int | None = None
+        if progress is not None:
+            token = next(self._tokens)
+            body.setdefault("_meta", {})["progressToken"] = token
+            self._progress[token] = progress
+        try:
+            raw = await self.dispatcher.request(method, _encode(body) if body else None, timeout=timeout)
+        finally:
+            if token is not None:
+                self._progress.pop(token, None)
+        return msgspec.json.decode(raw, type=result_type)
+
+    async def ping(self) -> None:
+        await self.request("ping")
+
+    async def list_tools(self) -> list[t.Tool]:
+        """Every tool of the server (all pages)."""
+        self._require("tools")
+        return await self._all_pages("tools/list", t.ListToolsResult, "tools")
+
+    async def call_tool(
+        self,
+        name: str,
+        arguments: Mapping[str, Any] | None = None,
+        *,
+        progress: ProgressCallback | None = None,
+        timeout: float | object | None = ...,
+        meta: Mapping[str, Any] | None = None,
+    ) -> t.CallToolResult:
+        """Call a tool. Tool failures come back as a result with ``is_error``; protocol errors raise."""
+        self._require("tools")
+        params: dict[str, Any] = {"name": name, "arguments": dict(arguments or {})}
+        if meta:
+            params["_meta"] = dict(meta)
+        result: t.CallToolResult = await self.request(
+            "tools/call", params, t.CallToolResult, progress=progress, timeout=timeout
+        )
+        return result
+
+    async def list_resources(self) -> list[t.Resource]:
+        self._require("resources")
+        return await self._all_pages("resources/list", t.ListResourcesResult, "resources")
+
+    async def list_resource_templates(self) -> list[t.ResourceTemplate]:
+        self._require("resources")
+        return await self._all_pages(
+            "resources/templates/list", t.ListResourceTemplatesResult, "resource_templates"
+        )
+
+    async def read_resource(self, uri: str) -> t.ReadResourceResult:
+        self._require("resources")
+        result: t.ReadResourceResult = await self.request(
+            "resources/read", {"uri": uri}, t.ReadResourceResult
+        )
+        return result
+
+    async def subscribe(self, uri: str) -> None:
+        self._require("resources")
+        await self.request("resources/subscribe", {"uri": uri})
+
+    async def unsubscribe(self, uri: str) -> None:
+        self._require("resources")
+        await self.request("resources/unsubscribe", {"uri": uri})
+
+    async def list_prompts(self) -> list[t.Prompt]:
+        self._require("prompts")
+        return await self._all_pages("prompts/list", t.ListPromptsResult, "prompts")
+
+    async def get_prompt(self, name: str, arguments: Mapping[str, str] | None = None) -> t.GetPromptResult:
+        self._require("prompts")
+        params: dict[str, Any] = {"name": name}
+        if arguments:
+            params["arguments"] = dict(arguments)
+        result: t.GetPromptResult = await self.request("prompts/get", params, t.GetPromptResult)
+        return result
+
+    async def complete(
+        self,
+        ref: t.PromptReference | t.ResourceTemplateReference,
+        argument: str,
+        value: str,
+        context: Mapping[str, str] | None = None,
+    ) -> t.CompleteResult:
+        self._require("completions")
+        params: dict[str, Any] = {
+            "ref": msgspec.to_builtins(ref),
+            "argument": {"name": argument, "value": value},
+        }
+        if context:
+            params["context"] = {"arguments": dict(context)}
+        result: t.CompleteResult = await self.request("completion/complete", params, t.CompleteResult)
+        return result
+
+    async def set_logging_level(self, level: str) -> None:
+        self._require("logging")
+        await self.request("logging/setLevel", {"level": level})
+
+    async def notify_roots_changed(self) -> None:
+        await self.dispatcher.notify("notifications/roots/list_changed")
+
+    async def _all_pages(self, method: str, kind: Any, attr: str) -> list[Any]:
+        items: list[Any] = []
+        cursor: str | None = None
+        seen: set[str] = set()
+        while True:
+            params = {"cursor": cursor} if cursor is not None else None
+            page = await self.request(method, params, kind)
+            items.extend(getattr(page, attr))
+            nxt = page.next_cursor
+            if not isinstance(nxt, str) or nxt in seen:
+                return items
+            seen.add(nxt)
+            cursor = nxt
+
+    # --- the server's requests and notifications -----------------------------------------------------------
+
+    def _on_request(self, req: Request) -> bytes | Any:
+        method = req.method
+        if method == "ping":
+            return b"{}"
+        if method == "sampling/createMessage" and self.sampling is not None:
+            return self._answer(req, t.CreateMessageRequestParams, self.sampling)
+        if method == "elicitation/create" and self.elicitation is not None:
+            params = _decode_params(req, t.ElicitRequestParams)
+            mode = params.mode if isinstance(params.mode, str) else "form"
+            if mode not in self.elicitation_modes:
+                raise InvalidParams(f"Invalid params: elicitation mode {mode!r} was not declared")
+            return self._run(self.elicitation, params)
+        if method == "roots/list" and self.roots is not None:
+            return self._list_roots()
+        raise MethodNotFound(f"Method not found: {method}")
+
+    def _answer(self, req: Request, kind: Any, handler: Callable[[Any], Awaitable[Any]]) -> Any:
+        return self._run(handler, _decode_params(req, kind))
+
+    async def _run(self, handler: Callable[[Any], Awaitable[Any]], params: Any) -> bytes:
+        result = await handler(params)
+        return _encode(result)
+
+    async def _list_roots(self) -> bytes:
+        roots = self.roots
+        items = list(roots) if isinstance(roots, Sequence) else await roots()  # type: ignore[misc]
+        return _encode(t.ListRootsResult(roots=items))
+
+    def _on_notification(self, note: Notification) -> Any:
+        method = note.method
+        try:
+            params = msgspec.json.decode(note.params) if note.params is not None else {}
+        except msgspec.DecodeError:
+            return None
+        if not isinstance(params, dict):
+            return None
+        if method == "notifications/cancelled":
+            self.dispatcher.cancel_inbound(params.get("requestId"))
+            return None
+        if method == "notifications/progress":
+            callback = self._progress.get(params.get("progressToken"))  # type: ignore[arg-type]
+            if callback is not None:
+                out = callback(params.get("progress", 0), params.get("total"), params.get("message"))
+                if out is not None:
+                    return out
+        if method == "notifications/message" and self.on_log is not None:
+            try:
+                out = self.on_log(msgspec.convert(params, t.LoggingMessageNotificationParams))
+            except msgspec.ValidationError:
+                out = None
+            if out is not None and self.on_notification is None:
+                return out
+        if self.on_notification is not None:
+            return self.on_notification(method, params)
+        return None
+
+
+def _decode_params(req: Request, kind: type[T]) -> T:
+    try:
+        return msgspec.json.decode(req.params or b"{}", type=kind)
+    except msgspec.ValidationError as exc:
+        raise InvalidParams(f"Invalid params: {exc}") from None
+
+
+def _cancel_frame(ident: RequestId, reason: str) -> bytes:
+    params = {"requestId": ident, "reason": reason}
+    return b'{"jsonrpc":"2.0","method":"notifications/cancelled","params":' + _encode(params) + b"}"
+
+
+_ = (STATELESS_VERSIONS, META_CLIENT_CAPABILITIES, META_CLIENT_INFO, META_LOG_LEVEL, META_PROTOCOL_VERSION)

@@ -1,0 +1,341 @@
+"""The per-request context handed to tool, resource and prompt functions (L4).
+
+A handler declares a parameter annotated :class:`Context` to receive it. Through it the handler reports progress,
+logs to the client, checks whether it was cancelled, and asks the client for input (sampling, elicitation,
+roots). The same calls work in both eras:
+
+* in a handshake session they become server-to-client requests on the same connection;
+* in the stateless era (2026-07-28) the server may not send requests, so the first call whose answer is not yet
+  known raises :class:`InputRequired`; the session turns that into an ``InputRequiredResult``, and when the
+  client retries with ``inputResponses`` the handler runs again from the start and the same call returns the
+  answer. Handlers therefore must do their side effects *after* they have gathered their input (see
+  docs/design.md, "Input in the stateless era").
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, Final, Literal
+
+import anyio
+import msgspec
+from msgspec import UNSET
+
+from ..errors import RpcError
+from ..jsonrpc import codes
+from ..jsonrpc.wire import RequestId
+from . import types as t
+from .versions import Era
+
+if TYPE_CHECKING:
+    from .session import ServerSession
+
+__all__ = ("Context", "InputRequired", "MissingClientCapability", "LOG_LEVELS")
+
+logger = logging.getLogger(__name__)
+
+LOG_LEVELS: Final = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
+_LEVEL_RANK: Final = {name: i for i, name in enumerate(LOG_LEVELS)}
+
+LogLevel = Literal["debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"]
+
+#: What each kind of input request needs the client to have declared.
+_CAPABILITY_OF: Final = {
+    "sampling/createMessage": "sampling",
+    "elicitation/create": "elicitation",
+    "roots/list": "roots",
+}
+_RESULT_TYPE_OF: Final[dict[str, type[Any]]] = {
+    "sampling/createMessage": t.CreateMessageResult,
+    "elicitation/create": t.ElicitResult,
+    "roots/list": t.ListRootsResult,
+}
+
+
+class MissingClientCapability(RpcError):
+    """The request needs a client capability the client did not declare (-32021, ``data.requiredCapabilities``)."""
+
+    code = codes.MISSING_REQUIRED_CLIENT_CAPABILITY
+    default_message = "Missing required client capability"
+
+    def __init__(self, capability: str, detail: Mapping[str, Any] | None = None) -> None:
+        super().__init__(
+            f"Missing required client capability: {capability}",
+            {"requiredCapabilities": {capability: dict(detail or {})}},
+        )
+        self.capability = capability
+
+
+class InputRequired(Exception):
+    """Raised inside a stateless-era handler: these inputs must come from the client before it can go on.
+
+    ``requests`` maps each key to ``{"method": ..., "params": ...}``. Handlers never catch it; the session
+    answers with an ``InputRequiredResult`` carrying these requests and a signed ``requestState``.
+    """
+
+    def __init__(self, requests: dict[str, dict[str, Any]]) -> None:
+        super().__init__(f"input required: {', '.join(requests)}")
+        self.requests = requests
+
+
+class Context:
+    """What a handler can do besides computing its result. One per request; do not keep it after returning."""
+
+    __slots__ = (
+        "_answers",
+        "_asked",
+        "_auto_keys",
+        "_log_level",
+        "_progress_last",
+        "client_capabilities",
+        "client_info",
+        "era",
+        "meta",
+        "method",
+        "progress_token",
+        "request_id",
+        "session",
+        "version",
+    )
+
+    def __init__(
+        self,
+        session: ServerSession,
+        request_id: RequestId,
+        method: str,
+        *,
+        era: Era,
+        version: str,
+        client_capabilities: Mapping[str, Any],
+        client_info: Mapping[str, Any] | None = None,
+        meta: Mapping[str, Any] | None = None,
+        log_level: str | None = None,
+        answers: Mapping[str, Any] | None = None,
+    ) -> None:
+        self.session = session
+        self.request_id = request_id
+        self.method = method
+        self.era = era
+        self.version = version
+        self.client_capabilities = client_capabilities
+        self.client_info = client_info or {}
+        self.meta: Mapping[str, Any] = meta or {}
+        token = self.meta.get("progressToken") if meta else None
+        self.progress_token: str | int | None = token if type(token) in (str, int) else None
+        self._log_level = log_level
+        self._answers: dict[str, Any] = dict(answers or {})
+        self._asked: dict[str, dict[str, Any]] = {}
+        self._auto_keys = 0
+        self._progress_last: float | None = None
+
+    # --- state ---------------------------------------------------------------------------------------------
+
+    @property
+    def stateless(self) -> bool:
+        return self.era is Era.STATELESS
+
+    @property
+    def cancelled(self) -> bool:
+        """True once the client cancelled this request (the handler is also interrupted at its next await)."""
+        return anyio.get_current_task().name is not None and _current_scope_cancelled()
+
+    def has_capability(self, name: str, sub: str | None = None) -> bool:
+        """Did the client declare capability ``name`` (and, with ``sub``, its sub-capability)?"""
+        cap = self.client_capabilities.get(name)
+        if not isinstance(cap, dict):
+            return False
+        if sub is None:
+            return True
+        if name == "elicitation" and sub == "form" and not cap.get("url"):
+            return True  # an empty elicitation capability means form mode
+        return isinstance(cap.get(sub), dict) or cap.get(sub) is True
+
+    # --- notifications -------------------------------------------------------------------------------------
+
+    async def report_progress(
+        self, progress: float, total: float | None = None, message: str | None = None
+    ) -> None:
+        """Send ``notifications/progress`` if the client asked for progress; ``progress`` must increase."""
+        if self.progress_token is None:
+            return
+        if self._progress_last is not None and progress <= self._progress_last:
+            raise ValueError("progress must increase with each report")
+        self._progress_last = progress
+        params: dict[str, Any] = {"progressToken": self.progress_token, "progress": progress}
+        if total is not None:
+            params["total"] = total
+        if message is not None:
+            params["message"] = message
+        await self.session.send_notification("notifications/progress", params, related=self.request_id)
+
+    async def log(self, level: LogLevel, data: Any, logger_name: str | None = None) -> None:
+        """Send ``notifications/message`` when the client's level lets it through (never in the stateless era
+        unless the request carried a log level)."""
+        threshold = self._log_level if self.stateless else self.session.log_level
+        if threshold is None or level not in _LEVEL_RANK:
+            return
+        if _LEVEL_RANK[level] < _LEVEL_RANK.get(threshold, 0):
+            return
+        if not self.stateless and not self.session.app.advertises("logging"):
+            return
+        params: dict[str, Any] = {"level": level, "data": data}
+        if logger_name is not None:
+            params["logger"] = logger_name
+        await self.session.send_notification("notifications/message", params, related=self.request_id)
+
+    async def debug(self, data: Any, logger_name: str | None = None) -> None:
+        await self.log("debug", data, logger_name)
+
+    async def info(self, data: Any, logger_name: str | None = None) -> None:
+        await self.log("info", data, logger_name)
+
+    async def warning(self, data: Any, logger_name: str | None = None) -> None:
+        await self.log("warning", data, logger_name)
+
+    async def error(self, data: Any, logger_name: str | None = None) -> None:
+        await self.log("error", data, logger_name)
+
+    # --- input from the client -----------------------------------------------------------------------------
+
+    async def sample(
+        self,
+        messages: list[t.SamplingMessage] | str,
+        *,
+        max_tokens: int = 1000,
+        system_prompt: str | None = None,
+        key: str | None = None,
+        timeout: float | None = None,
+        **extra: Any,
+    ) -> t.CreateMessageResult:
+        """Ask the client's model for a completion (``sampling/createMessage``)."""
+        if isinstance(messages, str):
+            messages = [t.SamplingMessage(role="user", content=t.TextContent(text=messages))]
+        params: dict[str, Any] = {"messages": msgspec.to_builtins(messages), "maxTokens": max_tokens}
+        if system_prompt is not None:
+            params["systemPrompt"] = system_prompt
+        params.update(extra)
+        result: t.CreateMessageResult = await self._ask("sampling/createMessage", params, key, timeout)
+        return result
+
+    async def elicit(
+        self,
+        message: str,
+        schema: Mapping[str, Any],
+        *,
+        key: str | None = None,
+        timeout: float | None = None,
+    ) -> t.ElicitResult:
+        """Ask the user for structured input (form-mode ``elicitation/create``); ``schema`` is a flat object schema."""
+        params: dict[str, Any] = {"message": message, "requestedSchema": dict(schema)}
+        if self.version >= "2025-11-25":
+            params = {"mode": "form", **params}
+        result: t.ElicitResult = await self._ask("elicitation/create", params, key, timeout, sub="form")
+        return result
+
+    async def elicit_url(
+        self,
+        message: str,
+        url: str,
+        *,
+        elicitation_id: str | None = None,
+        key: str | None = None,
+        timeout: float | None = None,
+    ) -> t.ElicitResult:
+        """Send the user to ``url`` (URL-mode elicitation, 2025-11-25 and later)."""
+        params: dict[str, Any] = {"mode": "url", "message": message, "url": url}
+        if not self.stateless:
+            import secrets
+
+            params["elicitationId"] = elicitation_id or secrets.token_urlsafe(16)
+        result: t.ElicitResult = await self._ask("elicitation/create", params, key, timeout, sub="url")
+        return result
+
+    async def list_roots(self, *, key: str | None = None, timeout: float | None = None) -> t.ListRootsResult:
+        """The client's roots (``roots/list``)."""
+        result: t.ListRootsResult = await self._ask("roots/list", None, key, timeout)
+        return result
+
+    async def request_inputs(
+        self, requests: Mapping[str, tuple[str, Mapping[str, Any] | None]], *, timeout: float | None = None
+    ) -> dict[str, Any]:
+        """Ask for several inputs at once: ``{key: (method, params)}`` → ``{key: typed result}``.
+
+        In the stateless era all missing ones go out in one ``InputRequiredResult``; in a handshake session they
+        are sent as concurrent server-to-client requests.
+        """
+        for method, _ in requests.values():
+            self._check_capability(method, None)
+        if self.stateless:
+            missing = {k: _input_request(m, p) for k, (m, p) in requests.items() if k not in self._answers}
+            if missing:
+                raise InputRequired(missing)
+            return {k: _typed(requests[k][0], self._answers[k]) for k in requests}
+        results: dict[str, Any] = {}
+
+        async def one(key: str, method: str, params: Mapping[str, Any] | None) -> None:
+            results[key] = await self._ask(method, dict(params) if params else None, key, timeout)
+
+        async with anyio.create_task_group() as tg:
+            for key, (method, params) in requests.items():
+                tg.start_soon(one, key, method, params)
+        return results
+
+    async def _ask(
+        self,
+        method: str,
+        params: dict[str, Any] | None,
+        key: str | None,
+        timeout: float | None,
+        sub: str | None = None,
+    ) -> Any:
+        self._check_capability(method, sub)
+        if self.stateless:
+            if key is None:
+                self._auto_keys += 1
+                key = f"{method.split('/')[0]}-{self._auto_keys}"
+            if key in self._answers:
+                return _typed(method, self._answers[key])
+            raise InputRequired({key: _input_request(method, params)})
+        raw = await self.session.send_request(method, params, related=self.request_id, timeout=timeout)
+        return msgspec.json.decode(raw, type=_RESULT_TYPE_OF[method])
+
+    def _check_capability(self, method: str, sub: str | None) -> None:
+        cap = _CAPABILITY_OF.get(method)
+        if cap is None:
+            return
+        if not self.has_capability(cap, sub):
+            detail = {sub: {}} if sub is not None and sub != "form" else None
+            raise MissingClientCapability(cap, detail)
+
+    # --- escape hatches ------------------------------------------------------------------------------------
+
+    async def send_notification(self, method: str, params: Mapping[str, Any] | None = None) -> None:
+        """Send any notification related to this request."""
+        await self.session.send_notification(method, params, related=self.request_id)
+
+
+def _input_request(method: str, params: Mapping[str, Any] | None) -> dict[str, Any]:
+    req: dict[str, Any] = {"method": method}
+    req["params"] = dict(params) if params is not None else {}
+    return req
+
+
+def _typed(method: str, value: Any) -> Any:
+    kind = _RESULT_TYPE_OF.get(method)
+    if kind is None:
+        return value
+    try:
+        return msgspec.convert(value, kind)
+    except msgspec.ValidationError as exc:
+        raise RpcError(f"Invalid input response for {method}: {exc}", code=codes.INVALID_PARAMS) from None
+
+
+def _current_scope_cancelled() -> bool:
+    try:
+        return anyio.current_effective_deadline() == float("-inf")
+    except RuntimeError:  # pragma: no cover - outside an event loop
+        return False
+
+
+_ = UNSET

@@ -1,0 +1,989 @@
+"""The MCP server API: registries of tools, resources, prompts and completions, and their methods (L5).
+
+::
+
+    server = Server("demo", version="1.0")
+
+    @server.tool()
+    def add(a: int, b: int = 0) -> int:
+        "Add two numbers."
+        return a + b
+
+A :class:`Server` is transport-agnostic: it is served by :mod:`jsonrpc_mcp.transports` (stdio, sockets,
+Streamable HTTP), one :class:`~jsonrpc_mcp.mcp.session.ServerSession` per connection, both eras on each.
+"""
+
+from __future__ import annotations
+
+import base64
+import logging
+import re
+import secrets
+import weakref
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any, Final, Literal, TypeVar, get_args, get_origin
+from urllib.parse import parse_qsl
+
+import msgspec
+from msgspec import UNSET, Raw, UnsetType
+
+from ..errors import InvalidParams, ResourceNotFound, RpcError, ToolError
+from ..jsonrpc.dispatch import Dispatcher
+from ..jsonrpc.streams import MessageStream
+from . import types as t
+from .context import LOG_LEVELS, Context, InputRequired
+from .methods import BOTH, HANDSHAKE_ONLY, STATELESS_ONLY, MethodSpec
+from .pagination import paginate
+from .session import ServerSession
+from .signature import Signature, describe_validation_error, inspect_function
+from .uri_template import UriTemplate, is_template
+from .versions import META_SUBSCRIPTION_ID, SUPPORTED_VERSIONS
+
+__all__ = ("Server", "ToolDef", "ResourceDef", "ResourceTemplateDef", "PromptDef", "CacheHint", "TOOL_NAME")
+
+logger = logging.getLogger(__name__)
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+#: SEP-986: 1-128 characters of A-Z a-z 0-9 _ - . (the official suite also fails names over 64 characters).
+TOOL_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,128}$")
+_encode = msgspec.json.Encoder().encode
+
+
+@dataclass(frozen=True, slots=True)
+class CacheHint:
+    """2026-07-28 caching hints (SEP-2549): how long a client may reuse a result, and who may share it."""
+
+    ttl_ms: int = 0
+    scope: Literal["public", "private"] = "public"
+
+    def __post_init__(self) -> None:
+        if self.ttl_ms < 0:
+            raise ValueError("ttl_ms must be >= 0")
+
+
+# --- params Structs the server decodes (lean: only what the handlers read) ----------------------------------
+
+
+_NO_ARGUMENTS: Final = Raw(b"null")
+
+
+class _CallToolParams(msgspec.Struct, rename="camel"):
+    name: str
+    arguments: Raw = _NO_ARGUMENTS
+    meta: dict[str, Any] | UnsetType = msgspec.field(default=UNSET, name="_meta")
+
+
+class _CursorParams(msgspec.Struct, rename="camel"):
+    cursor: str | UnsetType = UNSET
+    meta: dict[str, Any] | UnsetType = msgspec.field(default=UNSET, name="_meta")
+
+
+class _UriParams(msgspec.Struct, rename="camel"):
+    uri: str
+    meta: dict[str, Any] | UnsetType = msgspec.field(default=UNSET, name="_meta")
+
+
+class _GetPromptParams(msgspec.Struct, rename="camel"):
+    name: str
+    arguments: dict[str, Any] | UnsetType | None = UNSET
+    meta: dict[str, Any] | UnsetType = msgspec.field(default=UNSET, name="_meta")
+
+
+class _SetLevelParams(msgspec.Struct):
+    level: str
+
+
+class _CompleteParams(msgspec.Struct, rename="camel"):
+    ref: dict[str, Any]
+    argument: dict[str, Any]
+    context: dict[str, Any] | UnsetType = UNSET
+    meta: dict[str, Any] | UnsetType = msgspec.field(default=UNSET, name="_meta")
+
+
+class _ListenParams(msgspec.Struct, rename="camel"):
+    notifications: dict[str, Any] = {}
+    meta: dict[str, Any] | UnsetType = msgspec.field(default=UNSET, name="_meta")
+
+
+# --- registry entries ---------------------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class ToolDef:
+    """A registered tool: its wire description and how to call it."""
+
+    tool: t.Tool
+    call: Callable[[Context, Raw | None], Any]
+    signature: Signature | None = None
+
+
+@dataclass(slots=True)
+class ResourceDef:
+    resource: t.Resource
+    read: Callable[..., Any]
+    cache: CacheHint | None = None
+    wants_ctx: str | None = None
+    wants_query: bool = False
+
+
+@dataclass(slots=True)
+class ResourceTemplateDef:
+    template: t.ResourceTemplate
+    matcher: UriTemplate
+    read: Callable[..., Any]
+    cache: CacheHint | None = None
+    wants_ctx: str | None = None
+    wants_query: bool = False
+    complete: dict[str, Callable[..., Any]] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class PromptDef:
+    prompt: t.Prompt
+    render: Callable[..., Any]
+    signature: Signature
+    complete: dict[str, Callable[..., Any]] = field(default_factory=dict)
+
+
+class Server:
+    """An MCP server: register tools, resources and prompts, then serve it on any transport.
+
+    :param name: ``serverInfo.name``.
+    :param version: ``serverInfo.version``.
+    :param instructions: shown to the client's model as guidance on using this server.
+    :param page_size: items per page of every ``*/list`` (``None``: everything in one page).
+    :param cache: default 2026-07-28 caching hints for list results, ``resources/read`` and ``server/discover``.
+    :param request_state_key: HMAC key for ``requestState`` (share it between workers behind one URL).
+    """
+
+    def __init__(
+        self,
+        name: str,
+        version: str = "0.0.0",
+        *,
+        title: str | None = None,
+        description: str | None = None,
+        instructions: str | None = None,
+        website_url: str | None = None,
+        icons: list[t.Icon] | None = None,
+        page_size: int | None = 100,
+        cache: CacheHint = CacheHint(),
+        request_state_key: bytes | None = None,
+        request_state_ttl: float = 600.0,
+        capabilities: Mapping[str, Any] | None = None,
+    ) -> None:
+        if page_size is not None and page_size < 1:
+            raise ValueError("page_size must be positive or None")
+        self.name = name
+        self.version = version
+        self.title = title
+        self.description = description
+        self.instructions = instructions
+        self.website_url = website_url
+        self.icons = icons
+        self.page_size = page_size
+        self.cache = cache
+        self.request_state_key = request_state_key or secrets.token_bytes(32)
+        self.request_state_ttl = request_state_ttl
+        self._extra_capabilities = dict(capabilities or {})
+        self._tools: dict[str, ToolDef] = {}
+        self._resources: dict[str, ResourceDef] = {}
+        self._templates: dict[str, ResourceTemplateDef] = {}
+        self._prompts: dict[str, PromptDef] = {}
+        self._completion: Callable[..., Any] | None = None
+        self._custom: dict[str, MethodSpec] = {}
+        self._sessions: weakref.WeakSet[ServerSession] = weakref.WeakSet()
+        self._notification_handlers: dict[str, list[Callable[[ServerSession, dict[str, Any]], Any]]] = {}
+        self._info_cache: dict[str, Any] | None = None
+        self.methods: dict[str, MethodSpec] = {}
+        self._rebuild_methods()
+
+    # --- serving -------------------------------------------------------------------------------------------
+
+    async def serve(
+        self, stream: MessageStream, *, max_in_flight: int = 128, request_timeout: float | None = 300.0
+    ) -> None:
+        """Serve one connection until the peer ends it (both eras, as each request decides)."""
+        dispatcher = Dispatcher(stream, max_in_flight=max_in_flight, request_timeout=request_timeout)
+        session = ServerSession(self, dispatcher)
+        try:
+            await dispatcher.run()
+        finally:
+            session.close()
+
+    # --- identity and capabilities -------------------------------------------------------------------------
+
+    def server_info(self) -> dict[str, Any]:
+        if self._info_cache is None:
+            info: dict[str, Any] = {"name": self.name, "version": self.version}
+            if self.title:
+                info["title"] = self.title
+            if self.description:
+                info["description"] = self.description
+            if self.website_url:
+                info["websiteUrl"] = self.website_url
+            if self.icons:
+                info["icons"] = msgspec.to_builtins(self.icons)
+            self._info_cache = info
+        return self._info_cache
+
+    def advertises(self, capability: str, sub: str | None = None) -> bool:
+        caps = self._capability_map()
+        cap = caps.get(capability)
+        if cap is None:
+            return False
+        return sub is None or bool(cap.get(sub))
+
+    def _capability_map(self) -> dict[str, Any]:
+        caps: dict[str, Any] = {}
+        if self._tools or "tools" in self._extra_capabilities:
+            caps["tools"] = {"listChanged": True}
+        if self._resources or self._templates or "resources" in self._extra_capabilities:
+            caps["resources"] = {"subscribe": True, "listChanged": True}
+        if self._prompts or "prompts" in self._extra_capabilities:
+            caps["prompts"] = {"listChanged": True}
+        caps["logging"] = {}
+        if self._completion is not None or self._prompts or self._templates:
+            caps["completions"] = {}
+        for key, value in self._extra_capabilities.items():
+            caps[key] = value
+        return caps
+
+    def capabilities(self, version: str) -> dict[str, Any]:
+        """Server capabilities as sent to a client speaking ``version``."""
+        caps = self._capability_map()
+        if version < "2025-03-26":
+            caps.pop("completions", None)  # the capability flag arrived in 2025-03-26
+        if version < "2026-07-28":
+            caps.pop("extensions", None)
+        return caps
+
+    # --- sessions ------------------------------------------------------------------------------------------
+
+    def attach(self, session: ServerSession) -> None:
+        self._sessions.add(session)
+
+    def detach(self, session: ServerSession) -> None:
+        self._sessions.discard(session)
+
+    def sessions(self) -> list[ServerSession]:
+        return [s for s in self._sessions if not s.closed]
+
+    def on_client_notification(self, session: ServerSession, method: str, params: dict[str, Any]) -> None:
+        for handler in self._notification_handlers.get(method, ()):
+            try:
+                out = handler(session, params)
+            except Exception:
+                logger.exception("handler for %s failed", method)
+                continue
+            if out is not None and hasattr(out, "__await__"):
+                session.dispatcher.spawn(_await_logged, out, method)
+
+    def on_notification(self, method: str) -> Callable[[F], F]:
+        """Register a callback ``(session, params)`` for a client notification, e.g. ``notifications/roots/list_changed``."""
+
+        def register(fn: F) -> F:
+            self._notification_handlers.setdefault(method, []).append(fn)
+            return fn
+
+        return register
+
+    # --- the method table ----------------------------------------------------------------------------------
+
+    def _rebuild_methods(self) -> None:
+        table: dict[str, MethodSpec] = {}
+
+        def add(
+            name: str, handler: Callable[[Any, Any], Any], params: Any, cap: str | None, **kw: Any
+        ) -> None:
+            table[name] = MethodSpec(name, handler, params, cap, **kw)
+
+        add("tools/list", self._list_tools, _CursorParams, "tools")
+        add("tools/call", self._call_tool, _CallToolParams, "tools")
+        add("resources/list", self._list_resources, _CursorParams, "resources")
+        add("resources/templates/list", self._list_templates, _CursorParams, "resources")
+        add("resources/read", self._read_resource, _UriParams, "resources")
+        add("resources/subscribe", self._subscribe, _UriParams, "resources", eras=HANDSHAKE_ONLY)
+        add("resources/unsubscribe", self._unsubscribe, _UriParams, "resources", eras=HANDSHAKE_ONLY)
+        add("prompts/list", self._list_prompts, _CursorParams, "prompts")
+        add("prompts/get", self._get_prompt, _GetPromptParams, "prompts")
+        add("completion/complete", self._complete, _CompleteParams, "completions")
+        add("logging/setLevel", self._set_level, _SetLevelParams, "logging", eras=HANDSHAKE_ONLY)
+        add("server/discover", self._discover, None, None, eras=STATELESS_ONLY)
+        add("subscriptions/listen", self._listen, _ListenParams, None, eras=STATELESS_ONLY)
+        table.update(self._custom)
+        self.methods = table
+
+    def method(
+        self,
+        name: str,
+        *,
+        capability: str | None = None,
+        eras: Literal["both", "handshake", "stateless"] = "both",
+    ) -> Callable[[F], F]:
+        """Low-level escape hatch: answer ``name`` with ``fn(ctx, params: dict | None) -> result``.
+
+        The result is a JSON-able value (dict or Struct) or a coroutine producing one; raise
+        :class:`~jsonrpc_mcp.RpcError` for an error response. Replaces a built-in method of the same name.
+        """
+        era_set = {"both": BOTH, "handshake": HANDSHAKE_ONLY, "stateless": STATELESS_ONLY}[eras]
+
+        def register(fn: F) -> F:
+            self._custom[name] = MethodSpec(name, fn, None, capability, eras=era_set)
+            self._rebuild_methods()
+            return fn
+
+        return register
+
+    # --- tools ---------------------------------------------------------------------------------------------
+
+    def tool(
+        self,
+        name: str | None = None,
+        *,
+        title: str | None = None,
+        description: str | None = None,
+        annotations: t.ToolAnnotations | None = None,
+        icons: list[t.Icon] | None = None,
+        input_schema: Mapping[str, Any] | None = None,
+        output_schema: Mapping[str, Any] | None = None,
+        structured_output: bool | None = None,
+        meta: Mapping[str, Any] | None = None,
+    ) -> Callable[[F], F]:
+        """Register a function as a tool. Its typed parameters become ``inputSchema``, its docstring the
+        ``description``, its return annotation ``outputSchema`` (structured data) or plain content.
+
+        ``input_schema`` declares a raw JSON Schema instead (validated with the ``validation`` extra when
+        installed); ``structured_output=False`` returns content only, without ``structuredContent``.
+        """
+
+        def register(fn: F) -> F:
+            self.add_tool(
+                fn,
+                name=name,
+                title=title,
+                description=description,
+                annotations=annotations,
+                icons=icons,
+                input_schema=input_schema,
+                output_schema=output_schema,
+                structured_output=structured_output,
+                meta=meta,
+            )
+            return fn
+
+        return register
+
+    def add_tool(
+        self,
+        fn: Callable[..., Any],
+        *,
+        name: str | None = None,
+        title: str | None = None,
+        description: str | None = None,
+        annotations: t.ToolAnnotations | None = None,
+        icons: list[t.Icon] | None = None,
+        input_schema: Mapping[str, Any] | None = None,
+        output_schema: Mapping[str, Any] | None = None,
+        structured_output: bool | None = None,
+        meta: Mapping[str, Any] | None = None,
+    ) -> ToolDef:
+        """Register (or replace) a tool at any time; connected clients get ``notifications/tools/list_changed``."""
+        tool_name = name or fn.__name__
+        if not TOOL_NAME.match(tool_name):
+            raise ValueError(
+                f"invalid tool name {tool_name!r}: use 1-128 characters from A-Z a-z 0-9 _ - . (no spaces)"
+            )
+        if len(tool_name) > 64:
+            logger.warning("tool name %r is longer than 64 characters; some clients refuse it", tool_name)
+        from .tools import make_tool
+
+        entry = make_tool(
+            fn,
+            name=tool_name,
+            title=title,
+            description=description,
+            annotations=annotations,
+            icons=icons,
+            input_schema=input_schema,
+            output_schema=output_schema,
+            structured_output=structured_output,
+            meta=meta,
+        )
+        self._tools[tool_name] = entry
+        self._changed("tools")
+        return entry
+
+    def remove_tool(self, name: str) -> None:
+        if self._tools.pop(name, None) is None:
+            raise KeyError(name)
+        self._changed("tools")
+
+    def list_tools(self) -> list[t.Tool]:
+        return [entry.tool for entry in self._tools.values()]
+
+    def _list_tools(self, ctx: Context, params: _CursorParams) -> Any:
+        page, nxt = paginate(list(self._tools.values()), _cursor(params), self.page_size)
+        result = t.ListToolsResult(tools=[e.tool for e in page])
+        return self._finish_list(ctx, result, nxt)
+
+    def _call_tool(self, ctx: Context, params: _CallToolParams) -> Any:
+        entry = self._tools.get(params.name)
+        if entry is None:
+            raise InvalidParams(f"Unknown tool: {params.name}")
+        args = params.arguments
+        return entry.call(ctx, None if args is _NO_ARGUMENTS or bytes(args) == b"null" else args)
+
+    # --- resources -----------------------------------------------------------------------------------------
+
+    def resource(
+        self,
+        uri: str,
+        *,
+        name: str | None = None,
+        title: str | None = None,
+        description: str | None = None,
+        mime_type: str | None = None,
+        size: int | None = None,
+        annotations: t.Annotations | None = None,
+        icons: list[t.Icon] | None = None,
+        cache: CacheHint | None = None,
+        meta: Mapping[str, Any] | None = None,
+    ) -> Callable[[F], F]:
+        """Register a resource (``uri``) or a resource template (a URI with ``{variables}``, RFC 6570 level 1).
+
+        The function returns ``str`` (text), ``bytes`` (a blob), resource contents, or JSON-able data (sent as
+        ``application/json`` text). Template variables are passed as keyword arguments; a parameter named
+        ``query`` receives the URI's query parameters as a dict; a ``Context`` parameter is injected.
+        """
+
+        def register(fn: F) -> F:
+            self.add_resource(
+                fn,
+                uri,
+                name=name,
+                title=title,
+                description=description,
+                mime_type=mime_type,
+                size=size,
+                annotations=annotations,
+                icons=icons,
+                cache=cache,
+                meta=meta,
+            )
+            return fn
+
+        return register
+
+    def add_resource(
+        self,
+        fn: Callable[..., Any],
+        uri: str,
+        *,
+        name: str | None = None,
+        title: str | None = None,
+        description: str | None = None,
+        mime_type: str | None = None,
+        size: int | None = None,
+        annotations: t.Annotations | None = None,
+        icons: list[t.Icon] | None = None,
+        cache: CacheHint | None = None,
+        meta: Mapping[str, Any] | None = None,
+    ) -> None:
+        import inspect
+
+        sig = inspect.signature(fn)
+        hints = _hints(fn)
+        wants_ctx = next((p for p in sig.parameters if hints.get(p) is Context), None)
+        wants_query = "query" in sig.parameters
+        doc = inspect.getdoc(fn)
+        common: dict[str, Any] = {
+            "name": name or fn.__name__,
+            "title": title or UNSET,
+            "description": description or (doc.strip() if doc else UNSET),
+            "mime_type": mime_type or UNSET,
+            "annotations": annotations or UNSET,
+            "icons": icons or UNSET,
+            "meta": dict(meta) if meta else UNSET,
+        }
+        if is_template(uri):
+            matcher = UriTemplate(uri)
+            unknown = set(matcher.variables) - set(sig.parameters)
+            if unknown and not any(p.kind is inspect.Parameter.VAR_KEYWORD for p in sig.parameters.values()):
+                raise TypeError(f"{fn.__name__} must accept the template variables {sorted(unknown)}")
+            self._templates[uri] = ResourceTemplateDef(
+                t.ResourceTemplate(uri_template=uri, **common), matcher, fn, cache, wants_ctx, wants_query
+            )
+        else:
+            self._resources[uri] = ResourceDef(
+                t.Resource(uri=uri, size=size if size is not None else UNSET, **common),
+                fn,
+                cache,
+                wants_ctx,
+                wants_query,
+            )
+        self._changed("resources")
+
+    def remove_resource(self, uri: str) -> None:
+        if self._resources.pop(uri, None) is None and self._templates.pop(uri, None) is None:
+            raise KeyError(uri)
+        self._changed("resources")
+
+    def _list_resources(self, ctx: Context, params: _CursorParams) -> Any:
+        page, nxt = paginate(list(self._resources.values()), _cursor(params), self.page_size)
+        return self._finish_list(ctx, t.ListResourcesResult(resources=[e.resource for e in page]), nxt)
+
+    def _list_templates(self, ctx: Context, params: _CursorParams) -> Any:
+        page, nxt = paginate(list(self._templates.values()), _cursor(params), self.page_size)
+        result = t.ListResourceTemplatesResult(resource_templates=[e.template for e in page])
+        return self._finish_list(ctx, result, nxt)
+
+    def _find_resource(
+        self, uri: str
+    ) -> tuple[Callable[..., Any], dict[str, Any], str | None, CacheHint | None]:
+        entry = self._resources.get(uri)
+        base, _, query = uri.partition("?")
+        if entry is None and query:
+            entry = self._resources.get(base)
+        kwargs: dict[str, Any] = {}
+        if entry is not None:
+            if entry.wants_query:
+                kwargs["query"] = dict(parse_qsl(query))
+            if entry.wants_ctx:
+                kwargs[entry.wants_ctx] = None
+            mime = entry.resource.mime_type
+            return entry.read, kwargs, (mime if isinstance(mime, str) else None), entry.cache
+        for tpl in self._templates.values():
+            values = tpl.matcher.match(base if tpl.wants_query else uri)
+            if values is None:
+                continue
+            kwargs.update(values)
+            if tpl.wants_query:
+                kwargs["query"] = dict(parse_qsl(query))
+            if tpl.wants_ctx:
+                kwargs[tpl.wants_ctx] = None
+            mime = tpl.template.mime_type
+            return tpl.read, kwargs, (mime if isinstance(mime, str) else None), tpl.cache
+        raise ResourceNotFound(uri)
+
+    def _read_resource(self, ctx: Context, params: _UriParams) -> Any:
+        uri = params.uri
+        try:
+            fn, kwargs, mime, cache = self._find_resource(uri)
+        except ResourceNotFound:
+            raise _not_found(ctx, uri) from None
+        for key, value in kwargs.items():
+            if value is None and key != "query":
+                kwargs[key] = ctx
+        try:
+            out = fn(**kwargs)
+        except ResourceNotFound:
+            raise _not_found(ctx, uri) from None
+        if hasattr(out, "__await__"):
+            return self._read_async(ctx, uri, out, mime, cache)
+        return self._read_result(ctx, uri, out, mime, cache)
+
+    async def _read_async(
+        self, ctx: Context, uri: str, pending: Awaitable[Any], mime: str | None, cache: CacheHint | None
+    ) -> Any:
+        try:
+            out = await pending
+        except ResourceNotFound:
+            raise _not_found(ctx, uri) from None
+        return self._read_result(ctx, uri, out, mime, cache)
+
+    def _read_result(
+        self, ctx: Context, uri: str, out: Any, mime: str | None, cache: CacheHint | None
+    ) -> Any:
+        if isinstance(out, t.ReadResourceResult):
+            result = out
+        else:
+            contents = resource_contents(uri, out, mime)
+            if not contents:
+                raise _not_found(ctx, uri)
+            result = t.ReadResourceResult(contents=contents)
+        if ctx.stateless:
+            hint = cache or self.cache
+            result.ttl_ms = hint.ttl_ms
+            result.cache_scope = hint.scope
+        return result
+
+    def _subscribe(self, ctx: Context, params: _UriParams) -> dict[str, Any]:
+        ctx.session.subscriptions.add(params.uri)
+        return {}
+
+    def _unsubscribe(self, ctx: Context, params: _UriParams) -> dict[str, Any]:
+        ctx.session.subscriptions.discard(params.uri)
+        return {}
+
+    async def notify_resource_updated(self, uri: str) -> None:
+        """Tell every subscriber of ``uri`` (or of a URI it sits under) that it changed."""
+        params = {"uri": uri}
+        for session in self.sessions():
+            if any(uri == s or uri.startswith(s.rstrip("/") + "/") for s in session.subscriptions):
+                await _safe_notify(session, "notifications/resources/updated", params)
+            for sub_id, wanted in list(session.listeners.items()):
+                if uri in (wanted.get("resourceSubscriptions") or ()):
+                    tagged = {**params, "_meta": {META_SUBSCRIPTION_ID: sub_id}}
+                    await _safe_notify(session, "notifications/resources/updated", tagged, related=sub_id)
+
+    # --- prompts -------------------------------------------------------------------------------------------
+
+    def prompt(
+        self,
+        name: str | None = None,
+        *,
+        title: str | None = None,
+        description: str | None = None,
+        icons: list[t.Icon] | None = None,
+        complete: Mapping[str, Callable[..., Any]] | None = None,
+        meta: Mapping[str, Any] | None = None,
+    ) -> Callable[[F], F]:
+        """Register a prompt. Its parameters are the prompt's arguments (required unless they have a default);
+        it returns a string (one user message), messages, content blocks, or a ``GetPromptResult``.
+        ``complete`` maps an argument name to a function ``(value, context_arguments) -> list[str]``."""
+
+        def register(fn: F) -> F:
+            self.add_prompt(
+                fn, name=name, title=title, description=description, icons=icons, complete=complete, meta=meta
+            )
+            return fn
+
+        return register
+
+    def add_prompt(
+        self,
+        fn: Callable[..., Any],
+        *,
+        name: str | None = None,
+        title: str | None = None,
+        description: str | None = None,
+        icons: list[t.Icon] | None = None,
+        complete: Mapping[str, Callable[..., Any]] | None = None,
+        meta: Mapping[str, Any] | None = None,
+    ) -> None:
+        prompt_name = name or fn.__name__
+        sig = inspect_function(fn, name=prompt_name, structured_output=False)
+        arguments = [
+            t.PromptArgument(
+                name=p,
+                description=sig.param_descriptions.get(p, UNSET),
+                required=p in sig.required,
+            )
+            for p in sig.params
+        ]
+        auto = dict(complete or {})
+        for p in sig.params:
+            choices = _choices(sig.args_type.__annotations__.get(p))
+            if choices and p not in auto:
+                auto[p] = _prefix_completer(choices)
+        self._prompts[prompt_name] = PromptDef(
+            t.Prompt(
+                name=prompt_name,
+                title=title or UNSET,
+                description=description or sig.description or UNSET,
+                arguments=arguments or UNSET,
+                icons=icons or UNSET,
+                meta=dict(meta) if meta else UNSET,
+            ),
+            fn,
+            sig,
+            auto,
+        )
+        self._changed("prompts")
+
+    def remove_prompt(self, name: str) -> None:
+        if self._prompts.pop(name, None) is None:
+            raise KeyError(name)
+        self._changed("prompts")
+
+    def _list_prompts(self, ctx: Context, params: _CursorParams) -> Any:
+        page, nxt = paginate(list(self._prompts.values()), _cursor(params), self.page_size)
+        return self._finish_list(ctx, t.ListPromptsResult(prompts=[e.prompt for e in page]), nxt)
+
+    def _get_prompt(self, ctx: Context, params: _GetPromptParams) -> Any:
+        entry = self._prompts.get(params.name)
+        if entry is None:
+            raise InvalidParams(f"Unknown prompt: {params.name}")
+        given = params.arguments if isinstance(params.arguments, dict) else {}
+        missing = [p for p in entry.signature.required if p not in given]
+        if missing:
+            raise InvalidParams(
+                f"Missing required argument(s) for prompt {params.name}: {', '.join(missing)}"
+            )
+        try:
+            args = msgspec.convert(
+                {k: v for k, v in given.items() if k in entry.signature.params},
+                entry.signature.args_type,
+                strict=False,
+            )
+        except msgspec.ValidationError as exc:
+            raise InvalidParams(
+                f"Invalid arguments for prompt {params.name}: {describe_validation_error(exc)}"
+            ) from None
+        kwargs = {p: getattr(args, p) for p in entry.signature.params}
+        if entry.signature.context_param:
+            kwargs[entry.signature.context_param] = ctx
+        out = entry.render(**kwargs)
+        if hasattr(out, "__await__"):
+            return self._prompt_async(out, entry)
+        return prompt_result(out, entry.prompt)
+
+    async def _prompt_async(self, pending: Awaitable[Any], entry: PromptDef) -> Any:
+        return prompt_result(await pending, entry.prompt)
+
+    # --- completion ----------------------------------------------------------------------------------------
+
+    def completion(self) -> Callable[[F], F]:
+        """Register the completion handler: ``fn(ref, argument_name, value, context_arguments)`` returning a list of
+        strings or a ``CompleteResult``. Per-prompt ``complete=`` functions and enum arguments are tried first."""
+
+        def register(fn: F) -> F:
+            self._completion = fn
+            return fn
+
+        return register
+
+    def _complete(self, ctx: Context, params: _CompleteParams) -> Any:
+        ref = params.ref
+        arg_name = params.argument.get("name")
+        value = params.argument.get("value", "")
+        if not isinstance(arg_name, str) or not isinstance(value, str):
+            raise InvalidParams("Invalid params: argument needs a string name and value")
+        context_args: dict[str, Any] = {}
+        if isinstance(params.context, dict):
+            context_args = params.context.get("arguments") or {}
+        kind = ref.get("type")
+        local: Callable[..., Any] | None = None
+        if kind == "ref/prompt":
+            entry = self._prompts.get(ref.get("name", ""))
+            if entry is None:
+                raise InvalidParams(f"Unknown prompt: {ref.get('name')}")
+            local = entry.complete.get(arg_name)
+        elif kind == "ref/resource":
+            tpl = self._templates.get(ref.get("uri", ""))
+            if tpl is None and ref.get("uri") not in self._resources:
+                raise InvalidParams(f"Unknown resource template: {ref.get('uri')}")
+            local = tpl.complete.get(arg_name) if tpl else None
+        else:
+            raise InvalidParams(f"Invalid params: unknown reference type {kind!r}")
+        if local is not None:
+            out = local(value, context_args)
+        elif self._completion is not None:
+            out = self._completion(ref, arg_name, value, context_args)
+        else:
+            out = []
+        if hasattr(out, "__await__"):
+            return _complete_async(out)
+        return complete_result(out)
+
+    # --- logging, discovery, listen ------------------------------------------------------------------------
+
+    def _set_level(self, ctx: Context, params: _SetLevelParams) -> dict[str, Any]:
+        if params.level not in LOG_LEVELS:
+            raise InvalidParams(f"Invalid params: unknown log level {params.level!r}")
+        ctx.session.log_level = params.level
+        return {}
+
+    def _discover(self, ctx: Context, params: Any) -> dict[str, Any]:
+        result: dict[str, Any] = {
+            "supportedVersions": [v for v in SUPPORTED_VERSIONS if v >= "2026-07-28"],
+            "capabilities": self.capabilities(ctx.version),
+            "ttlMs": self.cache.ttl_ms,
+            "cacheScope": self.cache.scope,
+        }
+        if self.instructions:
+            result["instructions"] = self.instructions
+        return result
+
+    async def _listen(self, ctx: Context, params: _ListenParams) -> dict[str, Any]:
+        import anyio
+
+        wanted = params.notifications if isinstance(params.notifications, dict) else {}
+        honoured: dict[str, Any] = {}
+        caps = self._capability_map()
+        for flag, cap in (
+            ("toolsListChanged", "tools"),
+            ("promptsListChanged", "prompts"),
+            ("resourcesListChanged", "resources"),
+        ):
+            if wanted.get(flag) is True and cap in caps:
+                honoured[flag] = True
+        subs = wanted.get("resourceSubscriptions")
+        if isinstance(subs, list) and "resources" in caps:
+            honoured["resourceSubscriptions"] = [s for s in subs if isinstance(s, str)]
+        session = ctx.session
+        session.listeners[ctx.request_id] = honoured
+        try:
+            await session.send_notification(
+                "notifications/subscriptions/acknowledged",
+                {"notifications": honoured, "_meta": {META_SUBSCRIPTION_ID: ctx.request_id}},
+                related=ctx.request_id,
+            )
+            await anyio.sleep_forever()
+        finally:
+            session.listeners.pop(ctx.request_id, None)
+        return {
+            "_meta": {META_SUBSCRIPTION_ID: ctx.request_id}
+        }  # pragma: no cover - sleep_forever never returns
+
+    # --- change notifications ------------------------------------------------------------------------------
+
+    def _changed(self, kind: Literal["tools", "resources", "prompts"]) -> None:
+        self._info_cache = None
+        for session in self.sessions():
+            session.dispatcher.spawn(self._notify_list_changed, session, kind)
+
+    async def _notify_list_changed(self, session: ServerSession, kind: str) -> None:
+        method = f"notifications/{kind}/list_changed"
+        if session.initialized:
+            await _safe_notify(session, method, None)
+        flag = f"{kind}ListChanged"
+        for sub_id, wanted in list(session.listeners.items()):
+            if wanted.get(flag):
+                await _safe_notify(session, method, {"_meta": {META_SUBSCRIPTION_ID: sub_id}}, related=sub_id)
+
+    async def notify_list_changed(self, kind: Literal["tools", "resources", "prompts"]) -> None:
+        """Tell every connected client that the list of ``kind`` changed (done for you by add/remove)."""
+        for session in self.sessions():
+            await self._notify_list_changed(session, kind)
+
+    async def broadcast_log(self, level: str, data: Any, logger_name: str | None = None) -> None:
+        """Send a log message to every handshake-era client whose level lets it through."""
+        rank = {name: i for i, name in enumerate(LOG_LEVELS)}
+        params: dict[str, Any] = {"level": level, "data": data}
+        if logger_name:
+            params["logger"] = logger_name
+        for session in self.sessions():
+            threshold = session.log_level
+            if session.initialized and threshold is not None and rank[level] >= rank.get(threshold, 0):
+                await _safe_notify(session, "notifications/message", params)
+
+    # --- helpers -------------------------------------------------------------------------------------------
+
+    def _finish_list(self, ctx: Context, result: Any, next_cursor: str | None) -> Any:
+        if next_cursor is not None:
+            result.next_cursor = next_cursor
+        if ctx.stateless:
+            result.ttl_ms = self.cache.ttl_ms
+            result.cache_scope = self.cache.scope
+        return result
+
+
+# --- conversions (module level: reusable by custom handlers) --------------------------------------------------
+
+
+def resource_contents(uri: str, value: Any, mime: str | None) -> list[Any]:
+    """What a resource function returned, as ``contents`` of a ``ReadResourceResult``."""
+    if isinstance(value, (t.TextResourceContents, t.BlobResourceContents)):
+        return [value]
+    if isinstance(value, str):
+        return [t.TextResourceContents(uri=uri, text=value, mime_type=mime or "text/plain")]
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        blob = base64.b64encode(bytes(value)).decode("ascii")
+        return [t.BlobResourceContents(uri=uri, blob=blob, mime_type=mime or "application/octet-stream")]
+    if (
+        isinstance(value, list)
+        and value
+        and all(isinstance(v, (t.TextResourceContents, t.BlobResourceContents)) for v in value)
+    ):
+        return list(value)
+    if value is None:
+        return []
+    text = _encode(value).decode()
+    return [t.TextResourceContents(uri=uri, text=text, mime_type=mime or "application/json")]
+
+
+def prompt_result(value: Any, prompt: t.Prompt) -> t.GetPromptResult:
+    if isinstance(value, t.GetPromptResult):
+        return value
+    items = value if isinstance(value, list) else [value]
+    messages: list[t.PromptMessage] = []
+    for item in items:
+        if isinstance(item, t.PromptMessage):
+            messages.append(item)
+        elif isinstance(item, str):
+            messages.append(t.PromptMessage(role="user", content=t.TextContent(text=item)))
+        elif isinstance(
+            item, (t.TextContent, t.ImageContent, t.AudioContent, t.ResourceLink, t.EmbeddedResource)
+        ):
+            messages.append(t.PromptMessage(role="user", content=item))
+        else:
+            raise TypeError(f"a prompt cannot return {type(item).__name__}")
+    return t.GetPromptResult(messages=messages, description=prompt.description)
+
+
+def complete_result(value: Any) -> t.CompleteResult:
+    if isinstance(value, t.CompleteResult):
+        return value
+    values = [str(v) for v in (value or [])]
+    total = len(values)
+    return t.CompleteResult(
+        completion=t.Completion(values=values[:100], total=total, has_more=total > 100),
+    )
+
+
+async def _complete_async(pending: Awaitable[Any]) -> t.CompleteResult:
+    return complete_result(await pending)
+
+
+def _not_found(ctx: Context, uri: str) -> RpcError:
+    if ctx.stateless:
+        return InvalidParams("Resource not found", {"uri": uri})
+    return ResourceNotFound(uri)
+
+
+def _cursor(params: _CursorParams | None) -> str | None:
+    if params is None or params.cursor is UNSET:
+        return None
+    return params.cursor  # type: ignore[return-value]
+
+
+def _hints(fn: Callable[..., Any]) -> dict[str, Any]:
+    import typing
+
+    try:
+        return typing.get_type_hints(fn)
+    except Exception:
+        return {}
+
+
+def _choices(annotation: Any) -> list[str] | None:
+    if annotation is None:
+        return None
+    if get_origin(annotation) is Literal:
+        return [str(a) for a in get_args(annotation)]
+    if isinstance(annotation, type) and issubclass(annotation, Enum):
+        return [str(m.value) for m in annotation]
+    return None
+
+
+def _prefix_completer(choices: Iterable[str]) -> Callable[[str, dict[str, Any]], list[str]]:
+    options = list(choices)
+
+    def complete(value: str, context: dict[str, Any]) -> list[str]:
+        return [c for c in options if c.startswith(value)]
+
+    return complete
+
+
+async def _safe_notify(
+    session: ServerSession, method: str, params: Mapping[str, Any] | None, *, related: Any = None
+) -> None:
+    try:
+        await session.send_notification(method, params, related=related)
+    except RpcError:
+        logger.debug("could not notify a closed session of %s", method)
+
+
+async def _await_logged(pending: Awaitable[Any], what: str) -> None:
+    try:
+        await pending
+    except Exception:
+        logger.exception("handler for %s failed", what)
+
+
+_ = (ToolError, InputRequired)

@@ -1,0 +1,431 @@
+"""One server-side MCP connection: era routing, the handshake lifecycle, capability gates (L4).
+
+:class:`ServerSession` is the request handler of a :class:`~jsonrpc_mcp.jsonrpc.dispatch.Dispatcher`. For every
+request it decides the era *first*, before the method is looked up (SPEC_MAP §6.3):
+
+* params carrying ``_meta["io.modelcontextprotocol/protocolVersion"]`` → the stateless era (2026-07-28): the
+  request is validated and served on its own, whatever state the connection is in;
+* anything else → the handshake era: ``initialize`` negotiates a version, ``ping`` is always answered, and every
+  other request needs a completed ``initialize``.
+
+It knows nothing of tools or resources: the server (:mod:`jsonrpc_mcp.mcp.server`) hands it a method table.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Coroutine, Mapping
+from types import CoroutineType
+from typing import Any, Final, Protocol
+
+import msgspec
+from msgspec import UNSET, Raw, UnsetType
+
+from ..errors import InternalError, InvalidParams, InvalidRequest, MethodNotFound, RpcError
+from ..jsonrpc import codes
+from ..jsonrpc.dispatch import Dispatcher
+from ..jsonrpc.wire import Notification, Request, RequestId
+from . import request_state
+from .context import LOG_LEVELS, Context, InputRequired
+from .methods import INPUT_METHODS, MethodSpec
+from .versions import (
+    BATCH_VERSIONS,
+    HANDSHAKE_VERSIONS,
+    META_CLIENT_CAPABILITIES,
+    META_CLIENT_INFO,
+    META_LOG_LEVEL,
+    META_PROTOCOL_VERSION,
+    META_SERVER_INFO,
+    STATELESS_VERSIONS,
+    Era,
+    negotiate,
+)
+
+__all__ = ("ServerSession", "ServerApp", "UnsupportedProtocolVersion", "encode_result")
+
+logger = logging.getLogger(__name__)
+
+_PV_NEEDLE: Final = META_PROTOCOL_VERSION.encode()
+_encode: Final = msgspec.json.Encoder().encode
+_EMPTY: Final = b"{}"
+
+
+class UnsupportedProtocolVersion(RpcError):
+    code = codes.UNSUPPORTED_PROTOCOL_VERSION
+    default_message = "Unsupported protocol version"
+
+    def __init__(self, requested: Any, supported: tuple[str, ...] = STATELESS_VERSIONS) -> None:
+        super().__init__(
+            f"Unsupported protocol version: {requested!r}",
+            {"supported": list(supported), "requested": requested},
+        )
+
+
+class ServerApp(Protocol):
+    """What a session needs from the server object (implemented by :class:`jsonrpc_mcp.Server`)."""
+
+    methods: Mapping[str, MethodSpec]
+    instructions: str | None
+    request_state_key: bytes
+    request_state_ttl: float
+
+    def server_info(self) -> dict[str, Any]: ...
+
+    def capabilities(self, version: str) -> dict[str, Any]: ...
+
+    def advertises(self, capability: str, sub: str | None = None) -> bool: ...
+
+    def attach(self, session: ServerSession) -> None: ...
+
+    def detach(self, session: ServerSession) -> None: ...
+
+    def on_client_notification(self, session: ServerSession, method: str, params: dict[str, Any]) -> None: ...
+
+
+class _Meta(msgspec.Struct):
+    meta: dict[str, Any] | UnsetType = msgspec.field(default=UNSET, name="_meta")
+
+
+class _InitializeParams(msgspec.Struct, rename="camel"):
+    protocol_version: str
+    capabilities: dict[str, Any] = {}
+    client_info: dict[str, Any] = {}
+
+
+class _Inputs(msgspec.Struct, rename="camel"):
+    input_responses: dict[str, Any] | UnsetType = UNSET
+    request_state: str | UnsetType = UNSET
+
+
+class _CancelledParams(msgspec.Struct, rename="camel"):
+    request_id: Any = None
+    reason: Any = None
+
+
+_meta_decoder: Final = msgspec.json.Decoder(_Meta)
+_init_decoder: Final = msgspec.json.Decoder(_InitializeParams)
+_inputs_decoder: Final = msgspec.json.Decoder(_Inputs)
+_cancel_decoder: Final = msgspec.json.Decoder(_CancelledParams)
+_decoders: dict[Any, msgspec.json.Decoder[Any]] = {}
+
+
+def _decoder(kind: Any) -> msgspec.json.Decoder[Any]:
+    dec = _decoders.get(kind)
+    if dec is None:
+        dec = _decoders[kind] = msgspec.json.Decoder(kind)
+    return dec
+
+
+def encode_result(
+    result: Any, *, stateless: bool = False, server_info: dict[str, Any] | None = None
+) -> bytes:
+    """Encode a handler's result; in the stateless era add ``resultType`` and our identity in ``_meta``."""
+    if type(result) is bytes and not stateless:
+        return result
+    if stateless:
+        if type(result) is bytes:
+            result = msgspec.json.decode(result)
+        if isinstance(result, msgspec.Struct):
+            if getattr(result, "result_type", UNSET) is UNSET and hasattr(result, "result_type"):
+                result.result_type = "complete"  # type: ignore[attr-defined]
+            result = msgspec.to_builtins(result)
+        if isinstance(result, dict):
+            result = dict(result)
+            result.setdefault("resultType", "complete")
+            if server_info is not None:
+                meta = dict(result.get("_meta") or {})
+                meta.setdefault(META_SERVER_INFO, server_info)
+                result["_meta"] = meta
+    return _encode(result)
+
+
+class ServerSession:
+    """The server side of one connection (stdio process, socket connection, HTTP session or HTTP request)."""
+
+    def __init__(self, app: ServerApp, dispatcher: Dispatcher | None = None) -> None:
+        self.app = app
+        self.dispatcher: Dispatcher = dispatcher  # type: ignore[assignment]
+        # Handshake-era state
+        self.version: str | None = None
+        self.client_capabilities: dict[str, Any] = {}
+        self.client_info: dict[str, Any] = {}
+        self.initialized = False  # initialize answered
+        self.ready = False  # notifications/initialized received
+        self.log_level: str | None = "info"
+        self.subscriptions: set[str] = set()
+        # Stateless-era listen streams: subscription id -> filter
+        self.listeners: dict[RequestId, dict[str, Any]] = {}
+        self.closed = False
+        self.on_close: list[Callable[[], None]] = []
+        if dispatcher is not None:
+            self.bind(dispatcher)
+
+    def bind(self, dispatcher: Dispatcher) -> None:
+        self.dispatcher = dispatcher
+        dispatcher.on_request = self.on_request
+        dispatcher.on_notification = self.on_notification
+        dispatcher.allow_batch = self.allow_batch
+        dispatcher.cancel_frame = _cancel_frame
+
+    def allow_batch(self) -> bool:
+        return self.version in BATCH_VERSIONS
+
+    # --- inbound requests ----------------------------------------------------------------------------------
+
+    def on_request(self, req: Request) -> bytes | Coroutine[Any, Any, bytes]:
+        raw = req.params
+        if raw is not None and _PV_NEEDLE in bytes(raw):
+            meta = _read_meta(raw)
+            if META_PROTOCOL_VERSION in meta:
+                return self._stateless(req, meta)
+        method = req.method
+        if method == "initialize":
+            return self._initialize(req)
+        if method == "ping":
+            return _EMPTY
+        if not self.initialized:
+            raise InvalidRequest("Invalid Request: the session is not initialized; send initialize first")
+        version = self.version
+        assert version is not None
+        spec = self.app.methods.get(method)
+        if (
+            spec is None
+            or Era.HANDSHAKE not in spec.eras
+            or version < spec.min_version
+            or (spec.capability is not None and not self.app.advertises(spec.capability))
+        ):
+            raise MethodNotFound(f"Method not found: {method}")
+        params = self._decode_params(spec, raw)
+        ctx = Context(
+            self,
+            req.id,
+            method,
+            era=Era.HANDSHAKE,
+            version=version,
+            client_capabilities=self.client_capabilities,
+            client_info=self.client_info,
+            meta=_meta_of(params),
+        )
+        out = spec.handler(ctx, params)
+        if type(out) is CoroutineType:
+            return self._await_handshake(out)
+        return encode_result(out)
+
+    async def _await_handshake(self, coro: Coroutine[Any, Any, Any]) -> bytes:
+        return encode_result(await coro)
+
+    def _decode_params(self, spec: MethodSpec, raw: Raw | None) -> Any:
+        if spec.params_type is None:
+            return None if raw is None else msgspec.json.decode(raw)
+        try:
+            return _decoder(spec.params_type).decode(raw if raw is not None else b"{}")
+        except msgspec.ValidationError as exc:
+            raise InvalidParams(f"Invalid params: {exc}") from None
+
+    def _initialize(self, req: Request) -> bytes:
+        if req.params is None:
+            raise InvalidParams(
+                "Invalid params: initialize needs protocolVersion, capabilities and clientInfo"
+            )
+        try:
+            params = _init_decoder.decode(req.params)
+        except msgspec.ValidationError as exc:
+            raise InvalidParams(f"Invalid params: {exc}") from None
+        if self.initialized:
+            raise InvalidRequest("Invalid Request: the session is already initialized")
+        version = negotiate(params.protocol_version, HANDSHAKE_VERSIONS)
+        self.version = version
+        self.client_capabilities = params.capabilities
+        self.client_info = params.client_info
+        self.initialized = True
+        self.app.attach(self)
+        result: dict[str, Any] = {
+            "protocolVersion": version,
+            "capabilities": self.app.capabilities(version),
+            "serverInfo": self.app.server_info(),
+        }
+        if self.app.instructions:
+            result["instructions"] = self.app.instructions
+        return _encode(result)
+
+    # --- the stateless era ---------------------------------------------------------------------------------
+
+    def _stateless(self, req: Request, meta: dict[str, Any]) -> bytes | Coroutine[Any, Any, bytes]:
+        version = meta.get(META_PROTOCOL_VERSION)
+        caps = meta.get(META_CLIENT_CAPABILITIES)
+        if not isinstance(version, str) or not version:
+            raise InvalidParams(f"Invalid params: _meta[{META_PROTOCOL_VERSION!r}] must be a string")
+        if not isinstance(caps, dict):
+            raise InvalidParams(f"Invalid params: _meta[{META_CLIENT_CAPABILITIES!r}] is required")
+        if version not in STATELESS_VERSIONS:
+            raise UnsupportedProtocolVersion(version)
+        method = req.method
+        spec = self.app.methods.get(method)
+        if (
+            spec is None
+            or Era.STATELESS not in spec.eras
+            or (spec.capability is not None and not self.app.advertises(spec.capability))
+        ):
+            raise MethodNotFound(f"Method not found: {method}")
+        level = meta.get(META_LOG_LEVEL)
+        if level is not None and level not in LOG_LEVELS:
+            raise InvalidParams(f"Invalid params: unknown log level {level!r}")
+        params = self._decode_params(spec, req.params)
+        answers: dict[str, Any] = {}
+        digest = ""
+        if method in INPUT_METHODS:
+            answers, digest = self._gather_answers(method, req.params)
+        info = meta.get(META_CLIENT_INFO)
+        ctx = Context(
+            self,
+            req.id,
+            method,
+            era=Era.STATELESS,
+            version=version,
+            client_capabilities=caps,
+            client_info=info if isinstance(info, dict) else None,
+            meta=meta,
+            log_level=level,
+            answers=answers,
+        )
+        try:
+            out = spec.handler(ctx, params)
+        except InputRequired as need:
+            return self._input_required(method, need, answers, digest)
+        if type(out) is CoroutineType:
+            return self._await_stateless(ctx, out, answers, digest)
+        return encode_result(out, stateless=True, server_info=self.app.server_info())
+
+    async def _await_stateless(
+        self, ctx: Context, coro: Coroutine[Any, Any, Any], answers: dict[str, Any], digest: str
+    ) -> bytes:
+        try:
+            out = await coro
+        except InputRequired as need:
+            return self._input_required(ctx.method, need, answers, digest)
+        return encode_result(out, stateless=True, server_info=self.app.server_info())
+
+    def _gather_answers(self, method: str, raw: Raw | None) -> tuple[dict[str, Any], str]:
+        whole = msgspec.json.decode(raw) if raw is not None else {}
+        digest = request_state.request_digest(method, whole)
+        try:
+            inputs = _inputs_decoder.decode(raw) if raw is not None else _Inputs()
+        except msgspec.ValidationError as exc:
+            raise InvalidParams(f"Invalid params: {exc}") from None
+        answers: dict[str, Any] = {}
+        asked: list[str] | None = None
+        if inputs.request_state is not UNSET:
+            state = request_state.open_state(
+                self.app.request_state_key, inputs.request_state, digest=digest, now=time.time()
+            )
+            answers.update(state.answers)
+            asked = state.asked
+        if inputs.input_responses is not UNSET:
+            for key, value in inputs.input_responses.items():
+                if asked is None or key in asked:
+                    if not isinstance(value, dict):
+                        raise InvalidParams(f"Invalid params: inputResponses[{key!r}] must be an object")
+                    answers[key] = value
+        return answers, digest
+
+    def _input_required(
+        self, method: str, need: InputRequired, answers: dict[str, Any], digest: str
+    ) -> bytes:
+        if method not in INPUT_METHODS:
+            logger.error(
+                "%s asked the client for input; only %s may", method, ", ".join(sorted(INPUT_METHODS))
+            )
+            raise InternalError()
+        payload = request_state.StatePayload(
+            digest=digest,
+            expires=time.time() + self.app.request_state_ttl,
+            answers=answers,
+            asked=list(need.requests),
+        )
+        result = {
+            "resultType": "input_required",
+            "inputRequests": need.requests,
+            "requestState": request_state.seal(self.app.request_state_key, payload),
+            "_meta": {META_SERVER_INFO: self.app.server_info()},
+        }
+        return _encode(result)
+
+    # --- inbound notifications -----------------------------------------------------------------------------
+
+    def on_notification(self, note: Notification) -> None:
+        method = note.method
+        if method == "notifications/cancelled":
+            if note.params is None:
+                return
+            try:
+                params = _cancel_decoder.decode(note.params)
+            except msgspec.ValidationError:
+                return
+            self.dispatcher.cancel_inbound(params.request_id)
+            return
+        if method == "notifications/initialized":
+            if self.initialized:
+                self.ready = True
+            return
+        try:
+            params = msgspec.json.decode(note.params) if note.params is not None else {}
+        except msgspec.DecodeError:
+            return
+        if isinstance(params, dict):
+            self.app.on_client_notification(self, method, params)
+
+    # --- outbound ------------------------------------------------------------------------------------------
+
+    async def send_notification(
+        self, method: str, params: Mapping[str, Any] | Any | None = None, *, related: RequestId | None = None
+    ) -> None:
+        body = None if params is None else _encode(params)
+        await self.dispatcher.notify(method, body, related=related)
+
+    async def send_request(
+        self,
+        method: str,
+        params: Mapping[str, Any] | None,
+        *,
+        related: RequestId | None = None,
+        timeout: float | None = None,
+    ) -> Raw:
+        body = None if params is None else _encode(params)
+        if timeout is None:
+            return await self.dispatcher.request(method, body, related=related)
+        return await self.dispatcher.request(method, body, related=related, timeout=timeout)
+
+    def wants_list_changed(self) -> bool:
+        return self.initialized and not self.closed
+
+    def close(self) -> None:
+        if self.closed:
+            return
+        self.closed = True
+        self.app.detach(self)
+        for callback in self.on_close:
+            callback()
+
+
+def _read_meta(raw: Raw) -> dict[str, Any]:
+    try:
+        meta = _meta_decoder.decode(raw).meta
+    except msgspec.ValidationError:
+        raise InvalidParams('Invalid params: "_meta" must be an object') from None
+    return meta if isinstance(meta, dict) else {}
+
+
+def _meta_of(params: Any) -> dict[str, Any] | None:
+    meta = getattr(params, "meta", None)
+    if isinstance(meta, dict):
+        return meta
+    if isinstance(params, dict):
+        m = params.get("_meta")
+        return m if isinstance(m, dict) else None
+    return None
+
+
+def _cancel_frame(ident: RequestId, reason: str) -> bytes:
+    params = {"requestId": ident, "reason": reason}
+    return b'{"jsonrpc":"2.0","method":"notifications/cancelled","params":' + _encode(params) + b"}"

@@ -1,0 +1,229 @@
+"""From a typed Python function to MCP schemas and back (L5 helper; pure, no I/O).
+
+``def add(a: int, b: int = 0) -> Sum`` becomes:
+
+* an arguments :class:`msgspec.Struct` built once, used to decode and validate ``arguments`` in one pass;
+* ``inputSchema``: the JSON Schema of that Struct (with ``$defs`` for nested Structs and enums);
+* ``outputSchema`` from the return annotation when the result is structured data; a result that is not a JSON
+  object on the wire (a number, a list) is wrapped as ``{"result": ...}`` because 2025-06-18 and 2025-11-25
+  require an object schema at the root.
+
+A parameter annotated with :class:`~jsonrpc_mcp.mcp.context.Context` is injected, never part of the schema.
+"""
+
+from __future__ import annotations
+
+import inspect
+import re
+import types
+import typing
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Literal, get_args, get_origin
+
+import msgspec
+
+from . import types as t
+from .context import Context
+
+__all__ = ("Signature", "OutputKind", "inspect_function", "schema_for", "describe_validation_error")
+
+OutputKind = Literal["auto", "text", "content", "result", "none", "structured"]
+
+_CONTENT_TYPES: tuple[type, ...] = (
+    t.TextContent,
+    t.ImageContent,
+    t.AudioContent,
+    t.ResourceLink,
+    t.EmbeddedResource,
+)
+
+
+@dataclass(slots=True)
+class Signature:
+    """What :func:`inspect_function` learnt about a handler."""
+
+    fn: Callable[..., Any]
+    is_async: bool
+    context_param: str | None
+    params: tuple[str, ...]
+    args_type: type[msgspec.Struct]
+    input_schema: dict[str, Any]
+    description: str | None
+    output_kind: OutputKind
+    return_type: Any
+    output_schema: dict[str, Any] | None
+    wrap_output: bool
+    required: tuple[str, ...]
+    param_descriptions: dict[str, str]
+
+
+def _is_context(annotation: Any) -> bool:
+    return annotation is Context or (isinstance(annotation, type) and issubclass(annotation, Context))
+
+
+def schema_for(kind: Any) -> dict[str, Any]:
+    """A self-contained JSON Schema for ``kind`` with its definitions under ``$defs``."""
+    (schema,), components = msgspec.json.schema_components((kind,), ref_template="#/$defs/{name}")
+    schema = dict(schema)
+    if "$ref" in schema and len(schema) == 1:
+        name = schema["$ref"].rsplit("/", 1)[1]
+        schema = dict(components.pop(name))
+        schema.pop("title", None)
+    if components:
+        schema["$defs"] = components
+    return schema
+
+
+def inspect_function(
+    fn: Callable[..., Any], *, name: str, structured_output: bool | None = None
+) -> Signature:
+    hints = typing.get_type_hints(fn, include_extras=True)
+    sig = inspect.signature(fn)
+    fields: list[tuple[Any, ...]] = []
+    context_param: str | None = None
+    names: list[str] = []
+    required: list[str] = []
+    param_docs = _param_docs(inspect.getdoc(fn) or "")
+    for pname, param in sig.parameters.items():
+        if param.kind in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD):
+            raise TypeError(f"{name}: *args and **kwargs cannot be described by a schema")
+        annotation = hints.get(pname, Any)
+        if _is_context(annotation):
+            context_param = pname
+            continue
+        if pname in param_docs and get_origin(annotation) is not typing.Annotated:
+            annotation = typing.Annotated[annotation, msgspec.Meta(description=param_docs[pname])]
+        names.append(pname)
+        if param.default is inspect.Parameter.empty:
+            fields.append((pname, annotation))
+            required.append(pname)
+        else:
+            fields.append((pname, annotation, param.default))
+    args_type = msgspec.defstruct(f"{_camel(name)}Arguments", fields, kw_only=True)
+    input_schema = schema_for(args_type)
+    input_schema.setdefault("type", "object")
+    input_schema.setdefault("properties", {})
+    if not input_schema.get("required"):
+        input_schema.pop("required", None)
+    ret = hints.get("return", Any)
+    kind, out_schema, wrap = _output(ret, structured_output)
+    return Signature(
+        fn=fn,
+        is_async=inspect.iscoroutinefunction(fn),
+        context_param=context_param,
+        params=tuple(names),
+        args_type=args_type,
+        input_schema=input_schema,
+        description=_summary(inspect.getdoc(fn)),
+        output_kind=kind,
+        return_type=ret,
+        output_schema=out_schema,
+        wrap_output=wrap,
+        required=tuple(required),
+        param_descriptions=param_docs,
+    )
+
+
+def _output(ret: Any, structured: bool | None) -> tuple[OutputKind, dict[str, Any] | None, bool]:
+    if ret is None or ret is type(None):
+        return "none", None, False
+    if ret is Any or ret is inspect.Signature.empty:
+        return "auto", None, False
+    if ret is str:
+        return "text", None, False
+    if ret is t.CallToolResult:
+        return "result", None, False
+    if _is_content(ret):
+        return "content", None, False
+    if structured is False:
+        return "auto", None, False
+    schema = schema_for(ret)
+    if schema.get("type") == "object":
+        return "structured", schema, False
+    wrapped: dict[str, Any] = {
+        "type": "object",
+        "properties": {"result": {k: v for k, v in schema.items() if k != "$defs"}},
+        "required": ["result"],
+    }
+    if "$defs" in schema:
+        wrapped["$defs"] = schema["$defs"]
+    return "structured", wrapped, True
+
+
+def _is_content(kind: Any) -> bool:
+    if isinstance(kind, type) and issubclass(kind, _CONTENT_TYPES):
+        return True
+    origin = get_origin(kind)
+    if origin in (list, typing.Union, types.UnionType):
+        args = [a for a in get_args(kind) if a is not type(None)]
+        return bool(args) and all(_is_content(a) for a in args)
+    return False
+
+
+def _summary(doc: str | None) -> str | None:
+    """The docstring up to its first section header (``Args:``, ``:param``, ``Parameters``)."""
+    if not doc:
+        return None
+    lines: list[str] = []
+    for line in doc.splitlines():
+        stripped = line.strip()
+        if stripped in (
+            "Args:",
+            "Arguments:",
+            "Parameters:",
+            "Parameters",
+            "Returns:",
+            "Raises:",
+        ) or stripped.startswith(":param"):
+            break
+        lines.append(line)
+    text = "\n".join(lines).strip()
+    return text or None
+
+
+_PARAM_LINE = re.compile(r"^\s*(?::param\s+)?(\w+)\s*(?:\([^)]*\))?\s*:\s*(.+)$")
+
+
+def _param_docs(doc: str) -> dict[str, str]:
+    """Per-parameter descriptions from Google-style ``Args:`` or reST ``:param x:`` lines."""
+    out: dict[str, str] = {}
+    in_args = False
+    for line in doc.splitlines():
+        stripped = line.strip()
+        if stripped in ("Args:", "Arguments:", "Parameters:"):
+            in_args = True
+            continue
+        if stripped.startswith(":param"):
+            m = _PARAM_LINE.match(stripped)
+            if m:
+                out[m.group(1)] = m.group(2).strip()
+            continue
+        if in_args:
+            if not stripped:
+                continue
+            if stripped.endswith(":") and " " not in stripped:
+                in_args = False
+                continue
+            m = _PARAM_LINE.match(stripped)
+            if m and line.startswith((" ", "\t")):
+                out[m.group(1)] = m.group(2).strip()
+    return out
+
+
+def _camel(name: str) -> str:
+    parts = re.split(r"[^A-Za-z0-9]+", name)
+    return "".join(p[:1].upper() + p[1:] for p in parts if p) or "Tool"
+
+
+_AT = re.compile(r" - at `\$\.?([^`]*)`$")
+
+
+def describe_validation_error(exc: msgspec.ValidationError) -> str:
+    """msgspec's message, reworded to name the argument first: ``b: Expected `int`, got `str```."""
+    text = str(exc)
+    m = _AT.search(text)
+    if m is None:
+        return text
+    where = m.group(1) or "arguments"
+    return f"{where}: {text[: m.start()]}"

@@ -1,0 +1,235 @@
+"""Calling tools: argument validation, the result conversions, and the line between tool and protocol errors (L5).
+
+Arguments that fail validation, a :class:`~jsonrpc_mcp.errors.ToolError`, and any other exception in the tool are
+*tool* errors: a ``CallToolResult`` with ``isError: true`` (SEP-1303), so the model can read what went wrong
+and try again. Only a malformed ``tools/call`` (or an unknown tool) is a JSON-RPC error. Exceptions never reach
+the peer: their traceback goes to the log and the result says only that the tool failed.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any, Final
+
+import msgspec
+from msgspec import UNSET, Raw
+
+from ..errors import InvalidParams, RpcError, ToolError
+from . import types as t
+from .context import Context, InputRequired
+from .signature import Signature, describe_validation_error, inspect_function
+
+__all__ = ("make_tool", "tool_result", "error_result", "RawSchemaValidator")
+
+logger = logging.getLogger(__name__)
+
+_encode: Final = msgspec.json.Encoder().encode
+_CONTENT: Final = (t.TextContent, t.ImageContent, t.AudioContent, t.ResourceLink, t.EmbeddedResource)
+_dict_decoder: Final = msgspec.json.Decoder(dict[str, Any])
+
+
+def error_result(message: str, structured: Any = None) -> t.CallToolResult:
+    """A tool failure the model should see: ``isError: true`` with the message as text."""
+    result = t.CallToolResult(content=[t.TextContent(text=message)], is_error=True)
+    if structured is not None:
+        result.structured_content = structured
+    return result
+
+
+def _check_object(raw: Raw | None) -> Raw | bytes:
+    if raw is None:
+        return b"{}"
+    if bytes(memoryview(raw)[:64]).lstrip()[:1] != b"{":
+        raise InvalidParams('Invalid params: "arguments" must be an object')
+    return raw
+
+
+class RawSchemaValidator:
+    """Validates arguments against a raw JSON Schema: full 2020-12 with the ``validation`` extra (jsonschema-rs),
+    else the basic checks (object, required properties, primitive types) that need no dependency."""
+
+    def __init__(self, schema: Mapping[str, Any]) -> None:
+        self.schema = dict(schema)
+        self._full: Any = None
+        try:
+            import jsonschema_rs
+
+            self._full = jsonschema_rs.validator_for(self.schema)
+        except ImportError:
+            self._full = None
+        except Exception as exc:  # an invalid schema is the tool author's bug: fail at registration
+            raise ValueError(f"invalid input schema: {exc}") from exc
+
+    def errors(self, value: Any) -> str | None:
+        if self._full is not None:
+            problems = [f"{_path(e.instance_path)}: {e.message}" for e in self._full.iter_errors(value)]
+            return "; ".join(problems[:5]) if problems else None
+        if not isinstance(value, dict):
+            return "arguments: must be an object"
+        for name in self.schema.get("required", ()):
+            if name not in value:
+                return f"{name}: required property is missing"
+        props = self.schema.get("properties", {})
+        for name, item in value.items():
+            expected = props.get(name, {}).get("type") if isinstance(props.get(name), dict) else None
+            if isinstance(expected, str) and not _type_ok(expected, item):
+                return f"{name}: expected {expected}, got {type(item).__name__}"
+        return None
+
+
+def _path(parts: Any) -> str:
+    items = list(parts) if parts else []
+    return ".".join(str(p) for p in items) or "arguments"
+
+
+def _type_ok(expected: str, value: Any) -> bool:
+    checks: dict[str, Callable[[Any], bool]] = {
+        "string": lambda v: isinstance(v, str),
+        "integer": lambda v: isinstance(v, int) and not isinstance(v, bool),
+        "number": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool),
+        "boolean": lambda v: isinstance(v, bool),
+        "object": lambda v: isinstance(v, dict),
+        "array": lambda v: isinstance(v, list),
+        "null": lambda v: v is None,
+    }
+    check = checks.get(expected)
+    return True if check is None else check(value)
+
+
+def make_tool(
+    fn: Callable[..., Any],
+    *,
+    name: str,
+    title: str | None,
+    description: str | None,
+    annotations: t.ToolAnnotations | None,
+    icons: list[t.Icon] | None,
+    input_schema: Mapping[str, Any] | None,
+    output_schema: Mapping[str, Any] | None,
+    structured_output: bool | None,
+    meta: Mapping[str, Any] | None,
+) -> Any:
+    from .server import ToolDef
+
+    sig = inspect_function(fn, name=name, structured_output=structured_output)
+    if output_schema is not None:
+        sig.output_schema = dict(output_schema)
+        sig.output_kind = "structured"
+        sig.wrap_output = False
+    schema = dict(input_schema) if input_schema is not None else sig.input_schema
+    tool = t.Tool(
+        name=name,
+        title=title or UNSET,
+        description=description or sig.description or name,
+        input_schema=schema,
+        output_schema=sig.output_schema if sig.output_schema is not None else UNSET,
+        annotations=annotations or UNSET,
+        icons=icons or UNSET,
+        meta=dict(meta) if meta else UNSET,
+    )
+    if input_schema is not None:
+        call = _raw_schema_caller(fn, sig, RawSchemaValidator(input_schema))
+    else:
+        call = _typed_caller(fn, sig)
+    return ToolDef(tool, call, sig)
+
+
+def _typed_caller(fn: Callable[..., Any], sig: Signature) -> Callable[[Context, Raw | None], Any]:
+    decoder = msgspec.json.Decoder(sig.args_type)
+    params = sig.params
+    ctx_param = sig.context_param
+    name = sig.fn.__name__
+    tool_name = name
+
+    def call(ctx: Context, raw: Raw | None) -> Any:
+        data = _check_object(raw)
+        try:
+            args = decoder.decode(data)
+        except msgspec.ValidationError as exc:
+            return error_result(f"Invalid arguments for tool {tool_name}: {describe_validation_error(exc)}")
+        kwargs = {p: getattr(args, p) for p in params}
+        if ctx_param is not None:
+            kwargs[ctx_param] = ctx
+        return _invoke(fn, sig, kwargs, tool_name)
+
+    return call
+
+
+def _raw_schema_caller(
+    fn: Callable[..., Any], sig: Signature, validator: RawSchemaValidator
+) -> Callable[[Context, Raw | None], Any]:
+    ctx_param = sig.context_param
+    tool_name = sig.fn.__name__
+
+    def call(ctx: Context, raw: Raw | None) -> Any:
+        data = _check_object(raw)
+        args = _dict_decoder.decode(data)
+        problem = validator.errors(args)
+        if problem is not None:
+            return error_result(f"Invalid arguments for tool {tool_name}: {problem}")
+        kwargs = dict(args)
+        if ctx_param is not None:
+            kwargs[ctx_param] = ctx
+        return _invoke(fn, sig, kwargs, tool_name)
+
+    return call
+
+
+def _invoke(fn: Callable[..., Any], sig: Signature, kwargs: dict[str, Any], tool_name: str) -> Any:
+    if sig.is_async:
+        return _invoke_async(fn(**kwargs), sig, tool_name)
+    try:
+        value = fn(**kwargs)
+    except (ToolError, RpcError, InputRequired, Exception) as exc:
+        return _failure(exc, tool_name)
+    return tool_result(value, sig, tool_name)
+
+
+async def _invoke_async(pending: Awaitable[Any], sig: Signature, tool_name: str) -> Any:
+    try:
+        value = await pending
+    except (ToolError, RpcError, InputRequired, Exception) as exc:
+        return _failure(exc, tool_name)
+    return tool_result(value, sig, tool_name)
+
+
+def _failure(exc: BaseException, tool_name: str) -> t.CallToolResult:
+    if isinstance(exc, ToolError):
+        return error_result(exc.message, exc.structured)
+    if isinstance(exc, (RpcError, InputRequired)):
+        raise exc
+    logger.error("tool %s raised", tool_name, exc_info=exc)
+    return error_result(f"Tool {tool_name} failed: an internal error occurred")
+
+
+def tool_result(value: Any, sig: Signature | None, tool_name: str = "tool") -> t.CallToolResult:
+    """A tool's return value as a ``CallToolResult``, checked against its ``outputSchema``."""
+    if isinstance(value, t.CallToolResult):
+        return value
+    kind = sig.output_kind if sig is not None else "auto"
+    if kind == "structured" and sig is not None:
+        return _structured(value, sig, tool_name)
+    if value is None:
+        return t.CallToolResult(content=[])
+    if isinstance(value, str):
+        return t.CallToolResult(content=[t.TextContent(text=value)])
+    if isinstance(value, _CONTENT):
+        return t.CallToolResult(content=[value])
+    if isinstance(value, list) and all(isinstance(v, _CONTENT) for v in value):
+        return t.CallToolResult(content=list(value))
+    return t.CallToolResult(content=[t.TextContent(text=_encode(value).decode())])
+
+
+def _structured(value: Any, sig: Signature, tool_name: str) -> t.CallToolResult:
+    try:
+        data = msgspec.to_builtins(value)
+        if sig.return_type is not None and sig.output_schema is not None and sig.output_kind == "structured":
+            if sig.return_type not in (Any, dict):
+                msgspec.convert(data, sig.return_type)
+    except (msgspec.ValidationError, TypeError) as exc:
+        logger.error("tool %s returned data that does not match its outputSchema: %s", tool_name, exc)
+        return error_result(f"Tool {tool_name} failed: it produced output that does not match its schema")
+    structured = {"result": data} if sig.wrap_output else data
+    text = _encode(structured).decode()
+    return t.CallToolResult(content=[t.TextContent(text=text)], structured_content=structured)

@@ -1,0 +1,1186 @@
+"""The MCP data model: params, results and the types inside them, for every revision (L2: msgspec only).
+
+Source of truth: ``schema/<rev>/schema.ts`` of the specification. The Structs cover everything in 2025-11-25
+and 2026-07-28, plus what older revisions had and later ones dropped (2025-11-25 tasks, URL-elicitation ids,
+``ElicitationCompleteNotification``). JSON-RPC envelopes (``jsonrpc``, ``id``, ``method``) live in
+:mod:`jsonrpc_mcp.jsonrpc.wire`; only the 2026-07-28 *input requests* (``{method, params}`` without ``id``)
+are modelled here, because they appear inside ``InputRequiredResult``.
+
+Conventions
+-----------
+* Every Struct derives from :class:`MCPModel`: snake_case attributes, camelCase on the wire
+  (``rename="camel"`` gives the spec's names; ``_meta`` and the ``io.modelcontextprotocol/...`` keys are
+  spelled with ``msgspec.field(name=...)``). All fields are keyword-only.
+* Optional fields default to :data:`msgspec.UNSET`, so *absent*, ``null`` (only where the spec allows it) and
+  a value stay distinct. Unknown fields are ignored on decode and therefore dropped on re-encode.
+* Fields that must always be on the wire with a constant value are tags (``type`` of content blocks,
+  completion references, elicitation primitives; ``method`` of input requests) or, where the value is a
+  field of a shared base, a default on a class with ``omit_defaults=False`` (``ElicitRequestURLParams.mode``,
+  ``InputRequiredResult.result_type``). Every other default is ``UNSET``, which msgspec never encodes, so
+  ``omit_defaults=False`` emits nothing else.
+* Schemas (``inputSchema``, ``outputSchema``, ``requestedSchema``) are plain dicts, kept verbatim.
+* A revision's required field is optional here when another revision omits it (``resultType``, ``ttlMs``,
+  ``cacheScope`` exist only in 2026-07-28; ``elicitationId`` only in 2025-11-25). Which fields a given
+  revision may carry is the business of the layers above.
+
+Untagged unions
+---------------
+msgspec decodes a union of several object types only when they are tagged. Three spec unions have no tag:
+
+* ``TextResourceContents | BlobResourceContents`` (``EmbeddedResource.resource``,
+  ``ReadResourceResult.contents``) is decoded as :class:`ResourceContents`, one Struct holding ``uri``,
+  ``mimeType``, ``_meta`` and optional ``text`` / ``blob`` (at least one is required).
+  :class:`TextResourceContents` and :class:`BlobResourceContents` are its subclasses with ``text`` / ``blob``
+  required: build with them (they fit every field typed ``ResourceContents``);
+  :meth:`ResourceContents.narrow` turns a decoded value into one of them.
+* ``ElicitRequestFormParams | ElicitRequestURLParams`` (``mode`` is optional on the form variant) is decoded
+  as :class:`ElicitRequestParams`, the superset, with the same subclass-and-``narrow()`` arrangement.
+* ``InputResponse`` (``CreateMessageResult | ListRootsResult | ElicitResult``): ``inputResponses`` values stay
+  plain ``dict``s; the server knows which type it asked for under each key and converts with :func:`convert`.
+  Likewise ``PrimitiveSchemaDefinition`` is exported for annotations only (``requestedSchema`` is a dict).
+  A result that may be ``InputRequiredResult`` or the method's own result is told apart by ``resultType``
+  before it is decoded.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final, Literal, TypeAlias, TypeVar, dataclass_transform, overload
+
+import msgspec
+from msgspec import UNSET, UnsetType
+
+__all__ = (
+    # versions and scalar aliases
+    "LATEST_PROTOCOL_VERSION",
+    "LEGACY_PROTOCOL_VERSIONS",
+    "RequestId",
+    "ProgressToken",
+    "Cursor",
+    "Role",
+    "LoggingLevel",
+    "ResultType",
+    "CacheScope",
+    "TaskStatus",
+    "IncludeContext",
+    "StopReason",
+    "ElicitAction",
+    # base
+    "MCPModel",
+    "RequestMetaObject",
+    "NotificationMetaObject",
+    "ResultMetaObject",
+    "SubscriptionsListenResultMetaObject",
+    "RequestParams",
+    "TaskAugmentedRequestParams",
+    "InputResponseRequestParams",
+    "NotificationParams",
+    "Result",
+    "EmptyResult",
+    # cancellation, progress
+    "CancelledNotificationParams",
+    "ProgressNotificationParams",
+    # capabilities, identity, lifecycle, discovery
+    "RootsCapability",
+    "SamplingCapability",
+    "ElicitationCapability",
+    "ClientTasksCapability",
+    "ClientCapabilities",
+    "PromptsCapability",
+    "ResourcesCapability",
+    "ToolsCapability",
+    "ServerTasksCapability",
+    "ServerCapabilities",
+    "Icon",
+    "BaseMetadata",
+    "Implementation",
+    "InitializeRequestParams",
+    "InitializeResult",
+    "DiscoverResult",
+    # pagination, caching
+    "PaginatedRequestParams",
+    "PaginatedResult",
+    "CacheableResult",
+    # content
+    "Annotations",
+    "TextContent",
+    "ImageContent",
+    "AudioContent",
+    "ResourceLink",
+    "EmbeddedResource",
+    "ToolUseContent",
+    "ToolResultContent",
+    "ContentBlock",
+    "SamplingContent",
+    "SamplingMessageContentBlock",
+    # resources, subscriptions
+    "Resource",
+    "ResourceTemplate",
+    "ResourceContents",
+    "TextResourceContents",
+    "BlobResourceContents",
+    "ListResourcesResult",
+    "ListResourceTemplatesResult",
+    "ResourceRequestParams",
+    "ReadResourceRequestParams",
+    "ReadResourceResult",
+    "SubscribeRequestParams",
+    "UnsubscribeRequestParams",
+    "ResourceUpdatedNotificationParams",
+    "SubscriptionFilter",
+    "SubscriptionsListenRequestParams",
+    "SubscriptionsListenResult",
+    "SubscriptionsAcknowledgedNotificationParams",
+    # prompts
+    "PromptArgument",
+    "Prompt",
+    "PromptMessage",
+    "ListPromptsResult",
+    "GetPromptRequestParams",
+    "GetPromptResult",
+    # tools
+    "ToolAnnotations",
+    "ToolExecution",
+    "Tool",
+    "ListToolsResult",
+    "CallToolRequestParams",
+    "CallToolResult",
+    # tasks (2025-11-25)
+    "TaskMetadata",
+    "RelatedTaskMetadata",
+    "Task",
+    "CreateTaskResult",
+    "GetTaskRequestParams",
+    "GetTaskResult",
+    "GetTaskPayloadRequestParams",
+    "GetTaskPayloadResult",
+    "CancelTaskRequestParams",
+    "CancelTaskResult",
+    "ListTasksResult",
+    "TaskStatusNotificationParams",
+    # logging
+    "SetLevelRequestParams",
+    "LoggingMessageNotificationParams",
+    # sampling
+    "ModelHint",
+    "ModelPreferences",
+    "ToolChoice",
+    "SamplingMessage",
+    "CreateMessageRequestParams",
+    "CreateMessageResult",
+    # completion
+    "PromptReference",
+    "ResourceTemplateReference",
+    "ResourceReference",
+    "CompletionReference",
+    "CompletionArgument",
+    "CompletionContext",
+    "CompleteRequestParams",
+    "Completion",
+    "CompleteResult",
+    # roots
+    "Root",
+    "ListRootsResult",
+    # elicitation
+    "StringSchema",
+    "NumberSchema",
+    "BooleanSchema",
+    "EnumOption",
+    "UntitledSingleSelectEnumSchema",
+    "TitledSingleSelectEnumSchema",
+    "UntitledEnumItems",
+    "TitledEnumItems",
+    "UntitledMultiSelectEnumSchema",
+    "TitledMultiSelectEnumSchema",
+    "LegacyTitledEnumSchema",
+    "SingleSelectEnumSchema",
+    "MultiSelectEnumSchema",
+    "EnumSchema",
+    "PrimitiveSchemaDefinition",
+    "ElicitRequestParams",
+    "ElicitRequestFormParams",
+    "ElicitRequestURLParams",
+    "ElicitResult",
+    "ElicitationCompleteNotificationParams",
+    # multi round-trip (2026-07-28)
+    "CreateMessageRequest",
+    "ListRootsRequest",
+    "ElicitRequest",
+    "InputRequest",
+    "InputRequests",
+    "InputResponse",
+    "InputResponses",
+    "InputRequiredResult",
+    # error data
+    "UnsupportedProtocolVersionErrorData",
+    "MissingRequiredClientCapabilityErrorData",
+    "URLElicitationRequiredErrorData",
+    # helpers
+    "to_builtins",
+    "convert",
+)
+
+# --- Versions and scalar aliases -------------------------------------------------------------------------
+
+LATEST_PROTOCOL_VERSION: Final = "2026-07-28"
+LEGACY_PROTOCOL_VERSIONS: Final = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")
+
+RequestId: TypeAlias = str | int
+ProgressToken: TypeAlias = str | int
+Cursor: TypeAlias = str
+Role: TypeAlias = Literal["user", "assistant"]
+LoggingLevel: TypeAlias = Literal[
+    "debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"
+]
+ResultType: TypeAlias = str
+"""``"complete"``, ``"input_required"`` or an extension's value (2026-07-28); absent means complete."""
+CacheScope: TypeAlias = Literal["public", "private"]
+TaskStatus: TypeAlias = Literal["working", "input_required", "completed", "failed", "cancelled"]
+IncludeContext: TypeAlias = Literal["none", "thisServer", "allServers"]
+StopReason: TypeAlias = str
+"""``"endTurn"``, ``"stopSequence"``, ``"maxTokens"``, ``"toolUse"`` or any provider-specific string."""
+ElicitAction: TypeAlias = Literal["accept", "decline", "cancel"]
+
+Meta: TypeAlias = dict[str, Any]
+JSONObject: TypeAlias = dict[str, Any]
+
+
+def _meta() -> Any:
+    """The ``_meta`` field every type that has one declares."""
+    return msgspec.field(default=UNSET, name="_meta")
+
+
+# --- Base types ------------------------------------------------------------------------------------------
+
+
+class _MCPModelMeta(msgspec.StructMeta):
+    # msgspec applies `kw_only` only to the fields a class itself defines (as dataclasses do); MCP types add
+    # required fields after inherited optional ones (`_meta`, `resultType`), so every subclass needs it.
+    def __new__(
+        mcls, name: str, bases: tuple[type, ...], namespace: dict[str, Any], /, **kwargs: Any
+    ) -> _MCPModelMeta:
+        kwargs.setdefault("kw_only", True)
+        return super().__new__(mcls, name, bases, namespace, **kwargs)
+
+
+@dataclass_transform(field_specifiers=(msgspec.field,), kw_only_default=True)
+class MCPModel(
+    msgspec.Struct,
+    metaclass=_MCPModelMeta,
+    kw_only=True,
+    omit_defaults=True,
+    rename="camel",
+    repr_omit_defaults=True,
+):
+    """Base of every MCP Struct: keyword-only fields (in subclasses too), camelCase on the wire, unset
+    optional fields left out."""
+
+
+class RequestMetaObject(MCPModel):
+    """Typed view of a 2026-07-28 request's ``_meta`` (``convert(params.meta, RequestMetaObject)``).
+
+    Fields are kept as plain dicts on the params themselves, so keys this view does not know survive.
+    """
+
+    protocol_version: str = msgspec.field(name="io.modelcontextprotocol/protocolVersion")
+    client_capabilities: ClientCapabilities = msgspec.field(name="io.modelcontextprotocol/clientCapabilities")
+    client_info: Implementation | UnsetType = msgspec.field(
+        default=UNSET, name="io.modelcontextprotocol/clientInfo"
+    )
+    log_level: LoggingLevel | UnsetType = msgspec.field(
+        default=UNSET, name="io.modelcontextprotocol/logLevel"
+    )
+    progress_token: ProgressToken | UnsetType = UNSET
+    traceparent: str | UnsetType = UNSET
+    tracestate: str | UnsetType = UNSET
+    baggage: str | UnsetType = UNSET
+
+
+class NotificationMetaObject(MCPModel):
+    """Typed view of a notification's ``_meta`` (2026-07-28)."""
+
+    subscription_id: RequestId | UnsetType = msgspec.field(
+        default=UNSET, name="io.modelcontextprotocol/subscriptionId"
+    )
+
+
+class ResultMetaObject(MCPModel):
+    """Typed view of a result's ``_meta`` (2026-07-28)."""
+
+    server_info: Implementation | UnsetType = msgspec.field(
+        default=UNSET, name="io.modelcontextprotocol/serverInfo"
+    )
+
+
+class SubscriptionsListenResultMetaObject(ResultMetaObject):
+    """``_meta`` of the result that ends a ``subscriptions/listen`` stream."""
+
+    subscription_id: RequestId = msgspec.field(name="io.modelcontextprotocol/subscriptionId")
+
+
+class RequestParams(MCPModel):
+    """Params every request may carry (2026-07-28 requires ``_meta`` with the protocol keys)."""
+
+    meta: Meta | UnsetType = _meta()
+
+
+class TaskAugmentedRequestParams(RequestParams):
+    """2025-11-25: a request that may ask to run as a task."""
+
+    task: TaskMetadata | UnsetType = UNSET
+
+
+class InputResponseRequestParams(RequestParams):
+    """2026-07-28: a retried request carrying the client's answers and the server's opaque state.
+
+    ``input_responses`` values are plain dicts (see the module docstring); convert each with the type that
+    was requested under its key.
+    """
+
+    input_responses: dict[str, Any] | UnsetType = UNSET
+    request_state: str | UnsetType = UNSET
+
+
+class NotificationParams(MCPModel):
+    meta: Meta | UnsetType = _meta()
+
+
+class Result(MCPModel):
+    """Base of every result. ``result_type`` is required on 2026-07-28 wires and absent on older ones."""
+
+    meta: Meta | UnsetType = _meta()
+    result_type: ResultType | UnsetType = UNSET
+
+
+EmptyResult: TypeAlias = Result
+
+# --- Cancellation and progress ---------------------------------------------------------------------------
+
+
+class CancelledNotificationParams(NotificationParams):
+    """``request_id`` is optional in 2025-11-25 (task cancellation), required everywhere else."""
+
+    request_id: RequestId | UnsetType = UNSET
+    reason: str | UnsetType = UNSET
+
+
+class ProgressNotificationParams(NotificationParams):
+    progress_token: ProgressToken
+    progress: float
+    total: float | UnsetType = UNSET
+    message: str | UnsetType = UNSET
+
+
+# --- Capabilities ----------------------------------------------------------------------------------------
+
+
+class RootsCapability(MCPModel):
+    list_changed: bool | UnsetType = UNSET  # dropped in 2026-07-28 (`roots: {}`)
+
+
+class SamplingCapability(MCPModel):
+    context: JSONObject | UnsetType = UNSET
+    tools: JSONObject | UnsetType = UNSET
+
+
+class ElicitationCapability(MCPModel):
+    """An empty object means form mode only (2025-11-25)."""
+
+    form: JSONObject | UnsetType = UNSET
+    url: JSONObject | UnsetType = UNSET
+
+
+class ClientTasksCapability(MCPModel):
+    """2025-11-25. ``requests``, e.g. ``{"sampling": {"createMessage": {}}, "elicitation": {"create": {}}}``,
+    stays a dict."""
+
+    list: JSONObject | UnsetType = UNSET
+    cancel: JSONObject | UnsetType = UNSET
+    requests: JSONObject | UnsetType = UNSET
+
+
+class ClientCapabilities(MCPModel):
+    experimental: dict[str, JSONObject] | UnsetType = UNSET
+    roots: RootsCapability | UnsetType = UNSET
+    sampling: SamplingCapability | UnsetType = UNSET
+    elicitation: ElicitationCapability | UnsetType = UNSET
+    tasks: ClientTasksCapability | UnsetType = UNSET
+    extensions: dict[str, JSONObject] | UnsetType = UNSET
+
+
+class PromptsCapability(MCPModel):
+    list_changed: bool | UnsetType = UNSET
+
+
+class ResourcesCapability(MCPModel):
+    subscribe: bool | UnsetType = UNSET
+    list_changed: bool | UnsetType = UNSET
+
+
+class ToolsCapability(MCPModel):
+    list_changed: bool | UnsetType = UNSET
+
+
+class ServerTasksCapability(MCPModel):
+    """2025-11-25. ``requests`` is e.g. ``{"tools": {"call": {}}}``."""
+
+    list: JSONObject | UnsetType = UNSET
+    cancel: JSONObject | UnsetType = UNSET
+    requests: JSONObject | UnsetType = UNSET
+
+
+class ServerCapabilities(MCPModel):
+    experimental: dict[str, JSONObject] | UnsetType = UNSET
+    logging: JSONObject | UnsetType = UNSET
+    completions: JSONObject | UnsetType = UNSET
+    prompts: PromptsCapability | UnsetType = UNSET
+    resources: ResourcesCapability | UnsetType = UNSET
+    tools: ToolsCapability | UnsetType = UNSET
+    tasks: ServerTasksCapability | UnsetType = UNSET
+    extensions: dict[str, JSONObject] | UnsetType = UNSET
+
+
+# --- Identity, lifecycle (2024-11-05 … 2025-11-25) and discovery (2026-07-28) ----------------------------
+
+
+class Icon(MCPModel):
+    src: str
+    mime_type: str | UnsetType = UNSET
+    sizes: list[str] | UnsetType = UNSET
+    theme: Literal["light", "dark"] | UnsetType = UNSET
+
+
+class BaseMetadata(MCPModel):
+    """``name`` identifies (programmatic), ``title`` displays (falls back to ``name``)."""
+
+    name: str
+    title: str | UnsetType = UNSET
+
+
+class Implementation(BaseMetadata):
+    version: str
+    description: str | UnsetType = UNSET
+    website_url: str | UnsetType = UNSET
+    icons: list[Icon] | UnsetType = UNSET
+
+
+class InitializeRequestParams(RequestParams):
+    protocol_version: str
+    capabilities: ClientCapabilities
+    client_info: Implementation
+
+
+class InitializeResult(Result):
+    protocol_version: str
+    capabilities: ServerCapabilities
+    server_info: Implementation
+    instructions: str | UnsetType = UNSET
+
+
+# --- Pagination and caching ------------------------------------------------------------------------------
+
+
+class PaginatedRequestParams(RequestParams):
+    cursor: Cursor | UnsetType = UNSET
+
+
+class PaginatedResult(Result):
+    next_cursor: Cursor | UnsetType = UNSET
+
+
+class CacheableResult(Result):
+    """2026-07-28 caching hints, required on list results, ``resources/read`` and ``server/discover``."""
+
+    ttl_ms: int | UnsetType = UNSET
+    cache_scope: CacheScope | UnsetType = UNSET
+
+
+class _PaginatedCacheableResult(PaginatedResult):
+    # PaginatedResult & CacheableResult: msgspec Structs with fields cannot inherit from two bases.
+    ttl_ms: int | UnsetType = UNSET
+    cache_scope: CacheScope | UnsetType = UNSET
+
+
+class DiscoverResult(CacheableResult):
+    """``server/discover`` (2026-07-28); identity goes in ``_meta["io.modelcontextprotocol/serverInfo"]``."""
+
+    supported_versions: list[str]
+    capabilities: ServerCapabilities
+    instructions: str | UnsetType = UNSET
+
+
+# --- Content -------------------------------------------------------------------------------------------
+
+
+class Annotations(MCPModel):
+    audience: list[Role] | UnsetType = UNSET
+    priority: float | UnsetType = UNSET
+    last_modified: str | UnsetType = UNSET
+
+
+class TextContent(MCPModel, tag_field="type", tag="text"):
+    text: str
+    annotations: Annotations | UnsetType = UNSET
+    meta: Meta | UnsetType = _meta()
+
+
+class ImageContent(MCPModel, tag_field="type", tag="image"):
+    data: str
+    mime_type: str
+    annotations: Annotations | UnsetType = UNSET
+    meta: Meta | UnsetType = _meta()
+
+
+class AudioContent(MCPModel, tag_field="type", tag="audio"):
+    data: str
+    mime_type: str
+    annotations: Annotations | UnsetType = UNSET
+    meta: Meta | UnsetType = _meta()
+
+
+class Resource(BaseMetadata):
+    uri: str
+    description: str | UnsetType = UNSET
+    mime_type: str | UnsetType = UNSET
+    annotations: Annotations | UnsetType = UNSET
+    size: int | UnsetType = UNSET
+    icons: list[Icon] | UnsetType = UNSET
+    meta: Meta | UnsetType = _meta()
+
+
+class ResourceLink(Resource, tag_field="type", tag="resource_link"):
+    """A resource the client may read; it need not appear in ``resources/list``."""
+
+
+class ResourceContents(MCPModel):
+    """Either kind of resource contents, as decoded: ``text`` or ``blob`` (base64) is set, at least one.
+
+    The spec's union ``TextResourceContents | BlobResourceContents`` has no tag, so this superset is what
+    decodes; build with the two subclasses, or narrow a decoded value with :meth:`narrow`.
+    """
+
+    uri: str
+    mime_type: str | UnsetType = UNSET
+    text: str | UnsetType = UNSET
+    blob: str | UnsetType = UNSET
+    meta: Meta | UnsetType = _meta()
+
+    def __post_init__(self) -> None:
+        if self.text is UNSET and self.blob is UNSET:
+            raise ValueError("resource contents need `text` or `blob`")
+
+    def narrow(self) -> TextResourceContents | BlobResourceContents:
+        """The spec-named variant of these contents (text wins if a peer sent both)."""
+        if isinstance(self, TextResourceContents | BlobResourceContents):
+            return self
+        if isinstance(self.text, str):
+            return TextResourceContents(
+                uri=self.uri, mime_type=self.mime_type, text=self.text, meta=self.meta
+            )
+        assert isinstance(self.blob, str)
+        return BlobResourceContents(uri=self.uri, mime_type=self.mime_type, blob=self.blob, meta=self.meta)
+
+
+class TextResourceContents(ResourceContents):
+    text: str
+
+
+class BlobResourceContents(ResourceContents):
+    blob: str
+
+
+class EmbeddedResource(MCPModel, tag_field="type", tag="resource"):
+    resource: ResourceContents
+    annotations: Annotations | UnsetType = UNSET
+    meta: Meta | UnsetType = _meta()
+
+
+class ToolUseContent(MCPModel, tag_field="type", tag="tool_use"):
+    """Sampling only (2025-11-25+): the model asks to call a tool."""
+
+    id: str
+    name: str
+    input: JSONObject
+    meta: Meta | UnsetType = _meta()
+
+
+class ToolResultContent(MCPModel, tag_field="type", tag="tool_result"):
+    """Sampling only (2025-11-25+): the outcome of a ``tool_use``."""
+
+    tool_use_id: str
+    content: list[ContentBlock]
+    structured_content: Any | UnsetType = UNSET
+    is_error: bool | UnsetType = UNSET
+    meta: Meta | UnsetType = _meta()
+
+
+ContentBlock: TypeAlias = TextContent | ImageContent | AudioContent | ResourceLink | EmbeddedResource
+SamplingContent: TypeAlias = TextContent | ImageContent | AudioContent | ToolUseContent | ToolResultContent
+SamplingMessageContentBlock: TypeAlias = SamplingContent
+
+# --- Resources and subscriptions -----------------------------------------------------------------------
+
+
+class ResourceTemplate(BaseMetadata):
+    uri_template: str
+    description: str | UnsetType = UNSET
+    mime_type: str | UnsetType = UNSET
+    annotations: Annotations | UnsetType = UNSET
+    icons: list[Icon] | UnsetType = UNSET
+    meta: Meta | UnsetType = _meta()
+
+
+class ListResourcesResult(_PaginatedCacheableResult):
+    resources: list[Resource]
+
+
+class ListResourceTemplatesResult(_PaginatedCacheableResult):
+    resource_templates: list[ResourceTemplate]
+
+
+class ResourceRequestParams(RequestParams):
+    uri: str
+
+
+class ReadResourceRequestParams(InputResponseRequestParams):
+    uri: str
+
+
+class ReadResourceResult(CacheableResult):
+    contents: list[ResourceContents]
+
+
+class SubscribeRequestParams(ResourceRequestParams):
+    """``resources/subscribe`` (2024-11-05 … 2025-11-25)."""
+
+
+class UnsubscribeRequestParams(ResourceRequestParams):
+    """``resources/unsubscribe`` (2024-11-05 … 2025-11-25)."""
+
+
+class ResourceUpdatedNotificationParams(NotificationParams):
+    uri: str
+
+
+class SubscriptionFilter(MCPModel):
+    """What a ``subscriptions/listen`` stream should deliver (2026-07-28)."""
+
+    tools_list_changed: bool | UnsetType = UNSET
+    prompts_list_changed: bool | UnsetType = UNSET
+    resources_list_changed: bool | UnsetType = UNSET
+    resource_subscriptions: list[str] | UnsetType = UNSET
+
+
+class SubscriptionsListenRequestParams(RequestParams):
+    notifications: SubscriptionFilter
+
+
+class SubscriptionsListenResult(Result):
+    """Ends a listen stream; ``_meta`` carries ``io.modelcontextprotocol/subscriptionId`` (required)."""
+
+
+class SubscriptionsAcknowledgedNotificationParams(NotificationParams):
+    notifications: SubscriptionFilter
+
+
+# --- Prompts -------------------------------------------------------------------------------------------
+
+
+class PromptArgument(BaseMetadata):
+    description: str | UnsetType = UNSET
+    required: bool | UnsetType = UNSET
+
+
+class Prompt(BaseMetadata):
+    description: str | UnsetType = UNSET
+    arguments: list[PromptArgument] | UnsetType = UNSET
+    icons: list[Icon] | UnsetType = UNSET
+    meta: Meta | UnsetType = _meta()
+
+
+class PromptMessage(MCPModel):
+    role: Role
+    content: ContentBlock
+
+
+class ListPromptsResult(_PaginatedCacheableResult):
+    prompts: list[Prompt]
+
+
+class GetPromptRequestParams(InputResponseRequestParams):
+    name: str
+    arguments: dict[str, str] | UnsetType = UNSET
+
+
+class GetPromptResult(Result):
+    description: str | UnsetType = UNSET
+    messages: list[PromptMessage]
+
+
+# --- Tools ---------------------------------------------------------------------------------------------
+
+
+class ToolAnnotations(MCPModel):
+    """Hints only; untrusted unless the server is. Spec defaults: read-only false, destructive true,
+    idempotent false, open-world true."""
+
+    title: str | UnsetType = UNSET
+    read_only_hint: bool | UnsetType = UNSET
+    destructive_hint: bool | UnsetType = UNSET
+    idempotent_hint: bool | UnsetType = UNSET
+    open_world_hint: bool | UnsetType = UNSET
+
+
+class ToolExecution(MCPModel):
+    """2025-11-25 only (tasks left the core in 2026-07-28)."""
+
+    task_support: Literal["forbidden", "optional", "required"] | UnsetType = UNSET
+
+
+class Tool(BaseMetadata):
+    """``input_schema`` / ``output_schema`` are kept verbatim (2026-07-28: any JSON Schema 2020-12 keyword,
+    ``x-mcp-header`` annotations inside property schemas)."""
+
+    description: str | UnsetType = UNSET
+    input_schema: JSONObject
+    output_schema: JSONObject | UnsetType = UNSET
+    annotations: ToolAnnotations | UnsetType = UNSET
+    execution: ToolExecution | UnsetType = UNSET
+    icons: list[Icon] | UnsetType = UNSET
+    meta: Meta | UnsetType = _meta()
+
+
+class ListToolsResult(_PaginatedCacheableResult):
+    tools: list[Tool]
+
+
+class CallToolRequestParams(InputResponseRequestParams):
+    name: str
+    arguments: JSONObject | UnsetType = UNSET
+    task: TaskMetadata | UnsetType = UNSET  # 2025-11-25
+
+
+class CallToolResult(Result):
+    """``content`` is required even with ``structured_content`` (any JSON value in 2026-07-28, an object
+    before)."""
+
+    content: list[ContentBlock]
+    structured_content: Any | UnsetType = UNSET
+    is_error: bool | UnsetType = UNSET
+
+
+# --- Tasks (2025-11-25; an extension since 2026-07-28) --------------------------------------------------
+
+
+class TaskMetadata(MCPModel):
+    """``params.task``: run the request as a task, kept ``ttl`` ms after creation."""
+
+    ttl: int | UnsetType = UNSET
+
+
+class RelatedTaskMetadata(MCPModel):
+    """Value of ``_meta["io.modelcontextprotocol/related-task"]``."""
+
+    task_id: str
+
+
+class Task(MCPModel):
+    task_id: str
+    status: TaskStatus
+    status_message: str | UnsetType = UNSET
+    created_at: str
+    last_updated_at: str
+    ttl: int | None  # null: unlimited
+    poll_interval: int | UnsetType = UNSET
+
+
+class CreateTaskResult(Result):
+    task: Task
+
+
+class GetTaskRequestParams(RequestParams):
+    task_id: str
+
+
+class GetTaskPayloadRequestParams(RequestParams):
+    task_id: str
+
+
+class CancelTaskRequestParams(RequestParams):
+    task_id: str
+
+
+class _TaskResult(Result):
+    # Result & Task, flattened (see _PaginatedCacheableResult).
+    task_id: str
+    status: TaskStatus
+    status_message: str | UnsetType = UNSET
+    created_at: str
+    last_updated_at: str
+    ttl: int | None
+    poll_interval: int | UnsetType = UNSET
+
+
+class GetTaskResult(_TaskResult):
+    pass
+
+
+class CancelTaskResult(_TaskResult):
+    pass
+
+
+class GetTaskPayloadResult(Result):
+    """``tasks/result`` answers with the underlying request's own result: decode with that type instead."""
+
+
+class ListTasksResult(PaginatedResult):
+    tasks: list[Task]
+
+
+class TaskStatusNotificationParams(NotificationParams):
+    # NotificationParams & Task, flattened.
+    task_id: str
+    status: TaskStatus
+    status_message: str | UnsetType = UNSET
+    created_at: str
+    last_updated_at: str
+    ttl: int | None
+    poll_interval: int | UnsetType = UNSET
+
+
+# --- Logging -------------------------------------------------------------------------------------------
+
+
+class SetLevelRequestParams(RequestParams):
+    """``logging/setLevel`` (2024-11-05 … 2025-11-25)."""
+
+    level: LoggingLevel
+
+
+class LoggingMessageNotificationParams(NotificationParams):
+    level: LoggingLevel
+    logger: str | UnsetType = UNSET
+    data: Any
+
+
+# --- Sampling ------------------------------------------------------------------------------------------
+
+
+class ModelHint(MCPModel):
+    name: str | UnsetType = UNSET
+
+
+class ModelPreferences(MCPModel):
+    hints: list[ModelHint] | UnsetType = UNSET
+    cost_priority: float | UnsetType = UNSET
+    speed_priority: float | UnsetType = UNSET
+    intelligence_priority: float | UnsetType = UNSET
+
+
+class ToolChoice(MCPModel):
+    mode: Literal["auto", "required", "none"] | UnsetType = UNSET
+
+
+class SamplingMessage(MCPModel):
+    """``content`` is one block or (2025-11-25+) a list of blocks."""
+
+    role: Role
+    content: SamplingContent | list[SamplingContent]
+    meta: Meta | UnsetType = _meta()
+
+
+class CreateMessageRequestParams(TaskAugmentedRequestParams):
+    messages: list[SamplingMessage]
+    model_preferences: ModelPreferences | UnsetType = UNSET
+    system_prompt: str | UnsetType = UNSET
+    include_context: IncludeContext | UnsetType = UNSET
+    temperature: float | UnsetType = UNSET
+    max_tokens: int
+    stop_sequences: list[str] | UnsetType = UNSET
+    metadata: JSONObject | UnsetType = UNSET
+    tools: list[Tool] | UnsetType = UNSET
+    tool_choice: ToolChoice | UnsetType = UNSET
+
+
+class CreateMessageResult(Result):
+    """Result & SamplingMessage. As a 2026-07-28 input response it carries no ``resultType``."""
+
+    role: Role
+    content: SamplingContent | list[SamplingContent]
+    model: str
+    stop_reason: StopReason | UnsetType = UNSET
+
+
+# --- Completion ----------------------------------------------------------------------------------------
+
+
+class PromptReference(MCPModel, tag_field="type", tag="ref/prompt"):
+    name: str
+    title: str | UnsetType = UNSET
+
+
+class ResourceTemplateReference(MCPModel, tag_field="type", tag="ref/resource"):
+    uri: str
+
+
+ResourceReference: TypeAlias = ResourceTemplateReference  # its name before 2025-06-18
+CompletionReference: TypeAlias = PromptReference | ResourceTemplateReference
+
+
+class CompletionArgument(MCPModel):
+    name: str
+    value: str
+
+
+class CompletionContext(MCPModel):
+    arguments: dict[str, str] | UnsetType = UNSET
+
+
+class CompleteRequestParams(RequestParams):
+    ref: CompletionReference
+    argument: CompletionArgument
+    context: CompletionContext | UnsetType = UNSET
+
+
+class Completion(MCPModel):
+    values: list[str]
+    total: int | UnsetType = UNSET
+    has_more: bool | UnsetType = UNSET
+
+
+class CompleteResult(Result):
+    completion: Completion
+
+
+# --- Roots ---------------------------------------------------------------------------------------------
+
+
+class Root(MCPModel):
+    uri: str
+    name: str | UnsetType = UNSET
+    meta: Meta | UnsetType = _meta()
+
+
+class ListRootsResult(Result):
+    roots: list[Root]
+
+
+# --- Elicitation ---------------------------------------------------------------------------------------
+# The primitive schemas below are builders for `requestedSchema` (a dict): `to_builtins(StringSchema(...))`.
+
+
+class StringSchema(MCPModel, tag_field="type", tag="string"):
+    title: str | UnsetType = UNSET
+    description: str | UnsetType = UNSET
+    min_length: int | UnsetType = UNSET
+    max_length: int | UnsetType = UNSET
+    format: Literal["email", "uri", "date", "date-time"] | UnsetType = UNSET
+    default: str | UnsetType = UNSET
+
+
+class NumberSchema(MCPModel, omit_defaults=False):
+    type: Literal["number", "integer"] = "number"
+    title: str | UnsetType = UNSET
+    description: str | UnsetType = UNSET
+    minimum: int | float | UnsetType = UNSET
+    maximum: int | float | UnsetType = UNSET
+    default: int | float | UnsetType = UNSET
+
+
+class BooleanSchema(MCPModel, tag_field="type", tag="boolean"):
+    title: str | UnsetType = UNSET
+    description: str | UnsetType = UNSET
+    default: bool | UnsetType = UNSET
+
+
+class EnumOption(MCPModel):
+    """One ``{const, title}`` choice of a titled enum."""
+
+    const: str
+    title: str
+
+
+class UntitledSingleSelectEnumSchema(MCPModel, tag_field="type", tag="string"):
+    title: str | UnsetType = UNSET
+    description: str | UnsetType = UNSET
+    enum: list[str]
+    default: str | UnsetType = UNSET
+
+
+class TitledSingleSelectEnumSchema(MCPModel, tag_field="type", tag="string"):
+    title: str | UnsetType = UNSET
+    description: str | UnsetType = UNSET
+    one_of: list[EnumOption]
+    default: str | UnsetType = UNSET
+
+
+class UntitledEnumItems(MCPModel, tag_field="type", tag="string"):
+    enum: list[str]
+
+
+class TitledEnumItems(MCPModel):
+    any_of: list[EnumOption]
+
+
+class UntitledMultiSelectEnumSchema(MCPModel, tag_field="type", tag="array"):
+    title: str | UnsetType = UNSET
+    description: str | UnsetType = UNSET
+    min_items: int | UnsetType = UNSET
+    max_items: int | UnsetType = UNSET
+    items: UntitledEnumItems
+    default: list[str] | UnsetType = UNSET
+
+
+class TitledMultiSelectEnumSchema(MCPModel, tag_field="type", tag="array"):
+    title: str | UnsetType = UNSET
+    description: str | UnsetType = UNSET
+    min_items: int | UnsetType = UNSET
+    max_items: int | UnsetType = UNSET
+    items: TitledEnumItems
+    default: list[str] | UnsetType = UNSET
+
+
+class LegacyTitledEnumSchema(MCPModel, tag_field="type", tag="string"):
+    """Deprecated form (``enumNames``), still accepted."""
+
+    title: str | UnsetType = UNSET
+    description: str | UnsetType = UNSET
+    enum: list[str]
+    enum_names: list[str] | UnsetType = UNSET
+    default: str | UnsetType = UNSET
+
+
+# For annotations only: msgspec cannot decode these unions (several variants share a tag).
+SingleSelectEnumSchema: TypeAlias = UntitledSingleSelectEnumSchema | TitledSingleSelectEnumSchema
+MultiSelectEnumSchema: TypeAlias = UntitledMultiSelectEnumSchema | TitledMultiSelectEnumSchema
+EnumSchema: TypeAlias = SingleSelectEnumSchema | MultiSelectEnumSchema | LegacyTitledEnumSchema
+PrimitiveSchemaDefinition: TypeAlias = StringSchema | NumberSchema | BooleanSchema | EnumSchema
+
+
+class ElicitRequestParams(TaskAugmentedRequestParams):
+    """``elicitation/create`` params as decoded: form mode (``requested_schema``) or URL mode (``url``).
+
+    The spec's union ``ElicitRequestFormParams | ElicitRequestURLParams`` cannot be tagged (``mode`` is
+    optional in form mode), so this superset decodes and :meth:`narrow` gives the spec-named variant.
+    ``elicitation_id`` is 2025-11-25 only (required there in URL mode); ``_meta``/``task`` are 2025-11-25.
+    """
+
+    mode: Literal["form", "url"] | UnsetType = UNSET
+    message: str
+    requested_schema: JSONObject | UnsetType = UNSET
+    url: str | UnsetType = UNSET
+    elicitation_id: str | UnsetType = UNSET
+
+    def __post_init__(self) -> None:
+        if self.mode == "url":
+            if self.url is UNSET:
+                raise ValueError("URL-mode elicitation needs `url`")
+        elif self.requested_schema is UNSET:
+            raise ValueError("form-mode elicitation needs `requestedSchema`")
+
+    def narrow(self) -> ElicitRequestFormParams | ElicitRequestURLParams:
+        if isinstance(self, ElicitRequestFormParams | ElicitRequestURLParams):
+            return self
+        common: dict[str, Any] = {"message": self.message, "meta": self.meta, "task": self.task}
+        if self.mode == "url":
+            assert isinstance(self.url, str)
+            return ElicitRequestURLParams(url=self.url, elicitation_id=self.elicitation_id, **common)
+        assert isinstance(self.requested_schema, dict)
+        mode: Literal["form"] | UnsetType = UNSET if self.mode is UNSET else "form"
+        return ElicitRequestFormParams(mode=mode, requested_schema=self.requested_schema, **common)
+
+
+class ElicitRequestFormParams(ElicitRequestParams):
+    mode: Literal["form"] | UnsetType = UNSET
+    requested_schema: JSONObject
+
+
+class ElicitRequestURLParams(ElicitRequestParams, omit_defaults=False):
+    mode: Literal["url"] = "url"
+    url: str
+
+
+class ElicitResult(Result):
+    """``content`` only for ``accept`` in form mode. As a 2026-07-28 input response: no ``resultType``."""
+
+    action: ElicitAction
+    content: dict[str, str | int | float | bool | list[str]] | UnsetType = UNSET
+
+
+class ElicitationCompleteNotificationParams(NotificationParams):
+    """``notifications/elicitation/complete`` (2025-11-25 only)."""
+
+    elicitation_id: str
+
+
+# --- Multi round-trip requests (2026-07-28) -------------------------------------------------------------
+# Server-to-client requests embedded in `InputRequiredResult.inputRequests`: `{method, params}`, no id.
+
+
+class CreateMessageRequest(MCPModel, tag_field="method", tag="sampling/createMessage"):
+    params: CreateMessageRequestParams
+
+
+class ListRootsRequest(MCPModel, tag_field="method", tag="roots/list"):
+    params: RequestParams | UnsetType = UNSET
+
+
+class ElicitRequest(MCPModel, tag_field="method", tag="elicitation/create"):
+    params: ElicitRequestParams
+
+
+InputRequest: TypeAlias = CreateMessageRequest | ListRootsRequest | ElicitRequest
+InputRequests: TypeAlias = dict[str, InputRequest]
+InputResponse: TypeAlias = CreateMessageResult | ListRootsResult | ElicitResult  # annotations only
+InputResponses: TypeAlias = dict[str, Any]
+
+
+class InputRequiredResult(Result, omit_defaults=False):
+    """The server needs answers before it can complete ``tools/call``, ``prompts/get`` or ``resources/read``.
+
+    At least one of ``input_requests`` / ``request_state`` must be present.
+    """
+
+    result_type: ResultType = "input_required"
+    input_requests: InputRequests | UnsetType = UNSET
+    request_state: str | UnsetType = UNSET
+
+
+# --- Error data ------------------------------------------------------------------------------------------
+
+
+class UnsupportedProtocolVersionErrorData(MCPModel):
+    """``error.data`` of -32022 (2026-07-28)."""
+
+    supported: list[str]
+    requested: str
+
+
+class MissingRequiredClientCapabilityErrorData(MCPModel):
+    """``error.data`` of -32021 (2026-07-28): an object of capabilities, not a list."""
+
+    required_capabilities: ClientCapabilities
+
+
+class URLElicitationRequiredErrorData(MCPModel):
+    """``error.data`` of -32042 (2025-11-25 only)."""
+
+    elicitations: list[ElicitRequestParams]
+
+
+# --- Helpers -------------------------------------------------------------------------------------------
+
+T = TypeVar("T")
+
+
+def to_builtins(obj: Any) -> Any:
+    """``obj`` as dicts/lists/scalars with wire names; unset fields left out."""
+    return msgspec.to_builtins(obj)
+
+
+@overload
+def convert(data: Any, type: type[T]) -> T: ...
+@overload
+def convert(data: Any, type: Any) -> Any: ...
+def convert(data: Any, type: Any) -> Any:
+    """Validate builtins (keys as on the wire) into ``type``; raises :class:`msgspec.ValidationError`."""
+    return msgspec.convert(data, type, from_attributes=False)

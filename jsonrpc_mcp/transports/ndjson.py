@@ -1,0 +1,144 @@
+"""A :class:`MessageStream` over any byte stream with newline-delimited JSON framing (L6).
+
+Reads in large chunks (one read can carry many frames, all handled before the next read), and writes every
+answer produced from one read in a single write. Used by stdio and by TCP and Unix sockets.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+from collections.abc import Sequence
+
+import anyio
+import anyio.abc
+import anyio.lowlevel
+import anyio.to_thread
+
+from ..jsonrpc.streams import MessageStream
+from ..jsonrpc.wire import RequestId
+from .framing import DEFAULT_MAX_FRAME, LineFramer
+
+__all__ = ("NdjsonStream", "FdByteStream")
+
+_CHUNK = 256 * 1024
+
+
+class NdjsonStream(MessageStream):
+    """NDJSON frames over an anyio byte stream (or anything with ``receive``/``send``/``aclose``)."""
+
+    def __init__(self, byte_stream: anyio.abc.ByteStream, *, max_frame: int = DEFAULT_MAX_FRAME) -> None:
+        self._bytes = byte_stream
+        self._framer = LineFramer(max_frame)
+
+    async def receive(self) -> Sequence[bytes]:
+        while True:
+            try:
+                data = await self._bytes.receive(_CHUNK)
+            except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+                raise anyio.EndOfStream from None
+            frames = self._framer.feed(data)
+            if frames:
+                return frames
+
+    async def send(self, frame: bytes, related: RequestId | None = None) -> None:
+        await self._bytes.send(frame + b"\n")
+
+    async def send_many(self, frames: Sequence[tuple[bytes, RequestId | None]]) -> None:
+        if len(frames) == 1:
+            await self._bytes.send(frames[0][0] + b"\n")
+            return
+        buf = bytearray()
+        for frame, _ in frames:
+            buf += frame
+            buf += b"\n"
+        await self._bytes.send(bytes(buf))
+
+    async def aclose(self) -> None:
+        await self._bytes.aclose()
+
+
+class FdByteStream(anyio.abc.ByteStream):
+    """A byte stream over two raw file descriptors (stdin/stdout, or a child's pipes), on asyncio and trio.
+
+    Pipes and sockets are switched to non-blocking mode and waited on with :func:`anyio.wait_readable` /
+    :func:`anyio.wait_writable`, so reading costs no thread hop. Regular files (a server fed from ``< file``)
+    cannot be polled and are read directly: such reads never block for long.
+    """
+
+    def __init__(self, read_fd: int, write_fd: int, *, close_fds: bool = False) -> None:
+        self._rfd = read_fd
+        self._wfd = write_fd
+        self._close_fds = close_fds
+        self._r_mode = self._prepare(read_fd)
+        self._w_mode = self._prepare(write_fd)
+        self._eof = False
+        self._closed = False
+
+    @staticmethod
+    def _prepare(fd: int) -> str:
+        """How to wait on ``fd``: ``poll`` (pipes, sockets), ``direct`` (regular files), ``thread`` (terminals)."""
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISREG(mode) or stat.S_ISDIR(mode):
+            return "direct"
+        if stat.S_ISCHR(mode):
+            return "thread"
+        os.set_blocking(fd, False)
+        return "poll"
+
+    async def receive(self, max_bytes: int = 65536) -> bytes:
+        if self._closed:
+            raise anyio.ClosedResourceError
+        if self._eof:
+            raise anyio.EndOfStream
+        while True:
+            try:
+                if self._r_mode == "thread":
+                    data = await anyio.to_thread.run_sync(
+                        os.read, self._rfd, max_bytes, abandon_on_cancel=True
+                    )
+                else:
+                    data = os.read(self._rfd, max_bytes)
+            except BlockingIOError:
+                await anyio.wait_readable(self._rfd)
+                continue
+            except OSError as exc:
+                if exc.errno in (errno.EBADF, errno.EIO):
+                    raise anyio.EndOfStream from None
+                raise
+            if not data:
+                self._eof = True
+                raise anyio.EndOfStream
+            if self._r_mode == "direct":
+                await anyio.lowlevel.checkpoint()
+            return data
+
+    async def send(self, item: bytes) -> None:
+        if self._closed:
+            raise anyio.ClosedResourceError
+        view = memoryview(item)
+        while view:
+            try:
+                written = os.write(self._wfd, view)
+            except BlockingIOError:
+                await anyio.wait_writable(self._wfd)
+                continue
+            except (BrokenPipeError, ConnectionResetError):
+                raise anyio.BrokenResourceError from None
+            view = view[written:]
+
+    async def send_eof(self) -> None:
+        if self._close_fds:
+            os.close(self._wfd)
+
+    async def aclose(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        if self._close_fds:
+            for fd in {self._rfd, self._wfd}:
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass
