@@ -143,8 +143,10 @@ def encode_result(
 class ServerSession:
     """The server side of one connection (stdio process, socket connection, HTTP session or HTTP request)."""
 
-    def __init__(self, app: ServerApp, dispatcher: Dispatcher | None = None) -> None:
+    def __init__(self, app: ServerApp, dispatcher: Dispatcher | None = None, *, stateless: bool = False) -> None:
         self.app = app
+        #: Serve every request statelessly (an HTTP request that carried the 2026-07-28 version header).
+        self.force_stateless = stateless
         self.dispatcher: Dispatcher = dispatcher  # type: ignore[assignment]
         # Handshake-era state
         self.version: str | None = None
@@ -175,6 +177,8 @@ class ServerSession:
 
     def on_request(self, req: Request) -> bytes | Coroutine[Any, Any, bytes]:
         raw = req.params
+        if self.force_stateless:
+            return self._stateless(req, _read_meta(raw) if raw is not None else {})
         if raw is not None and _PV_NEEDLE in bytes(raw):
             meta = _read_meta(raw)
             if META_PROTOCOL_VERSION in meta:
