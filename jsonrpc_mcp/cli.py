@@ -1,0 +1,263 @@
+"""The ``jsonrpc-mcp`` command: serve a server on any transport, or poke one as a small client (L7).
+
+::
+
+    jsonrpc-mcp serve [APP] [--stdio | --tcp HOST:PORT | --unix PATH | --http HOST:PORT [--path /mcp]]
+    jsonrpc-mcp list  (--tcp HOST:PORT | --unix PATH | --url URL | -- COMMAND...)
+    jsonrpc-mcp call  (--tcp HOST:PORT | --unix PATH | --url URL) METHOD [NAME] [JSON]
+    jsonrpc-mcp call  -- COMMAND... METHOD [NAME] [JSON]
+
+``APP`` is ``module:attribute`` or ``path/to/file.py[:attribute]`` naming a :class:`~jsonrpc_mcp.Server` (or a
+function returning one); without it the knowledge server is served. Results are printed as JSON on stdout;
+logs and errors go to stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import importlib.util
+import json
+import logging
+import os
+import sys
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from typing import Any
+
+import anyio
+import msgspec
+
+__all__ = ("main", "load_app")
+
+logger = logging.getLogger("jsonrpc_mcp.cli")
+
+_METHODS = (
+    "tools/list",
+    "tools/call",
+    "resources/list",
+    "resources/templates/list",
+    "resources/read",
+    "prompts/list",
+    "prompts/get",
+    "completion/complete",
+    "ping",
+    "server/discover",
+)
+
+
+def load_app(spec: str | None) -> Any:
+    """Import ``module:attr`` or ``file.py[:attr]`` and return the Server it names."""
+    from .mcp.server import Server
+
+    if spec is None:
+        from .examples.knowledge import create_server
+
+        return create_server(os.environ.get("KNOWLEDGE_DB", "knowledge.db"))
+    target, _, attr = spec.partition(":")
+    if target.endswith(".py") or os.sep in target:
+        path = os.path.abspath(target)
+        if not os.path.exists(path):
+            raise SystemExit(f"jsonrpc-mcp: no such file: {target}")
+        sys.path.insert(0, os.path.dirname(path))
+        module_spec = importlib.util.spec_from_file_location("_jsonrpc_mcp_app", path)
+        if module_spec is None or module_spec.loader is None:
+            raise SystemExit(f"jsonrpc-mcp: cannot import {target}")
+        module = importlib.util.module_from_spec(module_spec)
+        sys.modules["_jsonrpc_mcp_app"] = module
+        module_spec.loader.exec_module(module)
+    else:
+        try:
+            module = importlib.import_module(target)
+        except ImportError as exc:
+            raise SystemExit(f"jsonrpc-mcp: cannot import {target}: {exc}") from None
+    if attr:
+        obj = getattr(module, attr, None)
+        if obj is None:
+            raise SystemExit(f"jsonrpc-mcp: {target} has no attribute {attr!r}")
+    else:
+        found = [v for v in vars(module).values() if isinstance(v, Server)]
+        if len(found) != 1:
+            raise SystemExit(f"jsonrpc-mcp: name the server in {target} as {target}:ATTRIBUTE")
+        obj = found[0]
+    if callable(obj) and not isinstance(obj, Server):
+        obj = obj()
+    if not isinstance(obj, Server):
+        raise SystemExit(f"jsonrpc-mcp: {spec} is not a jsonrpc_mcp.Server")
+    return obj
+
+
+def _host_port(value: str) -> tuple[str, int]:
+    host, sep, port = value.rpartition(":")
+    if not sep or not port.isdigit():
+        raise argparse.ArgumentTypeError(f"expected HOST:PORT, got {value!r}")
+    return host.strip("[]") or "127.0.0.1", int(port)
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="jsonrpc-mcp", description="Serve or call MCP servers.")
+    parser.add_argument("-v", "--verbose", action="count", default=0, help="more logging on stderr")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    serve = sub.add_parser("serve", help="serve a Server (default: the knowledge server)")
+    serve.add_argument("app", nargs="?", help="module:attr or file.py[:attr]")
+    where = serve.add_mutually_exclusive_group()
+    where.add_argument("--stdio", action="store_true", help="serve on stdin/stdout (the default)")
+    where.add_argument("--tcp", type=_host_port, metavar="HOST:PORT")
+    where.add_argument("--unix", metavar="PATH")
+    where.add_argument("--http", type=_host_port, metavar="HOST:PORT", help="Streamable HTTP (needs the http extra)")
+    serve.add_argument("--path", default="/mcp", help="HTTP endpoint path (default /mcp)")
+    serve.add_argument("--allow-host", action="append", default=None, help="extra allowed Host/Origin host names")
+
+    for name, helptext in (("list", "list tools, resources and prompts"), ("call", "send one request")):
+        cmd = sub.add_parser(name, help=helptext)
+        target = cmd.add_mutually_exclusive_group()
+        target.add_argument("--tcp", type=_host_port, metavar="HOST:PORT")
+        target.add_argument("--unix", metavar="PATH")
+        target.add_argument("--url", metavar="URL", help="Streamable HTTP endpoint")
+        cmd.add_argument("rest", nargs=argparse.REMAINDER, help="[-- COMMAND...] METHOD [NAME] [JSON]")
+        cmd.add_argument("--timeout", type=float, default=60.0)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    level = logging.WARNING - 10 * min(args.verbose, 2)
+    logging.basicConfig(level=level, stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s")
+    try:
+        if args.command == "serve":
+            return _serve(args)
+        return anyio.run(_client_command, args)
+    except KeyboardInterrupt:
+        return 130
+
+
+def _serve(args: argparse.Namespace) -> int:
+    server = load_app(args.app)
+    if args.http:
+        from .transports.http_serve import serve_http
+
+        host, port = args.http
+        options: dict[str, Any] = {}
+        if args.allow_host:
+            options["allowed_hosts"] = args.allow_host
+        serve_http(server, host, port, path=args.path, **options)
+        return 0
+    if args.tcp:
+        from .transports.socket import serve_tcp
+
+        host, port = args.tcp
+        anyio.run(serve_tcp, server, host, port)
+        return 0
+    if args.unix:
+        from .transports.socket import serve_unix
+
+        anyio.run(serve_unix, server, args.unix)
+        return 0
+    from .transports.stdio import serve_stdio
+
+    anyio.run(serve_stdio, server)
+    return 0
+
+
+def _split_command(rest: list[str]) -> tuple[list[str], list[str]]:
+    """``[--] COMMAND... METHOD [NAME] [JSON]`` → (command, request words)."""
+    words = rest[1:] if rest[:1] == ["--"] else list(rest)
+    for i, word in enumerate(words):
+        if word in _METHODS or (i > 0 and "/" in word and not word.startswith(("/", ".")) and " " not in word):
+            if word in _METHODS:
+                return words[:i], words[i:]
+    return words, []
+
+
+@asynccontextmanager
+async def _connect(args: argparse.Namespace, command: list[str]) -> AsyncIterator[Any]:
+    from .mcp.client import Client
+
+    if args.tcp:
+        async with Client.connect_tcp(*args.tcp) as client:
+            yield client
+    elif args.unix:
+        async with Client.connect_unix(args.unix) as client:
+            yield client
+    elif args.url:
+        async with Client.connect_http(args.url) as client:  # type: ignore[attr-defined]
+            yield client
+    elif command:
+        async with Client.connect_stdio(command) as client:
+            yield client
+    else:
+        raise SystemExit("jsonrpc-mcp: give --tcp, --unix, --url or -- COMMAND...")
+
+
+def _print(value: Any) -> None:
+    sys.stdout.write(json.dumps(msgspec.to_builtins(value), indent=2, ensure_ascii=False) + "\n")
+
+
+async def _client_command(args: argparse.Namespace) -> int:
+    from .errors import RpcError
+
+    command, words = _split_command(list(args.rest))
+    if args.command == "call" and not words:
+        raise SystemExit("jsonrpc-mcp call: give METHOD [NAME] [JSON], e.g. tools/call add '{\"a\": 1}'")
+    try:
+        with anyio.fail_after(args.timeout):
+            async with _connect(args, command) as client:
+                if args.command == "list":
+                    _print(await _list_everything(client))
+                    return 0
+                result = await _call(client, words)
+                _print(result)
+                is_error = isinstance(result, dict) and result.get("isError") is True
+                return 1 if is_error else 0
+    except RpcError as exc:
+        _print({"error": {"code": exc.code, "message": exc.message, "data": exc.data}})
+        return 2
+    except TimeoutError:
+        sys.stderr.write(f"jsonrpc-mcp: no answer within {args.timeout} s\n")
+        return 3
+
+
+async def _list_everything(client: Any) -> dict[str, Any]:
+    caps = client.server_capabilities
+    out: dict[str, Any] = {"serverInfo": client.server_info, "protocolVersion": client.protocol_version}
+    if caps.tools is not msgspec.UNSET:
+        out["tools"] = await client.list_tools()
+    if caps.resources is not msgspec.UNSET:
+        out["resources"] = await client.list_resources()
+        out["resourceTemplates"] = await client.list_resource_templates()
+    if caps.prompts is not msgspec.UNSET:
+        out["prompts"] = await client.list_prompts()
+    return out
+
+
+async def _call(client: Any, words: list[str]) -> Any:
+    method, *more = words
+    params: dict[str, Any] = {}
+    if method in ("tools/call", "prompts/get"):
+        if not more:
+            raise SystemExit(f"jsonrpc-mcp call: {method} needs a NAME")
+        params["name"] = more[0]
+        if len(more) > 1:
+            params["arguments"] = _json_arg(more[1])
+    elif method == "resources/read":
+        if not more:
+            raise SystemExit("jsonrpc-mcp call: resources/read needs a URI")
+        params["uri"] = more[0]
+    elif more:
+        params = _json_arg(more[-1])
+    return await client.request(method, params or None, dict)
+
+
+def _json_arg(text: str) -> dict[str, Any]:
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise SystemExit(f"jsonrpc-mcp: arguments are not JSON: {exc}") from None
+    if not isinstance(value, dict):
+        raise SystemExit("jsonrpc-mcp: arguments must be a JSON object")
+    return value
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
