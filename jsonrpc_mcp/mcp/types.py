@@ -228,9 +228,7 @@ RequestId: TypeAlias = str | int
 ProgressToken: TypeAlias = str | int
 Cursor: TypeAlias = str
 Role: TypeAlias = Literal["user", "assistant"]
-LoggingLevel: TypeAlias = Literal[
-    "debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"
-]
+LoggingLevel: TypeAlias = Literal["debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"]
 ResultType: TypeAlias = str
 """``"complete"``, ``"input_required"`` or an extension's value (2026-07-28); absent means complete."""
 CacheScope: TypeAlias = Literal["public", "private"]
@@ -244,20 +242,13 @@ Meta: TypeAlias = dict[str, Any]
 JSONObject: TypeAlias = dict[str, Any]
 
 
-def _meta() -> Any:
-    """The ``_meta`` field every type that has one declares."""
-    return msgspec.field(default=UNSET, name="_meta")
-
-
 # --- Base types ------------------------------------------------------------------------------------------
 
 
 class _MCPModelMeta(msgspec.StructMeta):
     # msgspec applies `kw_only` only to the fields a class itself defines (as dataclasses do); MCP types add
     # required fields after inherited optional ones (`_meta`, `resultType`), so every subclass needs it.
-    def __new__(
-        mcls, name: str, bases: tuple[type, ...], namespace: dict[str, Any], /, **kwargs: Any
-    ) -> _MCPModelMeta:
+    def __new__(mcls, name: str, bases: tuple[type, ...], namespace: dict[str, Any], /, **kwargs: Any) -> _MCPModelMeta:
         kwargs.setdefault("kw_only", True)
         return super().__new__(mcls, name, bases, namespace, **kwargs)
 
@@ -278,17 +269,13 @@ class MCPModel(
 class RequestMetaObject(MCPModel):
     """Typed view of a 2026-07-28 request's ``_meta`` (``convert(params.meta, RequestMetaObject)``).
 
-    Fields are kept as plain dicts on the params themselves, so keys this view does not know survive.
+    ``_meta`` itself stays a plain dict on the params, so keys this view does not know survive.
     """
 
     protocol_version: str = msgspec.field(name="io.modelcontextprotocol/protocolVersion")
     client_capabilities: ClientCapabilities = msgspec.field(name="io.modelcontextprotocol/clientCapabilities")
-    client_info: Implementation | UnsetType = msgspec.field(
-        default=UNSET, name="io.modelcontextprotocol/clientInfo"
-    )
-    log_level: LoggingLevel | UnsetType = msgspec.field(
-        default=UNSET, name="io.modelcontextprotocol/logLevel"
-    )
+    client_info: Implementation | UnsetType = msgspec.field(default=UNSET, name="io.modelcontextprotocol/clientInfo")
+    log_level: LoggingLevel | UnsetType = msgspec.field(default=UNSET, name="io.modelcontextprotocol/logLevel")
     progress_token: ProgressToken | UnsetType = UNSET
     traceparent: str | UnsetType = UNSET
     tracestate: str | UnsetType = UNSET
@@ -298,17 +285,13 @@ class RequestMetaObject(MCPModel):
 class NotificationMetaObject(MCPModel):
     """Typed view of a notification's ``_meta`` (2026-07-28)."""
 
-    subscription_id: RequestId | UnsetType = msgspec.field(
-        default=UNSET, name="io.modelcontextprotocol/subscriptionId"
-    )
+    subscription_id: RequestId | UnsetType = msgspec.field(default=UNSET, name="io.modelcontextprotocol/subscriptionId")
 
 
 class ResultMetaObject(MCPModel):
     """Typed view of a result's ``_meta`` (2026-07-28)."""
 
-    server_info: Implementation | UnsetType = msgspec.field(
-        default=UNSET, name="io.modelcontextprotocol/serverInfo"
-    )
+    server_info: Implementation | UnsetType = msgspec.field(default=UNSET, name="io.modelcontextprotocol/serverInfo")
 
 
 class SubscriptionsListenResultMetaObject(ResultMetaObject):
@@ -320,7 +303,7 @@ class SubscriptionsListenResultMetaObject(ResultMetaObject):
 class RequestParams(MCPModel):
     """Params every request may carry (2026-07-28 requires ``_meta`` with the protocol keys)."""
 
-    meta: Meta | UnsetType = _meta()
+    meta: Meta | UnsetType = msgspec.field(default=UNSET, name="_meta")
 
 
 class TaskAugmentedRequestParams(RequestParams):
@@ -341,13 +324,13 @@ class InputResponseRequestParams(RequestParams):
 
 
 class NotificationParams(MCPModel):
-    meta: Meta | UnsetType = _meta()
+    meta: Meta | UnsetType = msgspec.field(default=UNSET, name="_meta")
 
 
 class Result(MCPModel):
     """Base of every result. ``result_type`` is required on 2026-07-28 wires and absent on older ones."""
 
-    meta: Meta | UnsetType = _meta()
+    meta: Meta | UnsetType = msgspec.field(default=UNSET, name="_meta")
     result_type: ResultType | UnsetType = UNSET
 
 
@@ -520,21 +503,21 @@ class Annotations(MCPModel):
 class TextContent(MCPModel, tag_field="type", tag="text"):
     text: str
     annotations: Annotations | UnsetType = UNSET
-    meta: Meta | UnsetType = _meta()
+    meta: Meta | UnsetType = msgspec.field(default=UNSET, name="_meta")
 
 
 class ImageContent(MCPModel, tag_field="type", tag="image"):
     data: str
     mime_type: str
     annotations: Annotations | UnsetType = UNSET
-    meta: Meta | UnsetType = _meta()
+    meta: Meta | UnsetType = msgspec.field(default=UNSET, name="_meta")
 
 
 class AudioContent(MCPModel, tag_field="type", tag="audio"):
     data: str
     mime_type: str
     annotations: Annotations | UnsetType = UNSET
-    meta: Meta | UnsetType = _meta()
+    meta: Meta | UnsetType = msgspec.field(default=UNSET, name="_meta")
 
 
 class Resource(BaseMetadata):
@@ -544,7 +527,7 @@ class Resource(BaseMetadata):
     annotations: Annotations | UnsetType = UNSET
     size: int | UnsetType = UNSET
     icons: list[Icon] | UnsetType = UNSET
-    meta: Meta | UnsetType = _meta()
+    meta: Meta | UnsetType = msgspec.field(default=UNSET, name="_meta")
 
 
 class ResourceLink(Resource, tag_field="type", tag="resource_link"):
@@ -562,7 +545,7 @@ class ResourceContents(MCPModel):
     mime_type: str | UnsetType = UNSET
     text: str | UnsetType = UNSET
     blob: str | UnsetType = UNSET
-    meta: Meta | UnsetType = _meta()
+    meta: Meta | UnsetType = msgspec.field(default=UNSET, name="_meta")
 
     def __post_init__(self) -> None:
         if self.text is UNSET and self.blob is UNSET:
@@ -573,9 +556,7 @@ class ResourceContents(MCPModel):
         if isinstance(self, TextResourceContents | BlobResourceContents):
             return self
         if isinstance(self.text, str):
-            return TextResourceContents(
-                uri=self.uri, mime_type=self.mime_type, text=self.text, meta=self.meta
-            )
+            return TextResourceContents(uri=self.uri, mime_type=self.mime_type, text=self.text, meta=self.meta)
         assert isinstance(self.blob, str)
         return BlobResourceContents(uri=self.uri, mime_type=self.mime_type, blob=self.blob, meta=self.meta)
 
@@ -591,7 +572,7 @@ class BlobResourceContents(ResourceContents):
 class EmbeddedResource(MCPModel, tag_field="type", tag="resource"):
     resource: ResourceContents
     annotations: Annotations | UnsetType = UNSET
-    meta: Meta | UnsetType = _meta()
+    meta: Meta | UnsetType = msgspec.field(default=UNSET, name="_meta")
 
 
 class ToolUseContent(MCPModel, tag_field="type", tag="tool_use"):
@@ -600,7 +581,7 @@ class ToolUseContent(MCPModel, tag_field="type", tag="tool_use"):
     id: str
     name: str
     input: JSONObject
-    meta: Meta | UnsetType = _meta()
+    meta: Meta | UnsetType = msgspec.field(default=UNSET, name="_meta")
 
 
 class ToolResultContent(MCPModel, tag_field="type", tag="tool_result"):
@@ -610,7 +591,7 @@ class ToolResultContent(MCPModel, tag_field="type", tag="tool_result"):
     content: list[ContentBlock]
     structured_content: Any | UnsetType = UNSET
     is_error: bool | UnsetType = UNSET
-    meta: Meta | UnsetType = _meta()
+    meta: Meta | UnsetType = msgspec.field(default=UNSET, name="_meta")
 
 
 ContentBlock: TypeAlias = TextContent | ImageContent | AudioContent | ResourceLink | EmbeddedResource
@@ -626,7 +607,7 @@ class ResourceTemplate(BaseMetadata):
     mime_type: str | UnsetType = UNSET
     annotations: Annotations | UnsetType = UNSET
     icons: list[Icon] | UnsetType = UNSET
-    meta: Meta | UnsetType = _meta()
+    meta: Meta | UnsetType = msgspec.field(default=UNSET, name="_meta")
 
 
 class ListResourcesResult(_PaginatedCacheableResult):
@@ -694,7 +675,7 @@ class Prompt(BaseMetadata):
     description: str | UnsetType = UNSET
     arguments: list[PromptArgument] | UnsetType = UNSET
     icons: list[Icon] | UnsetType = UNSET
-    meta: Meta | UnsetType = _meta()
+    meta: Meta | UnsetType = msgspec.field(default=UNSET, name="_meta")
 
 
 class PromptMessage(MCPModel):
@@ -746,7 +727,7 @@ class Tool(BaseMetadata):
     annotations: ToolAnnotations | UnsetType = UNSET
     execution: ToolExecution | UnsetType = UNSET
     icons: list[Icon] | UnsetType = UNSET
-    meta: Meta | UnsetType = _meta()
+    meta: Meta | UnsetType = msgspec.field(default=UNSET, name="_meta")
 
 
 class ListToolsResult(_PaginatedCacheableResult):
@@ -885,7 +866,7 @@ class SamplingMessage(MCPModel):
 
     role: Role
     content: SamplingContent | list[SamplingContent]
-    meta: Meta | UnsetType = _meta()
+    meta: Meta | UnsetType = msgspec.field(default=UNSET, name="_meta")
 
 
 class CreateMessageRequestParams(TaskAugmentedRequestParams):
@@ -957,7 +938,7 @@ class CompleteResult(Result):
 class Root(MCPModel):
     uri: str
     name: str | UnsetType = UNSET
-    meta: Meta | UnsetType = _meta()
+    meta: Meta | UnsetType = msgspec.field(default=UNSET, name="_meta")
 
 
 class ListRootsResult(Result):
