@@ -15,12 +15,12 @@ roots). The same calls work in both eras:
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Final, Literal
 
 import anyio
 import msgspec
-from msgspec import UNSET
 
 from ..errors import RpcError
 from ..jsonrpc import codes
@@ -138,7 +138,7 @@ class Context:
     @property
     def cancelled(self) -> bool:
         """True once the client cancelled this request (the handler is also interrupted at its next await)."""
-        return anyio.get_current_task().name is not None and _current_scope_cancelled()
+        return anyio.current_effective_deadline() == -math.inf
 
     def has_capability(self, name: str, sub: str | None = None) -> bool:
         """Did the client declare capability ``name`` (and, with ``sub``, its sub-capability)?"""
@@ -153,9 +153,7 @@ class Context:
 
     # --- notifications -------------------------------------------------------------------------------------
 
-    async def report_progress(
-        self, progress: float, total: float | None = None, message: str | None = None
-    ) -> None:
+    async def report_progress(self, progress: float, total: float | None = None, message: str | None = None) -> None:
         """Send ``notifications/progress`` if the client asked for progress; ``progress`` must increase."""
         if self.progress_token is None:
             return
@@ -310,6 +308,17 @@ class Context:
 
     # --- escape hatches ------------------------------------------------------------------------------------
 
+    async def close_sse_stream(self) -> bool:
+        """Streamable HTTP, handshake era (SEP-1699): close this request's SSE stream now; the client comes back
+        with GET + ``Last-Event-ID`` and receives the rest. False where the transport has no such stream."""
+        closer = getattr(self.session.dispatcher.stream, "close_sse_stream", None)
+        if closer is None or self.stateless:
+            return False
+        out = closer(self.request_id)
+        if hasattr(out, "__await__"):
+            await out
+        return True
+
     async def send_notification(self, method: str, params: Mapping[str, Any] | None = None) -> None:
         """Send any notification related to this request."""
         await self.session.send_notification(method, params, related=self.request_id)
@@ -329,13 +338,3 @@ def _typed(method: str, value: Any) -> Any:
         return msgspec.convert(value, kind)
     except msgspec.ValidationError as exc:
         raise RpcError(f"Invalid input response for {method}: {exc}", code=codes.INVALID_PARAMS) from None
-
-
-def _current_scope_cancelled() -> bool:
-    try:
-        return anyio.current_effective_deadline() == float("-inf")
-    except RuntimeError:  # pragma: no cover - outside an event loop
-        return False
-
-
-_ = UNSET

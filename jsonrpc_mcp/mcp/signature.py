@@ -76,8 +76,10 @@ def schema_for(kind: Any) -> dict[str, Any]:
 
 
 def inspect_function(
-    fn: Callable[..., Any], *, name: str, structured_output: bool | None = None
+    fn: Callable[..., Any], *, name: str, structured_output: bool | None = None, raw_schema: bool = False
 ) -> Signature:
+    """Read ``fn``'s signature. With ``raw_schema`` the arguments are described elsewhere (a raw JSON Schema):
+    only the ``Context`` parameter and the return annotation are read, and ``**kwargs`` is allowed."""
     hints = typing.get_type_hints(fn, include_extras=True)
     sig = inspect.signature(fn)
     fields: list[tuple[Any, ...]] = []
@@ -86,12 +88,14 @@ def inspect_function(
     required: list[str] = []
     param_docs = _param_docs(inspect.getdoc(fn) or "")
     for pname, param in sig.parameters.items():
-        if param.kind in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD):
-            raise TypeError(f"{name}: *args and **kwargs cannot be described by a schema")
         annotation = hints.get(pname, Any)
         if _is_context(annotation):
             context_param = pname
             continue
+        if raw_schema:
+            continue
+        if param.kind in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD):
+            raise TypeError(f"{name}: *args and **kwargs cannot be described by a schema")
         if pname in param_docs and get_origin(annotation) is not typing.Annotated:
             annotation = typing.Annotated[annotation, msgspec.Meta(description=param_docs[pname])]
         names.append(pname)

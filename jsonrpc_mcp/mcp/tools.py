@@ -112,7 +112,7 @@ def make_tool(
 ) -> Any:
     from .server import ToolDef
 
-    sig = inspect_function(fn, name=name, structured_output=structured_output)
+    sig = inspect_function(fn, name=name, structured_output=structured_output, raw_schema=input_schema is not None)
     if output_schema is not None:
         sig.output_schema = dict(output_schema)
         sig.output_kind = "structured"
@@ -129,18 +129,16 @@ def make_tool(
         meta=dict(meta) if meta else UNSET,
     )
     if input_schema is not None:
-        call = _raw_schema_caller(fn, sig, RawSchemaValidator(input_schema))
+        call = _raw_schema_caller(fn, sig, RawSchemaValidator(input_schema), name)
     else:
-        call = _typed_caller(fn, sig)
+        call = _typed_caller(fn, sig, name)
     return ToolDef(tool, call, sig)
 
 
-def _typed_caller(fn: Callable[..., Any], sig: Signature) -> Callable[[Context, Raw | None], Any]:
+def _typed_caller(fn: Callable[..., Any], sig: Signature, tool_name: str) -> Callable[[Context, Raw | None], Any]:
     decoder = msgspec.json.Decoder(sig.args_type)
     params = sig.params
     ctx_param = sig.context_param
-    name = sig.fn.__name__
-    tool_name = name
 
     def call(ctx: Context, raw: Raw | None) -> Any:
         data = _check_object(raw)
@@ -157,14 +155,16 @@ def _typed_caller(fn: Callable[..., Any], sig: Signature) -> Callable[[Context, 
 
 
 def _raw_schema_caller(
-    fn: Callable[..., Any], sig: Signature, validator: RawSchemaValidator
+    fn: Callable[..., Any], sig: Signature, validator: RawSchemaValidator, tool_name: str
 ) -> Callable[[Context, Raw | None], Any]:
     ctx_param = sig.context_param
-    tool_name = sig.fn.__name__
 
     def call(ctx: Context, raw: Raw | None) -> Any:
         data = _check_object(raw)
-        args = _dict_decoder.decode(data)
+        try:
+            args = _dict_decoder.decode(data)
+        except msgspec.ValidationError:
+            raise InvalidParams('Invalid params: "arguments" must be an object') from None
         problem = validator.errors(args)
         if problem is not None:
             return error_result(f"Invalid arguments for tool {tool_name}: {problem}")
