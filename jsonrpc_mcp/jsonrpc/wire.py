@@ -139,8 +139,18 @@ def decode_frame(frame: bytes | bytearray | memoryview) -> Envelope:
     except msgspec.ValidationError:
         # Well-formed JSON of the wrong shape: the envelope must be an object.
         raise InvalidRequest("Invalid Request: a message must be a JSON object") from None
-    except msgspec.DecodeError:
+    except (msgspec.DecodeError, UnicodeDecodeError):
+        # msgspec reports invalid UTF-8 inside a string as UnicodeDecodeError; JSON text must be UTF-8.
         raise ParseError("Parse error: invalid JSON") from None
+    except RecursionError:
+        raise _too_deep(frame) from None
+
+
+def _too_deep(frame: bytes | bytearray | memoryview) -> InvalidRequest:
+    """Valid JSON nested deeper than the decoder goes: refused like an oversized frame, id sniffed."""
+    err = InvalidRequest("Invalid Request: message is nested too deeply")
+    err.request_id = _sniff_id(bytes(memoryview(frame)[:4096]))  # type: ignore[attr-defined]
+    return err
 
 
 _ID_PATTERN: Final = re.compile(rb'"id"\s*:\s*(-?\d{1,40}|"(?:[^"\\]|\\.){0,256}")\s*[,}]')
@@ -164,8 +174,10 @@ def decode_batch(frame: bytes | bytearray | memoryview) -> list[Raw]:
         items = msgspec.json.decode(frame, type=list[Raw])
     except msgspec.ValidationError:
         raise InvalidRequest("Invalid Request: a batch must be an array") from None
-    except msgspec.DecodeError:
+    except (msgspec.DecodeError, UnicodeDecodeError):
         raise ParseError("Parse error: invalid JSON") from None
+    except RecursionError:
+        raise InvalidRequest("Invalid Request: message is nested too deeply") from None
     return items
 
 
