@@ -176,6 +176,8 @@ class Dispatcher:
         except RpcError as exc:
             ident = getattr(exc, "request_id", None)
             logger.debug("rejected frame: %s", exc.message)
+            if getattr(exc, "silent", False):
+                return  # a malformed notification is never answered
             reply = encode_error(ident, exc.code, exc.message, exc.data)
             if batch is not None:
                 batch.replies.append(reply)

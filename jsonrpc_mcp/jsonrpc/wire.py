@@ -184,21 +184,24 @@ def decode_batch(frame: bytes | bytearray | memoryview) -> list[Raw]:
 def classify(env: Envelope) -> Message:
     """Turn a decoded envelope into exactly one message kind, or raise :class:`InvalidRequest`.
 
-    The raised error carries the request ``id`` in ``.request_id`` when it was readable, so the reply can echo it.
+    The raised error carries the request ``id`` in ``.request_id`` when it was readable, so the reply can echo it,
+    and ``.silent`` set when the frame was a (malformed) notification, which must not be answered at all.
     """
     ident = env.id
     has_id = ident is not UNSET
+    # A malformed notification (``method`` without ``id``) is never answered, not even with an error.
+    silent = env.method is not UNSET and not has_id
     if env.jsonrpc != "2.0":
-        _invalid('Invalid Request: "jsonrpc" must be exactly "2.0"', ident)
+        _invalid('Invalid Request: "jsonrpc" must be exactly "2.0"', ident, silent)
     if env.method is not UNSET:
         method = env.method
         if type(method) is not str:
-            _invalid('Invalid Request: "method" must be a string', ident)
+            _invalid('Invalid Request: "method" must be a string', ident, silent)
         params = env.params
         if params is not UNSET:
             first = _first_byte(params)
             if first != 0x7B:  # "{" — MCP params are always objects (by-position arrays are not used)
-                _invalid('Invalid Request: "params" must be an object', ident)
+                _invalid('Invalid Request: "params" must be an object', ident, silent)
         raw = None if params is UNSET else params
         if not has_id:
             return Notification(method, raw)
@@ -230,9 +233,10 @@ def _first_byte(raw: Raw) -> int:
     return -1
 
 
-def _invalid(message: str, ident: Any) -> Any:
+def _invalid(message: str, ident: Any, silent: bool = False) -> Any:
     err = InvalidRequest(message)
     err.request_id = ident if ident is not UNSET and valid_id(ident) else None  # type: ignore[attr-defined]
+    err.silent = silent  # type: ignore[attr-defined]  # a malformed notification: log it, answer nothing
     raise err
 
 
