@@ -26,6 +26,7 @@ import msgspec
 from msgspec import UNSET
 
 from ..errors import InvalidParams, MethodNotFound, RpcError
+from ..jsonrpc.codes import UNSUPPORTED_PROTOCOL_VERSION
 from ..jsonrpc.dispatch import Dispatcher
 from ..jsonrpc.streams import MessageStream
 from ..jsonrpc.wire import Notification, Request, RequestId
@@ -39,6 +40,8 @@ from .versions import (
     META_CLIENT_INFO,
     META_LOG_LEVEL,
     META_PROTOCOL_VERSION,
+    META_SERVER_INFO,
+    META_SUBSCRIPTION_ID,
     STATELESS_VERSIONS,
 )
 
@@ -101,7 +104,7 @@ class Client:
         *,
         name: str = "jsonrpc-mcp",
         version: str = "0.1.0",
-        protocol_version: str = LATEST_HANDSHAKE,
+        protocol_version: str = "auto",
         sampling: SamplingHandler | None = None,
         elicitation: ElicitationHandler | None = None,
         elicitation_modes: Sequence[str] = ("form", "url"),
@@ -131,10 +134,15 @@ class Client:
             request_timeout=request_timeout,
         )
         self.protocol_version: str | None = None
+        #: True when the server is spoken to in the 2026-07-28 stateless era (every request carries ``_meta``).
+        self.stateless = False
+        self.log_level: str | None = None
+        self.max_input_rounds = 16
         self.server_info: t.Implementation | None = None
         self.server_capabilities: t.ServerCapabilities = t.ServerCapabilities()
         self.instructions: str | None = None
         self._progress: dict[str | int, ProgressCallback] = {}
+        self._acks: dict[RequestId, tuple[anyio.Event, dict[str, Any]]] = {}
         self._tokens = itertools.count(1)
 
     # --- connecting ----------------------------------------------------------------------------------------
@@ -148,7 +156,7 @@ class Client:
             async with anyio.create_task_group() as tg:
                 await tg.start(client.dispatcher.run)
                 try:
-                    await client.initialize()
+                    await client.start()
                     yield client
                 finally:
                     tg.cancel_scope.cancel()
@@ -217,10 +225,73 @@ class Client:
         caps.update(self._extra_capabilities)
         return caps
 
+    async def start(self) -> None:
+        """Pick the era and get the server's capabilities.
+
+        ``protocol_version="auto"`` (the default) probes ``server/discover`` in the 2026-07-28 stateless era; a
+        ``DiscoverResult`` (or an unsupported-version error naming a version we speak) keeps the stateless era,
+        anything else falls back to the ``initialize`` handshake. A handshake version goes straight to
+        ``initialize``; a stateless version never falls back.
+        """
+        wanted = self.requested_version
+        if wanted in HANDSHAKE_VERSIONS:
+            await self.initialize()
+            return
+        version = wanted if wanted in STATELESS_VERSIONS else STATELESS_VERSIONS[0]
+        try:
+            await self.discover(version)
+        except RpcError as exc:
+            if wanted != "auto":
+                raise
+            logger.debug("server/discover failed (%s); falling back to the initialize handshake", exc.message)
+            self.stateless = False
+            await self.initialize()
+
+    async def discover(self, version: str = STATELESS_VERSIONS[0]) -> t.DiscoverResult:
+        """``server/discover`` (2026-07-28): switches this client to the stateless era on success."""
+        for _ in range(2):
+            self.stateless = True
+            self.protocol_version = version
+            try:
+                raw = await self.dispatcher.request("server/discover", _encode({"_meta": self._meta()}), timeout=30)
+            except RpcError as exc:
+                if exc.code != UNSUPPORTED_PROTOCOL_VERSION:
+                    self.stateless = False
+                    self.protocol_version = None
+                    raise
+                supported = exc.data.get("supported", []) if isinstance(exc.data, dict) else []
+                common = [v for v in STATELESS_VERSIONS if v in supported]
+                if not common or common[0] == version:
+                    self.stateless = False
+                    self.protocol_version = None
+                    raise
+                version = common[0]
+                continue
+            result = msgspec.json.decode(raw, type=t.DiscoverResult)
+            self.server_capabilities = result.capabilities
+            self.instructions = result.instructions if isinstance(result.instructions, str) else None
+            meta = result.meta if isinstance(result.meta, dict) else {}
+            info = meta.get(META_SERVER_INFO)
+            if isinstance(info, dict):
+                self.server_info = msgspec.convert(info, t.Implementation)
+            return result
+        raise RpcError("no common protocol version", code=UNSUPPORTED_PROTOCOL_VERSION)  # pragma: no cover
+
+    def _meta(self) -> dict[str, Any]:
+        meta: dict[str, Any] = {
+            META_PROTOCOL_VERSION: self.protocol_version,
+            META_CLIENT_CAPABILITIES: self.capabilities(),
+            META_CLIENT_INFO: self.client_info,
+        }
+        if self.log_level is not None:
+            meta[META_LOG_LEVEL] = self.log_level
+        return meta
+
     async def initialize(self) -> t.InitializeResult:
         """The handshake: ``initialize``, then ``notifications/initialized``."""
+        requested = self.requested_version if self.requested_version in HANDSHAKE_VERSIONS else LATEST_HANDSHAKE
         params = {
-            "protocolVersion": self.requested_version,
+            "protocolVersion": requested,
             "capabilities": self.capabilities(),
             "clientInfo": self.client_info,
         }
@@ -253,26 +324,66 @@ class Client:
         params: Mapping[str, Any] | msgspec.Struct | None = None,
         result_type: type[T] | Any = dict,
         *,
-        timeout: float | object | None = ...,
+        timeout: float | None | object = ...,
         progress: ProgressCallback | None = None,
     ) -> Any:
-        """Send any request and decode its result as ``result_type`` (the low-level escape hatch)."""
-        body: dict[str, Any] = (
-            msgspec.to_builtins(params) if isinstance(params, msgspec.Struct) else dict(params or {})
-        )
+        """Send any request and decode its result as ``result_type`` (the low-level escape hatch).
+
+        In the stateless era the request carries ``_meta`` (version, capabilities, client info, log level), and
+        an ``InputRequiredResult`` is answered through the sampling/elicitation/roots handlers and retried (a new
+        id, the same params, ``inputResponses`` and the exact ``requestState``) until the result is complete.
+        """
+        body: dict[str, Any] = msgspec.to_builtins(params) if isinstance(params, msgspec.Struct) else dict(params or {})
         token: int | None = None
         if progress is not None:
             token = next(self._tokens)
-            body.setdefault("_meta", {})["progressToken"] = token
+            body["_meta"] = {**body.get("_meta", {}), "progressToken": token}
             self._progress[token] = progress
+        if self.stateless:
+            body["_meta"] = {**body.get("_meta", {}), **self._meta()}
         try:
             raw = await self.dispatcher.request(method, _encode(body) if body else None, timeout=timeout)
+            rounds = 0
+            while self.stateless and _result_kind(raw) == "input_required":
+                rounds += 1
+                if rounds > self.max_input_rounds:
+                    raise RpcError(f"{method}: the server kept asking for input ({rounds} rounds)", code=-32603)
+                needed = msgspec.json.decode(raw, type=_InputRequired)
+                retry = {k: v for k, v in body.items() if k not in ("inputResponses", "requestState")}
+                if needed.input_requests:
+                    retry["inputResponses"] = await self._answer_inputs(needed.input_requests)
+                if needed.request_state is not None:
+                    retry["requestState"] = needed.request_state
+                raw = await self.dispatcher.request(method, _encode(retry), timeout=timeout)
         finally:
             if token is not None:
                 self._progress.pop(token, None)
         return msgspec.json.decode(raw, type=result_type)
 
+    async def _answer_inputs(self, requests: Mapping[str, Any]) -> dict[str, Any]:
+        """Answer the input requests of an ``InputRequiredResult`` with this client's handlers."""
+        answers: dict[str, Any] = {}
+        for key, item in requests.items():
+            method = item.get("method")
+            params = item.get("params") or {}
+            if method == "sampling/createMessage" and self.sampling is not None:
+                result: Any = await self.sampling(msgspec.convert(params, t.CreateMessageRequestParams))
+            elif method == "elicitation/create" and self.elicitation is not None:
+                result = await self.elicitation(msgspec.convert(params, t.ElicitRequestParams))
+            elif method == "roots/list" and self.roots is not None:
+                roots = self.roots
+                items = list(roots) if isinstance(roots, Sequence) else await roots()  # type: ignore[misc]
+                result = t.ListRootsResult(roots=items)
+            else:
+                raise RpcError(f"the server asked for {method!r}, which this client cannot provide", code=-32601)
+            answers[key] = msgspec.to_builtins(result)
+        return answers
+
     async def ping(self) -> None:
+        """``ping`` (handshake era only: the stateless era has no ping)."""
+        if self.stateless:
+            await self.request("server/discover", None, dict)
+            return
         await self.request("ping")
 
     async def list_tools(self) -> list[t.Tool]:
@@ -305,24 +416,72 @@ class Client:
 
     async def list_resource_templates(self) -> list[t.ResourceTemplate]:
         self._require("resources")
-        return await self._all_pages(
-            "resources/templates/list", t.ListResourceTemplatesResult, "resource_templates"
-        )
+        return await self._all_pages("resources/templates/list", t.ListResourceTemplatesResult, "resource_templates")
 
     async def read_resource(self, uri: str) -> t.ReadResourceResult:
         self._require("resources")
-        result: t.ReadResourceResult = await self.request(
-            "resources/read", {"uri": uri}, t.ReadResourceResult
-        )
+        result: t.ReadResourceResult = await self.request("resources/read", {"uri": uri}, t.ReadResourceResult)
         return result
 
     async def subscribe(self, uri: str) -> None:
+        """``resources/subscribe`` (handshake era; in the stateless era use :meth:`listen`)."""
         self._require("resources")
+        if self.stateless:
+            raise MethodNotFound("resources/subscribe does not exist in the stateless era: use Client.listen()")
         await self.request("resources/subscribe", {"uri": uri})
 
     async def unsubscribe(self, uri: str) -> None:
         self._require("resources")
+        if self.stateless:
+            raise MethodNotFound("resources/unsubscribe does not exist in the stateless era: use Client.listen()")
         await self.request("resources/unsubscribe", {"uri": uri})
+
+    @asynccontextmanager
+    async def listen(
+        self,
+        *,
+        tools: bool = False,
+        prompts: bool = False,
+        resources: bool = False,
+        resource_uris: Sequence[str] = (),
+    ) -> AsyncIterator[dict[str, Any]]:
+        """Open a ``subscriptions/listen`` stream (2026-07-28) for the duration of the block.
+
+        Yields the filter the server acknowledged. Change notifications arrive through ``on_notification``,
+        tagged with ``_meta["io.modelcontextprotocol/subscriptionId"]``. Leaving the block cancels the stream.
+        """
+        if not self.stateless:
+            raise MethodNotFound("subscriptions/listen exists only in the stateless era (2026-07-28)")
+        wanted: dict[str, Any] = {}
+        if tools:
+            wanted["toolsListChanged"] = True
+        if prompts:
+            wanted["promptsListChanged"] = True
+        if resources:
+            wanted["resourcesListChanged"] = True
+        if resource_uris:
+            wanted["resourceSubscriptions"] = list(resource_uris)
+        ident = self.dispatcher.next_request_id()
+        acknowledged = anyio.Event()
+        self._acks[ident] = (acknowledged, {})
+        body = _encode({"notifications": wanted, "_meta": self._meta()})
+        with unwrap_group():
+            async with anyio.create_task_group() as tg:
+
+                async def run() -> None:
+                    try:
+                        await self.dispatcher.request("subscriptions/listen", body, ident=ident, timeout=None)
+                    finally:
+                        acknowledged.set()
+
+                tg.start_soon(run)
+                try:
+                    with anyio.fail_after(30):
+                        await acknowledged.wait()
+                    yield self._acks[ident][1]
+                finally:
+                    self._acks.pop(ident, None)
+                    tg.cancel_scope.cancel()
 
     async def list_prompts(self) -> list[t.Prompt]:
         self._require("prompts")
@@ -354,7 +513,11 @@ class Client:
         return result
 
     async def set_logging_level(self, level: str) -> None:
+        """Ask for log messages at ``level`` and above (stateless era: sent with every request)."""
         self._require("logging")
+        if self.stateless:
+            self.log_level = level
+            return
         await self.request("logging/setLevel", {"level": level})
 
     async def notify_roots_changed(self) -> None:
@@ -415,6 +578,12 @@ class Client:
         if method == "notifications/cancelled":
             self.dispatcher.cancel_inbound(params.get("requestId"))
             return None
+        if method == "notifications/subscriptions/acknowledged":
+            meta = params.get("_meta") or {}
+            pending = self._acks.get(meta.get(META_SUBSCRIPTION_ID)) if isinstance(meta, dict) else None
+            if pending is not None:
+                pending[1].update(params.get("notifications") or {})
+                pending[0].set()
         if method == "notifications/progress":
             callback = self._progress.get(params.get("progressToken"))  # type: ignore[arg-type]
             if callback is not None:
@@ -433,6 +602,25 @@ class Client:
         return None
 
 
+class _ResultKind(msgspec.Struct, rename="camel"):
+    result_type: str = "complete"
+
+
+class _InputRequired(msgspec.Struct, rename="camel"):
+    input_requests: dict[str, dict[str, Any]] = {}
+    request_state: str | None = None
+
+
+_kind_decoder: Final = msgspec.json.Decoder(_ResultKind)
+
+
+def _result_kind(raw: bytes | msgspec.Raw) -> str:
+    try:
+        return _kind_decoder.decode(raw).result_type
+    except msgspec.ValidationError:
+        return "complete"
+
+
 def _decode_params(req: Request, kind: type[T]) -> T:
     try:
         return msgspec.json.decode(req.params or b"{}", type=kind)
@@ -443,6 +631,3 @@ def _decode_params(req: Request, kind: type[T]) -> T:
 def _cancel_frame(ident: RequestId, reason: str) -> bytes:
     params = {"requestId": ident, "reason": reason}
     return b'{"jsonrpc":"2.0","method":"notifications/cancelled","params":' + _encode(params) + b"}"
-
-
-_ = (STATELESS_VERSIONS, META_CLIENT_CAPABILITIES, META_CLIENT_INFO, META_LOG_LEVEL, META_PROTOCOL_VERSION)

@@ -209,6 +209,7 @@ class Server:
         """Serve one connection until the peer ends it (both eras, as each request decides)."""
         dispatcher = Dispatcher(stream, max_in_flight=max_in_flight, request_timeout=request_timeout)
         session = ServerSession(self, dispatcher)
+        self.attach(session)
         try:
             await dispatcher.run()
         finally:
@@ -296,9 +297,7 @@ class Server:
     def _rebuild_methods(self) -> None:
         table: dict[str, MethodSpec] = {}
 
-        def add(
-            name: str, handler: Callable[[Any, Any], Any], params: Any, cap: str | None, **kw: Any
-        ) -> None:
+        def add(name: str, handler: Callable[[Any, Any], Any], params: Any, cap: str | None, **kw: Any) -> None:
             table[name] = MethodSpec(name, handler, params, cap, **kw)
 
         add("tools/list", self._list_tools, _CursorParams, "tools")
@@ -541,9 +540,7 @@ class Server:
         result = t.ListResourceTemplatesResult(resource_templates=[e.template for e in page])
         return self._finish_list(ctx, result, nxt)
 
-    def _find_resource(
-        self, uri: str
-    ) -> tuple[Callable[..., Any], dict[str, Any], str | None, CacheHint | None]:
+    def _find_resource(self, uri: str) -> tuple[Callable[..., Any], dict[str, Any], str | None, CacheHint | None]:
         entry = self._resources.get(uri)
         base, _, query = uri.partition("?")
         if entry is None and query:
@@ -595,9 +592,7 @@ class Server:
             raise _not_found(ctx, uri) from None
         return self._read_result(ctx, uri, out, mime, cache)
 
-    def _read_result(
-        self, ctx: Context, uri: str, out: Any, mime: str | None, cache: CacheHint | None
-    ) -> Any:
+    def _read_result(self, ctx: Context, uri: str, out: Any, mime: str | None, cache: CacheHint | None) -> Any:
         if isinstance(out, t.ReadResourceResult):
             result = out
         else:
@@ -711,9 +706,7 @@ class Server:
         given = params.arguments if isinstance(params.arguments, dict) else {}
         missing = [p for p in entry.signature.required if p not in given]
         if missing:
-            raise InvalidParams(
-                f"Missing required argument(s) for prompt {params.name}: {', '.join(missing)}"
-            )
+            raise InvalidParams(f"Missing required argument(s) for prompt {params.name}: {', '.join(missing)}")
         try:
             args = msgspec.convert(
                 {k: v for k, v in given.items() if k in entry.signature.params},
@@ -816,6 +809,7 @@ class Server:
         if isinstance(subs, list) and "resources" in caps:
             honoured["resourceSubscriptions"] = [s for s in subs if isinstance(s, str)]
         session = ctx.session
+        self.attach(session)
         session.listeners[ctx.request_id] = honoured
         try:
             await session.send_notification(
@@ -826,9 +820,7 @@ class Server:
             await anyio.sleep_forever()
         finally:
             session.listeners.pop(ctx.request_id, None)
-        return {
-            "_meta": {META_SUBSCRIPTION_ID: ctx.request_id}
-        }  # pragma: no cover - sleep_forever never returns
+        return {"_meta": {META_SUBSCRIPTION_ID: ctx.request_id}}  # pragma: no cover - sleep_forever never returns
 
     # --- change notifications ------------------------------------------------------------------------------
 
@@ -907,9 +899,7 @@ def prompt_result(value: Any, prompt: t.Prompt) -> t.GetPromptResult:
             messages.append(item)
         elif isinstance(item, str):
             messages.append(t.PromptMessage(role="user", content=t.TextContent(text=item)))
-        elif isinstance(
-            item, (t.TextContent, t.ImageContent, t.AudioContent, t.ResourceLink, t.EmbeddedResource)
-        ):
+        elif isinstance(item, (t.TextContent, t.ImageContent, t.AudioContent, t.ResourceLink, t.EmbeddedResource)):
             messages.append(t.PromptMessage(role="user", content=item))
         else:
             raise TypeError(f"a prompt cannot return {type(item).__name__}")
