@@ -32,6 +32,7 @@ from ..jsonrpc.streams import MessageStream
 from ..jsonrpc.wire import Notification, Request, RequestId
 from . import types as t
 from ._groups import unwrap_group
+from .headers import InvalidHeaderAnnotation, tool_header_params
 from .versions import (
     BATCH_VERSIONS,
     HANDSHAKE_VERSIONS,
@@ -389,7 +390,22 @@ class Client:
     async def list_tools(self) -> list[t.Tool]:
         """Every tool of the server (all pages)."""
         self._require("tools")
-        return await self._all_pages("tools/list", t.ListToolsResult, "tools")
+        tools: list[t.Tool] = await self._all_pages("tools/list", t.ListToolsResult, "tools")
+        kept: list[t.Tool] = []
+        headers: dict[str, dict[tuple[str, ...], str]] = {}
+        for tool in tools:
+            try:
+                headers[tool.name] = tool_header_params(tool.input_schema)
+            except InvalidHeaderAnnotation as exc:
+                logger.warning("ignoring tool %r: %s", tool.name, exc)
+                continue
+            kept.append(tool)
+        # The HTTP transport mirrors x-mcp-header parameters into Mcp-Param-* headers (SEP-2243).
+        known = getattr(self.stream, "tool_headers", None)
+        if isinstance(known, dict):
+            known.clear()
+            known.update({name: h for name, h in headers.items() if h})
+        return kept
 
     async def call_tool(
         self,

@@ -1,0 +1,175 @@
+"""The everything-client: the official conformance suite's client contract, built on jsonrpc_mcp's ``Client``.
+
+    MCP_CONFORMANCE_SCENARIO=tools_call python conformance/everything_client.py http://localhost:PORT/mcp
+
+The scenario comes from ``MCP_CONFORMANCE_SCENARIO``, its context (JSON) from ``MCP_CONFORMANCE_CONTEXT``, the
+revision to speak from ``MCP_CONFORMANCE_PROTOCOL_VERSION`` (a handshake revision forces ``initialize``; otherwise
+the client's default applies: 2026-07-28 first, the handshake as a fallback). Exit status 0 when the scenario's
+client side ran to its end.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import sys
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import anyio
+from msgspec import UNSET
+
+from jsonrpc_mcp import Client, types
+from jsonrpc_mcp.mcp.versions import HANDSHAKE_VERSIONS
+
+logger = logging.getLogger("everything_client")
+
+Scenario = Callable[[str, dict[str, Any]], Awaitable[None]]
+SCENARIOS: dict[str, Scenario] = {}
+
+
+def scenario(*names: str) -> Callable[[Scenario], Scenario]:
+    def register(fn: Scenario) -> Scenario:
+        for name in names:
+            SCENARIOS[name] = fn
+        return fn
+
+    return register
+
+
+def _options(**extra: Any) -> dict[str, Any]:
+    version = os.environ.get("MCP_CONFORMANCE_PROTOCOL_VERSION")
+    options: dict[str, Any] = {"name": "jsonrpc-mcp-conformance-client", "version": "1.0.0"}
+    if version in HANDSHAKE_VERSIONS:
+        options["protocol_version"] = version
+    elif version:
+        options["protocol_version"] = "auto"
+    options.update(extra)
+    return options
+
+
+def apply_defaults(schema: dict[str, Any], content: dict[str, Any]) -> dict[str, Any]:
+    """Fill the fields the user left empty with the ``default`` of the requested schema (SEP-1034)."""
+    filled = dict(content)
+    for name, prop in (schema.get("properties") or {}).items():
+        if name not in filled and isinstance(prop, dict) and "default" in prop:
+            filled[name] = prop["default"]
+    return filled
+
+
+async def _sampling(params: types.CreateMessageRequestParams) -> types.CreateMessageResult:
+    return types.CreateMessageResult(
+        role="assistant", content=types.TextContent(text="This is a test response"), model="conformance-model"
+    )
+
+
+async def _elicitation(params: types.ElicitRequestParams) -> types.ElicitResult:
+    schema = params.requested_schema if isinstance(params.requested_schema, dict) else {}
+    content = apply_defaults(schema, {"confirmed": True} if "confirmed" in (schema.get("properties") or {}) else {})
+    return types.ElicitResult(action="accept", content=content)
+
+
+ROOTS = [types.Root(uri="file:///tmp/conformance", name="conformance")]
+
+
+@scenario("initialize", "tools_call", "tools-call")
+async def basic(url: str, context: dict[str, Any]) -> None:
+    async with Client.connect_http(url, **_options()) as client:
+        tools = await client.list_tools()
+        if tools:
+            await client.call_tool(tools[0].name, {"a": 2, "b": 3})
+
+
+@scenario("json-schema-ref-no-deref", "request-metadata")
+async def list_only(url: str, context: dict[str, Any]) -> None:
+    async with Client.connect_http(url, **_options()) as client:
+        await client.list_tools()
+
+
+@scenario("json-schema-2020-12-preservation")
+async def schema_echo(url: str, context: dict[str, Any]) -> None:
+    async with Client.connect_http(url, **_options()) as client:
+        tools = {tool.name: tool for tool in await client.list_tools()}
+        focal = tools["json_schema_2020_12_tool"]
+        await client.call_tool("json_schema_echo", {"schema": focal.input_schema})
+
+
+@scenario("elicitation-sep1034-client-defaults", "elicitation-defaults")
+async def elicitation_defaults(url: str, context: dict[str, Any]) -> None:
+    async with Client.connect_http(url, **_options(elicitation=_elicitation)) as client:
+        await client.list_tools()
+        await client.call_tool("test_client_elicitation_defaults", {})
+
+
+@scenario("sse-retry")
+async def sse_retry(url: str, context: dict[str, Any]) -> None:
+    async with Client.connect_http(url, **_options()) as client:
+        for tool in await client.list_tools():
+            await client.call_tool(tool.name, {})
+
+
+@scenario("sep-2322-client-request-state")
+async def request_state(url: str, context: dict[str, Any]) -> None:
+    options = _options(elicitation=_elicitation, sampling=_sampling, roots=ROOTS)
+    async with Client.connect_http(url, **options) as client:
+        names = [tool.name for tool in await client.list_tools()]
+        for name in ("test_mrtr_echo_state", "test_mrtr_unrelated", "test_mrtr_no_state", "test_mrtr_no_result_type"):
+            if not names or name in names:
+                await client.call_tool(name, {})
+
+
+@scenario("http-standard-headers")
+async def standard_headers(url: str, context: dict[str, Any]) -> None:
+    async with Client.connect_http(url, **_options()) as client:
+        caps = client.server_capabilities
+        tools = await client.list_tools()
+        if tools:
+            await client.call_tool(tools[0].name, {})
+        if caps.resources is not UNSET:
+            resources = await client.list_resources()
+            if resources:
+                await client.read_resource(resources[0].uri)
+        if caps.prompts is not UNSET:
+            prompts = await client.list_prompts()
+            if prompts:
+                await client.get_prompt(prompts[0].name)
+
+
+@scenario("http-custom-headers")
+async def custom_headers(url: str, context: dict[str, Any]) -> None:
+    async with Client.connect_http(url, **_options()) as client:
+        await client.list_tools()
+        for call in context.get("toolCalls", []):
+            await client.call_tool(call["name"], call.get("arguments") or {})
+
+
+@scenario("http-invalid-tool-headers")
+async def invalid_tool_headers(url: str, context: dict[str, Any]) -> None:
+    async with Client.connect_http(url, **_options()) as client:
+        for tool in await client.list_tools():
+            await client.call_tool(tool.name, {})
+
+
+async def run(name: str, url: str, context: dict[str, Any]) -> None:
+    await SCENARIOS[name](url, context)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    logging.basicConfig(level=logging.INFO, stream=sys.stderr)
+    name = os.environ.get("MCP_CONFORMANCE_SCENARIO", "")
+    if not args or name not in SCENARIOS:
+        sys.stderr.write(f"usage: MCP_CONFORMANCE_SCENARIO=<one of {sorted(SCENARIOS)}> everything_client.py URL\n")
+        return 2
+    context = json.loads(os.environ.get("MCP_CONFORMANCE_CONTEXT") or "{}")
+    try:
+        anyio.run(run, name, args[-1], context)
+    except Exception:
+        logger.exception("scenario %s failed", name)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
