@@ -1,0 +1,166 @@
+"""Shared helpers for the protocol tests: a raw JSON-RPC peer over the in-memory transport, fixture paths.
+
+:class:`RawPeer` drives a real :class:`~jsonrpc_mcp.Server` with hand-written frames. "Silence" is observed
+without sleeping: after the frame under test the peer sends a ``ping`` with a unique id; the server answers
+frames in order, so everything received before the ping's reply is what the frame produced.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import sys
+from collections import deque
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from jsonrpc_mcp import Server
+from jsonrpc_mcp.jsonrpc.dispatch import Dispatcher
+from jsonrpc_mcp.jsonrpc.streams import MessageStream
+from jsonrpc_mcp.mcp.session import ServerSession
+from jsonrpc_mcp.transports.memory import memory_pair
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = ROOT / "tests" / "fixtures"
+EVERYTHING = FIXTURES / "everything.py"
+PYTHON = sys.executable
+TIMEOUT = 10.0
+
+HANDSHAKE_VERSIONS = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")
+CLIENT_INFO = {"name": "raw", "version": "1"}
+
+
+def serve_command(fixture: Path = EVERYTHING) -> list[str]:
+    """The command line of a stdio server for a fixture file."""
+    return [PYTHON, "-m", "jsonrpc_mcp", "serve", str(fixture)]
+
+
+def init_frame(version: str = "2025-11-25", ident: Any = 0, capabilities: dict[str, Any] | None = None) -> bytes:
+    params = {"protocolVersion": version, "capabilities": capabilities or {}, "clientInfo": CLIENT_INFO}
+    return json.dumps({"jsonrpc": "2.0", "id": ident, "method": "initialize", "params": params}).encode()
+
+
+def request_frame(ident: Any, method: str, params: Any = None) -> bytes:
+    msg: dict[str, Any] = {"jsonrpc": "2.0", "id": ident, "method": method}
+    if params is not None:
+        msg["params"] = params
+    return json.dumps(msg, separators=(",", ":")).encode()
+
+
+def notification_frame(method: str, params: Any = None) -> bytes:
+    msg: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
+    if params is not None:
+        msg["params"] = params
+    return json.dumps(msg, separators=(",", ":")).encode()
+
+
+class RawPeer:
+    """The client end of a connection, speaking raw frames."""
+
+    _sentinels = itertools.count(1)
+
+    def __init__(self, stream: MessageStream) -> None:
+        self.stream = stream
+        self._buffer: deque[bytes] = deque()
+
+    async def send(self, frame: bytes) -> None:
+        await self.stream.send(frame)
+
+    async def recv(self, timeout: float = TIMEOUT) -> bytes:
+        with anyio.fail_after(timeout):
+            while not self._buffer:
+                self._buffer.extend(await self.stream.receive())
+        return self._buffer.popleft()
+
+    async def recv_json(self, timeout: float = TIMEOUT) -> Any:
+        return json.loads(await self.recv(timeout))
+
+    async def recv_until(self, predicate: Any, timeout: float = TIMEOUT) -> tuple[Any, list[Any]]:
+        """Receive decoded frames until one satisfies ``predicate``; returns it and the ones before it."""
+        before: list[Any] = []
+        with anyio.fail_after(timeout):
+            while True:
+                msg = await self.recv_json()
+                if predicate(msg):
+                    return msg, before
+                before.append(msg)
+
+    async def sync(self) -> list[bytes]:
+        """Send a ping with a fresh id; return every frame that arrived before its reply."""
+        ident = f"sentinel-{next(self._sentinels)}"
+        expected = b'{"jsonrpc":"2.0","id":"' + ident.encode() + b'","result":{}}'
+        await self.send(request_frame(ident, "ping"))
+        before: list[bytes] = []
+        with anyio.fail_after(TIMEOUT):
+            while True:
+                frame = await self.recv()
+                if frame == expected:
+                    return before
+                before.append(frame)
+
+    async def exchange(self, frame: bytes) -> list[bytes]:
+        """Send one frame; return the frames it produced (synchronously answered ones)."""
+        await self.send(frame)
+        return await self.sync()
+
+    async def call(self, frame: bytes) -> Any:
+        """Send a request frame and return the decoded reply with the same id."""
+        ident = json.loads(frame)["id"]
+        await self.send(frame)
+        msg, _ = await self.recv_until(lambda m: m.get("id") == ident and ("result" in m or "error" in m))
+        return msg
+
+    async def initialize(
+        self, version: str = "2025-11-25", capabilities: dict[str, Any] | None = None
+    ) -> dict[str, Any]:
+        await self.send(init_frame(version, "init", capabilities))
+        reply = await self.recv_json()
+        assert reply.get("id") == "init" and "result" in reply, reply
+        await self.send(notification_frame("notifications/initialized"))
+        return reply["result"]  # type: ignore[no-any-return]
+
+
+@asynccontextmanager
+async def raw_server(
+    server: Server,
+    *,
+    version: str | None = None,
+    capabilities: dict[str, Any] | None = None,
+    buffer: int = 256,
+    drain_timeout: float = 5.0,
+    max_in_flight: int = 128,
+) -> AsyncIterator[RawPeer]:
+    """Serve ``server`` over a memory pair and yield a raw peer (initialized when ``version`` is given)."""
+    ours, theirs = memory_pair(buffer)
+    async with anyio.create_task_group() as tg:
+        if drain_timeout == 5.0:
+            tg.start_soon(lambda: server.serve(theirs, max_in_flight=max_in_flight))
+        else:
+            # Server.serve does not expose the drain timeout; build what it builds.
+            dispatcher = Dispatcher(theirs, drain_timeout=drain_timeout, max_in_flight=max_in_flight)
+            session = ServerSession(server, dispatcher)
+
+            async def run() -> None:
+                try:
+                    await dispatcher.run()
+                finally:
+                    session.close()
+
+            tg.start_soon(run)
+        peer = RawPeer(ours)
+        if version is not None:
+            await peer.initialize(version, capabilities)
+        try:
+            yield peer
+        finally:
+            tg.cancel_scope.cancel()
+            await ours.aclose()
+            await theirs.aclose()
+
+
+def parse(frames: list[bytes]) -> list[Any]:
+    return [json.loads(f) for f in frames]
