@@ -164,9 +164,8 @@ def _split_command(rest: list[str]) -> tuple[list[str], list[str]]:
     """``[--] COMMAND... METHOD [NAME] [JSON]`` → (command, request words)."""
     words = rest[1:] if rest[:1] == ["--"] else list(rest)
     for i, word in enumerate(words):
-        if word in _METHODS or (i > 0 and "/" in word and not word.startswith(("/", ".")) and " " not in word):
-            if word in _METHODS:
-                return words[:i], words[i:]
+        if word in _METHODS:
+            return words[:i], words[i:]
     return words, []
 
 

@@ -187,15 +187,14 @@ class Dispatcher:
         except Exception:  # pragma: no cover - defensive: classification itself must not fail
             logger.exception("unexpected failure decoding a frame")
             return
-        t = type(msg)
-        if t is Request:
-            self._handle_request(msg, out, batch)  # type: ignore[arg-type]
-        elif t is Notification:
-            self._handle_notification(msg)  # type: ignore[arg-type]
-        elif t is Response:
-            self._resolve(msg.id, msg.result, None)  # type: ignore[union-attr]
+        if isinstance(msg, Request):
+            self._handle_request(msg, out, batch)
+        elif isinstance(msg, Notification):
+            self._handle_notification(msg)
+        elif isinstance(msg, Response):
+            self._resolve(msg.id, msg.result, None)
         else:
-            err: ErrorResponse = msg  # type: ignore[assignment]
+            err: ErrorResponse = msg
             if err.id is None:
                 logger.warning("peer sent an error without id: %s %s", err.code, err.message)
             else:
@@ -233,8 +232,8 @@ class Dispatcher:
             return
         except Exception:
             logger.exception("handler for %r failed", req.method)
-            exc = InternalError()
-            self._queue(encode_error(ident, exc.code, exc.message), ident, out, batch)
+            internal = InternalError()
+            self._queue(encode_error(ident, internal.code, internal.message), ident, out, batch)
             return
         if type(result) is bytes:
             self._queue(encode_result(ident, result), ident, out, batch)

@@ -21,7 +21,7 @@ once. Request ids are kept exactly as sent: a string stays a string, an integer 
 from __future__ import annotations
 
 import re
-from typing import Any, Final
+from typing import Any, Final, NoReturn
 
 import msgspec
 from msgspec import UNSET, Raw, UnsetType
@@ -221,8 +221,8 @@ def classify(env: Envelope) -> Message:
     if env.result is not UNSET:
         if not has_id or not valid_id(ident):
             _invalid('Invalid Request: a response needs a string or integer "id"', ident)
-        return Response(ident, env.result)
-    _invalid("Invalid Request: not a request, notification or response", ident)
+        return Response(ident, env.result)  # type: ignore[arg-type]
+    return _invalid("Invalid Request: not a request, notification or response", ident)
 
 
 def _first_byte(raw: Raw) -> int:
@@ -233,7 +233,7 @@ def _first_byte(raw: Raw) -> int:
     return -1
 
 
-def _invalid(message: str, ident: Any, silent: bool = False) -> Any:
+def _invalid(message: str, ident: Any, silent: bool = False) -> NoReturn:
     err = InvalidRequest(message)
     err.request_id = ident if ident is not UNSET and valid_id(ident) else None  # type: ignore[attr-defined]
     err.silent = silent  # type: ignore[attr-defined]  # a malformed notification: log it, answer nothing

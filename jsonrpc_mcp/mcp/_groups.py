@@ -19,7 +19,7 @@ def unwrap_group() -> Iterator[None]:
     except BaseExceptionGroup as group:
         inner = group
         while isinstance(inner, BaseExceptionGroup) and len(inner.exceptions) == 1:
-            inner = inner.exceptions[0]  # type: ignore[assignment]
+            inner = inner.exceptions[0]
         if inner is group:
             raise
         raise inner from None

@@ -325,7 +325,7 @@ class Client:
         params: Mapping[str, Any] | msgspec.Struct | None = None,
         result_type: type[T] | Any = dict,
         *,
-        timeout: float | None | object = ...,
+        timeout: float | object | None = ...,
         progress: ProgressCallback | None = None,
     ) -> Any:
         """Send any request and decode its result as ``result_type`` (the low-level escape hatch).
@@ -373,7 +373,7 @@ class Client:
                 result = await self.elicitation(msgspec.convert(params, t.ElicitRequestParams))
             elif method == "roots/list" and self.roots is not None:
                 roots = self.roots
-                items = list(roots) if isinstance(roots, Sequence) else await roots()  # type: ignore[misc]
+                items = list(roots) if isinstance(roots, Sequence) else await roots()
                 result = t.ListRootsResult(roots=items)
             else:
                 raise RpcError(f"the server asked for {method!r}, which this client cannot provide", code=-32601)
@@ -596,7 +596,8 @@ class Client:
             return None
         if method == "notifications/subscriptions/acknowledged":
             meta = params.get("_meta") or {}
-            pending = self._acks.get(meta.get(META_SUBSCRIPTION_ID)) if isinstance(meta, dict) else None
+            sub_id = meta.get(META_SUBSCRIPTION_ID) if isinstance(meta, dict) else None
+            pending = self._acks.get(sub_id) if isinstance(sub_id, (str, int)) else None
             if pending is not None:
                 pending[1].update(params.get("notifications") or {})
                 pending[0].set()

@@ -303,7 +303,7 @@ class Context:
         if cap is None:
             return
         if not self.has_capability(cap, sub):
-            detail = {sub: {}} if sub is not None and sub != "form" else None
+            detail: dict[str, Any] | None = {sub: {}} if sub is not None and sub != "form" else None
             raise MissingClientCapability(cap, detail)
 
     # --- escape hatches ------------------------------------------------------------------------------------

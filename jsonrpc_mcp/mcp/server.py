@@ -37,7 +37,8 @@ from .context import LOG_LEVELS, Context, InputRequired
 from .methods import BOTH, HANDSHAKE_ONLY, STATELESS_ONLY, MethodSpec
 from .pagination import paginate
 from .session import ServerSession
-from .signature import Signature, describe_validation_error, inspect_function
+from .signature import describe_validation_error, inspect_function
+from .tools import ToolDef, make_tool
 from .uri_template import UriTemplate, is_template
 from .versions import META_SUBSCRIPTION_ID, SUPPORTED_VERSIONS
 
@@ -112,15 +113,6 @@ class _ListenParams(msgspec.Struct, rename="camel"):
 
 
 @dataclass(slots=True)
-class ToolDef:
-    """A registered tool: its wire description and how to call it."""
-
-    tool: t.Tool
-    call: Callable[[Context, Raw | None], Any]
-    signature: Signature | None = None
-
-
-@dataclass(slots=True)
 class ResourceDef:
     resource: t.Resource
     read: Callable[..., Any]
@@ -144,7 +136,7 @@ class ResourceTemplateDef:
 class PromptDef:
     prompt: t.Prompt
     render: Callable[..., Any]
-    signature: Signature
+    signature: Any
     complete: dict[str, Callable[..., Any]] = field(default_factory=dict)
 
 
@@ -198,7 +190,7 @@ class Server:
         self._sessions: weakref.WeakSet[ServerSession] = weakref.WeakSet()
         self._notification_handlers: dict[str, list[Callable[[ServerSession, dict[str, Any]], Any]]] = {}
         self._info_cache: dict[str, Any] | None = None
-        self.methods: dict[str, MethodSpec] = {}
+        self.methods: Mapping[str, MethodSpec] = {}
         self._rebuild_methods()
 
     # --- serving -------------------------------------------------------------------------------------------
@@ -249,8 +241,7 @@ class Server:
         caps["logging"] = {}
         if self._completion is not None or self._prompts or self._templates:
             caps["completions"] = {}
-        for key, value in self._extra_capabilities.items():
-            caps[key] = value
+        caps.update(self._extra_capabilities)
         return caps
 
     def capabilities(self, version: str) -> dict[str, Any]:
@@ -284,7 +275,7 @@ class Server:
                 session.dispatcher.spawn(_await_logged, out, method)
 
     def on_notification(self, method: str) -> Callable[[F], F]:
-        """Register a callback ``(session, params)`` for a client notification, e.g. ``notifications/roots/list_changed``."""
+        """Register ``fn(session, params)`` for a client notification (``notifications/roots/list_changed``)."""
 
         def register(fn: F) -> F:
             self._notification_handlers.setdefault(method, []).append(fn)
@@ -398,8 +389,6 @@ class Server:
             )
         if len(tool_name) > 64:
             logger.warning("tool name %r is longer than 64 characters; some clients refuse it", tool_name)
-        from .tools import make_tool
-
         entry = make_tool(
             fn,
             name=tool_name,
@@ -929,7 +918,7 @@ def _not_found(ctx: Context, uri: str) -> RpcError:
 def _cursor(params: _CursorParams | None) -> str | None:
     if params is None or params.cursor is UNSET:
         return None
-    return params.cursor  # type: ignore[return-value]
+    return params.cursor
 
 
 def _hints(fn: Callable[..., Any]) -> dict[str, Any]:

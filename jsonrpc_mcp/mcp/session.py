@@ -117,9 +117,7 @@ def _decoder(kind: Any) -> msgspec.json.Decoder[Any]:
     return dec
 
 
-def encode_result(
-    result: Any, *, stateless: bool = False, server_info: dict[str, Any] | None = None
-) -> bytes:
+def encode_result(result: Any, *, stateless: bool = False, server_info: dict[str, Any] | None = None) -> bytes:
     """Encode a handler's result; in the stateless era add ``resultType`` and our identity in ``_meta``."""
     if type(result) is bytes and not stateless:
         return result
@@ -128,7 +126,7 @@ def encode_result(
             result = msgspec.json.decode(result)
         if isinstance(result, msgspec.Struct):
             if getattr(result, "result_type", UNSET) is UNSET and hasattr(result, "result_type"):
-                result.result_type = "complete"  # type: ignore[attr-defined]
+                result.result_type = "complete"
             result = msgspec.to_builtins(result)
         if isinstance(result, dict):
             result = dict(result)
@@ -229,9 +227,7 @@ class ServerSession:
 
     def _initialize(self, req: Request) -> bytes:
         if req.params is None:
-            raise InvalidParams(
-                "Invalid params: initialize needs protocolVersion, capabilities and clientInfo"
-            )
+            raise InvalidParams("Invalid params: initialize needs protocolVersion, capabilities and clientInfo")
         try:
             params = _init_decoder.decode(req.params)
         except msgspec.ValidationError as exc:
@@ -333,13 +329,9 @@ class ServerSession:
                     answers[key] = value
         return answers, digest
 
-    def _input_required(
-        self, method: str, need: InputRequired, answers: dict[str, Any], digest: str
-    ) -> bytes:
+    def _input_required(self, method: str, need: InputRequired, answers: dict[str, Any], digest: str) -> bytes:
         if method not in INPUT_METHODS:
-            logger.error(
-                "%s asked the client for input; only %s may", method, ", ".join(sorted(INPUT_METHODS))
-            )
+            logger.error("%s asked the client for input; only %s may", method, ", ".join(sorted(INPUT_METHODS)))
             raise InternalError()
         payload = request_state.StatePayload(
             digest=digest,

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
 from typing import Any, Final
 
 import msgspec
@@ -20,13 +21,22 @@ from . import types as t
 from .context import Context, InputRequired
 from .signature import Signature, describe_validation_error, inspect_function
 
-__all__ = ("make_tool", "tool_result", "error_result", "RawSchemaValidator")
+__all__ = ("ToolDef", "make_tool", "tool_result", "error_result", "RawSchemaValidator")
 
 logger = logging.getLogger(__name__)
 
 _encode: Final = msgspec.json.Encoder().encode
 _CONTENT: Final = (t.TextContent, t.ImageContent, t.AudioContent, t.ResourceLink, t.EmbeddedResource)
 _dict_decoder: Final = msgspec.json.Decoder(dict[str, Any])
+
+
+@dataclass(slots=True)
+class ToolDef:
+    """A registered tool: its wire description and how to call it."""
+
+    tool: t.Tool
+    call: Callable[[Context, Raw | None], Any]
+    signature: Signature | None = None
 
 
 def error_result(message: str, structured: Any = None) -> t.CallToolResult:
@@ -109,9 +119,7 @@ def make_tool(
     output_schema: Mapping[str, Any] | None,
     structured_output: bool | None,
     meta: Mapping[str, Any] | None,
-) -> Any:
-    from .server import ToolDef
-
+) -> ToolDef:
     sig = inspect_function(fn, name=name, structured_output=structured_output, raw_schema=input_schema is not None)
     if output_schema is not None:
         sig.output_schema = dict(output_schema)
@@ -224,9 +232,8 @@ def tool_result(value: Any, sig: Signature | None, tool_name: str = "tool") -> t
 def _structured(value: Any, sig: Signature, tool_name: str) -> t.CallToolResult:
     try:
         data = msgspec.to_builtins(value)
-        if sig.return_type is not None and sig.output_schema is not None and sig.output_kind == "structured":
-            if sig.return_type not in (Any, dict):
-                msgspec.convert(data, sig.return_type)
+        if sig.output_schema is not None and sig.return_type not in (None, Any, dict):
+            msgspec.convert(data, sig.return_type)
     except (msgspec.ValidationError, TypeError) as exc:
         logger.error("tool %s returned data that does not match its outputSchema: %s", tool_name, exc)
         return error_result(f"Tool {tool_name} failed: it produced output that does not match its schema")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
+import stat
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING
@@ -72,12 +73,7 @@ async def serve_unix(
     task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
 ) -> None:
     """Serve on a Unix socket at ``path`` (a stale socket file there is replaced; the file is removed at exit)."""
-    if os.path.exists(path):
-        import stat
-
-        if not stat.S_ISSOCK(os.stat(path).st_mode):
-            raise FileExistsError(f"{path} exists and is not a socket")
-        os.unlink(path)
+    _remove_stale_socket(path)
     listener = await anyio.create_unix_listener(path)
     logger.info("serving MCP on unix:%s", path)
     try:
@@ -87,6 +83,16 @@ async def serve_unix(
             os.unlink(path)
         except FileNotFoundError:
             pass
+
+
+def _remove_stale_socket(path: str) -> None:
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        return
+    if not stat.S_ISSOCK(mode):
+        raise FileExistsError(f"{path} exists and is not a socket")
+    os.unlink(path)
 
 
 @asynccontextmanager

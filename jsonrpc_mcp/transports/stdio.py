@@ -97,7 +97,7 @@ async def _stop(process: anyio.abc.Process, timeout: float) -> None:
         await process.wait()
 
 
-def _signal(process: anyio.abc.Process, sig: int) -> None:
+def _signal(process: anyio.abc.Process, sig: signal.Signals) -> None:
     try:
         os.killpg(process.pid, sig)
     except (ProcessLookupError, PermissionError):
