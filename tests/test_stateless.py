@@ -1,0 +1,335 @@
+"""The 2026-07-28 stateless era over a real server: `_meta` rules, discover, removed methods, input-required
+round trips with a sealed requestState, caching hints, listen streams, and the client's side of all of it."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any
+
+import anyio
+import pytest
+from helpers import ROOT, raw_server, request_frame
+
+from jsonrpc_mcp import Client, Context, MethodNotFound, Server, types
+
+sys.path.insert(0, str(ROOT / "conformance"))
+from everything_server import create_server
+
+pytestmark = pytest.mark.anyio
+
+V5 = "2026-07-28"
+ALL_CAPS = {"elicitation": {}, "sampling": {}, "roots": {}}
+
+
+def meta(caps: dict[str, Any] | None = None, **extra: Any) -> dict[str, Any]:
+    m: dict[str, Any] = {
+        "io.modelcontextprotocol/protocolVersion": V5,
+        "io.modelcontextprotocol/clientCapabilities": ALL_CAPS if caps is None else caps,
+    }
+    m.update(extra)
+    return m
+
+
+_ids = iter(range(1, 10_000))
+
+
+def call(method: str, params: dict[str, Any] | None = None, **meta_extra: Any) -> bytes:
+    body = dict(params or {})
+    body.setdefault("_meta", meta(**meta_extra))
+    return request_frame(next(_ids), method, body)
+
+
+def tool(name: str, **params: Any) -> bytes:
+    return call("tools/call", {"name": name, "arguments": {}, **params})
+
+
+async def test_discover_lists_the_stateless_versions_and_identity() -> None:
+    async with raw_server(create_server()) as peer:
+        reply = await peer.call(call("server/discover"))
+    result = reply["result"]
+    assert result["supportedVersions"] == [V5]
+    assert result["resultType"] == "complete"
+    assert result["_meta"]["io.modelcontextprotocol/serverInfo"]["name"] == "jsonrpc-mcp-everything-server"
+    assert {"tools", "resources", "prompts"} <= set(result["capabilities"])
+    assert result["ttlMs"] >= 0 and result["cacheScope"] in ("public", "private")
+
+
+@pytest.mark.parametrize("drop", ["io.modelcontextprotocol/clientCapabilities"])
+async def test_missing_meta_fields_are_invalid_params(drop: str) -> None:
+    m = meta()
+    del m[drop]
+    async with raw_server(create_server()) as peer:
+        frame = request_frame(41, "tools/list", {"_meta": m})
+        reply = await peer.call(frame)
+    assert reply["id"] == 41 and reply["error"]["code"] == -32602
+
+
+async def test_client_info_is_optional() -> None:
+    async with raw_server(create_server()) as peer:
+        reply = await peer.call(call("tools/list"))
+    assert reply["result"]["tools"]
+
+
+async def test_unsupported_version_names_what_we_support() -> None:
+    m = meta()
+    m["io.modelcontextprotocol/protocolVersion"] = "1999-01-01"
+    async with raw_server(create_server()) as peer:
+        reply = await peer.call(request_frame(7, "tools/list", {"_meta": m}))
+    assert reply["error"]["code"] == -32022
+    assert reply["error"]["data"] == {"supported": [V5], "requested": "1999-01-01"}
+
+
+@pytest.mark.parametrize(
+    "method", ["initialize", "ping", "logging/setLevel", "resources/subscribe", "resources/unsubscribe", "no/such"]
+)
+async def test_removed_and_unknown_methods_are_method_not_found(method: str) -> None:
+    async with raw_server(create_server()) as peer:
+        reply = await peer.call(call(method, {"uri": "test://static-text", "level": "info"}))
+    assert reply["error"]["code"] == -32601
+
+
+async def test_every_result_has_result_type_identity_and_cache_hints_where_cacheable() -> None:
+    async with raw_server(create_server()) as peer:
+        for method, params in [
+            ("tools/list", {}),
+            ("prompts/list", {}),
+            ("resources/list", {}),
+            ("resources/templates/list", {}),
+            ("resources/read", {"uri": "test://static-text"}),
+        ]:
+            result = (await peer.call(call(method, params)))["result"]
+            assert result["resultType"] == "complete", method
+            assert isinstance(result["ttlMs"], int) and result["ttlMs"] >= 0, method
+            assert result["cacheScope"] in ("public", "private"), method
+            assert "io.modelcontextprotocol/serverInfo" in result["_meta"], method
+        done = (await peer.call(tool("test_simple_text")))["result"]
+    assert done["resultType"] == "complete" and "ttlMs" not in done
+
+
+async def test_unknown_resource_is_invalid_params_with_the_uri_never_empty_contents() -> None:
+    async with raw_server(create_server()) as peer:
+        reply = await peer.call(call("resources/read", {"uri": "test://missing"}))
+    assert reply["error"] == {"code": -32602, "message": "Resource not found", "data": {"uri": "test://missing"}}
+
+
+async def test_input_required_then_complete() -> None:
+    async with raw_server(create_server()) as peer:
+        first = (await peer.call(tool("test_input_required_result_elicitation")))["result"]
+        assert first["resultType"] == "input_required"
+        request = first["inputRequests"]["user_name"]
+        assert request["method"] == "elicitation/create"
+        assert isinstance(first["requestState"], str)
+        answer = {"action": "accept", "content": {"name": "Ada"}}
+        retry = tool(
+            "test_input_required_result_elicitation",
+            inputResponses={"user_name": answer},
+            requestState=first["requestState"],
+        )
+        done = (await peer.call(retry))["result"]
+    assert done["resultType"] == "complete"
+    assert done["content"][0]["text"] == "Hello, Ada!"
+
+
+async def test_multi_round_carries_earlier_answers_in_the_state() -> None:
+    name = "test_input_required_result_multi_round"
+    async with raw_server(create_server()) as peer:
+        r1 = (await peer.call(tool(name)))["result"]
+        assert list(r1["inputRequests"]) == ["step1"]
+        step1 = {"step1": {"action": "accept", "content": {"name": "Ada"}}}
+        r2 = (await peer.call(tool(name, inputResponses=step1, requestState=r1["requestState"])))["result"]
+        assert list(r2["inputRequests"]) == ["step2"]
+        step2 = {"step2": {"action": "accept", "content": {"color": "green"}}}
+        r3 = (await peer.call(tool(name, inputResponses=step2, requestState=r2["requestState"])))["result"]
+    assert r3["content"][0]["text"] == "Multi-round complete for Ada who likes green"
+
+
+async def test_missing_answer_asks_again_and_extra_keys_are_ignored() -> None:
+    name = "test_input_required_result_elicitation"
+    async with raw_server(create_server()) as peer:
+        r1 = (await peer.call(tool(name)))["result"]
+        extra = {"unrelated": {"action": "accept", "content": {"name": "Mallory"}}}
+        r2 = (await peer.call(tool(name, inputResponses=extra, requestState=r1["requestState"])))["result"]
+    assert r2["resultType"] == "input_required" and "user_name" in r2["inputRequests"]
+
+
+async def test_tampered_state_is_rejected() -> None:
+    name = "test_input_required_result_tampered_state"
+    async with raw_server(create_server()) as peer:
+        r1 = (await peer.call(tool(name)))["result"]
+        body, mac = r1["requestState"].split(".")
+        forged = body[:-2] + ("AA" if body[-2:] != "AA" else "BB") + "." + mac
+        answers = {"confirm": {"action": "accept", "content": {"ok": True}}}
+        reply = await peer.call(tool(name, inputResponses=answers, requestState=forged))
+    assert reply["error"]["code"] == -32602
+
+
+async def test_state_of_another_request_or_expired_is_rejected() -> None:
+    server = create_server()
+    async with raw_server(server) as peer:
+        other = (await peer.call(tool("test_input_required_result_request_state")))["result"]
+        answers = {"user_name": {"action": "accept", "content": {"name": "x"}}}
+        reply = await peer.call(
+            tool("test_input_required_result_elicitation", inputResponses=answers, requestState=other["requestState"])
+        )
+        assert reply["error"]["code"] == -32602
+        server.request_state_ttl = -1.0
+        stale = (await peer.call(tool("test_input_required_result_elicitation")))["result"]
+        reply = await peer.call(
+            tool("test_input_required_result_elicitation", inputResponses=answers, requestState=stale["requestState"])
+        )
+    assert reply["error"]["code"] == -32602
+
+
+@pytest.mark.parametrize("bad", [12345, None])
+async def test_malformed_input_responses_are_a_protocol_error(bad: Any) -> None:
+    params: dict[str, Any] = {"inputResponses": {"user_name": bad} if bad is not None else None}
+    async with raw_server(create_server()) as peer:
+        reply = await peer.call(tool("test_input_required_result_elicitation", **params))
+    assert reply["error"]["code"] == -32602
+
+
+async def test_undeclared_client_capability() -> None:
+    async with raw_server(create_server()) as peer:
+        reply = await peer.call(call("tools/call", {"name": "test_missing_capability", "arguments": {}}, caps={}))
+    assert reply["error"]["code"] == -32021
+    assert reply["error"]["data"] == {"requiredCapabilities": {"sampling": {}}}
+
+
+async def test_only_declared_capabilities_are_asked_for() -> None:
+    async with raw_server(create_server()) as peer:
+        first = await peer.call(
+            call(
+                "tools/call",
+                {"name": "test_input_required_result_capabilities", "arguments": {}},
+                caps={"sampling": {}},
+            )
+        )
+    assert list(first["result"]["inputRequests"]) == ["sample_input"]
+
+
+async def test_input_from_a_method_that_may_not_ask_is_an_internal_error() -> None:
+    server = Server("s")
+
+    @server.tool()
+    def noop() -> str:
+        return "x"
+
+    @server.method("custom/ask", eras="stateless")
+    async def ask(ctx: Context, params: Any) -> dict[str, Any]:
+        await ctx.elicit("?", {"type": "object", "properties": {}})
+        return {}
+
+    async with raw_server(server) as peer:
+        reply = await peer.call(call("custom/ask"))
+    assert reply["error"]["code"] == -32603
+
+
+async def test_logs_only_when_the_request_asks_for_them() -> None:
+    async with raw_server(create_server()) as peer:
+        quiet = tool("test_logging_tool")
+        await peer.send(quiet)
+        ident = json.loads(quiet)["id"]
+        _, before = await peer.recv_until(lambda m: m.get("id") == ident)
+        assert not [m for m in before if m.get("method") == "notifications/message"]
+        loud = call(
+            "tools/call",
+            {"name": "test_logging_tool", "arguments": {}},
+            **{"io.modelcontextprotocol/logLevel": "debug"},
+        )
+        await peer.send(loud)
+        ident = json.loads(loud)["id"]
+        _, before = await peer.recv_until(lambda m: m.get("id") == ident)
+    assert [m["params"]["level"] for m in before if m.get("method") == "notifications/message"] == ["info"]
+
+
+async def test_progress_goes_to_the_request_that_asked() -> None:
+    async with raw_server(create_server()) as peer:
+        frame = call("tools/call", {"name": "test_tool_with_progress", "arguments": {}}, progressToken="tok")
+        await peer.send(frame)
+        ident = json.loads(frame)["id"]
+        reply, before = await peer.recv_until(lambda m: m.get("id") == ident)
+    progress = [m["params"] for m in before if m.get("method") == "notifications/progress"]
+    assert [p["progress"] for p in progress] == [0, 50, 100]
+    assert {p["progressToken"] for p in progress} == {"tok"}
+    assert reply["result"]["content"][0]["text"] == "tok"
+
+
+async def test_listen_acknowledges_first_and_tags_what_it_was_asked_for() -> None:
+    server = create_server()
+    async with raw_server(server) as peer:
+        listen = call("subscriptions/listen", {"notifications": {"toolsListChanged": True}})
+        sub_id = json.loads(listen)["id"]
+        await peer.send(listen)
+        ack = await peer.recv_json()
+        assert ack["method"] == "notifications/subscriptions/acknowledged"
+        assert ack["params"]["notifications"] == {"toolsListChanged": True}
+        assert ack["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"] == sub_id
+        await server.notify_list_changed("prompts")  # not asked for: must not arrive
+        await server.notify_list_changed("tools")
+        note = await peer.recv_json()
+    assert note["method"] == "notifications/tools/list_changed"
+    assert note["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"] == sub_id
+
+
+async def test_stateless_request_on_a_handshake_connection_leaves_the_session_alone() -> None:
+    async with raw_server(create_server(), version="2025-11-25") as peer:
+        reply = await peer.call(request_frame(5, "logging/setLevel", {"level": "error"}))
+        assert reply["result"] == {}
+        stateless = await peer.call(call("tools/list"))
+        assert stateless["result"]["resultType"] == "complete"
+        legacy = await peer.call(request_frame(6, "tools/list"))
+    assert "resultType" not in legacy["result"]
+
+
+# --- the client's side -------------------------------------------------------------------------------------
+
+
+async def test_client_is_stateless_by_default_and_answers_input_requests() -> None:
+    seen: list[str] = []
+
+    async def elicit(params: types.ElicitRequestParams) -> types.ElicitResult:
+        seen.append(params.message)
+        return types.ElicitResult(action="accept", content={"name": "Ada", "color": "teal"})
+
+    async with Client.connect_server(create_server(), elicitation=elicit) as client:
+        assert client.stateless and client.protocol_version == V5
+        assert client.server_info is not None and client.server_info.name == "jsonrpc-mcp-everything-server"
+        result = await client.call_tool("test_input_required_result_multi_round", {})
+    assert seen == ["Step 1: What is your name?", "Step 2: What is your favorite color?"]
+    assert result.content[0].text == "Multi-round complete for Ada who likes teal"  # type: ignore[union-attr]
+
+
+async def test_client_falls_back_to_the_handshake() -> None:
+    server = Server("old")
+
+    @server.tool()
+    def hello() -> str:
+        return "hi"
+
+    @server.method("server/discover", eras="both")
+    def no_discover(ctx: Context, params: Any) -> dict[str, Any]:
+        raise MethodNotFound("Method not found: server/discover")
+
+    async with Client.connect_server(server) as client:
+        assert not client.stateless
+        assert client.protocol_version == "2025-11-25"
+        assert (await client.call_tool("hello")).content[0].text == "hi"  # type: ignore[union-attr]
+
+
+async def test_client_listen_receives_tagged_changes() -> None:
+    server = create_server()
+    got: list[tuple[str, dict[str, Any]]] = []
+    arrived = anyio.Event()
+
+    def on_note(method: str, params: dict[str, Any]) -> None:
+        got.append((method, params))
+        if method == "notifications/tools/list_changed":
+            arrived.set()
+
+    async with Client.connect_server(server, on_notification=on_note) as client, client.listen(tools=True) as ack:
+        assert ack == {"toolsListChanged": True}
+        await client.call_tool("test_trigger_tool_change", {})
+        with anyio.fail_after(5):
+            await arrived.wait()
+    assert got[-1][1]["_meta"]["io.modelcontextprotocol/subscriptionId"] is not None
