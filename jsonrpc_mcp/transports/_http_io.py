@@ -1,0 +1,169 @@
+"""ASGI plumbing for the Streamable HTTP app: typed aliases, header access, body reading, small responses
+and the content negotiation rules (L6 helper).
+
+Every error body is JSON-RPC shaped (``{"jsonrpc":"2.0","error":{...}}``, with the request ``id`` when one was
+read) and says what was wrong in a sentence; never a traceback, a path or a secret.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Iterable, MutableMapping
+from typing import Any, Final
+
+from ..jsonrpc import codes
+from ..jsonrpc.wire import RequestId, encode_error
+
+__all__ = (
+    "Scope",
+    "Message",
+    "Receive",
+    "Send",
+    "Headers",
+    "HeaderList",
+    "BodyTooLarge",
+    "ClientGone",
+    "read_body",
+    "send_bytes",
+    "send_error",
+    "send_empty",
+    "accepts",
+    "is_json_content",
+    "BUSY",
+)
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+HeaderList = list[tuple[bytes, bytes]]
+
+#: The code of our capacity errors (HTTP 429 and 503): in the range JSON-RPC leaves to implementations.
+BUSY: Final = -32010
+
+
+class Headers:
+    """Request headers, looked up case-insensitively (ASGI servers already send the names lower-cased)."""
+
+    __slots__ = ("_items",)
+
+    def __init__(self, raw: Iterable[tuple[bytes, bytes]]) -> None:
+        items: dict[str, list[str]] = {}
+        for name, value in raw:
+            items.setdefault(name.decode("latin-1").lower(), []).append(value.decode("latin-1"))
+        self._items = items
+
+    def get(self, name: str) -> str | None:
+        """The value of a header sent once; the first value when sent several times."""
+        values = self._items.get(name)
+        return values[0] if values else None
+
+    def get_all(self, name: str) -> list[str]:
+        return self._items.get(name, [])
+
+    def names(self) -> Iterable[str]:
+        return self._items.keys()
+
+
+class BodyTooLarge(Exception):
+    pass
+
+
+class ClientGone(Exception):
+    """The client disconnected while we were reading its request."""
+
+
+async def read_body(receive: Receive, headers: Headers, limit: int) -> bytes:
+    """The whole request body; :class:`BodyTooLarge` past ``limit`` bytes (checked against Content-Length first)."""
+    declared = headers.get("content-length")
+    if declared is not None and declared.strip().isdigit() and int(declared) > limit:
+        raise BodyTooLarge()
+    chunks: list[bytes] = []
+    size = 0
+    while True:
+        message = await receive()
+        kind = message["type"]
+        if kind == "http.disconnect":
+            raise ClientGone()
+        if kind != "http.request":
+            continue
+        chunk = message.get("body", b"")
+        if chunk:
+            size += len(chunk)
+            if size > limit:
+                raise BodyTooLarge()
+            chunks.append(chunk)
+        if not message.get("more_body", False):
+            break
+    return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+
+
+async def send_bytes(
+    send: Send, status: int, body: bytes, headers: HeaderList | None = None, content_type: bytes = b"application/json"
+) -> None:
+    head: HeaderList = [(b"content-type", content_type), (b"content-length", str(len(body)).encode())]
+    if headers:
+        head.extend(headers)
+    await send({"type": "http.response.start", "status": status, "headers": head})
+    await send({"type": "http.response.body", "body": body, "more_body": False})
+
+
+async def send_error(
+    send: Send,
+    status: int,
+    message: str,
+    *,
+    code: int = codes.INVALID_REQUEST,
+    ident: RequestId | None = None,
+    data: Any = None,
+    headers: HeaderList | None = None,
+) -> None:
+    """A JSON-RPC error response body with an HTTP error status."""
+    await send_bytes(send, status, encode_error(ident, code, message, data), headers)
+
+
+async def send_empty(send: Send, status: int, headers: HeaderList | None = None) -> None:
+    head: HeaderList = [] if status in (204, 304) else [(b"content-length", b"0")]
+    if headers:
+        head.extend(headers)
+    await send({"type": "http.response.start", "status": status, "headers": head})
+    await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+
+def _media_ranges(accept: str) -> set[str]:
+    ranges: set[str] = set()
+    for part in accept.split(","):
+        media, _, params = part.partition(";")
+        media = media.strip().lower()
+        if not media:
+            continue
+        refused = False
+        for param in params.split(";"):
+            key, _, value = param.partition("=")
+            if key.strip().lower() == "q":
+                try:
+                    refused = float(value.strip()) <= 0
+                except ValueError:
+                    refused = False
+        if not refused:
+            ranges.add(media)
+    return ranges
+
+
+def accepts(accept: str | None, *media_types: str) -> bool:
+    """True when the ``Accept`` header admits every one of ``media_types`` (wildcards count, ``q=0`` refuses)."""
+    if accept is None:
+        return False
+    ranges = _media_ranges(accept)
+    if "*/*" in ranges:
+        return True
+    for media in media_types:
+        major = media.split("/", 1)[0]
+        if media not in ranges and f"{major}/*" not in ranges:
+            return False
+    return True
+
+
+def is_json_content(content_type: str | None) -> bool:
+    if content_type is None:
+        return False
+    return content_type.partition(";")[0].strip().lower() == "application/json"

@@ -1,0 +1,264 @@
+"""Logical response streams and the writer that puts them on the wire as JSON or SSE (L6 helper).
+
+An :class:`Outlet` is one logical stream of server frames: the answer to one POST (its request's notifications,
+server-to-client requests and finally its response), or a session's standalone GET stream. Frames are *put*
+into it by the dispatcher's writes; an HTTP response *connected* to it takes them out (:func:`write_stream`).
+
+A resumable outlet numbers its frames 1, 2, 3… and appends each to the :class:`EventStore` before handing it to
+the connection; its SSE event ids are ``"<key>-<n>"``, unique in the session and naming their stream. When the
+connection drops (or the server closes it, SEP-1699 polling) frames keep going to the store, and a later
+``GET`` with ``Last-Event-ID`` connects a new response that replays what was missed and then continues live.
+
+The writer chooses the response format: a request whose first frame is its response gets plain
+``application/json`` (the common, fast case); as soon as anything else comes first — or nothing comes within
+the keep-alive interval — the answer becomes an SSE stream.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from typing import Final, Literal, NamedTuple
+
+import anyio
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+
+from ._http_events import EventStore
+from ._http_io import HeaderList, Send, send_empty
+from ._sse import encode_comment, encode_event, encode_retry
+
+__all__ = ("Outlet", "Item", "OTHER", "RESPONSE", "FINAL", "write_stream", "Preference", "SSE_HEADERS")
+
+logger = logging.getLogger(__name__)
+
+Preference = Literal["auto", "json", "sse"]
+
+#: Item kinds: a notification or request; a response that is not the last one awaited; the last response.
+OTHER: Final = 0
+RESPONSE: Final = 1
+FINAL: Final = 2
+
+SSE_HEADERS: Final[HeaderList] = [
+    (b"content-type", b"text/event-stream"),
+    (b"cache-control", b"no-cache, no-transform"),
+    (b"x-accel-buffering", b"no"),
+]
+
+
+class Item(NamedTuple):
+    seq: int  # 0 when the outlet is not resumable
+    frame: bytes
+    kind: int
+
+
+class Outlet:
+    """One logical stream of frames. Not thread-safe; all use is in one event loop."""
+
+    def __init__(
+        self,
+        key: str | None,
+        *,
+        store: EventStore | None = None,
+        store_key: str = "",
+        buffer: int = 64,
+        batch: bool = False,
+    ) -> None:
+        self.key = key
+        self.store = store if key is not None else None
+        self.store_key = store_key
+        self.buffer = buffer
+        self.batch = batch
+        self.seq = 0
+        self.written = 0  # the highest number written to some connection
+        self.final_seq = 0  # the number of the final frame, once put
+        self.done = False  # no more frames will come (final frame put, or the request was cancelled)
+        self.answered = False  # the final frame was put
+        self._conn: tuple[MemoryObjectSendStream[Item], MemoryObjectReceiveStream[Item]] | None = None
+
+    @property
+    def resumable(self) -> bool:
+        return self.store is not None
+
+    def event_id(self, seq: int) -> str:
+        return f"{self.key}-{seq}"
+
+    @property
+    def connected(self) -> bool:
+        return self._conn is not None
+
+    def connect(self) -> MemoryObjectReceiveStream[Item]:
+        """A new connection takes over (a previous one, if any, is ended: its writer stops)."""
+        self.drop_connection()
+        send, receive = anyio.create_memory_object_stream[Item](self.buffer)
+        if self.done:
+            send.close()
+        else:
+            self._conn = (send, receive)
+        return receive
+
+    def disconnect(self, receive: MemoryObjectReceiveStream[Item]) -> None:
+        """The connection reading ``receive`` is gone; frames put from now on only go to the store."""
+        receive.close()
+        if self._conn is not None and self._conn[1] is receive:
+            self._conn[0].close()
+            self._conn = None
+
+    def drop_connection(self) -> None:
+        """Close the current connection without ending the stream (the client resumes with GET)."""
+        if self._conn is not None:
+            self._conn[0].close()
+            self._conn = None
+
+    async def put(self, frame: bytes, kind: int = OTHER) -> None:
+        if self.done:
+            logger.debug("dropping a frame for the finished stream %s", self.key)
+            return
+        seq = 0
+        if self.store is not None:
+            self.seq += 1
+            seq = self.seq
+            await self.store.append(self.store_key, seq, frame)
+        if kind == FINAL:
+            self.done = True
+            self.answered = True
+            self.final_seq = seq
+        conn = self._conn
+        if conn is not None:
+            try:
+                await conn[0].send(Item(seq, frame, kind))
+            except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+                if self._conn is conn:
+                    self._conn = None
+        if self.done:
+            self.drop_connection()
+
+    def finish(self) -> None:
+        """No answer will come (the request was cancelled, or the session ended)."""
+        self.done = True
+        self.drop_connection()
+
+    async def discard(self) -> None:
+        if self.store is not None:
+            await self.store.discard(self.store_key)
+
+
+async def write_stream(
+    send: Send,
+    receive: MemoryObjectReceiveStream[Item],
+    outlet: Outlet,
+    *,
+    after: int,
+    preference: Preference,
+    headers: HeaderList,
+    retry_ms: int,
+    keepalive: float,
+    status_of: Callable[[bytes], int] | None = None,
+    replay: Sequence[tuple[int, bytes]] = (),
+    cancelled_status: int = 202,
+) -> bool:
+    """Write what ``outlet`` yields as the HTTP response; True when its final frame was written.
+
+    ``after`` is the number of the last frame the client has (the outlet's count when this connection was made,
+    or the ``Last-Event-ID`` of a resumption, whose missed events come in ``replay``). ``preference``: ``"sse"``
+    starts the event stream at once; ``"json"`` and ``"auto"`` answer with JSON when the first frames are
+    responses (``"auto"`` switches to SSE when anything else comes first, or after ``keepalive`` seconds of
+    silence). ``status_of(frame)`` picks the HTTP status of a JSON answer (default 200).
+    """
+    started = False
+    pending: list[Item] = []
+    last = after
+
+    async def body(chunk: bytes) -> None:
+        await send({"type": "http.response.body", "body": chunk, "more_body": True})
+
+    async def start() -> None:
+        nonlocal started
+        started = True
+        await send({"type": "http.response.start", "status": 200, "headers": SSE_HEADERS + headers})
+        if outlet.resumable:
+            # SEP-1699 priming: an id and empty data first, so the client can resume before the first real event.
+            await body(encode_event(b"", event_id=outlet.event_id(after), retry_ms=retry_ms))
+        for item in pending:
+            await event(item)
+        pending.clear()
+
+    async def event(item: Item) -> None:
+        nonlocal last
+        if item.seq:
+            last = item.seq
+            await body(encode_event(item.frame, event_id=outlet.event_id(item.seq)))
+            if item.seq > outlet.written:
+                outlet.written = item.seq
+        else:
+            await body(encode_event(item.frame))
+
+    async def end() -> None:
+        await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+    if preference == "sse" or replay:
+        await start()
+    for seq, frame in replay:
+        final = outlet.answered and seq == outlet.final_seq
+        await event(Item(seq, frame, FINAL if final else OTHER))
+        if final:
+            await end()
+            return True
+
+    while True:
+        item: Item | None = None
+        with anyio.move_on_after(keepalive) as timer:
+            try:
+                item = await receive.receive()
+            except (anyio.EndOfStream, anyio.ClosedResourceError):
+                item = None
+        if timer.cancelled_caught:
+            if not started:
+                if preference != "json":
+                    await start()
+            else:
+                await body(encode_comment())
+            continue
+        if item is None:
+            # The connection was closed under us: by the server (polling), or the stream ended unanswered.
+            if not started:
+                if outlet.done and not outlet.answered:
+                    await send_empty(send, cancelled_status, headers)
+                    return False
+                await start()
+            elif outlet.resumable and not outlet.done:
+                await body(encode_retry(retry_ms))
+            await end()
+            return False
+        if item.seq and item.seq <= last:
+            continue  # already replayed
+        if not started and item.kind != OTHER:
+            pending.append(item)
+            if item.kind == FINAL:
+                await _write_json(send, outlet, pending, headers, status_of)
+                return True
+            continue
+        if not started:
+            if preference == "json":
+                continue  # a JSON answer carries no side messages
+            await start()
+        await event(item)
+        if item.kind == FINAL:
+            await end()
+            return True
+
+
+async def _write_json(
+    send: Send, outlet: Outlet, items: list[Item], headers: HeaderList, status_of: Callable[[bytes], int] | None
+) -> None:
+    final = items[-1]
+    if outlet.batch:
+        payload = b"[" + b",".join(item.frame for item in items) + b"]"
+        status = 200
+    else:
+        payload = final.frame
+        status = status_of(payload) if status_of is not None else 200
+    head: HeaderList = [(b"content-type", b"application/json"), (b"content-length", b"%d" % len(payload))]
+    await send({"type": "http.response.start", "status": status, "headers": head + headers})
+    await send({"type": "http.response.body", "body": payload, "more_body": False})
+    if final.seq > outlet.written:
+        outlet.written = final.seq

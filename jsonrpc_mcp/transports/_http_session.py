@@ -1,0 +1,245 @@
+"""One handshake-era Streamable HTTP session (2024-11-05 .. 2025-11-25): a ServerSession and its Dispatcher,
+fed by POST bodies and answered on outlets (L6 helper).
+
+:class:`HttpSession` owns the session's :class:`~jsonrpc_mcp.jsonrpc.dispatch.Dispatcher`, which runs as one
+task in the app's task group. POSTed frames go into its inbound queue; every frame it writes arrives at
+:meth:`SessionStream.send` with the id of the inbound request it belongs to, and is routed:
+
+* to the :class:`Exchange` of that request (the POST waiting for it): notifications and server-to-client
+  requests first, the response last — after which the exchange is done;
+* otherwise to the session's standalone stream (the GET stream), for messages unrelated to any request.
+
+Outlets of exchanges whose connection dropped before their answer was written stay here (bounded) until the
+client resumes them with ``GET`` + ``Last-Event-ID``, or the session ends.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Final
+from weakref import WeakKeyDictionary
+
+import anyio
+import anyio.abc
+from msgspec import UNSET
+
+from ..errors import RpcError
+from ..jsonrpc.dispatch import Dispatcher
+from ..jsonrpc.streams import MessageStream
+from ..jsonrpc.wire import RequestId, decode_frame
+from ..mcp.session import ServerSession
+from ._http_events import EventStore
+from ._http_outlet import FINAL, OTHER, RESPONSE, Outlet
+
+if TYPE_CHECKING:
+    from ..mcp.session import ServerApp
+
+__all__ = ("HttpSession", "Exchange", "SessionStream", "session_of")
+
+logger = logging.getLogger(__name__)
+
+STANDALONE: Final = "0"
+
+_SESSIONS: WeakKeyDictionary[ServerSession, HttpSession] = WeakKeyDictionary()
+
+
+def session_of(session: ServerSession) -> HttpSession | None:
+    """The HTTP session serving ``session`` (``None`` when it is served by another transport)."""
+    return _SESSIONS.get(session)
+
+
+class Exchange:
+    """The requests of one POST body (one, or several in a 2025-03-26 batch) awaiting their responses."""
+
+    __slots__ = ("json_only", "outlet", "waiting")
+
+    def __init__(self, outlet: Outlet, ids: Iterable[RequestId], *, json_only: bool) -> None:
+        self.outlet = outlet
+        self.waiting = set(ids)
+        self.json_only = json_only
+
+
+def _is_response(frame: bytes) -> bool:
+    try:
+        return decode_frame(frame).method is UNSET
+    except RpcError:
+        return False
+
+
+class SessionStream(MessageStream):
+    """The session's side of its dispatcher: inbound frames from POSTs, outbound frames routed to outlets."""
+
+    def __init__(self, owner: HttpSession, buffer: int) -> None:
+        self.owner = owner
+        self.inbound_send, self.inbound = anyio.create_memory_object_stream[bytes](buffer)
+
+    async def receive(self) -> Sequence[bytes]:
+        try:
+            first = await self.inbound.receive()
+        except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
+            raise anyio.EndOfStream from None
+        frames = [first]
+        while True:
+            try:
+                frames.append(self.inbound.receive_nowait())
+            except (anyio.WouldBlock, anyio.EndOfStream, anyio.ClosedResourceError):
+                return frames
+
+    async def send(self, frame: bytes, related: RequestId | None = None) -> None:
+        owner = self.owner
+        exchange = owner.exchanges.get(related) if related is not None else None
+        if exchange is None or related is None:
+            await owner.standalone.put(frame)
+            return
+        if _is_response(frame):
+            exchange.waiting.discard(related)
+            del owner.exchanges[related]
+            await exchange.outlet.put(frame, RESPONSE if exchange.waiting else FINAL)
+        elif exchange.json_only:
+            await owner.standalone.put(frame)
+        else:
+            await exchange.outlet.put(frame, OTHER)
+
+    def finished(self, request_id: RequestId) -> None:
+        owner = self.owner
+        exchange = owner.exchanges.pop(request_id, None)
+        if exchange is None:
+            return
+        exchange.waiting.discard(request_id)
+        if not exchange.waiting:
+            exchange.outlet.finish()
+
+    def close_sse_stream(self, request_id: RequestId) -> None:
+        """SEP-1699 polling: close the connection of this request's SSE stream; the client resumes with GET."""
+        exchange = self.owner.exchanges.get(request_id)
+        if exchange is not None and exchange.outlet.resumable:
+            exchange.outlet.drop_connection()
+
+    async def aclose(self) -> None:
+        self.inbound_send.close()
+        self.inbound.close()
+
+
+class HttpSession:
+    """One handshake-era session: its dispatcher task, its exchanges and its resumable streams."""
+
+    def __init__(
+        self,
+        server: ServerApp,
+        session_id: str,
+        *,
+        store: EventStore,
+        max_in_flight: int,
+        request_timeout: float | None,
+        buffer: int = 64,
+        max_parked: int = 64,
+    ) -> None:
+        self.id = session_id
+        self.store = store
+        self.buffer = buffer
+        self.max_parked = max_parked
+        self.stream = SessionStream(self, buffer)
+        self.dispatcher = Dispatcher(
+            self.stream, max_in_flight=max_in_flight, request_timeout=request_timeout, drain_timeout=1.0
+        )
+        self.mcp = ServerSession(server, self.dispatcher)
+        _SESSIONS[self.mcp] = self
+        self.exchanges: dict[RequestId, Exchange] = {}
+        self.outlets: dict[str, Outlet] = {}
+        self.standalone = self._outlet(STANDALONE)
+        self._next_key = 1
+        self.active = 0  # HTTP requests of this session being served right now
+        self.last_seen = anyio.current_time()
+        self.closed = False
+        self.scope = anyio.CancelScope()
+
+    # --- lifetime ------------------------------------------------------------------------------------------
+
+    async def run(self) -> None:
+        """The session's task: serve its dispatcher until the session is terminated."""
+        try:
+            with self.scope:
+                await self.dispatcher.run()
+        finally:
+            self.terminate()
+            self.mcp.close()
+            with anyio.CancelScope(shield=True):
+                for outlet in list(self.outlets.values()):
+                    try:
+                        await outlet.discard()
+                    except Exception:
+                        logger.exception("the event store failed to discard a stream")
+                self.outlets.clear()
+
+    def terminate(self) -> None:
+        """End the session (DELETE, expiry, shutdown): its task stops and its open streams end."""
+        if self.closed:
+            return
+        self.closed = True
+        self.scope.cancel()
+        self.stream.inbound_send.close()
+        for exchange in self.exchanges.values():
+            exchange.outlet.finish()
+        self.exchanges.clear()
+        for outlet in self.outlets.values():
+            outlet.finish()
+
+    def touch(self) -> None:
+        self.last_seen = anyio.current_time()
+
+    def idle(self, now: float, timeout: float) -> bool:
+        return self.active == 0 and self.dispatcher.in_flight() == 0 and now - self.last_seen > timeout
+
+    # --- streams -------------------------------------------------------------------------------------------
+
+    def _outlet(self, key: str, *, resumable: bool = True, batch: bool = False) -> Outlet:
+        outlet = Outlet(
+            key if resumable else None,
+            store=self.store,
+            store_key=f"{self.id}/{key}",
+            buffer=self.buffer,
+            batch=batch,
+        )
+        if resumable:
+            self.outlets[key] = outlet
+        return outlet
+
+    def open_exchange(self, ids: Sequence[RequestId], *, resumable: bool, json_only: bool, batch: bool) -> Exchange:
+        key = str(self._next_key)
+        self._next_key += 1
+        exchange = Exchange(self._outlet(key, resumable=resumable, batch=batch), ids, json_only=json_only)
+        for ident in ids:
+            self.exchanges[ident] = exchange
+        return exchange
+
+    async def settle(self, outlet: Outlet, delivered: bool) -> None:
+        """After a connection of ``outlet`` ended: forget it when it needs no resumption, else park it (bounded)."""
+        if outlet.key is None or outlet.key == STANDALONE:
+            return
+        if delivered or (outlet.done and not outlet.answered):
+            if self.outlets.pop(outlet.key, None) is not None:
+                await outlet.discard()
+            return
+        parked = [o for key, o in self.outlets.items() if key != STANDALONE and not o.connected and o.done]
+        for old in parked[: max(0, len(parked) - self.max_parked)]:
+            if old.key is not None:
+                self.outlets.pop(old.key, None)
+                await old.discard()
+
+    def resumable_outlet(self, last_event_id: str) -> tuple[Outlet, int] | None:
+        """The outlet a ``Last-Event-ID`` names, and the number of the last event the client has."""
+        key, sep, number = last_event_id.strip().rpartition("-")
+        if not sep or not number.isdigit():
+            return None
+        outlet = self.outlets.get(key)
+        if outlet is None:
+            return None
+        seq = int(number)
+        if seq > outlet.seq:
+            return None
+        return outlet, seq
+
+    async def push(self, frames: Iterable[bytes]) -> None:
+        for frame in frames:
+            await self.stream.inbound_send.send(frame)

@@ -1,0 +1,290 @@
+"""The stateless era (2026-07-28) on Streamable HTTP: validating one POST and serving it on its own (L6 helper).
+
+Validation happens here, before the request reaches a session, in the order of SPEC_MAP §2.6:
+
+1. ``params._meta`` and its required fields (``protocolVersion``, ``clientCapabilities``; a ``logLevel`` when
+   present must be a level) → -32602, HTTP 400;
+2. the mirrored headers — ``MCP-Protocol-Version`` (= the ``_meta`` version), ``Mcp-Method`` (= ``method``),
+   ``Mcp-Name`` (= ``params.name`` / ``params.uri`` / ``params.taskId``) and the ``Mcp-Param-*`` headers of the
+   called tool's ``x-mcp-header`` properties: missing, malformed or different → -32020, HTTP 400.
+
+The session then checks the version (-32022), the method (-32601, HTTP 404) and the rest. Each request gets a
+fresh :class:`~jsonrpc_mcp.mcp.session.ServerSession` over a one-request :class:`MessageStream`; the response is
+JSON, or SSE when notifications come first (never requests: the stateless era has none). The client closing the
+connection cancels the request.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Final
+
+import anyio
+import msgspec
+from msgspec import UNSET
+
+from ..errors import RpcError
+from ..jsonrpc import codes
+from ..jsonrpc.dispatch import Dispatcher
+from ..jsonrpc.streams import MessageStream
+from ..jsonrpc.wire import Notification, Request, RequestId, decode_frame
+from ..mcp.context import LOG_LEVELS
+from ..mcp.headers import InvalidHeaderAnnotation, decode_header_value, name_of, tool_header_params
+from ..mcp.session import ServerApp, ServerSession
+from ..mcp.versions import META_CLIENT_CAPABILITIES, META_LOG_LEVEL, META_PROTOCOL_VERSION
+from ._http_io import Headers, Receive, Send
+from ._http_outlet import FINAL, OTHER, Outlet, Preference, write_stream
+
+__all__ = ("check_meta", "check_headers", "serve_one", "status_of", "ToolLookup")
+
+logger = logging.getLogger(__name__)
+
+ToolLookup = Callable[[str], "Mapping[str, Any] | None"]
+
+_TASK_METHODS: Final = frozenset({"tasks/get", "tasks/update", "tasks/cancel"})
+_NUMBER: Final = re.compile(r"^-?\d+(\.\d+)?([eE][+-]?\d+)?$")
+_STATUS: Final = {
+    codes.METHOD_NOT_FOUND: 404,
+    codes.PARSE_ERROR: 400,
+    codes.INVALID_REQUEST: 400,
+    codes.HEADER_MISMATCH: 400,
+    codes.MISSING_REQUIRED_CLIENT_CAPABILITY: 400,
+    codes.UNSUPPORTED_PROTOCOL_VERSION: 400,
+}
+
+
+def check_meta(params: Mapping[str, Any] | None) -> str | None:
+    """Why ``params._meta`` is unusable (a -32602 message), or ``None``."""
+    meta = params.get("_meta") if params is not None else None
+    if not isinstance(meta, dict):
+        return 'Invalid params: "_meta" with the protocol version and client capabilities is required'
+    version = meta.get(META_PROTOCOL_VERSION)
+    if not isinstance(version, str) or not version:
+        return f'Invalid params: _meta["{META_PROTOCOL_VERSION}"] must be a non-empty string'
+    if not isinstance(meta.get(META_CLIENT_CAPABILITIES), dict):
+        return f'Invalid params: _meta["{META_CLIENT_CAPABILITIES}"] must be an object'
+    level = meta.get(META_LOG_LEVEL)
+    if level is not None and level not in LOG_LEVELS:
+        return f'Invalid params: _meta["{META_LOG_LEVEL}"] must be one of {", ".join(LOG_LEVELS)}'
+    return None
+
+
+def _clean(raw: str) -> str | None:
+    """The header value without optional whitespace; ``None`` when it holds characters a header may not."""
+    value = raw.strip(" \t")
+    for ch in value:
+        if not (" " <= ch <= "~" or ch == "\t"):
+            return None
+    return value
+
+
+def _one(headers: Headers, name: str, label: str) -> tuple[str | None, str | None]:
+    """(value, problem) of a header that must appear at most once with valid characters."""
+    values = headers.get_all(name)
+    if not values:
+        return None, None
+    if len(values) > 1:
+        return None, f"Header mismatch: {label} is sent more than once"
+    value = _clean(values[0])
+    if value is None:
+        return None, f"Header mismatch: {label} holds characters not allowed in a header value"
+    return value, None
+
+
+def _same(body: Any, text: str) -> bool:
+    if isinstance(body, bool):
+        return text == ("true" if body else "false")
+    if isinstance(body, int | float):
+        if not _NUMBER.match(text):
+            return False
+        if isinstance(body, int) and text.lstrip("-").isdigit():
+            return int(text) == body
+        return float(text) == float(body)
+    if isinstance(body, str):
+        return text == body
+    return False
+
+
+def check_headers(
+    headers: Headers, method: str, params: Mapping[str, Any] | None, tool_schema: ToolLookup
+) -> str | None:
+    """Why the mirrored headers disagree with the body (a -32020 message), or ``None``."""
+    meta = params.get("_meta") if params is not None else None
+    version = meta.get(META_PROTOCOL_VERSION) if isinstance(meta, dict) else None
+    value, problem = _one(headers, "mcp-protocol-version", "MCP-Protocol-Version")
+    if problem:
+        return problem
+    if value is None:
+        return "Header mismatch: the MCP-Protocol-Version header is required"
+    if value != version:
+        return f"Header mismatch: MCP-Protocol-Version {value!r} does not match the body's protocol version {version!r}"
+    value, problem = _one(headers, "mcp-method", "Mcp-Method")
+    if problem:
+        return problem
+    if value is None:
+        return "Header mismatch: the Mcp-Method header is required"
+    if value != method:
+        return f"Header mismatch: Mcp-Method {value!r} does not match the body's method {method!r}"
+    expected = name_of(method, params)
+    if expected is None and method in _TASK_METHODS and params is not None:
+        task_id = params.get("taskId")
+        expected = task_id if isinstance(task_id, str) else None
+    value, problem = _one(headers, "mcp-name", "Mcp-Name")
+    if problem:
+        return problem
+    if expected is not None:
+        if value is None:
+            return "Header mismatch: the Mcp-Name header is required for " + method
+        try:
+            decoded = decode_header_value(value)
+        except ValueError:
+            return "Header mismatch: Mcp-Name is not valid =?base64?...?= encoding"
+        if decoded != expected:
+            return f"Header mismatch: Mcp-Name {decoded!r} does not match the body's {expected!r}"
+    if method == "tools/call" and isinstance(expected, str):
+        schema = tool_schema(expected)
+        if schema is not None:
+            return _check_params(headers, schema, params)
+    return None
+
+
+def _check_params(headers: Headers, schema: Mapping[str, Any], params: Mapping[str, Any] | None) -> str | None:
+    try:
+        annotations = tool_header_params(schema)
+    except InvalidHeaderAnnotation:
+        return None  # our own tool's annotation is unusable: nothing to hold the client to
+    arguments = params.get("arguments") if params is not None else None
+    for path, name in annotations.items():
+        label = f"Mcp-Param-{name}"
+        raw, problem = _one(headers, f"mcp-param-{name.lower()}", label)
+        if problem:
+            return problem
+        value: Any = arguments
+        for part in path:
+            value = value.get(part) if isinstance(value, dict) else None
+        if value is None:
+            if raw is not None:
+                return f"Header mismatch: {label} is sent but the arguments have no value for it"
+            continue
+        if raw is None:
+            return f"Header mismatch: the {label} header is required (the arguments have a value for it)"
+        try:
+            decoded = decode_header_value(raw)
+        except ValueError:
+            return f"Header mismatch: {label} is not valid =?base64?...?= encoding"
+        if not _same(value, decoded):
+            return f"Header mismatch: {label} does not match the argument's value"
+    return None
+
+
+def status_of(frame: bytes) -> int:
+    """The HTTP status of a stateless JSON answer: 404 for -32601, 400 for the request-level errors, else 200."""
+    if b'"error"' not in frame:
+        return 200
+    try:
+        error = decode_frame(frame).error
+    except RpcError:
+        return 200
+    if error is UNSET or not isinstance(error, dict):
+        return 200
+    return _STATUS.get(error.get("code"), 200)  # type: ignore[arg-type]
+
+
+class _OneRequestStream(MessageStream):
+    """The session's stream for one stateless request: its frame in, its notifications and response out."""
+
+    def __init__(self, frame: bytes, request_id: RequestId, outlet: Outlet) -> None:
+        self._frame: bytes | None = frame
+        self.request_id = request_id
+        self.outlet = outlet
+        self._ended = anyio.Event()
+
+    async def receive(self) -> Sequence[bytes]:
+        frame = self._frame
+        if frame is not None:
+            self._frame = None
+            return [frame]
+        await self._ended.wait()
+        raise anyio.EndOfStream
+
+    async def send(self, frame: bytes, related: RequestId | None = None) -> None:
+        if related != self.request_id:
+            logger.debug("dropping a stateless-era frame unrelated to its request")
+            return
+        try:
+            env = decode_frame(frame)
+        except RpcError:
+            return
+        if env.method is UNSET:
+            await self.outlet.put(frame, FINAL)
+        elif env.id is UNSET:
+            await self.outlet.put(frame, OTHER)
+        else:
+            logger.warning("a handler sent a %r request in the stateless era; it was dropped", env.method)
+
+    def finished(self, request_id: RequestId) -> None:
+        self.outlet.finish()
+
+    async def aclose(self) -> None:
+        self._ended.set()
+
+
+async def watch_disconnect(receive: Receive, scope: anyio.CancelScope) -> None:
+    """Cancel ``scope`` when the client goes away (the request body has already been read)."""
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            scope.cancel()
+            return
+
+
+async def serve_one(
+    server: ServerApp,
+    frame: bytes,
+    request: Request,
+    receive: Receive,
+    send: Send,
+    *,
+    preference: Preference,
+    keepalive: float,
+    buffer: int = 64,
+) -> None:
+    """Serve one validated stateless request as this HTTP response; the client disconnecting cancels it."""
+    outlet = Outlet(None, buffer=buffer)
+    stream = _OneRequestStream(frame, request.id, outlet)
+    dispatcher = Dispatcher(stream, max_in_flight=1, request_timeout=None, drain_timeout=0.0)
+    session = ServerSession(server, dispatcher, stateless=True)
+    listen = request.method == "subscriptions/listen"
+    if listen:
+        server.attach(session)  # change notifications reach the sessions the server knows
+    connection = outlet.connect()
+    try:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(dispatcher.run)
+            tg.start_soon(watch_disconnect, receive, tg.cancel_scope)
+            await write_stream(
+                send,
+                connection,
+                outlet,
+                after=0,
+                preference="sse" if listen else preference,
+                headers=[],
+                retry_ms=0,
+                keepalive=keepalive,
+                status_of=status_of,
+                cancelled_status=204,
+            )
+            tg.cancel_scope.cancel()
+    finally:
+        outlet.disconnect(connection)
+        session.close()
+
+
+def decode_params(request: Request | Notification) -> dict[str, Any] | None:
+    """The message's params as a dict (``classify`` already made sure they are an object when present)."""
+    if request.params is None:
+        return None
+    value = msgspec.json.decode(request.params)
+    return value if isinstance(value, dict) else None

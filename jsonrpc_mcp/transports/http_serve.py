@@ -1,0 +1,111 @@
+"""Serve a :class:`~jsonrpc_mcp.Server` over Streamable HTTP with uvicorn (L6; needs the ``http`` extra).
+
+``jsonrpc-mcp serve APP --http 127.0.0.1:8000`` calls :func:`serve_http`. Any other ASGI server can run the app
+directly; build it with :class:`~jsonrpc_mcp.transports.http_asgi.McpAsgiApp`::
+
+    # app.py                                  # then: uvicorn app:app   or   hypercorn app:app
+    from jsonrpc_mcp.transports.http_asgi import McpAsgiApp
+    from myserver import server
+    app = McpAsgiApp(server, allowed_hosts=["mcp.example.com"])
+
+Shutdown is graceful: on SIGINT/SIGTERM uvicorn stops accepting connections, gives open ones
+``graceful_timeout`` seconds, and the ASGI lifespan shutdown then ends every session.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import logging
+import socket
+from typing import TYPE_CHECKING, Any
+
+from .http_asgi import McpAsgiApp
+
+if TYPE_CHECKING:
+    from ..mcp.server import Server
+
+__all__ = ("serve_http", "serve_http_async", "make_uvicorn_server")
+
+logger = logging.getLogger(__name__)
+
+
+def _uvicorn() -> Any:
+    try:
+        import uvicorn
+    except ImportError:
+        raise RuntimeError(
+            "Streamable HTTP needs uvicorn: install the http extra (pip install 'jsonrpc-mcp[http]')"
+        ) from None
+    return uvicorn
+
+
+def _is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def make_uvicorn_server(
+    server: Server,
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    *,
+    path: str = "/mcp",
+    log_level: str = "warning",
+    graceful_timeout: float = 5.0,
+    **app_options: Any,
+) -> tuple[Any, McpAsgiApp]:
+    """A configured ``uvicorn.Server`` for ``server`` and the app it runs (for embedding and tests)."""
+    uvicorn = _uvicorn()
+    app = McpAsgiApp(server, path=path, **app_options)
+    if not _is_loopback(host) and app_options.get("allowed_hosts") is None:
+        logger.warning(
+            "serving on %s, but only loopback Host names are accepted: pass allowed_hosts (the names clients use, "
+            'or ["*"]) to accept others',
+            host,
+        )
+    config = uvicorn.Config(
+        app,
+        host=host,
+        port=port,
+        lifespan="on",
+        log_level=log_level,
+        timeout_graceful_shutdown=graceful_timeout,
+        access_log=False,
+    )
+    return uvicorn.Server(config), app
+
+
+def serve_http(
+    server: Server,
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    *,
+    path: str = "/mcp",
+    log_level: str = "warning",
+    graceful_timeout: float = 5.0,
+    **app_options: Any,
+) -> None:
+    """Serve until interrupted (blocking; runs its own asyncio loop). ``app_options`` go to :class:`McpAsgiApp`."""
+    uv_server, _ = make_uvicorn_server(
+        server, host, port, path=path, log_level=log_level, graceful_timeout=graceful_timeout, **app_options
+    )
+    logger.info("serving MCP on http://%s:%d%s", host, port, path)
+    uv_server.run()
+
+
+async def serve_http_async(
+    server: Server,
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    *,
+    path: str = "/mcp",
+    sock: socket.socket | None = None,
+    **options: Any,
+) -> None:
+    """Serve inside a running asyncio loop until cancelled (uvicorn needs asyncio; not trio)."""
+    uv_server, _ = make_uvicorn_server(server, host, port, path=path, **options)
+    await uv_server.serve(sockets=[sock] if sock is not None else None)
