@@ -200,6 +200,27 @@ class Client:
 
     @classmethod
     @asynccontextmanager
+    async def connect_http(
+        cls,
+        url: str,
+        *,
+        headers: Mapping[str, str] | None = None,
+        timeout: float = 30.0,
+        http_options: Mapping[str, Any] | None = None,
+        **options: Any,
+    ) -> AsyncIterator[Client]:
+        """Streamable HTTP (needs the ``http`` extra). ``http_options`` go to
+        :func:`~jsonrpc_mcp.transports.http_client.connect_http` (``sse_read_timeout``, ``auth``, ``http_client``…)."""
+        from ..transports.http_client import connect_http
+
+        async with (
+            connect_http(url, headers=headers, timeout=timeout, **dict(http_options or {})) as stream,
+            cls.connect(stream, **options) as client,
+        ):
+            yield client
+
+    @classmethod
+    @asynccontextmanager
     async def connect_server(cls, server: Any, **options: Any) -> AsyncIterator[Client]:
         """An in-process client for ``server`` over an in-memory stream pair (tests, embedding)."""
         from ..transports.memory import memory_pair

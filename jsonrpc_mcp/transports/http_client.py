@@ -1,0 +1,438 @@
+"""Streamable HTTP, client side: a :class:`MessageStream` over httpx (L6; needs the ``http`` extra).
+
+::
+
+    async with Client.connect_http("http://127.0.0.1:8000/mcp") as client:
+        print(await client.list_tools())
+
+    async with connect_http(url, headers={"Authorization": "Bearer ..."}) as stream:   # the stream alone
+        ...
+
+Every frame the dispatcher writes becomes its own POST, sent from a background task so that a long answer
+never holds up the next request. Whatever the server sends back — a JSON body, an SSE stream carrying
+notifications and server-to-client requests before the response, the standalone GET stream — lands in one
+bounded queue that :meth:`HttpClientStream.receive` reads.
+
+Handshake era: ``Mcp-Session-Id`` is taken from the initialize answer and sent from then on, with the negotiated
+``MCP-Protocol-Version``; after ``notifications/initialized`` the standalone GET stream is opened (405: the
+server offers none, fine). An SSE stream that ends before its response is resumed with ``GET`` +
+``Last-Event-ID`` after the server's ``retry`` delay (a bounded number of times). A 404 on a known session
+means the server ended it: the pending request fails with a clear error and the stream ends. Closing sends
+``DELETE``.
+
+Stateless era (a request whose ``_meta`` names the protocol version): no session; the ``MCP-Protocol-Version``,
+``Mcp-Method``, ``Mcp-Name`` and ``Mcp-Param-*`` headers mirror the body (``tool_headers`` is filled by
+:meth:`Client.list_tools <jsonrpc_mcp.Client.list_tools>`).
+
+Transport failures never pass silently: a request whose HTTP exchange fails gets an error response (code
+-32000, made here, never sent) so its caller does not wait for its timeout.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator, Mapping, Sequence
+from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING, Any, Final
+
+import anyio
+import anyio.abc
+import msgspec
+from msgspec import UNSET
+
+from ..errors import RpcError
+from ..jsonrpc import codes
+from ..jsonrpc.streams import MessageStream
+from ..jsonrpc.wire import RequestId, decode_frame, encode_error, is_batch
+from ..mcp.headers import param_headers, standard_headers
+from ..mcp.versions import META_PROTOCOL_VERSION
+from ._sse import SseParser, SseTooLarge
+
+if TYPE_CHECKING:
+    import httpx
+
+__all__ = ("HttpClientStream", "connect_http")
+
+logger = logging.getLogger(__name__)
+
+_PV_NEEDLE: Final = META_PROTOCOL_VERSION.encode()
+_ACCEPT_BOTH: Final = "application/json, text/event-stream"
+_MAX_ERROR_BODY: Final = 64 * 1024
+
+
+def _httpx() -> Any:
+    try:
+        import httpx
+    except ImportError:
+        raise RuntimeError(
+            "the Streamable HTTP client needs httpx: install the http extra (pip install 'jsonrpc-mcp[http]')"
+        ) from None
+    return httpx
+
+
+class _Out(msgspec.Struct):
+    """What the stream needs to know about a frame it sends."""
+
+    kind: str  # "request" | "notification" | "response"
+    method: str | None = None
+    ident: RequestId | None = None
+    params: dict[str, Any] | None = None
+    version: str | None = None  # the stateless-era protocol version the frame names
+
+
+def _inspect(frame: bytes) -> _Out:
+    if is_batch(frame):
+        return _Out("response")  # we only ever batch answers
+    env = decode_frame(frame)
+    if env.method is UNSET:
+        return _Out("response")
+    method = env.method if isinstance(env.method, str) else None
+    kind = "notification" if env.id is UNSET else "request"
+    ident = env.id if kind == "request" else None
+    params: dict[str, Any] | None = None
+    version: str | None = None
+    if env.params is not UNSET and _PV_NEEDLE in frame:
+        value = msgspec.json.decode(env.params)
+        if isinstance(value, dict):
+            params = value
+            meta = value.get("_meta")
+            if isinstance(meta, dict) and isinstance(meta.get(META_PROTOCOL_VERSION), str):
+                version = meta[META_PROTOCOL_VERSION]
+    elif method == "tools/call" and env.params is not UNSET:
+        value = msgspec.json.decode(env.params)
+        params = value if isinstance(value, dict) else None
+    return _Out(kind, method, ident, params, version)
+
+
+def _response_id(frame: bytes) -> RequestId | None:
+    """The id of a response frame (``None`` for anything else)."""
+    try:
+        env = decode_frame(frame)
+    except RpcError:
+        return None
+    if env.method is not UNSET or env.id is UNSET:
+        return None
+    return env.id if isinstance(env.id, str | int) else None
+
+
+class HttpClientStream(MessageStream):
+    """The client's end of a Streamable HTTP connection. Create it with :func:`connect_http`."""
+
+    def __init__(
+        self,
+        http: httpx.AsyncClient,
+        url: str,
+        task_group: anyio.abc.TaskGroup,
+        *,
+        headers: Mapping[str, str] | None = None,
+        max_reconnects: int = 3,
+        default_retry_ms: int = 1000,
+        buffer: int = 256,
+        max_concurrent_posts: int = 64,
+        max_event: int = 16 * 1024 * 1024,
+    ) -> None:
+        self.http = http
+        self.url = url
+        self.headers = dict(headers or {})
+        self.max_reconnects = max_reconnects
+        self.default_retry_ms = default_retry_ms
+        self.max_event = max_event
+        self.session_id: str | None = None
+        self.protocol_version: str | None = None
+        #: tool name -> {property path: x-mcp-header name}; filled by ``Client.list_tools`` (SEP-2243).
+        self.tool_headers: dict[str, dict[tuple[str, ...], str]] = {}
+        self._tg = task_group
+        self._in_send, self._in = anyio.create_memory_object_stream[bytes](buffer)
+        self._posts = anyio.Semaphore(max_concurrent_posts)
+        self._init_id: RequestId | None = None
+        self._get_started = False
+        self._closed = False
+
+    # --- MessageStream ---------------------------------------------------------------------------------------
+
+    async def receive(self) -> Sequence[bytes]:
+        try:
+            first = await self._in.receive()
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+            raise anyio.EndOfStream from None
+        frames = [first]
+        while True:
+            try:
+                frames.append(self._in.receive_nowait())
+            except (anyio.WouldBlock, anyio.EndOfStream, anyio.ClosedResourceError):
+                return frames
+
+    async def send(self, frame: bytes, related: RequestId | None = None) -> None:
+        if self._closed:
+            raise anyio.BrokenResourceError()
+        out = _inspect(frame)
+        if out.method == "initialize" and out.version is None:
+            self._init_id = out.ident
+        await self._posts.acquire()
+        self._tg.start_soon(self._post, bytes(frame), out)
+
+    async def aclose(self) -> None:
+        """End the session (DELETE, when there is one) and stop delivering frames."""
+        if self._closed:
+            return
+        self._closed = True
+        sid = self.session_id
+        if sid is not None:
+            with anyio.move_on_after(5, shield=True):
+                try:
+                    response = await self.http.delete(self.url, headers=self._session_headers())
+                    if response.status_code not in (200, 202, 204, 404, 405):
+                        logger.debug("DELETE of the session answered %d", response.status_code)
+                except Exception as exc:
+                    logger.debug("DELETE of the session failed: %s", exc)
+        self._in_send.close()
+
+    # --- sending ---------------------------------------------------------------------------------------------
+
+    def _session_headers(self) -> dict[str, str]:
+        headers = dict(self.headers)
+        if self.session_id is not None:
+            headers["Mcp-Session-Id"] = self.session_id
+        if self.protocol_version is not None:
+            headers["MCP-Protocol-Version"] = self.protocol_version
+        return headers
+
+    def _post_headers(self, out: _Out) -> dict[str, str]:
+        headers = {**self.headers, "Accept": _ACCEPT_BOTH, "Content-Type": "application/json"}
+        if out.version is not None:
+            headers["MCP-Protocol-Version"] = out.version
+            if out.method is not None and out.kind == "request":
+                headers.update(standard_headers(out.method, out.params))
+                if out.method == "tools/call" and out.params is not None:
+                    name = out.params.get("name")
+                    annotations = self.tool_headers.get(name) if isinstance(name, str) else None
+                    if annotations:
+                        arguments = out.params.get("arguments")
+                        headers.update(param_headers(annotations, arguments if isinstance(arguments, dict) else None))
+            return headers
+        if self.session_id is not None:
+            headers["Mcp-Session-Id"] = self.session_id
+        if self.protocol_version is not None and out.method != "initialize":
+            headers["MCP-Protocol-Version"] = self.protocol_version
+        return headers
+
+    async def _post(self, frame: bytes, out: _Out) -> None:
+        try:
+            async with self.http.stream("POST", self.url, content=frame, headers=self._post_headers(out)) as response:
+                await self._answer(response, out)
+        except Exception as exc:
+            if not self._closed:
+                logger.debug("POST failed: %r", exc)
+                await self._fail(out, f"HTTP request failed: {type(exc).__name__}")
+        finally:
+            self._posts.release()
+
+    async def _answer(self, response: httpx.Response, out: _Out) -> None:
+        status = response.status_code
+        sid = response.headers.get("mcp-session-id")
+        if out.ident is not None and out.ident == self._init_id and sid and status == 200:
+            self.session_id = sid.strip()
+        if status in (202, 204):
+            if out.kind == "request":
+                await self._fail(out, f"the server answered the request with HTTP {status} and no response")
+            elif out.method == "notifications/initialized":
+                self._open_get_stream()
+            return
+        if status == 404 and self.session_id is not None and out.version is None:
+            await self._fail(out, "the server ended this MCP session (HTTP 404); connect again", lost=True)
+            return
+        content_type = response.headers.get("content-type", "").partition(";")[0].strip().lower()
+        if status >= 400:
+            body = await _read_limited(response, _MAX_ERROR_BODY)
+            if content_type == "application/json" and out.ident is not None and _response_id(body) == out.ident:
+                await self._deliver(body)  # a JSON-RPC error for our request (e.g. -32601 with HTTP 404)
+            else:
+                await self._fail(out, f"the server answered HTTP {status}{_reason(body, content_type)}")
+            return
+        if content_type == "text/event-stream":
+            await self._read_post_stream(response, out)
+        elif content_type == "application/json":
+            body = await response.aread()
+            if out.kind != "request" and not body.strip():
+                return
+            await self._deliver(body)
+        elif out.kind == "request":
+            await self._fail(out, f"unexpected content type {content_type or 'none'!r} in the answer")
+
+    async def _fail(self, out: _Out, message: str, *, lost: bool = False) -> None:
+        if out.kind == "request" and out.ident is not None:
+            await self._deliver(encode_error(out.ident, codes.CONNECTION_CLOSED, message))
+        else:
+            logger.warning("%s (%s)", message, out.method or "response")
+        if lost:
+            self._closed = True
+            self._in_send.close()
+
+    async def _deliver(self, frame: bytes) -> None:
+        if self._init_id is not None and _response_id(frame) == self._init_id:
+            self._sniff_version(frame)
+        try:
+            await self._in_send.send(frame)
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+            logger.debug("dropping a frame that arrived after the stream closed")
+
+    def _sniff_version(self, frame: bytes) -> None:
+        try:
+            result = msgspec.json.decode(frame).get("result")
+        except (msgspec.DecodeError, AttributeError):
+            return
+        if isinstance(result, dict) and isinstance(result.get("protocolVersion"), str):
+            self.protocol_version = result["protocolVersion"]
+
+    # --- SSE -------------------------------------------------------------------------------------------------
+
+    async def _read_post_stream(self, response: httpx.Response, out: _Out) -> None:
+        parser = SseParser(self.max_event)
+        want = out.ident if out.kind == "request" else None
+        got = await self._pump(response, parser, want)
+        if got or want is None:
+            return
+        attempts = 0
+        while parser.last_event_id is not None and self.session_id is not None and out.version is None:
+            if attempts >= self.max_reconnects or self._closed:
+                break
+            attempts += 1
+            await anyio.sleep((parser.retry_ms if parser.retry_ms is not None else self.default_retry_ms) / 1000)
+            before = parser.last_event_id
+            headers = {**self._session_headers(), "Accept": "text/event-stream", "Last-Event-ID": before}
+            try:
+                async with self.http.stream("GET", self.url, headers=headers) as resumed:
+                    if resumed.status_code == 404:
+                        await self._fail(out, "the server ended this MCP session (HTTP 404); connect again", lost=True)
+                        return
+                    kind = resumed.headers.get("content-type", "").partition(";")[0].strip().lower()
+                    if resumed.status_code != 200 or kind != "text/event-stream":
+                        break
+                    if await self._pump(resumed, parser, want):
+                        return
+            except Exception as exc:
+                logger.debug("resuming an SSE stream failed: %r", exc)
+            if parser.last_event_id != before:
+                attempts = 0
+        await self._fail(out, "the server's SSE stream ended before the response arrived")
+
+    async def _pump(self, response: httpx.Response, parser: SseParser, want: RequestId | None) -> bool:
+        """Deliver the frames of an SSE response; True once the response to ``want`` arrived."""
+        got = False
+        try:
+            async for chunk in response.aiter_bytes():
+                for event in parser.feed(chunk):
+                    if not event.data.strip() or event.event != "message":
+                        continue
+                    if want is not None and _response_id(event.data) == want:
+                        got = True
+                    await self._deliver(event.data)
+                if got:
+                    return True
+        except SseTooLarge as exc:
+            logger.warning("closing an SSE stream: %s", exc)
+        except Exception as exc:
+            logger.debug("an SSE stream broke: %r", exc)
+        return got
+
+    def _open_get_stream(self) -> None:
+        if self._get_started or self.session_id is None or self._closed:
+            return
+        self._get_started = True
+        self._tg.start_soon(self._get_stream)
+
+    async def _get_stream(self) -> None:
+        """The standalone GET stream: server messages unrelated to our requests; resumed when it drops."""
+        parser = SseParser(self.max_event)
+        failures = 0
+        while not self._closed and self.session_id is not None and failures <= self.max_reconnects:
+            headers = {**self._session_headers(), "Accept": "text/event-stream"}
+            if parser.last_event_id is not None:
+                headers["Last-Event-ID"] = parser.last_event_id
+            before = parser.last_event_id
+            try:
+                async with self.http.stream("GET", self.url, headers=headers) as response:
+                    kind = response.headers.get("content-type", "").partition(";")[0].strip().lower()
+                    if response.status_code == 404:
+                        logger.warning("the server ended this MCP session (HTTP 404)")
+                        self._closed = True
+                        self._in_send.close()
+                        return
+                    if response.status_code != 200 or kind != "text/event-stream":
+                        logger.debug("no standalone GET stream (HTTP %d)", response.status_code)
+                        return
+                    await self._pump(response, parser, None)
+            except Exception as exc:
+                logger.debug("the GET stream broke: %r", exc)
+            failures = 0 if parser.last_event_id != before else failures + 1
+            await anyio.sleep((parser.retry_ms if parser.retry_ms is not None else self.default_retry_ms) / 1000)
+
+
+async def _read_limited(response: httpx.Response, limit: int) -> bytes:
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in response.aiter_bytes():
+        chunks.append(chunk)
+        size += len(chunk)
+        if size >= limit:
+            break
+    return b"".join(chunks)[:limit]
+
+
+def _reason(body: bytes, content_type: str) -> str:
+    """A short reason from an error body: the JSON-RPC error message, or the first line of text."""
+    if content_type == "application/json":
+        try:
+            error = msgspec.json.decode(body).get("error")
+            if isinstance(error, dict) and isinstance(error.get("message"), str):
+                return f": {error['message'][:200]}"
+        except (msgspec.DecodeError, AttributeError):
+            return ""
+        return ""
+    if content_type.startswith("text/"):
+        text = body.decode("utf-8", "replace").strip().splitlines()
+        return f": {text[0][:200]}" if text else ""
+    return ""
+
+
+@asynccontextmanager
+async def connect_http(
+    url: str,
+    *,
+    headers: Mapping[str, str] | None = None,
+    timeout: float = 30.0,
+    sse_read_timeout: float | None = 300.0,
+    max_reconnects: int = 3,
+    auth: Any = None,
+    http_client: httpx.AsyncClient | None = None,
+    **stream_options: Any,
+) -> AsyncIterator[HttpClientStream]:
+    """A :class:`HttpClientStream` to the MCP endpoint ``url``; the session is DELETEd on exit.
+
+    :param headers: sent with every HTTP request (e.g. ``Authorization``).
+    :param timeout: connect, write and pool timeouts (seconds), and the read timeout of JSON answers.
+    :param sse_read_timeout: the longest silence tolerated on an SSE stream (``None``: no limit).
+    :param max_reconnects: resumption attempts of a dropped SSE stream before its request fails.
+    :param auth: an ``httpx.Auth`` (e.g. for OAuth flows).
+    :param http_client: an ``httpx.AsyncClient`` of your own (its settings are used as they are, it is not closed).
+    """
+    httpx = _httpx()
+    owned = http_client is None
+    client = http_client
+    if client is None:
+        client = httpx.AsyncClient(
+            timeout=httpx.Timeout(timeout, read=sse_read_timeout), auth=auth, follow_redirects=False
+        )
+    try:
+        async with anyio.create_task_group() as tg:
+            stream = HttpClientStream(client, url, tg, headers=headers, max_reconnects=max_reconnects, **stream_options)
+            try:
+                yield stream
+            finally:
+                with anyio.CancelScope(shield=True):
+                    await stream.aclose()
+                tg.cancel_scope.cancel()
+    finally:
+        if owned:
+            with anyio.CancelScope(shield=True):
+                await client.aclose()
