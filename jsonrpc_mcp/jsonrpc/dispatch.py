@@ -117,6 +117,7 @@ class Dispatcher:
         self._tg: anyio.abc.TaskGroup | None = None
         self._write_lock = anyio.Lock()
         self._inflight: dict[RequestId, anyio.CancelScope] = {}
+        self._tasks = 0  # handler tasks not yet done, their reply included
         self._idle = anyio.Event()
         self._capacity = anyio.Event()
         self._pending: dict[RequestId, _Waiter] = {}
@@ -135,9 +136,9 @@ class Dispatcher:
             finally:
                 self._closed = True
                 self._fail_pending()
-                if self._inflight:
+                if self._tasks:
                     with anyio.move_on_after(self.drain_timeout, shield=True):
-                        while self._inflight:
+                        while self._tasks:
                             self._idle = anyio.Event()
                             await self._idle.wait()
                 tg.cancel_scope.cancel()
@@ -246,6 +247,7 @@ class Dispatcher:
             return
         scope = anyio.CancelScope()
         self._inflight[ident] = scope
+        self._tasks += 1
         if batch is not None:
             batch.waiting += 1
         assert self._tg is not None, "Dispatcher.run() is not running"
@@ -258,6 +260,17 @@ class Dispatcher:
             out.append((reply, ident))
 
     async def _run_request(
+        self, req: Request, coro: Coroutine[Any, Any, bytes], scope: anyio.CancelScope, batch: _Batch | None
+    ) -> None:
+        try:
+            await self._run_and_answer(req, coro, scope, batch)
+        finally:
+            # Only now, with the reply written, may a draining run() consider this request done.
+            self._tasks -= 1
+            if not self._tasks:
+                self._idle.set()
+
+    async def _run_and_answer(
         self, req: Request, coro: Coroutine[Any, Any, bytes], scope: anyio.CancelScope, batch: _Batch | None
     ) -> None:
         ident = req.id
@@ -275,8 +288,6 @@ class Dispatcher:
                     reply = encode_result(ident, result)
         finally:
             del self._inflight[ident]
-            if not self._inflight:
-                self._idle.set()
             self._capacity.set()
             if scope.cancel_called:
                 coro.close()
