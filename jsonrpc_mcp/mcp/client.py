@@ -228,6 +228,8 @@ class Client:
         ours, theirs = memory_pair()
         with unwrap_group():
             async with AsyncExitStack() as stack:
+                stack.push_async_callback(theirs.aclose)  # closed last, after the server has stopped
+                stack.push_async_callback(ours.aclose)
                 tg = await stack.enter_async_context(anyio.create_task_group())
                 tg.start_soon(server.serve, theirs)
                 stack.callback(tg.cancel_scope.cancel)
@@ -283,7 +285,7 @@ class Client:
                     raise
                 supported = exc.data.get("supported", []) if isinstance(exc.data, dict) else []
                 common = [v for v in STATELESS_VERSIONS if v in supported]
-                if not common or common[0] == version:
+                if not common:
                     self.stateless = False
                     self.protocol_version = None
                     raise
