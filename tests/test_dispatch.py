@@ -1,0 +1,413 @@
+"""The concurrent JSON-RPC peer: ordering, cancellation both ways, timeouts, correlation, back-pressure, close."""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import AsyncIterator, Coroutine
+from contextlib import asynccontextmanager
+from typing import Any
+
+import anyio
+import pytest
+from fixtures.everything import make_server
+from helpers import RawPeer, raw_server, request_frame
+
+from jsonrpc_mcp import Client, ConnectionClosed, RequestTimeout, RpcError, Server
+from jsonrpc_mcp.errors import InvalidParams
+from jsonrpc_mcp.jsonrpc.dispatch import Dispatcher
+from jsonrpc_mcp.jsonrpc.streams import MemoryMessageStream, memory_pair
+from jsonrpc_mcp.jsonrpc.wire import Request
+
+pytestmark = pytest.mark.anyio
+
+
+def cancel_frame(ident: Any, reason: str) -> bytes:
+    params = {"requestId": ident, "reason": reason}
+    return json.dumps({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": params}).encode()
+
+
+class Gates:
+    """Handlers that block until the test releases them, and record what happened."""
+
+    def __init__(self) -> None:
+        self.release: dict[str, anyio.Event] = {}
+        self.started: dict[str, anyio.Event] = {}
+        self.cancelled: dict[str, anyio.Event] = {}
+        self.count = 0
+
+    def event(self, table: dict[str, anyio.Event], key: str) -> anyio.Event:
+        if key not in table:
+            table[key] = anyio.Event()
+        return table[key]
+
+    def handler(self, req: Request) -> bytes | Coroutine[Any, Any, bytes]:
+        if req.method == "echo":
+            return bytes(req.params) if req.params is not None else b"{}"
+        if req.method == "fail":
+            raise InvalidParams("bad", {"why": "test"})
+        if req.method == "bug":
+            raise ZeroDivisionError("secret")
+        if req.method == "wrong-type":
+            return "not bytes"  # type: ignore[return-value]
+        if req.method == "block":
+            key = json.loads(bytes(req.params or b"{}")).get("key", str(req.id))
+            return self._block(key)
+        raise RpcError("Method not found", code=-32601)
+
+    async def _block(self, key: str) -> bytes:
+        self.count += 1
+        self.event(self.started, key).set()
+        try:
+            await self.event(self.release, key).wait()
+        except anyio.get_cancelled_exc_class():
+            self.event(self.cancelled, key).set()
+            raise
+        return json.dumps({"key": key}).encode()
+
+
+@asynccontextmanager
+async def peers(
+    server_options: dict[str, Any] | None = None, client_options: dict[str, Any] | None = None, buffer: int = 64
+) -> AsyncIterator[tuple[Dispatcher, Dispatcher, Gates]]:
+    """Two dispatchers on a memory pair: ``client`` (no handler) and ``server`` (the gated handler)."""
+    gates = Gates()
+    a, b = memory_pair(buffer)
+    client = Dispatcher(a, cancel_frame=cancel_frame, **(client_options or {}))
+    server = Dispatcher(b, gates.handler, cancel_frame=cancel_frame, drain_timeout=0.0, **(server_options or {}))
+    async with anyio.create_task_group() as tg:
+        await tg.start(client.run)
+        await tg.start(server.run)
+        try:
+            yield client, server, gates
+        finally:
+            tg.cancel_scope.cancel()
+            await a.aclose()
+            await b.aclose()
+
+
+@asynccontextmanager
+async def raw_to_dispatcher(**options: Any) -> AsyncIterator[tuple[Dispatcher, RawPeer]]:
+    """A dispatcher (with a cancel frame) talking to a raw peer that answers nothing unless told to."""
+    a, b = memory_pair(64)
+    dispatcher = Dispatcher(a, lambda req: b"{}", cancel_frame=cancel_frame, **options)
+    async with anyio.create_task_group() as tg:
+        await tg.start(dispatcher.run)
+        try:
+            yield dispatcher, RawPeer(b)
+        finally:
+            tg.cancel_scope.cancel()
+            await a.aclose()
+            await b.aclose()
+
+
+async def test_fast_request_overtakes_slow_one() -> None:
+    async with peers() as (client, server, gates):
+        order: list[str] = []
+
+        async def slow() -> None:
+            result = await client.request("block", b'{"key":"slow"}')
+            order.append(json.loads(bytes(result))["key"])
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(slow)
+            await gates.event(gates.started, "slow").wait()
+            fast = await client.request("echo", b'{"fast":true}')
+            order.append("fast")
+            assert json.loads(bytes(fast)) == {"fast": True}
+            assert server.in_flight() == 1  # the slow one is still running
+            gates.event(gates.release, "slow").set()
+        assert order == ["fast", "slow"]
+
+
+async def test_errors_from_handlers() -> None:
+    async with peers() as (client, _server, _gates):
+        with pytest.raises(InvalidParams) as info:
+            await client.request("fail")
+        assert (info.value.code, info.value.message, info.value.data) == (-32602, "bad", {"why": "test"})
+        with pytest.raises(RpcError) as bug:
+            await client.request("bug")
+        assert (bug.value.code, bug.value.message) == (-32603, "Internal error")
+        with pytest.raises(RpcError) as wrong:
+            await client.request("wrong-type")
+        assert wrong.value.code == -32603
+        with pytest.raises(RpcError) as missing:
+            await client.request("nothing")
+        assert missing.value.code == -32601
+        # still fine afterwards
+        assert json.loads(bytes(await client.request("echo", b'{"x":1}'))) == {"x": 1}
+
+
+async def test_duplicate_in_flight_id_is_refused() -> None:
+    gates = Gates()
+    a, b = memory_pair(16)
+    server = Dispatcher(b, gates.handler, drain_timeout=0.0)
+    peer = RawPeer(a)
+    async with anyio.create_task_group() as tg:
+        await tg.start(server.run)
+        await peer.send(request_frame(1, "block", {"key": "k"}))
+        await gates.event(gates.started, "k").wait()
+        await peer.send(request_frame(1, "echo", {}))
+        reply = await peer.recv_json()
+        assert reply == {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "error": {"code": -32600, "message": "Invalid Request: id is already in use"},
+        }
+        gates.event(gates.release, "k").set()
+        assert await peer.recv_json() == {"jsonrpc": "2.0", "id": 1, "result": {"key": "k"}}
+        tg.cancel_scope.cancel()
+    await a.aclose()
+    await b.aclose()
+
+
+async def test_cancelled_notification_cancels_handler_and_suppresses_response() -> None:
+    server = Server("cancel", "1")
+    started = anyio.Event()
+    cancelled = anyio.Event()
+
+    @server.tool()
+    async def forever() -> str:
+        started.set()
+        try:
+            await anyio.sleep_forever()
+        except anyio.get_cancelled_exc_class():
+            cancelled.set()
+            raise
+        return "never"
+
+    async with raw_server(server, version="2025-11-25") as peer:
+        await peer.send(request_frame(7, "tools/call", {"name": "forever", "arguments": {}}))
+        with anyio.fail_after(5):
+            await started.wait()
+        await peer.send(
+            b'{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":7,"reason":"user"}}'
+        )
+        with anyio.fail_after(5):
+            await cancelled.wait()
+        # Nothing about request 7 ever arrives: the next frame is the answer to a later ping.
+        assert await peer.sync() == []
+        # The same id may be used again once the cancelled request is gone.
+        reply = await peer.call(request_frame(7, "ping"))
+        assert reply == {"jsonrpc": "2.0", "id": 7, "result": {}}
+
+
+async def test_cancel_of_other_id_type_does_not_cancel() -> None:
+    """requestId "7" (a string) does not cancel request 7 (an integer): ids are kept exactly."""
+    async with peers() as (client, server, gates):
+        async with anyio.create_task_group() as tg:
+            result: list[Any] = []
+
+            async def call() -> None:
+                result.append(await client.request("block", b'{"key":"k"}', ident=7))
+
+            tg.start_soon(call)
+            await gates.event(gates.started, "k").wait()
+            assert server.cancel_inbound("7") is False
+            assert server.cancel_inbound(True) is False
+            assert server.in_flight() == 1
+            gates.event(gates.release, "k").set()
+        assert json.loads(bytes(result[0])) == {"key": "k"}
+
+
+async def test_outgoing_timeout_raises_and_sends_cancel() -> None:
+    async with raw_to_dispatcher() as (dispatcher, peer):
+        with pytest.raises(RequestTimeout) as info:
+            await dispatcher.request("never/answered", b'{"a":1}', timeout=0.05)
+        assert "never/answered" in info.value.message
+        sent = await peer.recv_json()
+        assert sent["method"] == "never/answered" and sent["params"] == {"a": 1}
+        cancel = await peer.recv_json()
+        assert cancel == {
+            "jsonrpc": "2.0",
+            "method": "notifications/cancelled",
+            "params": {"requestId": sent["id"], "reason": "Request timed out"},
+        }
+        # A late answer to the abandoned request is ignored, not an error.
+        await peer.send(json.dumps({"jsonrpc": "2.0", "id": sent["id"], "result": {}}).encode())
+        assert await peer.call(request_frame("p", "ping")) == {"jsonrpc": "2.0", "id": "p", "result": {}}
+
+
+async def test_default_request_timeout_applies() -> None:
+    async with raw_to_dispatcher(request_timeout=0.05) as (dispatcher, peer):
+        with pytest.raises(RequestTimeout):
+            await dispatcher.request("x")
+        assert (await peer.recv_json())["method"] == "x"
+        assert (await peer.recv_json())["method"] == "notifications/cancelled"
+
+
+async def test_caller_cancellation_sends_cancel() -> None:
+    async with raw_to_dispatcher() as (dispatcher, peer):
+        outcome: list[str] = []
+
+        async def call(scope_holder: list[anyio.CancelScope]) -> None:
+            with anyio.CancelScope() as scope:
+                scope_holder.append(scope)
+                await dispatcher.request("slow/thing")
+            outcome.append("cancelled" if scope.cancelled_caught else "finished")
+
+        holder: list[anyio.CancelScope] = []
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(call, holder)
+            sent = await peer.recv_json()
+            holder[0].cancel()
+            cancel = await peer.recv_json()
+        assert outcome == ["cancelled"]
+        assert cancel["method"] == "notifications/cancelled"
+        assert cancel["params"] == {"requestId": sent["id"], "reason": "Request cancelled"}
+
+
+async def test_unknown_response_ids_are_ignored_and_logged(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.WARNING, logger="jsonrpc_mcp.jsonrpc.dispatch")
+    async with raw_to_dispatcher() as (dispatcher, peer):
+        async with anyio.create_task_group() as tg:
+            results: list[Any] = []
+
+            async def call() -> None:
+                results.append(await dispatcher.request("question"))
+
+            tg.start_soon(call)
+            sent = await peer.recv_json()
+            await peer.send(b'{"jsonrpc":"2.0","id":"not-ours","result":{"wrong":true}}')
+            await peer.send(b'{"jsonrpc":"2.0","id":424242,"error":{"code":-1,"message":"nope"}}')
+            # the dispatcher is still alive and the real request is still pending
+            assert await peer.call(request_frame("p", "ping")) == {"jsonrpc": "2.0", "id": "p", "result": {}}
+            assert not results
+            await peer.send(json.dumps({"jsonrpc": "2.0", "id": sent["id"], "result": {"right": True}}).encode())
+        assert json.loads(bytes(results[0])) == {"right": True}
+    messages = [r.getMessage() for r in caplog.records if r.name == "jsonrpc_mcp.jsonrpc.dispatch"]
+    assert any("unknown request id 'not-ours'" in m for m in messages)
+    assert any("unknown request id 424242" in m for m in messages)
+
+
+async def test_error_response_raises_the_matching_rpc_error() -> None:
+    async with raw_to_dispatcher() as (dispatcher, peer):
+        async with anyio.create_task_group() as tg:
+            caught: list[BaseException] = []
+
+            async def call() -> None:
+                try:
+                    await dispatcher.request("q")
+                except RpcError as exc:
+                    caught.append(exc)
+
+            tg.start_soon(call)
+            sent = await peer.recv_json()
+            reply = {"jsonrpc": "2.0", "id": sent["id"], "error": {"code": -32602, "message": "no", "data": [1]}}
+            await peer.send(json.dumps(reply).encode())
+        assert isinstance(caught[0], InvalidParams)
+        assert (caught[0].message, caught[0].data) == ("no", [1])
+
+
+async def test_progress_tokens_route_to_the_right_callback() -> None:
+    seen: dict[str, list[tuple[float, float | None, str | None]]] = {"three": [], "five": []}
+
+    def recorder(name: str) -> Any:
+        def callback(progress: float, total: float | None, message: str | None) -> None:
+            seen[name].append((progress, total, message))
+
+        return callback
+
+    async with Client.connect_server(make_server()) as client:
+        results: dict[str, Any] = {}
+
+        async def run(name: str, steps: int) -> None:
+            results[name] = await client.call_tool("progress", {"steps": steps}, progress=recorder(name))
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(run, "three", 3)
+            tg.start_soon(run, "five", 5)
+        # and a call without a callback gets no token at all
+        plain = await client.call_tool("progress", {"steps": 2})
+    assert seen["three"] == [(i, 3, f"step {i}") for i in (1, 2, 3)]
+    assert seen["five"] == [(i, 5, f"step {i}") for i in (1, 2, 3, 4, 5)]
+    assert results["three"].content[0].text == "3 steps"
+    assert plain.content[0].text == "2 steps"
+    assert not client._progress  # callbacks are forgotten once their request is done
+
+
+async def test_back_pressure_reader_stops_at_max_in_flight() -> None:
+    gates = Gates()
+    c2s_send, c2s_recv = anyio.create_memory_object_stream[bytes](4)
+    s2c_send, s2c_recv = anyio.create_memory_object_stream[bytes](64)
+    server_side = MemoryMessageStream(s2c_send, c2s_recv)
+    peer = RawPeer(MemoryMessageStream(c2s_send, s2c_recv))
+    server = Dispatcher(server_side, gates.handler, max_in_flight=2, drain_timeout=0.0)
+    async with anyio.create_task_group() as tg:
+        await tg.start(server.run)
+        await peer.send(request_frame(1, "block", {"key": "all"}))
+        await peer.send(request_frame(2, "block", {"key": "all"}))
+        await gates.event(gates.started, "all").wait()
+        await anyio.wait_all_tasks_blocked()
+        assert server.in_flight() == 2
+        # The reader has stopped: four more frames fill the bounded buffer and stay there.
+        for i in range(3, 7):
+            c2s_send.send_nowait(request_frame(i, "echo", {"n": i}))
+        await anyio.wait_all_tasks_blocked()
+        assert c2s_send.statistics().current_buffer_used == 4
+        with pytest.raises(anyio.WouldBlock):
+            c2s_send.send_nowait(request_frame(7, "echo", {}))
+        assert gates.count == 2
+        # Capacity comes back: everything is read and answered.
+        gates.event(gates.release, "all").set()
+        replies = [await peer.recv_json() for _ in range(6)]
+        assert sorted(r["id"] for r in replies) == [1, 2, 3, 4, 5, 6]
+        tg.cancel_scope.cancel()
+    await server_side.aclose()
+    await peer.stream.aclose()
+
+
+async def test_connection_close_fails_pending_requests() -> None:
+    a, b = memory_pair(16)
+    dispatcher = Dispatcher(a, cancel_frame=cancel_frame)
+    peer = RawPeer(b)
+    caught: list[BaseException] = []
+    async with anyio.create_task_group() as tg:
+        await tg.start(dispatcher.run)
+
+        async def call() -> None:
+            try:
+                await dispatcher.request("pending")
+            except ConnectionClosed as exc:
+                caught.append(exc)
+
+        tg.start_soon(call)
+        tg.start_soon(call)
+        await peer.recv()
+        await peer.recv()
+        await b.aclose()  # the peer goes away
+    assert len(caught) == 2
+    assert dispatcher.closed
+    with pytest.raises(ConnectionClosed):
+        await dispatcher.request("after-close")
+    await a.aclose()
+
+
+async def test_running_handlers_finish_after_end_of_stream() -> None:
+    """EOF from the peer lets running handlers finish and answer (``printf ... | server`` gets its replies)."""
+    gates = Gates()
+    c2s_send, c2s_recv = anyio.create_memory_object_stream[bytes](8)
+    s2c_send, s2c_recv = anyio.create_memory_object_stream[bytes](8)
+    server = Dispatcher(MemoryMessageStream(s2c_send, c2s_recv), gates.handler, drain_timeout=5.0)
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(server.run)
+        await c2s_send.send(request_frame(1, "block", {"key": "k"}))
+        await c2s_send.aclose()  # EOF after the request
+        with anyio.fail_after(5):
+            await gates.event(gates.started, "k").wait()
+            gates.event(gates.release, "k").set()
+            reply = await s2c_recv.receive()
+    assert json.loads(reply) == {"jsonrpc": "2.0", "id": 1, "result": {"key": "k"}}
+    await s2c_send.aclose()
+    await s2c_recv.aclose()
+    await c2s_recv.aclose()
+
+
+async def test_max_in_flight_must_be_positive() -> None:
+    a, b = memory_pair(1)
+    with pytest.raises(ValueError, match="max_in_flight"):
+        Dispatcher(a, max_in_flight=0)
+    with pytest.raises(ValueError):
+        memory_pair(0)
+    await a.aclose()
+    await b.aclose()
