@@ -1,0 +1,1415 @@
+"""Golden wire transcripts: parse them, replay them against any MCP server, compare, report (L7).
+
+A transcript (``conformance/transcripts/*.txt``) pins one family of spec rules as raw frames. Its format::
+
+    # rule: Bytes that are not JSON get -32700 without an id; the connection survives
+    # spec: schema/2025-11-25 JSONRPCErrorResponse (id optional); docs/spec-decisions.md #2
+    # revision: all
+    # level: must                              (must | should | choice — choice: the spec is silent, we chose)
+    # needs: tool:test_simple_text             (tool:NAME prompt:NAME resource:URI capability:NAME)
+
+    === session: initialize 2025-11-25         (or: initialize REV {"sampling":{}} | stateless 2026-07-28 | raw)
+
+    --- case: truncated
+    # rule: a frame cut short is a parse error
+    >>> {"jsonrpc":"2.0","id":1,"method":
+    <<< {"jsonrpc":"2.0","error":{"code":-32700,"message":"Parse error: invalid JSON"}}
+
+Each ``=== session`` is a fresh connection (a new process on stdio, a new HTTP session). ``initialize REV``
+performs the handshake first (not compared); ``stateless REV`` sends nothing first; ``raw`` sends nothing first
+either and is a handshake-era connection whose cases write their own ``initialize``.
+
+``>>>`` lines are client frames, sent byte for byte (``>>>esc`` lines may hold ``\\xNN`` escapes for bytes that
+are not UTF-8); ``$SERVER_REQUEST_ID`` in them stands for the id of the last request the server sent. ``<<<``
+lines are the server frames the ``>>>`` lines before them must produce, in order; ``<<< (silence)`` means none.
+A case may alternate several ``>>>``/``<<<`` groups (an *exchange* each).
+
+Silence is observed without sleeping: after an exchange's frames the runner sends a *sentinel* (``ping``, or
+``server/discover`` in the stateless era) with a fresh id; what arrives before the sentinel's reply is what the
+frames produced. Replies that come later (a slow tool) are waited for by the keys the expectation names.
+
+Two comparison modes: ``exact`` (bytes, for our own golden files) and ``semantic`` (parsed JSON: ids exact
+with their type, error codes exact, messages and ``data`` ignored unless a case says ``# compare: error.data.uri``,
+server identity and capabilities ignored, extra keys in results allowed), for ``jsonrpc-mcp check``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import subprocess
+import sys
+from collections import Counter
+from collections.abc import AsyncIterator, Callable, Iterable, Sequence
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Final, Literal, Protocol
+
+import anyio
+import anyio.abc
+
+from .mcp.versions import (
+    HANDSHAKE_VERSIONS,
+    META_CLIENT_CAPABILITIES,
+    META_PROTOCOL_VERSION,
+    STATELESS_VERSIONS,
+)
+
+__all__ = (
+    "Transcript",
+    "Session",
+    "Case",
+    "Exchange",
+    "Observation",
+    "CaseResult",
+    "RuleResult",
+    "Offer",
+    "Target",
+    "StdioTarget",
+    "HttpTarget",
+    "parse_transcript",
+    "load_transcripts",
+    "default_transcript_dir",
+    "replay",
+    "observe",
+    "compare",
+    "probe",
+    "rewrite",
+    "run_check",
+    "main",
+)
+
+Mode = Literal["exact", "semantic"]
+Status = Literal["pass", "fail", "differs", "skip"]
+Level = Literal["must", "should", "choice"]
+
+SILENCE: Final = "(silence)"
+SERVER_REQUEST_ID: Final = "$SERVER_REQUEST_ID"
+DEFAULT_TIMEOUT: Final = 5.0
+_LEVELS: Final = ("must", "should", "choice")
+_ESCAPE: Final = re.compile(rb"\\x([0-9a-fA-F]{2})")
+_IDENT: Final = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+
+#: Paths the semantic mode ignores unless a case names them (or something under them) in ``# compare:``.
+DEFAULT_IGNORE: Final = (
+    "error.message",
+    "error.data",
+    "result.serverInfo",
+    "result.capabilities",
+    "result.instructions",
+    "result._meta",
+    "result.ttlMs",
+    "result.cacheScope",
+)
+
+
+class TranscriptError(ValueError):
+    """A transcript file does not follow the format."""
+
+
+# --- the format ---------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Exchange:
+    """Frames to send, then the frames they must produce (``[]``: silence)."""
+
+    send: list[bytes]
+    expect: list[bytes]
+    #: Line span (start, stop) of the ``<<<`` lines in the file, for rewriting; stop is exclusive.
+    span: tuple[int, int] = (0, 0)
+
+
+@dataclass
+class Case:
+    name: str
+    rule: str
+    exchanges: list[Exchange]
+    needs: list[str] = field(default_factory=list)
+    ignore: list[str] = field(default_factory=list)
+    compare: list[str] = field(default_factory=list)
+    mask: list[str] = field(default_factory=list)
+    level: Level = "must"
+    timeout: float | None = None
+    level_set: bool = False
+
+
+@dataclass
+class Session:
+    kind: Literal["initialize", "stateless", "raw"]
+    revision: str | None
+    capabilities: dict[str, Any]
+    cases: list[Case]
+    line: int = 0
+
+    @property
+    def label(self) -> str:
+        if self.kind == "raw":
+            return "raw"
+        return f"{self.kind} {self.revision}"
+
+
+@dataclass
+class Transcript:
+    path: Path
+    rule: str
+    spec: list[str]
+    revision: str
+    sessions: list[Session]
+    needs: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    level: Level = "must"
+
+    @property
+    def name(self) -> str:
+        return self.path.stem
+
+    def cases(self) -> Iterable[tuple[Session, Case]]:
+        for session in self.sessions:
+            for case in session.cases:
+                yield session, case
+
+
+def _directive(line: str) -> tuple[str, str] | None:
+    m = re.match(r"^#\s*([a-z]+):\s?(.*)$", line)
+    return (m.group(1), m.group(2).strip()) if m else None
+
+
+def _frame_text(line: str, lineno: int, path: Path) -> bytes:
+    if line.startswith(">>>esc "):
+        raw = line[len(">>>esc ") :].encode()
+        return _ESCAPE.sub(lambda m: bytes([int(m.group(1), 16)]), raw)
+    if line.startswith(">>> "):
+        return line[4:].encode()
+    raise TranscriptError(f"{path}:{lineno}: a client frame is '>>> FRAME' or '>>>esc FRAME'")
+
+
+def _level(value: str, where: str) -> Level:
+    if value not in _LEVELS:
+        raise TranscriptError(f"{where}: level must be one of {', '.join(_LEVELS)}")
+    return value  # type: ignore[return-value]
+
+
+def _session_line(spec: str, where: str) -> Session:
+    words = spec.split(None, 2)
+    if not words:
+        raise TranscriptError(f"{where}: empty session line")
+    kind = words[0]
+    if kind == "raw":
+        if len(words) > 1:
+            raise TranscriptError(f"{where}: a raw session takes no arguments")
+        return Session("raw", None, {}, [])
+    if kind not in ("initialize", "stateless") or len(words) < 2:
+        raise TranscriptError(f"{where}: session is 'initialize REV [CAPS]', 'stateless REV [CAPS]' or 'raw'")
+    revision = words[1]
+    known = HANDSHAKE_VERSIONS if kind == "initialize" else STATELESS_VERSIONS
+    if revision not in known:
+        raise TranscriptError(f"{where}: {kind} sessions speak one of {', '.join(known)}, not {revision}")
+    caps: dict[str, Any] = {}
+    if len(words) == 3:
+        try:
+            loaded = json.loads(words[2])
+        except json.JSONDecodeError as exc:
+            raise TranscriptError(f"{where}: client capabilities are not JSON: {exc}") from None
+        if not isinstance(loaded, dict):
+            raise TranscriptError(f"{where}: client capabilities must be an object")
+        caps = loaded
+    return Session(kind, revision, caps, [])  # type: ignore[arg-type]
+
+
+def parse_transcript(path: Path, text: str | None = None) -> Transcript:
+    """Parse one transcript file (``text`` overrides reading it)."""
+    if text is None:
+        text = path.read_text(encoding="utf-8")
+    header: dict[str, list[str]] = {}
+    sessions: list[Session] = []
+    session: Session | None = None
+    case: Case | None = None
+    last: Literal["none", "send", "expect"] = "none"
+    names: set[str] = set()
+    for index, line in enumerate(text.split("\n")):
+        lineno = index + 1
+        where = f"{path.name}:{lineno}"
+        line = line.rstrip("\r")
+        if line.startswith("=== session:"):
+            session = _session_line(line[len("=== session:") :].strip(), where)
+            session.line = lineno
+            sessions.append(session)
+            case, last = None, "none"
+            continue
+        if line.startswith("--- case:"):
+            if session is None:
+                raise TranscriptError(f"{where}: a case must follow an '=== session:' line")
+            name = line[len("--- case:") :].strip()
+            if not _IDENT.match(name) or name in names:
+                raise TranscriptError(f"{where}: case names are unique identifiers, got {name!r}")
+            names.add(name)
+            case = Case(name, "", [])
+            session.cases.append(case)
+            last = "none"
+            continue
+        if line.startswith(">>>"):
+            if case is None:
+                raise TranscriptError(f"{where}: a frame must be inside a '--- case:'")
+            frame = _frame_text(line, lineno, path)
+            if last != "send":
+                case.exchanges.append(Exchange([], []))
+            case.exchanges[-1].send.append(frame)
+            last = "send"
+            continue
+        if line.startswith("<<<"):
+            if case is None or last == "none":
+                raise TranscriptError(f"{where}: expected frames must follow '>>>' lines")
+            if not line.startswith("<<< "):
+                raise TranscriptError(f"{where}: an expected frame is '<<< FRAME' or '<<< (silence)'")
+            ex = case.exchanges[-1]
+            body = line[4:]
+            if last == "send":
+                ex.span = (index, index + 1)
+            elif ex.span[1] != index:
+                raise TranscriptError(f"{where}: the '<<<' lines of one exchange must be contiguous")
+            else:
+                ex.span = (ex.span[0], index + 1)
+            if body == SILENCE:
+                if ex.expect or last == "expect":
+                    raise TranscriptError(f"{where}: '(silence)' must be the only expected line")
+                ex.expect = []
+                ex.span = (ex.span[0], index + 1)
+            else:
+                if last == "expect" and not ex.expect:
+                    raise TranscriptError(f"{where}: '(silence)' must be the only expected line")
+                ex.expect.append(body.encode())
+            last = "expect"
+            continue
+        d = _directive(line)
+        if d is None:
+            if line.strip() and not line.startswith("#"):
+                raise TranscriptError(f"{where}: unexpected line {line[:40]!r}")
+            continue
+        key, value = d
+        if case is not None:
+            if key == "rule":
+                case.rule = value
+            elif key == "needs":
+                case.needs.extend(value.split())
+            elif key == "ignore":
+                case.ignore.extend(value.split())
+            elif key == "compare":
+                case.compare.extend(value.split())
+            elif key == "mask":
+                case.mask.extend(value.split())
+            elif key == "level":
+                case.level = _level(value, where)
+                case.level_set = True
+            elif key == "timeout":
+                case.timeout = float(value)
+            elif key not in ("note", "see"):
+                raise TranscriptError(f"{where}: unknown case directive {key!r}")
+        elif session is None:
+            header.setdefault(key, []).append(value)
+        elif key != "note":
+            raise TranscriptError(f"{where}: directives go in the header or in a case, not after a session line")
+    for required in ("rule", "spec", "revision"):
+        if required not in header:
+            raise TranscriptError(f"{path.name}: the header needs a '# {required}:' line")
+    unknown = set(header) - {"rule", "spec", "revision", "needs", "note", "level"}
+    if unknown:
+        raise TranscriptError(f"{path.name}: unknown header directive(s) {', '.join(sorted(unknown))}")
+    if not sessions or not any(s.cases for s in sessions):
+        raise TranscriptError(f"{path.name}: no cases")
+    level = _level(header["level"][0], path.name) if "level" in header else "must"
+    for s in sessions:
+        for c in s.cases:
+            if not c.exchanges:
+                raise TranscriptError(f"{path.name}: case {c.name} sends nothing")
+            if any(ex.span == (0, 0) for ex in c.exchanges):
+                raise TranscriptError(f"{path.name}: case {c.name} has '>>>' lines without '<<<' lines after them")
+            if not c.rule:
+                raise TranscriptError(f"{path.name}: case {c.name} needs a '# rule:' line")
+            if not c.level_set:
+                c.level = level
+    return Transcript(
+        path=path,
+        rule=header["rule"][0],
+        spec=header["spec"],
+        revision=header["revision"][0],
+        sessions=sessions,
+        needs=[w for v in header.get("needs", []) for w in v.split() if w != "-"],
+        notes=header.get("note", []),
+        level=level,
+    )
+
+
+def default_transcript_dir() -> Path:
+    """``conformance/transcripts`` of the source checkout this package runs from."""
+    return Path(__file__).resolve().parent.parent / "conformance" / "transcripts"
+
+
+def load_transcripts(directory: Path | None = None) -> list[Transcript]:
+    folder = directory or default_transcript_dir()
+    if not folder.is_dir():
+        raise FileNotFoundError(f"no transcript folder at {folder} (give --transcripts DIR)")
+    return [parse_transcript(p) for p in sorted(folder.glob("*.txt"))]
+
+
+# --- frames: keys, masks, summaries ---------------------------------------------------------------------
+
+
+def _loads(frame: bytes) -> Any:
+    try:
+        return json.loads(frame)
+    except (ValueError, UnicodeDecodeError):
+        return _NOT_JSON
+
+
+_NOT_JSON: Final = object()
+
+
+def frame_key(frame: bytes) -> tuple[str, str]:
+    """What a frame is, for waiting and pairing: (kind, id or method)."""
+    msg = _loads(frame)
+    if isinstance(msg, list):
+        return ("batch", "")
+    if not isinstance(msg, dict):
+        return ("other", "")
+    if isinstance(msg.get("method"), str):
+        return ("request" if "id" in msg else "notification", msg["method"])
+    if "result" in msg or "error" in msg:
+        ident = msg.get("id")
+        return ("reply", "" if ident is None else json.dumps(ident))
+    return ("other", "")
+
+
+def _reply_id(frame: bytes) -> Any:
+    msg = _loads(frame)
+    if isinstance(msg, dict) and ("result" in msg or "error" in msg):
+        return msg.get("id", _NOT_JSON)
+    return _NOT_JSON
+
+
+def apply_masks(frame: bytes, keys: Sequence[str]) -> bytes:
+    """Replace the string value of each JSON key in ``keys`` with ``"***"`` (values that change every run)."""
+    for key in keys:
+        pattern = re.compile(rb'("' + re.escape(key.encode()) + rb'":)"(?:[^"\\]|\\.)*"')
+        frame = pattern.sub(rb'\1"***"', frame)
+    return frame
+
+
+def summarize(frames: Sequence[bytes]) -> str:
+    """One line: what these frames are (``silence``, ``error -32602 (id 3)``, ``result (id 1)``...)."""
+    if not frames:
+        return "silence"
+    return ", ".join(_summary(f) for f in frames)
+
+
+def _summary(frame: bytes) -> str:
+    msg = _loads(frame)
+    if msg is _NOT_JSON:
+        return f"non-JSON {frame[:40]!r}"
+    if isinstance(msg, list):
+        return "batch [" + ", ".join(_summary(json.dumps(m).encode()) for m in msg) + "]"
+    if not isinstance(msg, dict):
+        return f"JSON {type(msg).__name__}"
+    ident = f"id {json.dumps(msg['id'])}" if "id" in msg else "no id"
+    if isinstance(msg.get("method"), str):
+        return f"{'request' if 'id' in msg else 'notification'} {msg['method']}"
+    if isinstance(msg.get("error"), dict):
+        return f"error {msg['error'].get('code')} ({ident})"
+    if "result" in msg:
+        result = msg["result"]
+        extra = " isError" if isinstance(result, dict) and result.get("isError") is True else ""
+        return f"result{extra} ({ident})"
+    return f"object ({ident})"
+
+
+# --- comparison ---------------------------------------------------------------------------------------------
+
+
+def _path_tokens(path: str) -> tuple[str, ...]:
+    found = re.finditer(r'\["([^"]*)"\]|\[(\*|\d+)\]|([^.\[\]]+)', path)
+    return tuple(m.group(1) if m.group(1) is not None else m.group(2) or m.group(3) for m in found)
+
+
+def _matches(pattern: tuple[str, ...], path: tuple[str, ...]) -> bool:
+    return len(pattern) == len(path) and all(p in ("*", q) for p, q in zip(pattern, path, strict=True))
+
+
+def _prefix_of(path: tuple[str, ...], pattern: tuple[str, ...]) -> bool:
+    return len(path) < len(pattern) and all(p in ("*", q) for p, q in zip(pattern, path, strict=False))
+
+
+class _Rules:
+    def __init__(self, ignore: Iterable[str], compare: Iterable[str]) -> None:
+        self.ignore = [_path_tokens(p) for p in ignore]
+        self.compare = [_path_tokens(p) for p in compare]
+
+    def ignored(self, path: tuple[str, ...], inherited: bool) -> bool:
+        if any(_matches(p, path) for p in self.compare):
+            return False
+        return inherited or any(_matches(p, path) for p in self.ignore)
+
+    def leads_to_compare(self, path: tuple[str, ...]) -> bool:
+        return any(_prefix_of(path, p) for p in self.compare)
+
+
+def _show(path: tuple[str, ...]) -> str:
+    out = ""
+    for token in path:
+        if token.isdigit():
+            out += f"[{token}]"
+        elif re.match(r"^[A-Za-z_][A-Za-z0-9_]*$", token):
+            out += ("." if out else "") + token
+        else:
+            out += f'["{token}"]'
+    return out or "(frame)"
+
+
+def _short(value: Any) -> str:
+    text = json.dumps(value, ensure_ascii=False)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _same_scalar(a: Any, b: Any) -> bool:
+    if isinstance(a, bool) or isinstance(b, bool):
+        return type(a) is type(b) and a == b
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)):
+        return bool(a == b)
+    return type(a) is type(b) and bool(a == b)
+
+
+def _subset(exp: Any, act: Any, path: tuple[str, ...], rules: _Rules, inherited: bool) -> str | None:
+    ignored = rules.ignored(path, inherited)
+    if ignored and not rules.leads_to_compare(path):
+        return None
+    if isinstance(exp, dict):
+        if not isinstance(act, dict):
+            return f"{_show(path)}: expected an object, got {_short(act)}"
+        for key, value in exp.items():
+            child = (*path, key)
+            if key not in act:
+                if rules.ignored(child, ignored) and not rules.leads_to_compare(child):
+                    continue
+                return f"{_show(child)} is missing (expected {_short(value)})"
+            problem = _subset(value, act[key], child, rules, ignored)
+            if problem:
+                return problem
+        return None
+    if ignored:
+        return None
+    if isinstance(exp, list):
+        if not isinstance(act, list):
+            return f"{_show(path)}: expected a list, got {_short(act)}"
+        if len(exp) != len(act):
+            return f"{_show(path)}: expected {len(exp)} item(s), got {len(act)}"
+        for i, (e, a) in enumerate(zip(exp, act, strict=True)):
+            problem = _subset(e, a, (*path, str(i)), rules, ignored)
+            if problem:
+                return problem
+        return None
+    if not _same_scalar(exp, act):
+        return f"{_show(path)}: expected {_short(exp)}, got {_short(act)}"
+    return None
+
+
+def _kind(msg: dict[str, Any]) -> str:
+    if isinstance(msg.get("method"), str):
+        return "request" if "id" in msg else "notification"
+    if "error" in msg:
+        return "error"
+    if "result" in msg:
+        return "result"
+    return "object"
+
+
+def _compare_message(exp: Any, act: Any, rules: _Rules) -> str | None:
+    if isinstance(exp, list):
+        if not isinstance(act, list):
+            return f"expected a batch reply (array), got {_summary(json.dumps(act).encode())}"
+        return _compare_sets(exp, act, rules, "batch")
+    if not isinstance(exp, dict):
+        return None if _same_scalar(exp, act) else f"expected {_short(exp)}, got {_short(act)}"
+    if not isinstance(act, dict):
+        return f"expected an object, got {_short(act)}"
+    ek, ak = _kind(exp), _kind(act)
+    if ek != ak:
+        return f"expected {_summary(json.dumps(exp).encode())}, got {_summary(json.dumps(act).encode())}"
+    if act.get("jsonrpc") != "2.0":
+        return f'"jsonrpc" is {_short(act.get("jsonrpc"))}, not "2.0"'
+    if ek in ("request", "notification"):
+        if exp["method"] != act["method"]:
+            return f"expected {ek} {exp['method']}, got {act['method']}"
+        return _subset(exp.get("params", {}), act.get("params", {}), ("params",), rules, False)
+    # A reply: the id is exact, type included; "no id" and "id": null are not the same thing.
+    if "id" not in exp:
+        if "id" in act:
+            if act["id"] is None:
+                return 'the reply has "id": null (no MCP schema admits it; omit "id" when it cannot be read)'
+            return f"expected no id, got id {_short(act['id'])}"
+    elif "id" not in act or not _same_id(exp["id"], act["id"]):
+        return f"expected id {_short(exp['id'])}, got {_short(act.get('id', '(none)'))}"
+    if ek == "error":
+        e, a = exp["error"], act["error"]
+        if not isinstance(a, dict):
+            return f'"error" is not an object: {_short(a)}'
+        if e.get("code") != a.get("code"):
+            return f"expected error {e.get('code')}, got error {a.get('code')} ({_short(a.get('message'))})"
+        return _subset(e, a, ("error",), rules, False)
+    return _subset(exp["result"], act["result"], ("result",), rules, False)
+
+
+def _same_id(a: Any, b: Any) -> bool:
+    return type(a) is type(b) and bool(a == b)
+
+
+def _sort_key(msg: Any) -> tuple[str, str]:
+    return frame_key(json.dumps(msg).encode())
+
+
+def _compare_sets(exp: list[Any], act: list[Any], rules: _Rules, what: str) -> str | None:
+    if len(exp) != len(act):
+        e = summarize([json.dumps(m).encode() for m in exp])
+        a = summarize([json.dumps(m).encode() for m in act])
+        return f"{what}: expected {len(exp)} message(s) ({e}), got {len(act)} ({a})"
+    for e, a in zip(sorted(exp, key=_sort_key), sorted(act, key=_sort_key), strict=True):
+        problem = _compare_message(e, a, rules)
+        if problem:
+            return problem
+    return None
+
+
+def compare(
+    expected: Sequence[bytes],
+    got: Sequence[bytes],
+    mode: Mode,
+    *,
+    ignore: Sequence[str] = (),
+    compare_paths: Sequence[str] = (),
+) -> str | None:
+    """``None`` when ``got`` matches ``expected`` under ``mode``, else a one-line reason."""
+    if mode == "exact":
+        if list(expected) == list(got):
+            return None
+        if len(expected) != len(got):
+            return f"expected {summarize(expected)}; got {summarize(got)}"
+        for e, g in zip(expected, got, strict=True):
+            if e != g:
+                return f"frame differs: expected {e[:300]!r}, got {g[:300]!r}"
+        return None
+    rules = _Rules((*DEFAULT_IGNORE, *ignore), compare_paths)
+    exp = [_loads(f) for f in expected]
+    wants_logs = any(isinstance(m, dict) and m.get("method") == "notifications/message" for m in exp)
+    act: list[Any] = []
+    for frame in got:
+        msg = _loads(frame)
+        if msg is _NOT_JSON:
+            return f"the server wrote a frame that is not JSON: {frame[:80]!r}"
+        if not wants_logs and isinstance(msg, dict) and msg.get("method") == "notifications/message":
+            continue  # log notifications are the server's business unless the case is about them
+        act.append(msg)
+    return _compare_sets(exp, act, rules, "frames")
+
+
+# --- targets: where frames go -------------------------------------------------------------------------------
+
+
+class Channel(Protocol):
+    """A connection to the server under test, frame by frame."""
+
+    async def send(self, frame: bytes) -> None: ...
+
+    async def send_all(self, frames: Sequence[bytes]) -> None:
+        """Send frames back to back (one write where the transport allows: a call and its cancellation then
+        reach the server in the same read)."""
+        ...
+
+    async def receive(self) -> bytes: ...
+
+
+Connect = Callable[[Session], AbstractAsyncContextManager[Channel]]
+
+
+class Target(Protocol):
+    """Something that can open a fresh connection per session."""
+
+    description: str
+
+    def connect(self, session: Session) -> AbstractAsyncContextManager[Channel]: ...
+
+
+class _StreamChannel:
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+        self._buffer: list[bytes] = []
+
+    async def send(self, frame: bytes) -> None:
+        await self._stream.send(frame)
+
+    async def send_all(self, frames: Sequence[bytes]) -> None:
+        await self._stream.send_many([(f, None) for f in frames])
+
+    async def receive(self) -> bytes:
+        while not self._buffer:
+            self._buffer.extend(await self._stream.receive())
+        return self._buffer.pop(0)
+
+
+@dataclass
+class StdioTarget:
+    """A server started as a subprocess, one process per session (NDJSON over its stdin/stdout)."""
+
+    command: Sequence[str]
+    stderr: int | None = subprocess.DEVNULL
+    description: str = ""
+
+    def __post_init__(self) -> None:
+        if not self.description:
+            self.description = "stdio: " + " ".join(self.command)
+
+    @asynccontextmanager
+    async def connect(self, session: Session) -> AsyncIterator[Channel]:
+        from .transports.stdio import spawn
+
+        async with spawn(self.command, stderr=self.stderr, shutdown_timeout=2.0) as stream:
+            yield _StreamChannel(stream)
+
+
+@dataclass
+class HttpTarget:
+    """A Streamable HTTP endpoint; one HTTP session (handshake) or none (stateless) per transcript session.
+
+    Frames are POSTed raw. What a POST produces (a JSON body, or the events of an SSE stream) lands in one queue
+    that the runner reads like a stdio channel; ``202`` with no body is silence.
+    """
+
+    url: str
+    description: str = ""
+    headers: dict[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not self.description:
+            self.description = "http: " + self.url
+
+    @asynccontextmanager
+    async def connect(self, session: Session) -> AsyncIterator[Channel]:
+        try:
+            import httpx
+        except ImportError:  # pragma: no cover - the http extra is missing
+            raise SystemExit("jsonrpc-mcp check --url needs httpx (pip install 'jsonrpc-mcp[http]')") from None
+        timeout = httpx.Timeout(30.0, read=None)
+        async with httpx.AsyncClient(timeout=timeout) as client, anyio.create_task_group() as tg:
+            channel = _HttpChannel(client, self.url, session, tg, dict(self.headers))
+            try:
+                yield channel
+            finally:
+                tg.cancel_scope.cancel()
+                await channel.close()
+
+
+class _HttpChannel:
+    def __init__(self, client: Any, url: str, session: Session, tg: anyio.abc.TaskGroup, headers: dict[str, str]):
+        self.client = client
+        self.url = url
+        self.stateless = session.kind == "stateless"
+        self.tg = tg
+        self.base = headers
+        self.session_id: str | None = None
+        self.version: str | None = None
+        self.send_q, self.recv_q = anyio.create_memory_object_stream[bytes](1024)
+
+    def _headers(self, frame: bytes) -> dict[str, str]:
+        from .mcp.headers import standard_headers
+
+        headers = {
+            "Content-Type": "application/json",
+            "Accept": "application/json, text/event-stream",
+            **self.base,
+        }
+        msg = _loads(frame)
+        if self.stateless:
+            version = STATELESS_VERSIONS[0]
+            if isinstance(msg, dict):
+                params = msg.get("params")
+                meta = params.get("_meta") if isinstance(params, dict) else None
+                if isinstance(meta, dict) and isinstance(meta.get(META_PROTOCOL_VERSION), str):
+                    version = meta[META_PROTOCOL_VERSION]
+                if isinstance(msg.get("method"), str):
+                    try:
+                        headers.update(standard_headers(msg["method"], params if isinstance(params, dict) else None))
+                    except (TypeError, ValueError):
+                        pass
+            headers["MCP-Protocol-Version"] = version
+            return headers
+        if self.session_id is not None:
+            headers["Mcp-Session-Id"] = self.session_id
+        if self.version is not None:
+            headers["MCP-Protocol-Version"] = self.version
+        return headers
+
+    async def send(self, frame: bytes) -> None:
+        started = anyio.Event()
+        self.tg.start_soon(self._post, frame, started)
+        await started.wait()
+
+    async def send_all(self, frames: Sequence[bytes]) -> None:
+        for frame in frames:
+            await self.send(frame)
+
+    async def _post(self, frame: bytes, started: anyio.Event) -> None:
+        try:
+            async with self.client.stream("POST", self.url, content=frame, headers=self._headers(frame)) as resp:
+                sid = resp.headers.get("mcp-session-id")
+                if sid and not self.stateless:
+                    self.session_id = sid
+                ctype = resp.headers.get("content-type", "").split(";")[0].strip().lower()
+                if ctype == "text/event-stream":
+                    started.set()
+                    async for data in _sse_data(resp.aiter_lines()):
+                        self._learn(data.encode())
+                        await self.send_q.send(data.encode())
+                    return
+                body = await resp.aread()
+                if ctype == "application/json" and body.strip():
+                    self._learn(body)
+                    await self.send_q.send(body.strip())
+                elif resp.status_code >= 300 or body.strip():
+                    shown = body[:120].decode(errors="replace")
+                    await self.send_q.send(f"HTTP {resp.status_code} {ctype or '-'} {shown}".encode())
+                started.set()
+        except Exception as exc:  # reported as a frame: the comparison says what went wrong
+            await self.send_q.send(f"HTTP request failed: {type(exc).__name__}: {exc}".encode())
+        finally:
+            started.set()
+
+    def _learn(self, frame: bytes) -> None:
+        msg = _loads(frame)
+        if isinstance(msg, dict) and isinstance(msg.get("result"), dict):
+            version = msg["result"].get("protocolVersion")
+            if isinstance(version, str) and "serverInfo" in msg["result"]:
+                self.version = version
+
+    async def receive(self) -> bytes:
+        try:
+            return await self.recv_q.receive()
+        except anyio.EndOfStream:
+            raise anyio.EndOfStream from None
+
+    async def close(self) -> None:
+        if self.session_id is not None:
+            with anyio.move_on_after(2.0, shield=True):
+                try:
+                    await self.client.delete(self.url, headers={"Mcp-Session-Id": self.session_id, **self.base})
+                except Exception:  # closing is best effort
+                    pass
+        self.send_q.close()
+        self.recv_q.close()
+
+
+async def _sse_data(lines: AsyncIterator[str]) -> AsyncIterator[str]:
+    """The ``data`` payloads of an SSE stream (empty ones, like priming events, skipped)."""
+    data: list[str] = []
+    async for line in lines:
+        if line == "":
+            if data and "".join(data).strip():
+                yield "\n".join(data)
+            data = []
+        elif line.startswith("data:"):
+            value = line[5:]
+            data.append(value[1:] if value.startswith(" ") else value)
+    if data and "".join(data).strip():
+        yield "\n".join(data)
+
+
+# --- what the server offers ---------------------------------------------------------------------------------
+
+
+@dataclass
+class Offer:
+    """What a server offers, learned once before a check (``None`` everywhere: assume everything)."""
+
+    handshake: dict[str, Any] | None = None  # initialize result
+    stateless: dict[str, Any] | None = None  # server/discover result
+    tools: set[str] = field(default_factory=set)
+    prompts: set[str] = field(default_factory=set)
+    resources: set[str] = field(default_factory=set)
+    problems: list[str] = field(default_factory=list)
+
+    def missing(self, need: str, session: Session) -> str | None:
+        """Why ``need`` is not met, or ``None``."""
+        kind, _, name = need.partition(":")
+        if kind == "tool" and name not in self.tools:
+            return f"the server offers no tool {name}"
+        if kind == "prompt" and name not in self.prompts:
+            return f"the server offers no prompt {name}"
+        if kind == "resource" and name not in self.resources:
+            return f"the server lists no resource {name}"
+        if kind == "capability":
+            source = self.stateless if session.kind == "stateless" else self.handshake
+            caps = (source or {}).get("capabilities") or {}
+            if name not in caps:
+                return f"the server does not advertise the {name} capability"
+        if kind not in ("tool", "prompt", "resource", "capability"):
+            return f"unknown requirement {need!r}"
+        return None
+
+
+def _handshake_frame(ident: str, revision: str, capabilities: dict[str, Any]) -> bytes:
+    params = {"protocolVersion": revision, "capabilities": capabilities, "clientInfo": CLIENT_INFO}
+    return json.dumps({"jsonrpc": "2.0", "id": ident, "method": "initialize", "params": params}).encode()
+
+
+CLIENT_INFO: Final = {"name": "jsonrpc-mcp-check", "version": "1"}
+_INITIALIZED: Final = b'{"jsonrpc":"2.0","method":"notifications/initialized"}'
+
+
+def _stateless_meta(capabilities: dict[str, Any] | None = None) -> dict[str, Any]:
+    return {
+        META_PROTOCOL_VERSION: STATELESS_VERSIONS[0],
+        META_CLIENT_CAPABILITIES: capabilities or {},
+    }
+
+
+async def _await_reply(channel: Channel, ident: str, timeout: float) -> dict[str, Any]:
+    with anyio.fail_after(timeout):
+        while True:
+            msg = _loads(await channel.receive())
+            if isinstance(msg, dict) and msg.get("id") == ident and ("result" in msg or "error" in msg):
+                return msg
+
+
+async def _list_all(channel: Channel, method: str, key: str, meta: dict[str, Any] | None, timeout: float) -> list[Any]:
+    items: list[Any] = []
+    cursor: Any = None
+    for page in range(50):
+        params: dict[str, Any] = {}
+        if cursor is not None:
+            params["cursor"] = cursor
+        if meta is not None:
+            params["_meta"] = meta
+        ident = f"probe-{method}-{page}"
+        frame: dict[str, Any] = {"jsonrpc": "2.0", "id": ident, "method": method}
+        if params:
+            frame["params"] = params
+        await channel.send(json.dumps(frame).encode())
+        reply = await _await_reply(channel, ident, timeout)
+        result = reply.get("result")
+        if not isinstance(result, dict):
+            break
+        items.extend(result.get(key) or [])
+        cursor = result.get("nextCursor")
+        if cursor is None:
+            break
+    return items
+
+
+async def probe(target: Target, *, timeout: float = DEFAULT_TIMEOUT) -> Offer:
+    """Learn what ``target`` offers: a handshake (initialize, the three lists) and a ``server/discover``."""
+    offer = Offer()
+    session = Session("initialize", HANDSHAKE_VERSIONS[0], {}, [])
+    try:
+        async with target.connect(session) as channel:
+            await channel.send(_handshake_frame("probe-init", HANDSHAKE_VERSIONS[0], {}))
+            reply = await _await_reply(channel, "probe-init", timeout)
+            if isinstance(reply.get("result"), dict):
+                offer.handshake = reply["result"]
+                await channel.send(_INITIALIZED)
+            else:
+                offer.problems.append(f"initialize failed: {_short(reply.get('error'))}")
+            caps = (offer.handshake or {}).get("capabilities") or {}
+            if "tools" in caps:
+                offer.tools |= {t.get("name") for t in await _list_all(channel, "tools/list", "tools", None, timeout)}
+            if "prompts" in caps:
+                found = await _list_all(channel, "prompts/list", "prompts", None, timeout)
+                offer.prompts |= {p.get("name") for p in found}
+            if "resources" in caps:
+                found = await _list_all(channel, "resources/list", "resources", None, timeout)
+                offer.resources |= {r.get("uri") for r in found}
+    except (TimeoutError, anyio.EndOfStream, anyio.BrokenResourceError, OSError) as exc:
+        offer.problems.append(f"handshake probe failed: {type(exc).__name__} {exc}".strip())
+    session = Session("stateless", STATELESS_VERSIONS[0], {}, [])
+    try:
+        async with target.connect(session) as channel:
+            frame = {
+                "jsonrpc": "2.0",
+                "id": "probe-discover",
+                "method": "server/discover",
+                "params": {"_meta": _stateless_meta()},
+            }
+            await channel.send(json.dumps(frame).encode())
+            reply = await _await_reply(channel, "probe-discover", timeout)
+            result = reply.get("result")
+            if isinstance(result, dict) and STATELESS_VERSIONS[0] in (result.get("supportedVersions") or []):
+                offer.stateless = result
+                if offer.handshake is None:
+                    meta = _stateless_meta()
+                    caps = result.get("capabilities") or {}
+                    if "tools" in caps:
+                        found = await _list_all(channel, "tools/list", "tools", meta, timeout)
+                        offer.tools |= {t.get("name") for t in found}
+                    if "prompts" in caps:
+                        found = await _list_all(channel, "prompts/list", "prompts", meta, timeout)
+                        offer.prompts |= {p.get("name") for p in found}
+                    if "resources" in caps:
+                        found = await _list_all(channel, "resources/list", "resources", meta, timeout)
+                        offer.resources |= {r.get("uri") for r in found}
+    except (TimeoutError, anyio.EndOfStream, anyio.BrokenResourceError, OSError) as exc:
+        offer.problems.append(f"server/discover probe failed: {type(exc).__name__} {exc}".strip())
+    return offer
+
+
+# --- running ------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Observation:
+    """What the server produced for each exchange of a case (``None``: the case was not run)."""
+
+    frames: list[list[bytes]] | None
+    skipped: str | None = None
+    problem: str | None = None  # the run itself failed (timeout, connection lost)
+
+
+class _Sentinels:
+    def __init__(self) -> None:
+        self.n = 0
+
+    def next(self, session: Session) -> tuple[str, bytes]:
+        self.n += 1
+        ident = f"sentinel-{self.n}"
+        msg: dict[str, Any] = {"jsonrpc": "2.0", "id": ident}
+        if session.kind == "stateless":
+            msg["method"] = "server/discover"
+            msg["params"] = {"_meta": _stateless_meta()}
+        else:
+            msg["method"] = "ping"
+        return ident, json.dumps(msg, separators=(",", ":")).encode()
+
+
+async def _run_exchange(
+    channel: Channel,
+    session: Session,
+    exchange: Exchange,
+    sentinels: _Sentinels,
+    state: dict[str, Any],
+    masks: Sequence[str],
+    timeout: float,
+) -> tuple[list[bytes], str | None]:
+    placeholder = SERVER_REQUEST_ID.encode()
+    frames = [f.replace(placeholder, json.dumps(state.get("request_id")).encode()) for f in exchange.send]
+    ident, sentinel = sentinels.next(session)
+    await channel.send_all([*frames, sentinel])
+    need = Counter(frame_key(f) for f in exchange.expect)
+    got: list[bytes] = []
+    seen = False
+    problem = None
+    with anyio.move_on_after(timeout) as scope:
+        while not (seen and (not +need or len(got) >= len(exchange.expect))):
+            try:
+                frame = await channel.receive()
+            except (anyio.EndOfStream, anyio.BrokenResourceError, anyio.ClosedResourceError):
+                problem = "the server closed the connection"
+                break
+            if _reply_id(frame) == ident:
+                seen = True
+                continue
+            msg = _loads(frame)
+            if isinstance(msg, dict) and isinstance(msg.get("method"), str) and "id" in msg:
+                state["request_id"] = msg["id"]
+            frame = apply_masks(frame, masks)
+            need[frame_key(frame)] -= 1
+            got.append(frame)
+    if scope.cancelled_caught:
+        waiting = "the sentinel's reply" if not seen else "; ".join(k[0] + " " + k[1] for k in +need)
+        problem = f"timed out after {timeout:g} s waiting for {waiting}"
+    return got, problem
+
+
+async def _handshake(channel: Channel, session: Session, timeout: float) -> str | None:
+    """Initialize a handshake session; returns why it cannot be used, or ``None``."""
+    assert session.revision is not None
+    await channel.send(_handshake_frame("init", session.revision, session.capabilities))
+    try:
+        reply = await _await_reply(channel, "init", timeout)
+    except TimeoutError:
+        return f"no answer to initialize within {timeout:g} s"
+    result = reply.get("result")
+    if not isinstance(result, dict):
+        return f"initialize failed: {_short(reply.get('error'))}"
+    if result.get("protocolVersion") != session.revision:
+        return f"the server does not speak {session.revision} (it answered {result.get('protocolVersion')})"
+    await channel.send(_INITIALIZED)
+    return None
+
+
+def _session_skip(session: Session, offer: Offer | None, revisions: Sequence[str] | None) -> str | None:
+    if revisions:
+        if session.kind == "raw":
+            if not any(r in HANDSHAKE_VERSIONS for r in revisions):
+                return "handshake-era session; not a selected revision"
+        elif session.revision not in revisions:
+            return f"{session.revision} is not a selected revision"
+    if offer is None:
+        return None
+    if session.kind == "stateless" and offer.stateless is None:
+        return f"the server does not serve {session.revision} (server/discover failed)"
+    if session.kind != "stateless" and offer.handshake is None:
+        return "the server does not complete an initialize handshake"
+    return None
+
+
+async def observe(
+    transcript: Transcript,
+    target: Target,
+    *,
+    offer: Offer | None = None,
+    revisions: Sequence[str] | None = None,
+    timeout: float = DEFAULT_TIMEOUT,
+    concurrency: int = 4,
+) -> dict[str, Observation]:
+    """Replay ``transcript`` against ``target``; returns what was observed per case name."""
+    out: dict[str, Observation] = {}
+    limiter = anyio.CapacityLimiter(max(1, concurrency))
+
+    async def run_session(session: Session) -> None:
+        async with limiter:
+            await _observe_session(transcript, session, target, offer, revisions, timeout, out)
+
+    async with anyio.create_task_group() as tg:
+        for session in transcript.sessions:
+            tg.start_soon(run_session, session)
+    return out
+
+
+async def _observe_session(
+    transcript: Transcript,
+    session: Session,
+    target: Target,
+    offer: Offer | None,
+    revisions: Sequence[str] | None,
+    timeout: float,
+    out: dict[str, Observation],
+) -> None:
+    skip = _session_skip(session, offer, revisions)
+    if skip is not None:
+        for case in session.cases:
+            out[case.name] = Observation(None, skipped=skip)
+        return
+    sentinels = _Sentinels()
+    state: dict[str, Any] = {}
+    try:
+        async with target.connect(session) as channel:
+            if session.kind == "initialize":
+                why = await _handshake(channel, session, timeout)
+                if why is not None:
+                    for case in session.cases:
+                        out[case.name] = Observation(None, skipped=why)
+                    return
+            broken: str | None = None
+            for case in session.cases:
+                if broken is not None:
+                    out[case.name] = Observation(None, problem=broken)
+                    continue
+                if offer is not None:
+                    why = next((m for n in (*transcript.needs, *case.needs) if (m := offer.missing(n, session))), None)
+                    if why is not None:
+                        out[case.name] = Observation(None, skipped=why)
+                        continue
+                frames: list[list[bytes]] = []
+                problem = None
+                for exchange in case.exchanges:
+                    got, problem = await _run_exchange(
+                        channel, session, exchange, sentinels, state, case.mask, case.timeout or timeout
+                    )
+                    frames.append(got)
+                    if problem is not None:
+                        break
+                out[case.name] = Observation(frames, problem=problem)
+                if problem is not None and "closed" in problem:
+                    broken = "the server closed the connection in an earlier case"
+    except (OSError, anyio.BrokenResourceError) as exc:
+        for case in session.cases:
+            out.setdefault(case.name, Observation(None, problem=f"cannot connect: {type(exc).__name__}: {exc}"))
+
+
+# --- results ------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class CaseResult:
+    name: str
+    rule: str
+    level: Level
+    session: str
+    status: Status
+    reason: str
+    expected: list[list[str]] = field(default_factory=list)
+    got: list[list[str]] = field(default_factory=list)
+
+
+@dataclass
+class RuleResult:
+    file: str
+    rule: str
+    spec: list[str]
+    revision: str
+    cases: list[CaseResult]
+
+    @property
+    def status(self) -> Status:
+        states = {c.status for c in self.cases}
+        order: tuple[Status, ...] = ("fail", "differs", "pass")
+        return next((s for s in order if s in states), "skip")
+
+    def counts(self) -> Counter[str]:
+        return Counter(c.status for c in self.cases)
+
+
+def _text(frames: Sequence[bytes]) -> list[str]:
+    return [f.decode("utf-8", errors="backslashreplace") for f in frames]
+
+
+def judge(transcript: Transcript, observed: dict[str, Observation], mode: Mode) -> RuleResult:
+    """Compare what was observed with the transcript's expectations."""
+    results: list[CaseResult] = []
+    for session, case in transcript.cases():
+        obs = observed.get(case.name, Observation(None, skipped="not run"))
+        expected = [_text(ex.expect) for ex in case.exchanges]
+        if obs.frames is None:
+            why = obs.skipped or obs.problem or "not run"
+            state: Status = "skip" if obs.skipped else "fail"
+            results.append(CaseResult(case.name, case.rule, case.level, session.label, state, why, expected))
+            continue
+        reason: str | None = None
+        for i, exchange in enumerate(case.exchanges):
+            if i >= len(obs.frames):
+                reason = obs.problem or "not run to the end"
+                break
+            problem = compare(exchange.expect, obs.frames[i], mode, ignore=case.ignore, compare_paths=case.compare)
+            if problem is not None:
+                prefix = f"step {i + 1}: " if len(case.exchanges) > 1 else ""
+                reason = prefix + problem
+                if obs.problem and i == len(obs.frames) - 1:
+                    reason += f" ({obs.problem})"
+                break
+        if reason is None and obs.problem:
+            reason = obs.problem
+        status: Status
+        if reason is None:
+            status, reason = "pass", summarize(case.exchanges[-1].expect)
+        else:
+            status = "differs" if case.level == "choice" and mode == "semantic" else "fail"
+        got = [_text(f) for f in obs.frames]
+        results.append(CaseResult(case.name, case.rule, case.level, session.label, status, reason, expected, got))
+    return RuleResult(transcript.name, transcript.rule, transcript.spec, transcript.revision, results)
+
+
+async def replay(
+    transcript: Transcript,
+    target: Target,
+    *,
+    mode: Mode = "exact",
+    offer: Offer | None = None,
+    revisions: Sequence[str] | None = None,
+    timeout: float = DEFAULT_TIMEOUT,
+    concurrency: int = 4,
+) -> tuple[RuleResult, dict[str, Observation]]:
+    """Observe and judge one transcript."""
+    observed = await observe(
+        transcript, target, offer=offer, revisions=revisions, timeout=timeout, concurrency=concurrency
+    )
+    return judge(transcript, observed, mode), observed
+
+
+def rewrite(transcript: Transcript, observed: dict[str, Observation], *, keep: Iterable[str] = ()) -> str:
+    """The transcript's text with every ``<<<`` block replaced by what was observed (cases in ``keep`` untouched)."""
+    lines = transcript.path.read_text(encoding="utf-8").split("\n")
+    kept = set(keep)
+    edits: list[tuple[tuple[int, int], list[str]]] = []
+    for _, case in transcript.cases():
+        obs = observed.get(case.name)
+        if case.name in kept or obs is None or obs.frames is None:
+            continue
+        for exchange, frames in zip(case.exchanges, obs.frames, strict=False):
+            new = [f"<<< {f.decode('utf-8', errors='backslashreplace')}" for f in frames] or [f"<<< {SILENCE}"]
+            edits.append((exchange.span, new))
+    for (start, stop), new in sorted(edits, reverse=True):
+        lines[start:stop] = new
+    return "\n".join(lines)
+
+
+# --- the check command --------------------------------------------------------------------------------------
+
+_MARK: Final = {"pass": "PASS", "fail": "FAIL", "differs": "DIFF", "skip": "SKIP"}
+
+
+def format_report(target: str, results: Sequence[RuleResult], offer: Offer | None, verbose: bool = False) -> str:
+    out = [f"jsonrpc-mcp check: {target}"]
+    if offer is not None:
+        hs = offer.handshake or {}
+        info = hs.get("serverInfo") or ((offer.stateless or {}).get("_meta") or {}).get(
+            "io.modelcontextprotocol/serverInfo"
+        )
+        out.append(
+            f"server: {_short(info)}  handshake: {hs.get('protocolVersion', 'no')}  "
+            f"2026-07-28: {'yes' if offer.stateless else 'no'}  tools: {len(offer.tools)}"
+        )
+        out.extend(f"note: {p}" for p in offer.problems)
+    out.append("")
+    for rule in results:
+        c = rule.counts()
+        tally = f"{c['pass']}/{len(rule.cases) - c['skip']}" + (f", {c['skip']} skipped" if c["skip"] else "")
+        out.append(f"{_MARK[rule.status]}  {rule.file}: {rule.rule}  [{tally}]")
+        for case in rule.cases:
+            if verbose or case.status in ("fail", "differs", "skip"):
+                level = "" if case.level == "must" else f" ({case.level.upper()})"
+                out.append(f"    {_MARK[case.status]} {case.name}{level}: {case.reason}")
+    total: Counter[str] = Counter()
+    for rule in results:
+        total.update(rule.counts())
+    rules = Counter(r.status for r in results)
+    out.append("")
+    out.append(
+        f"rules: {rules['pass']} pass, {rules['fail']} fail, {rules['differs']} differ (spec silent), "
+        f"{rules['skip']} skipped; cases: {total['pass']} pass, {total['fail']} fail, "
+        f"{total['differs']} differ, {total['skip']} skipped"
+    )
+    return "\n".join(out)
+
+
+def report_json(target: str, results: Sequence[RuleResult], offer: Offer | None) -> dict[str, Any]:
+    return {
+        "target": target,
+        "server": None if offer is None else (offer.handshake or {}).get("serverInfo"),
+        "stateless": None if offer is None else offer.stateless is not None,
+        "rules": [
+            {
+                "file": r.file,
+                "rule": r.rule,
+                "spec": r.spec,
+                "revision": r.revision,
+                "status": r.status,
+                "cases": [
+                    {
+                        "name": c.name,
+                        "rule": c.rule,
+                        "level": c.level,
+                        "session": c.session,
+                        "status": c.status,
+                        "reason": c.reason,
+                        "expected": c.expected,
+                        "got": c.got,
+                    }
+                    for c in r.cases
+                ],
+            }
+            for r in results
+        ],
+        "summary": dict(sum((r.counts() for r in results), Counter())),
+    }
+
+
+async def run_check(
+    target: Target,
+    *,
+    transcripts: Sequence[Transcript] | None = None,
+    mode: Mode = "semantic",
+    revisions: Sequence[str] | None = None,
+    timeout: float = DEFAULT_TIMEOUT,
+    concurrency: int = 4,
+    use_probe: bool = True,
+) -> tuple[list[RuleResult], Offer | None]:
+    """Replay every transcript against ``target`` (what it offers probed first, unless ``use_probe`` is false)."""
+    files = list(transcripts) if transcripts is not None else load_transcripts()
+    offer = await probe(target, timeout=timeout) if use_probe else None
+    results: dict[str, RuleResult] = {}
+    limiter = anyio.CapacityLimiter(max(1, concurrency))
+
+    async def one(t: Transcript) -> None:
+        async with limiter:
+            result, _ = await replay(
+                t, target, mode=mode, offer=offer, revisions=revisions, timeout=timeout, concurrency=1
+            )
+            results[t.name] = result
+
+    async with anyio.create_task_group() as tg:
+        for t in files:
+            tg.start_soon(one, t)
+    return [results[t.name] for t in files], offer
+
+
+def _check_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="jsonrpc-mcp check",
+        description="Replay the golden wire transcripts against an MCP server and report, rule by rule, "
+        "which spec behaviours it gets right.",
+    )
+    add_check_arguments(parser)
+    return parser
+
+
+def add_check_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--url", help="a Streamable HTTP endpoint (instead of -- COMMAND...)")
+    parser.add_argument(
+        "--revision",
+        action="append",
+        choices=(*STATELESS_VERSIONS, *HANDSHAKE_VERSIONS),
+        help="only sessions of this revision (repeatable; default: all)",
+    )
+    parser.add_argument("--json", action="store_true", help="print the report as JSON")
+    parser.add_argument("--mode", choices=("semantic", "exact"), default="semantic")
+    parser.add_argument("--transcripts", type=Path, help="the transcript folder (default: conformance/transcripts)")
+    parser.add_argument("-k", "--only", action="append", help="only transcript files whose name contains this")
+    parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT, help="seconds per exchange (default 5)")
+    parser.add_argument("--jobs", type=int, default=4, help="sessions run at once (default 4)")
+    parser.add_argument("--stderr", action="store_true", help="let the server's stderr through")
+    parser.add_argument("-V", "--all-cases", action="store_true", help="list passing cases too")
+    parser.add_argument("rest", nargs=argparse.REMAINDER, help="-- COMMAND... (a stdio server)")
+
+
+def run_check_command(args: argparse.Namespace) -> int:
+    """``jsonrpc-mcp check``: exit status 0 when no rule fails, 1 when one does, 2 on bad usage."""
+    command = list(args.rest)
+    if command[:1] == ["--"]:
+        command = command[1:]
+    target: Target
+    if args.url and command:
+        sys.stderr.write("jsonrpc-mcp check: give either --url or -- COMMAND..., not both\n")
+        return 2
+    if args.url:
+        target = HttpTarget(args.url)
+    elif command:
+        target = StdioTarget(command, stderr=None if args.stderr else subprocess.DEVNULL)
+    else:
+        sys.stderr.write("jsonrpc-mcp check: give --url URL or -- COMMAND...\n")
+        return 2
+    try:
+        files = load_transcripts(args.transcripts)
+    except (FileNotFoundError, TranscriptError) as exc:
+        sys.stderr.write(f"jsonrpc-mcp check: {exc}\n")
+        return 2
+    if args.only:
+        files = [t for t in files if any(k in t.name for k in args.only)]
+    results, offer = anyio.run(
+        lambda: run_check(
+            target,
+            transcripts=files,
+            mode=args.mode,
+            revisions=args.revision,
+            timeout=args.timeout,
+            concurrency=args.jobs,
+        )
+    )
+    if args.json:
+        sys.stdout.write(json.dumps(report_json(target.description, results, offer), indent=2) + "\n")
+    else:
+        sys.stdout.write(format_report(target.description, results, offer, verbose=args.all_cases) + "\n")
+    return 1 if any(r.status == "fail" for r in results) else 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    return run_check_command(_check_parser().parse_args(argv))
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
