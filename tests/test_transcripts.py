@@ -39,10 +39,7 @@ SERVER = [sys.executable, str(ROOT / "conformance" / "everything_server.py"), "-
 UPDATE = os.environ.get("UPDATE_TRANSCRIPTS", "") not in ("", "0")
 
 #: (file stem, case name) -> what our server does wrong. These cases fail (strict xfail) until it is fixed.
-KNOWN_BUGS: dict[tuple[str, str], str] = {
-    ("invalid-params", "tools-call-arguments-null"): 'tools/call treats "arguments": null as absent and runs the tool',
-    ("invalid-params", "prompts-get-arguments-null"): 'prompts/get treats "arguments": null as absent',
-}
+KNOWN_BUGS: dict[tuple[str, str], str] = {}
 
 _files = load_transcripts(TRANSCRIPTS)
 _cases = [(t, c.name) for t in _files for _, c in t.cases()]

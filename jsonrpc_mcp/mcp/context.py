@@ -88,6 +88,7 @@ class Context:
         "_auto_keys",
         "_log_level",
         "_progress_last",
+        "_request_headers",
         "client_capabilities",
         "client_info",
         "era",
@@ -128,6 +129,7 @@ class Context:
         self._asked: dict[str, dict[str, Any]] = {}
         self._auto_keys = 0
         self._progress_last: float | None = None
+        self._request_headers: Mapping[str, str] | None = None
 
     # --- state ---------------------------------------------------------------------------------------------
 
@@ -139,6 +141,22 @@ class Context:
     def cancelled(self) -> bool:
         """True once the client cancelled this request (the handler is also interrupted at its next await)."""
         return anyio.current_effective_deadline() == -math.inf
+
+    @property
+    def request_headers(self) -> Mapping[str, str]:
+        """The transport-level headers of the request that carried this message, names in lower case (empty on
+        transports without headers). A transport provides them through a ``request_headers(request_id)`` method
+        on its :class:`~jsonrpc_mcp.jsonrpc.streams.MessageStream`; assigning the attribute overrides it."""
+        if self._request_headers is None:
+            stream = getattr(getattr(self.session, "dispatcher", None), "stream", None)
+            getter = getattr(stream, "request_headers", None)
+            headers = getter(self.request_id) if getter is not None else None
+            self._request_headers = headers if headers is not None else {}
+        return self._request_headers
+
+    @request_headers.setter
+    def request_headers(self, headers: Mapping[str, str]) -> None:
+        self._request_headers = {k.lower(): v for k, v in headers.items()}
 
     def has_capability(self, name: str, sub: str | None = None) -> bool:
         """Did the client declare capability ``name`` (and, with ``sub``, its sub-capability)?"""

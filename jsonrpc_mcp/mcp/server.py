@@ -423,7 +423,11 @@ class Server:
         if entry is None:
             raise InvalidParams(f"Unknown tool: {params.name}")
         args = params.arguments
-        return entry.call(ctx, None if args is _NO_ARGUMENTS or bytes(args) == b"null" else args)
+        if args is _NO_ARGUMENTS:
+            return entry.call(ctx, None)
+        if bytes(args).strip() == b"null":
+            raise InvalidParams('Invalid params: "arguments" must be an object')
+        return entry.call(ctx, args)
 
     # --- resources -----------------------------------------------------------------------------------------
 
@@ -603,15 +607,20 @@ class Server:
         ctx.session.subscriptions.discard(params.uri)
         return {}
 
-    async def notify_resource_updated(self, uri: str) -> None:
-        """Tell every subscriber of ``uri`` (or of a URI it sits under) that it changed."""
-        params = {"uri": uri}
+    async def notify_resource_updated(self, uri: str, *, meta: Mapping[str, Any] | None = None) -> None:
+        """Tell every subscriber of ``uri`` (or of a URI it sits under) that it changed.
+
+        ``meta`` goes in the notification's ``_meta`` (the spec's place for extra data, e.g. what changed); on a
+        2026-07-28 listen stream the subscription id is added to it."""
+        params: dict[str, Any] = {"uri": uri}
+        if meta:
+            params["_meta"] = dict(meta)
         for session in self.sessions():
             if any(uri == s or uri.startswith(s.rstrip("/") + "/") for s in session.subscriptions):
                 await _safe_notify(session, "notifications/resources/updated", params)
             for sub_id, wanted in list(session.listeners.items()):
                 if uri in (wanted.get("resourceSubscriptions") or ()):
-                    tagged = {**params, "_meta": {META_SUBSCRIPTION_ID: sub_id}}
+                    tagged = {**params, "_meta": {**(meta or {}), META_SUBSCRIPTION_ID: sub_id}}
                     await _safe_notify(session, "notifications/resources/updated", tagged, related=sub_id)
 
     # --- prompts -------------------------------------------------------------------------------------------
@@ -692,6 +701,8 @@ class Server:
         entry = self._prompts.get(params.name)
         if entry is None:
             raise InvalidParams(f"Unknown prompt: {params.name}")
+        if params.arguments is None:
+            raise InvalidParams('Invalid params: "arguments" must be an object')
         given = params.arguments if isinstance(params.arguments, dict) else {}
         missing = [p for p in entry.signature.required if p not in given]
         if missing:
