@@ -34,6 +34,10 @@ class LineFramer:
         frames: list[bytes] = []
         if self._skipping:
             nl = data.find(b"\n")
+            if len(self._skip_prefix) < _KEEP:
+                # keep the same prefix however the line was chunked (its id may be in it)
+                head = data if nl < 0 else data[:nl]
+                self._skip_prefix += head[: _KEEP - len(self._skip_prefix)]
             if nl < 0:
                 return frames
             frames.append(self._oversized(self._skip_prefix))
@@ -53,7 +57,7 @@ class LineFramer:
             if nl < 0:
                 break
             if nl - start > self.max_frame:
-                frames.append(self._oversized(bytes(buf[start : start + _KEEP])))
+                frames.append(self._oversized(bytes(buf[start : min(nl, start + _KEEP)])))
             else:
                 self._append(frames, bytes(buf[start:nl]))
             start = nl + 1
