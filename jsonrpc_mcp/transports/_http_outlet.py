@@ -21,6 +21,7 @@ from collections.abc import Callable, Sequence
 from typing import Final, Literal, NamedTuple
 
 import anyio
+import anyio.lowlevel
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 from ._http_events import EventStore
@@ -33,10 +34,15 @@ logger = logging.getLogger(__name__)
 
 Preference = Literal["auto", "json", "sse"]
 
-#: Item kinds: a notification or request; a response that is not the last one awaited; the last response.
+#: Item kinds: a notification or request; a response that is not the last one awaited; the last response;
+#: and a hint (no frame) that the request's handler did not answer at once.
 OTHER: Final = 0
 RESPONSE: Final = 1
 FINAL: Final = 2
+PENDING: Final = 3
+
+#: How many scheduler passes an "auto" answer waits, after the pending hint, for a quick async handler.
+_PATIENCE: Final = 8
 
 SSE_HEADERS: Final[HeaderList] = [
     (b"content-type", b"text/event-stream"),
@@ -132,6 +138,14 @@ class Outlet:
         if self.done:
             self.drop_connection()
 
+    def hint_pending(self) -> None:
+        """The dispatcher has taken the request and did not answer it at once (an async handler)."""
+        if self._conn is not None and not self.done:
+            try:
+                self._conn[0].send_nowait(Item(0, b"", PENDING))
+            except (anyio.WouldBlock, anyio.BrokenResourceError, anyio.ClosedResourceError):
+                pass
+
     def finish(self) -> None:
         """No answer will come (the request was cancelled, or the session ended)."""
         self.done = True
@@ -161,8 +175,9 @@ async def write_stream(
     ``after`` is the number of the last frame the client has (the outlet's count when this connection was made,
     or the ``Last-Event-ID`` of a resumption, whose missed events come in ``replay``). ``preference``: ``"sse"``
     starts the event stream at once; ``"json"`` and ``"auto"`` answer with JSON when the first frames are
-    responses (``"auto"`` switches to SSE when anything else comes first, or after ``keepalive`` seconds of
-    silence). ``status_of(frame)`` picks the HTTP status of a JSON answer (default 200).
+    responses. ``"auto"`` switches to SSE when anything else comes first, when the handler turns out to be
+    asynchronous and does not answer within a few scheduler passes, or after ``keepalive`` seconds of silence.
+    ``status_of(frame)`` picks the HTTP status of a JSON answer (default 200).
     """
     started = False
     pending: list[Item] = []
@@ -204,14 +219,26 @@ async def write_stream(
             await end()
             return True
 
+    lookahead: list[Item | None] = []
     while True:
         item: Item | None = None
-        with anyio.move_on_after(keepalive) as timer:
-            try:
-                item = await receive.receive()
-            except (anyio.EndOfStream, anyio.ClosedResourceError):
-                item = None
-        if timer.cancelled_caught:
+        timed_out = False
+        if lookahead:
+            item = lookahead.pop()
+        else:
+            with anyio.move_on_after(keepalive) as timer:
+                try:
+                    item = await receive.receive()
+                except (anyio.EndOfStream, anyio.ClosedResourceError):
+                    item = None
+            timed_out = timer.cancelled_caught
+        if item is not None and item.kind == PENDING:
+            if not started and preference == "auto":
+                lookahead.extend(await _glance(receive))
+                if not lookahead:
+                    await start()
+            continue
+        if timed_out:
             if not started:
                 if preference != "json":
                     await start()
@@ -245,6 +272,19 @@ async def write_stream(
         if item.kind == FINAL:
             await end()
             return True
+
+
+async def _glance(receive: MemoryObjectReceiveStream[Item]) -> list[Item | None]:
+    """Let a just-started async handler run a little: its first item if one comes (``[None]`` at the end)."""
+    for _ in range(_PATIENCE):
+        await anyio.lowlevel.checkpoint()
+        try:
+            return [receive.receive_nowait()]
+        except anyio.WouldBlock:
+            continue
+        except (anyio.EndOfStream, anyio.ClosedResourceError):
+            return [None]
+    return []
 
 
 async def _write_json(

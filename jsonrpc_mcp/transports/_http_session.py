@@ -72,17 +72,28 @@ class SessionStream(MessageStream):
 
     def __init__(self, owner: HttpSession, buffer: int) -> None:
         self.owner = owner
-        self.inbound_send, self.inbound = anyio.create_memory_object_stream[bytes](buffer)
+        self.inbound_send, self.inbound = anyio.create_memory_object_stream[tuple[bytes, Exchange | None]](buffer)
+        self._handed: list[Exchange] = []
 
     async def receive(self) -> Sequence[bytes]:
+        # The dispatcher asks for more only once it has handled what it got (and written the answers it had at
+        # once): an exchange among those still unanswered is waiting for an async handler.
+        for handed in self._handed:
+            if handed.waiting:
+                handed.outlet.hint_pending()
+        self._handed.clear()
         try:
-            first = await self.inbound.receive()
+            item = await self.inbound.receive()
         except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
             raise anyio.EndOfStream from None
-        frames = [first]
+        frames: list[bytes] = []
         while True:
+            frame, exchange = item
+            frames.append(frame)
+            if exchange is not None and (not self._handed or self._handed[-1] is not exchange):
+                self._handed.append(exchange)
             try:
-                frames.append(self.inbound.receive_nowait())
+                item = self.inbound.receive_nowait()
             except (anyio.WouldBlock, anyio.EndOfStream, anyio.ClosedResourceError):
                 return frames
 
@@ -240,6 +251,6 @@ class HttpSession:
             return None
         return outlet, seq
 
-    async def push(self, frames: Iterable[bytes]) -> None:
+    async def push(self, frames: Iterable[bytes], exchange: Exchange | None = None) -> None:
         for frame in frames:
-            await self.stream.inbound_send.send(frame)
+            await self.stream.inbound_send.send((frame, exchange))

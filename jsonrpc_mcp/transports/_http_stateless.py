@@ -206,6 +206,7 @@ class _OneRequestStream(MessageStream):
         if frame is not None:
             self._frame = None
             return [frame]
+        self.outlet.hint_pending()  # handled, not answered at once: an async handler
         await self._ended.wait()
         raise anyio.EndOfStream
 

@@ -457,16 +457,26 @@ class McpAsgiApp:
         return session.open_exchange(ids, resumable=not json_only, json_only=json_only, batch=batch)
 
     async def _serve_exchange(
-        self, session: HttpSession, exchange: Exchange, frames: Sequence[bytes], receive: Receive, send: Send
+        self,
+        session: HttpSession,
+        exchange: Exchange,
+        frames: Sequence[bytes],
+        receive: Receive,
+        send: Send,
+        answered: Sequence[bytes] = (),
     ) -> None:
+        """Push the frames to the session and write what the exchange yields (``answered``: batch replies
+        made here, e.g. errors for malformed items)."""
         outlet = exchange.outlet
         after = outlet.seq
         connection = outlet.connect()
         session.active += 1
         delivered = False
         try:
+            for reply in answered:
+                await outlet.put(reply, RESPONSE)
             try:
-                await session.push(frames)
+                await session.push(frames, exchange)
             except (anyio.ClosedResourceError, anyio.BrokenResourceError):
                 await send_error(send, 404, "Not Found: this session has ended")
                 return
@@ -548,9 +558,7 @@ class McpAsgiApp:
             await _busy(send, 429, "Too Many Requests: too many requests in flight for this session", None)
             return
         exchange = self._open_exchange(session, ids, batch=True)
-        for error in errors:
-            await exchange.outlet.put(error, RESPONSE)
-        await self._serve_exchange(session, exchange, frames, receive, send)
+        await self._serve_exchange(session, exchange, frames, receive, send, answered=errors)
 
     async def _push_or_empty(self, session: HttpSession, frames: list[bytes], errors: list[bytes], send: Send) -> None:
         try:

@@ -420,8 +420,10 @@ async def connect_http(
     owned = http_client is None
     client = http_client
     if client is None:
+        # A plain http:// endpoint never uses TLS (redirects are not followed), so skip loading the CA bundle.
+        tls = url.lower().startswith("https:")
         client = httpx.AsyncClient(
-            timeout=httpx.Timeout(timeout, read=sse_read_timeout), auth=auth, follow_redirects=False
+            timeout=httpx.Timeout(timeout, read=sse_read_timeout), auth=auth, follow_redirects=False, verify=tls
         )
     try:
         async with anyio.create_task_group() as tg:
