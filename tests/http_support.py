@@ -156,6 +156,12 @@ def make_server() -> Server:
         """Raise an unexpected exception whose text must never reach the client."""
         raise RuntimeError("secret detail in /home/someone/.ssh/id_rsa")
 
+    @server.tool()
+    def grow(name: str) -> str:
+        """Register a new tool (the tool list changes)."""
+        server.add_tool(lambda: name, name=name, description="Grown at run time.")
+        return f"grew {name}"
+
     def region(region: str, query: str = "", count: int = 0, flag: bool = False) -> str:
         return f"{region}:{query}:{count}:{flag}"
 
@@ -226,6 +232,20 @@ def init_body(
         "clientInfo": {"name": "t", "version": "1"},
     }
     return {"jsonrpc": "2.0", "id": ident, "method": "initialize", "params": params}
+
+
+def stateless_body(ident: Any, method: str, params: dict[str, Any] | None = None, **meta: Any) -> dict[str, Any]:
+    body_params = dict(params or {})
+    body_params["_meta"] = {**META, **meta}
+    return {"jsonrpc": "2.0", "id": ident, "method": method, "params": body_params}
+
+
+def stateless_headers(method: str, name: str | None = None, **extra: str) -> dict[str, str]:
+    headers = {**JSON_HEADERS, "MCP-Protocol-Version": STATELESS, "Mcp-Method": method}
+    if name is not None:
+        headers["Mcp-Name"] = name
+    headers.update(extra)
+    return headers
 
 
 def call_body(ident: Any, name: str, arguments: dict[str, Any], meta: dict[str, Any] | None = None) -> dict[str, Any]:
