@@ -1,0 +1,296 @@
+"""The payloads every presented tool result carries: one envelope, a ``kind`` discriminator with a version (L7).
+
+A payload is a :class:`msgspec.Struct` tagged on ``kind`` (``"entrySearchResults:v1"``). Its envelope fields are
+the same for every kind:
+
+``status``     ``ok`` | ``error`` | ``info`` | ``warn``
+``summary``    one line for people, at most 80 characters
+``details``    an object of structured specifics (optional)
+``nextSteps``  what to do next, as short sentences (may be empty)
+``truncated``  true when the inline result was cut to fit (see :func:`~jsonrpc_mcp.presentation.present`)
+``tokenUsage`` ``rateLimit``  optional hints for hosts that surface them
+
+Kind-specific fields sit beside them at the top level. Two kinds are shared by every tool: :class:`NeedsInput`
+(``needsInput:v1``) and :class:`ToolErrorPayload` (``toolError:v1``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from enum import StrEnum
+from typing import Annotated, Any, ClassVar, Final, Literal, Union, dataclass_transform
+
+import msgspec
+from msgspec import UNSET, UnsetType
+
+from ..mcp.signature import schema_for
+
+__all__ = (
+    "Status",
+    "Format",
+    "FORMATS",
+    "SUMMARY_MAX",
+    "TokenUsage",
+    "RateLimit",
+    "Payload",
+    "InputField",
+    "InputOption",
+    "NeedsInput",
+    "ErrorCode",
+    "ToolErrorPayload",
+    "RETRYABLE_BY_DEFAULT",
+    "tool_error",
+    "fit_summary",
+    "output_schema",
+    "kind_of",
+)
+
+Status = Literal["ok", "error", "info", "warn"]
+Format = Literal["markdown", "json", "both"]
+FORMATS: Final = ("markdown", "json", "both")
+SUMMARY_MAX: Final = 80
+_LABELS: Final = {"ok": "OK", "info": "Info", "warn": "Warning", "error": "Error"}
+
+
+class _WireMeta(msgspec.StructMeta):
+    # msgspec applies ``kw_only`` only to the fields a class defines itself; kinds add required fields after the
+    # envelope's optional ones, so every subclass needs it.
+    def __new__(mcls, name: str, bases: tuple[type, ...], namespace: dict[str, Any], /, **kwargs: Any) -> _WireMeta:
+        kwargs.setdefault("kw_only", True)
+        return super().__new__(mcls, name, bases, namespace, **kwargs)
+
+
+@dataclass_transform(field_specifiers=(msgspec.field,), kw_only_default=True)
+class _Wire(msgspec.Struct, metaclass=_WireMeta, kw_only=True, rename="camel"):
+    """Keyword-only fields (in subclasses too), camelCase on the wire; UNSET optional fields are left out."""
+
+
+class TokenUsage(_Wire):
+    """Token counts for hosts that show or budget them; ``estimated`` when counted as characters / 4."""
+
+    input_tokens: int | UnsetType = UNSET
+    output_tokens: int | UnsetType = UNSET
+    total_tokens: int | UnsetType = UNSET
+    estimated: bool = False
+
+
+class RateLimit(_Wire):
+    """Rate-limit state: how many calls are left and when to come back (``retryAfterMs`` guides retries)."""
+
+    limit: int | UnsetType = UNSET
+    remaining: int | UnsetType = UNSET
+    reset_at: str | UnsetType = UNSET
+    retry_after_ms: int | UnsetType = UNSET
+
+
+class Payload(_Wire, tag_field="kind"):
+    """The envelope. Subclass it with ``tag="yourKind:v1"`` and add the kind's fields.
+
+    Override :meth:`markdown` to render the kind's body for people, and :meth:`shrink` to make a smaller
+    version when the inline result is over budget (the default drops items from the list named by
+    ``trim_field``).
+    """
+
+    status: Status = "ok"
+    summary: Annotated[str, msgspec.Meta(max_length=SUMMARY_MAX)]
+    details: dict[str, Any] | UnsetType = UNSET
+    next_steps: list[str] = msgspec.field(default_factory=list)
+    truncated: bool = False
+    token_usage: TokenUsage | UnsetType = UNSET
+    rate_limit: RateLimit | UnsetType = UNSET
+
+    #: A result of this kind is a failure (``isError: true``).
+    is_error: ClassVar[bool] = False
+    #: The list field :meth:`shrink` may cut (``None``: nothing to cut).
+    trim_field: ClassVar[str | None] = None
+
+    def label(self) -> str:
+        """The headline's label: ``OK``, ``Info``, ``Warning``, ``Error``."""
+        return _LABELS[self.status]
+
+    def markdown(self) -> str:
+        """The body under the headline, for people (markdown). The default lists ``details``."""
+        if not isinstance(self.details, dict) or not self.details:
+            return ""
+        return "\n".join(f"- **{k}**: {_inline(v)}" for k, v in self.details.items())
+
+    def shrink(self) -> Payload | None:
+        """A smaller payload, or ``None`` when nothing more can go. The default drops the last quarter of the
+        items of ``trim_field`` (at least one)."""
+        name = self.trim_field
+        if name is None:
+            return None
+        items = getattr(self, name)
+        if not isinstance(items, list) or not items:
+            return None
+        keep = len(items) - max(1, len(items) // 4)
+        return msgspec.structs.replace(self, **{name: items[:keep]})
+
+
+def _inline(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    return msgspec.json.encode(value).decode()
+
+
+# --- needs input --------------------------------------------------------------------------------------------
+
+
+class InputField(_Wire):
+    """One value the tool needs. ``type`` is a JSON Schema primitive; ``options`` (if any) are the allowed
+    values; ``suggestions`` are likely good values (e.g. the nearest existing ids)."""
+
+    name: str
+    type: Literal["string", "integer", "number", "boolean"] = "string"
+    description: str | UnsetType = UNSET
+    required: bool = True
+    options: list[str] | UnsetType = UNSET
+    suggestions: list[Any] = msgspec.field(default_factory=list)
+
+
+class InputOption(_Wire):
+    """A ready-made alternative: call ``tool`` with ``arguments``."""
+
+    label: str
+    tool: str | UnsetType = UNSET
+    arguments: dict[str, Any] | UnsetType = UNSET
+
+
+class NeedsInput(Payload, tag="needsInput:v1"):
+    """The tool cannot go on without more input: which ``fields``, why (``reason``), and ``options``."""
+
+    status: Status = "info"
+    reason: str
+    fields: list[InputField]
+    options: list[InputOption] = msgspec.field(default_factory=list)
+
+    def label(self) -> str:
+        return "Needs input"
+
+    def markdown(self) -> str:
+        lines = [self.reason, ""]
+        for f in self.fields:
+            label = f"- `{f.name}` ({f.type}{'' if f.required else ', optional'})"
+            if isinstance(f.description, str):
+                label += f": {f.description}"
+            lines.append(label)
+            if isinstance(f.options, list) and f.options:
+                lines.append(f"  - one of: {', '.join(f.options)}")
+            if f.suggestions:
+                lines.append(f"  - suggestions: {', '.join(_inline(s) for s in f.suggestions)}")
+        if self.options:
+            lines += ["", "**Options**"]
+            lines += [f"- {o.label}" for o in self.options]
+        return "\n".join(lines).strip()
+
+    def suggestions_for(self, name: str) -> list[Any]:
+        return next((f.suggestions for f in self.fields if f.name == name), [])
+
+
+# --- tool errors --------------------------------------------------------------------------------------------
+
+
+class ErrorCode(StrEnum):
+    """Stable tool-error codes: programs branch on these, never on messages."""
+
+    NOT_FOUND = "NOT_FOUND"
+    VALIDATION_ERROR = "VALIDATION_ERROR"
+    CONFLICT = "CONFLICT"
+    RATE_LIMITED = "RATE_LIMITED"
+    PERMISSION_DENIED = "PERMISSION_DENIED"
+    TIMEOUT = "TIMEOUT"
+    DEPENDENCY_ERROR = "DEPENDENCY_ERROR"
+    INTERNAL_ERROR = "INTERNAL_ERROR"
+
+
+#: Codes whose failures are worth retrying unless the tool says otherwise.
+RETRYABLE_BY_DEFAULT: Final = frozenset({ErrorCode.RATE_LIMITED, ErrorCode.TIMEOUT, ErrorCode.DEPENDENCY_ERROR})
+
+
+class ToolErrorPayload(Payload, tag="toolError:v1"):
+    """A tool failure as data: a stable ``code``, a safe ``message``, whether a retry may succeed."""
+
+    status: Status = "error"
+    code: ErrorCode
+    message: str
+    retryable: bool = False
+
+    is_error: ClassVar[bool] = True
+
+    def label(self) -> str:
+        return f"Error {self.code.value}"
+
+    def markdown(self) -> str:
+        body = self.message if self.message != self.summary else ""
+        if self.retryable:
+            body = (body + "\n\n" if body else "") + "_This may succeed if retried._"
+        details = Payload.markdown(self)
+        return "\n\n".join(part for part in (body, details) if part)
+
+
+def fit_summary(text: str) -> str:
+    """One line of at most 80 characters (cut with an ellipsis)."""
+    line = " ".join(text.split())
+    return line if len(line) <= SUMMARY_MAX else line[: SUMMARY_MAX - 1].rstrip() + "…"
+
+
+def tool_error(
+    code: ErrorCode | str,
+    message: str,
+    *,
+    retryable: bool | None = None,
+    details: Mapping[str, Any] | None = None,
+    next_steps: Sequence[str] = (),
+    summary: str | None = None,
+) -> ToolErrorPayload:
+    """A ``toolError:v1`` payload; ``retryable`` defaults by code (:data:`RETRYABLE_BY_DEFAULT`)."""
+    kind = ErrorCode(code)
+    return ToolErrorPayload(
+        code=kind,
+        message=message,
+        retryable=(kind in RETRYABLE_BY_DEFAULT) if retryable is None else retryable,
+        summary=fit_summary(summary or message),
+        details=dict(details) if details else UNSET,
+        next_steps=list(next_steps),
+    )
+
+
+# --- schemas ------------------------------------------------------------------------------------------------
+
+def output_schema(*kinds: type[Payload]) -> dict[str, Any]:
+    """The ``outputSchema`` of a tool answering with ``kinds`` (plus ``needsInput:v1`` and ``toolError:v1``).
+
+    The root is an object (2025-06-18 requires it) with one ``anyOf`` branch per kind, each pinning its
+    ``kind`` constant. A field that is always emitted (it has a default other than UNSET) is required.
+    """
+    every = tuple(dict.fromkeys((*kinds, NeedsInput, ToolErrorPayload)))
+    union: Any = every[0] if len(every) == 1 else Union[every]  # noqa: UP007 - a runtime union of a tuple
+    schema = schema_for(union)
+    classes = _wire_classes(_Wire)
+    for name, definition in schema.get("$defs", {}).items():
+        cls = classes.get(name)
+        if cls is None or definition.get("type") != "object":
+            continue
+        always = {f.encode_name for f in msgspec.structs.fields(cls) if f.default is not UNSET}
+        if cls.__struct_config__.tag_field:
+            always.add(cls.__struct_config__.tag_field)
+        definition["required"] = sorted(set(definition.get("required", ())) | always)
+    schema.pop("discriminator", None)
+    return {"type": "object", **schema}
+
+
+def _wire_classes(base: type[_Wire]) -> dict[str, type[_Wire]]:
+    found: dict[str, type[_Wire]] = {}
+    for sub in base.__subclasses__():
+        found[sub.__name__] = sub
+        found.update(_wire_classes(sub))
+    return found
+
+
+def kind_of(payload: Payload | type[Payload]) -> str:
+    """The ``kind`` tag of a payload class or instance (``"needsInput:v1"``)."""
+    cls = payload if isinstance(payload, type) else type(payload)
+    tag = cls.__struct_config__.tag
+    if not isinstance(tag, str):
+        raise TypeError(f"{cls.__name__} has no kind tag")
+    return tag
