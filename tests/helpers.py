@@ -164,3 +164,37 @@ async def raw_server(
 
 def parse(frames: list[bytes]) -> list[Any]:
     return [json.loads(f) for f in frames]
+
+
+class ConnectionTracker:
+    """Counts a server's live connections, so a test can wait (on an Event) until all of them have ended.
+
+    Tests stop socket servers by cancelling them; doing that while a connection is still reading the peer's
+    EOF hits an anyio race on asyncio Unix sockets (a reader callback resolving a cancelled future). Waiting
+    for the server side of every connection to end first keeps teardown deterministic.
+    """
+
+    def __init__(self, server: Server) -> None:
+        self.active = 0
+        self.total = 0
+        self._idle = anyio.Event()
+        self._idle.set()
+        serve = server.serve
+
+        async def tracked(stream: MessageStream, **options: Any) -> None:
+            if self.active == 0:
+                self._idle = anyio.Event()
+            self.active += 1
+            self.total += 1
+            try:
+                await serve(stream, **options)
+            finally:
+                self.active -= 1
+                if self.active == 0:
+                    self._idle.set()
+
+        server.serve = tracked  # type: ignore[method-assign]
+
+    async def wait_idle(self, timeout: float = TIMEOUT) -> None:
+        with anyio.fail_after(timeout):
+            await self._idle.wait()
