@@ -23,7 +23,7 @@ import weakref
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any, Final, Literal, TypeVar, get_args, get_origin
+from typing import Annotated, Any, Final, Literal, TypeVar, get_args, get_origin
 from urllib.parse import parse_qsl
 
 import msgspec
@@ -944,6 +944,8 @@ def _hints(fn: Callable[..., Any]) -> dict[str, Any]:
 def _choices(annotation: Any) -> list[str] | None:
     if annotation is None:
         return None
+    if get_origin(annotation) is Annotated:  # a documented parameter: Annotated[Literal[...], Meta(...)]
+        annotation = get_args(annotation)[0]
     if get_origin(annotation) is Literal:
         return [str(a) for a in get_args(annotation)]
     if isinstance(annotation, type) and issubclass(annotation, Enum):
