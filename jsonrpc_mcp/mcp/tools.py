@@ -186,7 +186,11 @@ def _raw_schema_caller(
 
 def _invoke(fn: Callable[..., Any], sig: Signature, kwargs: dict[str, Any], tool_name: str) -> Any:
     if sig.is_async:
-        return _invoke_async(fn(**kwargs), sig, tool_name)
+        try:
+            pending = fn(**kwargs)  # binding the arguments can fail before the coroutine exists
+        except Exception as exc:
+            return _failure(exc, tool_name)
+        return _invoke_async(pending, sig, tool_name)
     try:
         value = fn(**kwargs)
     except (ToolError, RpcError, InputRequired, Exception) as exc:
