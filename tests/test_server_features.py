@@ -1,0 +1,659 @@
+"""The server API: typed tools and their schemas, structured output, raw-schema tools, resources, subscriptions,
+logging, pagination, prompts, completion, and the low-level method escape hatch. Driven through a real Client
+over the in-memory transport (handshake era unless a test says otherwise)."""
+
+from __future__ import annotations
+
+import base64
+import enum
+import json
+import logging
+import sys
+from typing import Annotated, Any, Literal
+
+import anyio
+import msgspec
+import pytest
+from helpers import raw_server, request_frame
+
+from jsonrpc_mcp import Client, Context, InvalidParams, MethodNotFound, RpcError, Server, ToolError
+from jsonrpc_mcp import types as t
+
+pytestmark = pytest.mark.anyio
+
+V = {"protocol_version": "2025-11-25"}
+
+
+class Color(enum.Enum):
+    RED = "red"
+    GREEN = "green"
+
+
+class Point(msgspec.Struct):
+    x: int
+    y: int = 0
+
+
+def tool_of(server: Server, name: str) -> dict[str, Any]:
+    return next(msgspec.to_builtins(x) for x in server.list_tools() if x.name == name)
+
+
+def kitchen_server() -> Server:
+    server = Server("features", "1")
+
+    @server.tool()
+    def kitchen(
+        count: int,
+        name: str,
+        ratio: float,
+        flag: bool,
+        items: list[str],
+        mapping: dict[str, int],
+        mode: Literal["fast", "slow"],
+        color: Color,
+        point: Point,
+        note: str | None = None,
+        size: Annotated[int, msgspec.Meta(description="How big", ge=1)] = 3,
+    ) -> dict[str, Any]:
+        """Do everything at once.
+
+        Args:
+            count: how many
+            name: who
+        """
+        return {
+            "count": count,
+            "name": name,
+            "ratio": ratio,
+            "flag": flag,
+            "items": items,
+            "mapping": mapping,
+            "mode": mode,
+            "color": color.value,
+            "point": [point.x, point.y],
+            "note": note,
+            "size": size,
+        }
+
+    return server
+
+
+KITCHEN_ARGS = {
+    "count": 2,
+    "name": "n",
+    "ratio": 1,
+    "flag": True,
+    "items": ["a"],
+    "mapping": {"k": 1},
+    "mode": "fast",
+    "color": "green",
+    "point": {"x": 5},
+}
+
+
+def test_typed_tool_input_schema() -> None:
+    tool = tool_of(kitchen_server(), "kitchen")
+    assert tool["description"] == "Do everything at once."
+    schema = tool["inputSchema"]
+    props = schema["properties"]
+    assert schema["type"] == "object"
+    assert props["count"] == {"type": "integer", "description": "how many"}
+    assert props["name"] == {"type": "string", "description": "who"}
+    assert props["ratio"] == {"type": "number"}
+    assert props["flag"] == {"type": "boolean"}
+    assert props["items"] == {"type": "array", "items": {"type": "string"}}
+    assert props["mapping"] == {"type": "object", "additionalProperties": {"type": "integer"}}
+    assert props["mode"] == {"enum": ["fast", "slow"]}
+    assert props["color"] == {"$ref": "#/$defs/Color"}
+    assert sorted(schema["$defs"]["Color"]["enum"]) == ["green", "red"]
+    assert props["point"] == {"$ref": "#/$defs/Point"}
+    assert schema["$defs"]["Point"]["required"] == ["x"]
+    assert props["note"] == {"anyOf": [{"type": "string"}, {"type": "null"}], "default": None}
+    assert props["size"] == {"type": "integer", "description": "How big", "minimum": 1, "default": 3}
+    assert schema["required"] == ["count", "name", "ratio", "flag", "items", "mapping", "mode", "color", "point"]
+    # a dict return type is an object schema: structured, not wrapped
+    assert tool["outputSchema"]["type"] == "object"
+
+
+def test_tool_without_parameters_or_docstring() -> None:
+    server = Server("s")
+
+    @server.tool()
+    def bare():  # type: ignore[no-untyped-def]
+        return "x"
+
+    tool = tool_of(server, "bare")
+    assert tool["inputSchema"] == {"type": "object", "properties": {}}
+    assert tool["description"] == "bare"  # the conformance suite wants a description; the name stands in
+    assert "outputSchema" not in tool
+
+
+async def test_typed_tool_validates_and_converts_arguments() -> None:
+    async with Client.connect_server(kitchen_server(), **V) as client:
+        ok = await client.call_tool("kitchen", KITCHEN_ARGS)
+        assert ok.is_error is msgspec.UNSET
+        assert ok.structured_content == {
+            **KITCHEN_ARGS,
+            "ratio": 1.0,
+            "point": [5, 0],
+            "note": None,
+            "size": 3,
+        }
+        bad_cases = {
+            "count": ("one", "count"),
+            "flag": (1, "flag"),
+            "mode": ("medium", "mode"),
+            "color": ("blue", "color"),
+            "point": ({"y": 1}, "point"),
+            "items": ([1], "items"),
+            "size": (0, "size"),
+        }
+        for field, (value, named) in bad_cases.items():
+            result = await client.call_tool("kitchen", {**KITCHEN_ARGS, field: value})
+            assert result.is_error is True, field
+            text = result.content[0].text  # type: ignore[union-attr]
+            assert text.startswith("Invalid arguments for tool kitchen: "), text
+            assert named in text, text
+        missing = await client.call_tool("kitchen", {k: v for k, v in KITCHEN_ARGS.items() if k != "name"})
+        assert missing.is_error is True and "`name`" in missing.content[0].text  # type: ignore[union-attr]
+
+
+async def test_structured_output_shapes() -> None:
+    server = Server("s")
+
+    @server.tool()
+    def point() -> Point:
+        return Point(x=1, y=2)
+
+    @server.tool()
+    def numbers() -> list[int]:
+        return [1, 2]
+
+    @server.tool()
+    def text() -> str:
+        return "plain"
+
+    @server.tool(structured_output=False)
+    def unstructured() -> list[int]:
+        return [3]
+
+    assert tool_of(server, "point")["outputSchema"] == {
+        "type": "object",
+        "properties": {"x": {"type": "integer"}, "y": {"type": "integer", "default": 0}},
+        "required": ["x"],
+    }
+    assert tool_of(server, "numbers")["outputSchema"] == {
+        "type": "object",
+        "properties": {"result": {"type": "array", "items": {"type": "integer"}}},
+        "required": ["result"],
+    }
+    assert "outputSchema" not in tool_of(server, "text")
+    assert "outputSchema" not in tool_of(server, "unstructured")
+    async with Client.connect_server(server, **V) as client:
+        p = await client.call_tool("point")
+        assert p.structured_content == {"x": 1, "y": 2}
+        assert [json.loads(c.text) for c in p.content if isinstance(c, t.TextContent)] == [{"x": 1, "y": 2}]
+        assert len(p.content) == 1
+        n = await client.call_tool("numbers")
+        assert n.structured_content == {"result": [1, 2]}
+        assert json.loads(n.content[0].text) == {"result": [1, 2]}  # type: ignore[union-attr]
+        plain = await client.call_tool("text")
+        assert plain.structured_content is msgspec.UNSET and plain.content[0].text == "plain"  # type: ignore[union-attr]
+        u = await client.call_tool("unstructured")
+        assert u.structured_content is msgspec.UNSET and json.loads(u.content[0].text) == [3]  # type: ignore[union-attr]
+
+
+async def test_structured_output_that_does_not_match_is_a_tool_error(caplog: pytest.LogCaptureFixture) -> None:
+    server = Server("s")
+
+    @server.tool()
+    def liar() -> Point:
+        return {"x": "not an int"}  # type: ignore[return-value]
+
+    @server.tool(output_schema={"type": "object", "properties": {"ok": {"type": "boolean"}}})
+    def declared() -> Any:
+        return {"ok": True}
+
+    async with Client.connect_server(server, **V) as client:
+        result = await client.call_tool("liar")
+        assert result.is_error is True
+        assert result.content[0].text == "Tool liar failed: it produced output that does not match its schema"  # type: ignore[union-attr]
+        assert result.structured_content is msgspec.UNSET
+        declared_result = await client.call_tool("declared")
+        assert declared_result.structured_content == {"ok": True}
+    assert tool_of(server, "declared")["outputSchema"] == {"type": "object", "properties": {"ok": {"type": "boolean"}}}
+    assert any("liar" in r.getMessage() and r.levelno == logging.ERROR for r in caplog.records)
+
+
+async def test_tool_error_and_exceptions() -> None:
+    server = Server("s")
+
+    @server.tool()
+    def refuse(reason: str) -> str:
+        raise ToolError(f"refused: {reason}", structured={"code": "E_REFUSED"})
+
+    @server.tool()
+    async def explode() -> str:
+        raise KeyError("internal/path/secret")
+
+    @server.tool()
+    def protocol() -> str:
+        raise InvalidParams("the request itself is wrong", {"hint": 1})
+
+    async with Client.connect_server(server, **V) as client:
+        refused = await client.call_tool("refuse", {"reason": "policy"})
+        assert refused.is_error is True
+        assert refused.content[0].text == "refused: policy"  # type: ignore[union-attr]
+        assert refused.structured_content == {"code": "E_REFUSED"}
+        exploded = await client.call_tool("explode")
+        assert exploded.is_error is True
+        assert exploded.content[0].text == "Tool explode failed: an internal error occurred"  # type: ignore[union-attr]
+        with pytest.raises(InvalidParams) as info:
+            await client.call_tool("protocol")
+        assert (info.value.message, info.value.data) == ("the request itself is wrong", {"hint": 1})
+
+
+RAW_SCHEMA = {
+    "type": "object",
+    "properties": {"n": {"type": "integer", "minimum": 1}, "tag": {"type": "string", "pattern": "^[a-z]+$"}},
+    "required": ["n"],
+    "additionalProperties": False,
+}
+
+
+def raw_schema_server() -> Server:
+    server = Server("s")
+
+    @server.tool(input_schema=RAW_SCHEMA)
+    def counted(n: int, tag: str = "none") -> str:
+        """Counts."""
+        return f"{n}:{tag}"
+
+    return server
+
+
+async def test_raw_input_schema_with_full_validation() -> None:
+    server = raw_schema_server()
+    assert tool_of(server, "counted")["inputSchema"] == RAW_SCHEMA  # kept verbatim
+    async with Client.connect_server(server, **V) as client:
+        assert (await client.call_tool("counted", {"n": 2, "tag": "ab"})).content[0].text == "2:ab"  # type: ignore[union-attr]
+        for args, words in (
+            ({"n": 0}, ("n", "minimum")),
+            ({"n": 1, "tag": "AB"}, ("tag",)),
+            ({"n": "x"}, ("n", "integer")),
+            ({}, ("n",)),
+            ({"n": 1, "extra": 1}, ("extra",)),
+        ):
+            result = await client.call_tool("counted", args)
+            assert result.is_error is True, args
+            text = result.content[0].text  # type: ignore[union-attr]
+            assert text.startswith("Invalid arguments for tool counted: "), text
+            assert all(w in text for w in words), (args, text)
+
+
+async def test_raw_input_schema_basic_fallback(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "jsonschema_rs", None)  # import jsonschema_rs -> ImportError
+    server = raw_schema_server()
+    async with Client.connect_server(server, **V) as client:
+        assert (await client.call_tool("counted", {"n": 2})).content[0].text == "2:none"  # type: ignore[union-attr]
+        # the basic checks: required properties and primitive types...
+        missing = await client.call_tool("counted", {})
+        assert missing.is_error is True
+        assert missing.content[0].text == "Invalid arguments for tool counted: n: required property is missing"  # type: ignore[union-attr]
+        wrong = await client.call_tool("counted", {"n": True})
+        assert wrong.content[0].text == "Invalid arguments for tool counted: n: expected integer, got bool"  # type: ignore[union-attr]
+        # ...but not the full vocabulary: minimum is not checked without the validation extra
+        assert (await client.call_tool("counted", {"n": 0})).content[0].text == "0:none"  # type: ignore[union-attr]
+
+
+async def test_raw_schema_tool_that_cannot_take_the_arguments_is_a_tool_error() -> None:
+    """The schema allows extra properties the function does not accept: a tool failure (isError), sync or async."""
+    server = Server("s")
+    schema = {"type": "object", "properties": {"n": {"type": "integer"}}}
+
+    @server.tool(input_schema=schema)
+    async def async_tool(n: int = 0) -> str:
+        return str(n)
+
+    @server.tool(input_schema=schema)
+    def sync_tool(n: int = 0) -> str:
+        return str(n)
+
+    async with Client.connect_server(server, **V) as client:
+        for name in ("async_tool", "sync_tool"):
+            result = await client.call_tool(name, {"n": 1, "extra": True})
+            assert result.is_error is True, name
+            assert result.content[0].text == f"Tool {name} failed: an internal error occurred"  # type: ignore[union-attr]
+
+
+def test_invalid_raw_schema_fails_at_registration() -> None:
+    server = Server("s")
+    with pytest.raises(ValueError, match="invalid input schema"):
+        server.add_tool(lambda: "x", name="broken", input_schema={"type": 12})
+
+
+@pytest.mark.parametrize("name", ["has space", "", "x" * 129, "ünicode", "slash/name", "new\nline"])
+def test_tool_name_rules(name: str) -> None:
+    with pytest.raises(ValueError, match="invalid tool name"):
+        Server("s").add_tool(lambda: "x", name=name)
+
+
+def test_valid_tool_names(caplog: pytest.LogCaptureFixture) -> None:
+    server = Server("s")
+    for name in ("a", "a.b-c_D9", "x" * 64, "y" * 128):
+        server.add_tool(lambda: "x", name=name)
+    assert [tool.name for tool in server.list_tools()] == ["a", "a.b-c_D9", "x" * 64, "y" * 128]
+    assert any("longer than 64" in r.getMessage() for r in caplog.records)  # warned, still accepted
+
+
+async def test_tools_added_and_removed_at_runtime_notify_clients() -> None:
+    server = Server("s")
+    server.add_tool(lambda: "one", name="one")
+    changes: list[str] = []
+    got = anyio.Event()
+
+    def on_notification(method: str, params: dict[str, Any]) -> None:
+        changes.append(method)
+        got.set()
+
+    async with Client.connect_server(server, on_notification=on_notification, **V) as client:
+        assert [x.name for x in await client.list_tools()] == ["one"]
+        server.add_tool(lambda: "two", name="two")
+        with anyio.fail_after(5):
+            await got.wait()
+        assert changes == ["notifications/tools/list_changed"]
+        assert [x.name for x in await client.list_tools()] == ["one", "two"]
+        got = anyio.Event()
+        server.remove_tool("one")
+        with anyio.fail_after(5):
+            await got.wait()
+        assert [x.name for x in await client.list_tools()] == ["two"]
+        with pytest.raises(RpcError) as info:
+            await client.call_tool("one")
+        assert info.value.code == -32602
+    with pytest.raises(KeyError):
+        server.remove_tool("nope")
+
+
+def resource_server() -> Server:
+    server = Server("s", page_size=None)
+
+    @server.resource("text://readme", mime_type="text/markdown", description="Read me.")
+    def readme() -> str:
+        return "# hi"
+
+    @server.resource("bin://logo")
+    def logo() -> bytes:
+        return b"\x89PNG"
+
+    @server.resource("data://search")
+    def search(query: dict[str, str]) -> dict[str, Any]:
+        return {"query": query}
+
+    @server.resource("user://{uid}/profile{?fields}")  # not level 1: refused below
+    def never(uid: str) -> str:  # pragma: no cover - registration fails
+        return uid
+
+    return server
+
+
+def test_resource_templates_beyond_level_one_are_refused() -> None:
+    with pytest.raises(ValueError, match="level 1"):
+        resource_server()
+
+
+def good_resource_server() -> Server:
+    server = Server("s", page_size=None)
+
+    @server.resource("text://readme", mime_type="text/markdown", description="Read me.")
+    def readme() -> str:
+        return "# hi"
+
+    @server.resource("bin://logo")
+    def logo() -> bytes:
+        return b"\x89PNG"
+
+    @server.resource("data://search")
+    def search(query: dict[str, str]) -> dict[str, Any]:
+        return {"query": query}
+
+    @server.resource("user://{uid}/posts/{post}", mime_type="text/plain")
+    def post(uid: str, post: str, ctx: Context) -> str:
+        return f"{uid}/{post} for {ctx.method}"
+
+    @server.resource("missing://{name}")
+    def missing(name: str) -> str:
+        from jsonrpc_mcp import ResourceNotFound
+
+        raise ResourceNotFound(f"missing://{name}")
+
+    return server
+
+
+async def test_resources_and_templates() -> None:
+    async with Client.connect_server(good_resource_server(), **V) as client:
+        listed = {r.uri: r for r in await client.list_resources()}
+        assert set(listed) == {"text://readme", "bin://logo", "data://search"}
+        assert (listed["text://readme"].mime_type, listed["text://readme"].description) == ("text/markdown", "Read me.")
+        templates = await client.list_resource_templates()
+        assert [x.uri_template for x in templates] == ["user://{uid}/posts/{post}", "missing://{name}"]
+
+        text = (await client.read_resource("text://readme")).contents
+        assert [(c.uri, c.text, c.mime_type) for c in text] == [("text://readme", "# hi", "text/markdown")]
+        blob = (await client.read_resource("bin://logo")).contents[0]
+        assert blob.mime_type == "application/octet-stream" and base64.b64decode(blob.blob) == b"\x89PNG"  # type: ignore[arg-type]
+        found = (await client.read_resource("data://search?q=mcp&n=2")).contents[0]
+        assert found.mime_type == "application/json"
+        assert json.loads(found.text) == {"query": {"q": "mcp", "n": "2"}}  # type: ignore[arg-type]
+        templated = (await client.read_resource("user://ada%20l/posts/7")).contents[0]
+        assert (templated.uri, templated.text) == ("user://ada%20l/posts/7", "ada l/7 for resources/read")
+        for uri in ("user://ada/posts/", "user://a/b/posts/1", "nope://x", "missing://thing"):
+            with pytest.raises(RpcError) as info:
+                await client.read_resource(uri)
+            assert (info.value.code, info.value.data) == (-32002, {"uri": uri})
+
+
+async def test_subscriptions_and_unsubscribe() -> None:
+    server = good_resource_server()
+    updates: list[dict[str, Any]] = []
+
+    def on_notification(method: str, params: dict[str, Any]) -> None:
+        if method == "notifications/resources/updated":
+            updates.append(params)
+
+    async with Client.connect_server(server, on_notification=on_notification, **V) as client:
+        await client.subscribe("text://readme")
+        await client.subscribe("file:///project")
+        await server.notify_resource_updated("text://readme")
+        await server.notify_resource_updated("file:///project/src/a.py")  # under a subscribed URI
+        await server.notify_resource_updated("file:///projector")  # not under it
+        await server.notify_resource_updated("bin://logo")  # not subscribed
+        await client.ping()  # the notifications were written before the ping's answer
+        assert updates == [{"uri": "text://readme"}, {"uri": "file:///project/src/a.py"}]
+        await client.unsubscribe("text://readme")
+        await server.notify_resource_updated("text://readme")
+        await client.ping()
+        assert len(updates) == 2
+
+
+async def test_logging_set_level_and_broadcast() -> None:
+    server = Server("s")
+    logs: list[tuple[str, Any]] = []
+    async with (
+        Client.connect_server(server, on_log=lambda m: logs.append((m.level, m.data)), **V) as client,
+        Client.connect_server(server, **V) as other,
+    ):
+        await server.broadcast_log("debug", "too low")
+        await server.broadcast_log("notice", {"n": 1}, "svc")
+        await client.ping()
+        assert logs == [("notice", {"n": 1})]
+        await client.set_logging_level("debug")
+        await server.broadcast_log("debug", "now")
+        await client.ping()
+        assert logs[-1] == ("debug", "now")
+        with pytest.raises(InvalidParams):
+            await client.set_logging_level("verbose")
+        await other.ping()
+
+
+async def test_pagination_follows_cursors() -> None:
+    server = Server("paged", page_size=2)
+    for i in range(5):
+        server.add_tool(lambda: "x", name=f"tool{i}")
+
+    @server.prompt()
+    def p1() -> str:
+        return "1"
+
+    @server.prompt()
+    def p2() -> str:
+        return "2"
+
+    @server.prompt()
+    def p3() -> str:
+        return "3"
+
+    async with raw_server(server, version="2025-11-25") as peer:
+        pages: list[list[str]] = []
+        cursor: str | None = None
+        for i in range(10):
+            params = {"cursor": cursor} if cursor is not None else None
+            reply = await peer.call(request_frame(i, "tools/list", params))
+            pages.append([x["name"] for x in reply["result"]["tools"]])
+            cursor = reply["result"].get("nextCursor")
+            if cursor is None:
+                break
+        assert pages == [["tool0", "tool1"], ["tool2", "tool3"], ["tool4"]]
+        for bad in ("nope", "bzo6OTk=", "", "o:1"):
+            reply = await peer.call(request_frame("bad", "tools/list", {"cursor": bad}))
+            assert reply["error"]["code"] == -32602, bad
+    async with Client.connect_server(server, **V) as client:
+        assert [x.name for x in await client.list_tools()] == [f"tool{i}" for i in range(5)]
+        assert [x.name for x in await client.list_prompts()] == ["p1", "p2", "p3"]
+        with pytest.raises(InvalidParams):
+            await client.request("prompts/list", {"cursor": "garbage!"})
+
+
+def prompt_server() -> Server:
+    server = Server("prompts")
+
+    @server.prompt(title="Code review")
+    def review(code: str, language: Literal["python", "rust", "go"] = "python", strict: str = "no") -> list[Any]:
+        """Review some code.
+
+        Args:
+            code: the code to review
+            language: which language it is
+        """
+        return [
+            t.PromptMessage(role="user", content=t.TextContent(text=f"Review this {language}: {code}")),
+            t.PromptMessage(role="assistant", content=t.TextContent(text=f"strict={strict}")),
+        ]
+
+    @server.prompt(complete={"topic": lambda value, context: [f"{value}-{context.get('level', '?')}"]})
+    async def explain(topic: str, level: str) -> str:
+        return f"Explain {topic} at {level} level"
+
+    return server
+
+
+async def test_prompts_with_arguments() -> None:
+    async with Client.connect_server(prompt_server(), **V) as client:
+        prompts = {p.name: msgspec.to_builtins(p) for p in await client.list_prompts()}
+        assert prompts["review"] == {
+            "name": "review",
+            "title": "Code review",
+            "description": "Review some code.",
+            "arguments": [
+                {"name": "code", "description": "the code to review", "required": True},
+                {"name": "language", "description": "which language it is", "required": False},
+                {"name": "strict", "required": False},
+            ],
+        }
+        got = await client.get_prompt("review", {"code": "x = 1", "language": "rust"})
+        assert [(m.role, m.content.text) for m in got.messages] == [  # type: ignore[union-attr]
+            ("user", "Review this rust: x = 1"),
+            ("assistant", "strict=no"),
+        ]
+        assert got.description == "Review some code."
+        explained = await client.get_prompt("explain", {"topic": "MCP", "level": "basic"})
+        assert explained.messages[0].content.text == "Explain MCP at basic level"  # type: ignore[union-attr]
+        with pytest.raises(InvalidParams) as info:
+            await client.get_prompt("explain", {"topic": "MCP"})
+        assert info.value.message == "Missing required argument(s) for prompt explain: level"
+        with pytest.raises(InvalidParams) as bad:
+            await client.get_prompt("review", {"code": "x", "language": "cobol"})
+        assert "language" in bad.value.message
+        with pytest.raises(InvalidParams):
+            await client.get_prompt("nope")
+
+
+async def test_completion() -> None:
+    server = prompt_server()
+    calls: list[tuple[Any, ...]] = []
+
+    @server.resource("repo://{owner}/{name}")
+    def repo(owner: str, name: str) -> str:
+        return f"{owner}/{name}"
+
+    @server.completion()
+    def complete(ref: dict[str, Any], argument: str, value: str, context: dict[str, Any]) -> list[str]:
+        calls.append((ref, argument, value, context))
+        return [f"{value}{i}" for i in range(150)]
+
+    async with Client.connect_server(server, **V) as client:
+        assert client.server_capabilities.completions is not msgspec.UNSET
+        literal = await client.complete(t.PromptReference(name="review"), "language", "r")
+        assert literal.completion.values == ["rust"]
+        everything = await client.complete(t.PromptReference(name="review"), "language", "")
+        assert everything.completion.values == ["python", "rust", "go"]
+        local = await client.complete(t.PromptReference(name="explain"), "topic", "mc", {"level": "pro"})
+        assert local.completion.values == ["mc-pro"]
+        custom = await client.complete(t.ResourceTemplateReference(uri="repo://{owner}/{name}"), "owner", "ad")
+        assert custom.completion.values == [f"ad{i}" for i in range(100)]  # at most 100 values
+        assert (custom.completion.total, custom.completion.has_more) == (150, True)
+        assert calls == [({"type": "ref/resource", "uri": "repo://{owner}/{name}"}, "owner", "ad", {})]
+        with pytest.raises(InvalidParams):
+            await client.complete(t.PromptReference(name="nope"), "x", "")
+        with pytest.raises(InvalidParams):
+            await client.complete(t.ResourceTemplateReference(uri="nope://{x}"), "x", "")
+
+
+async def test_low_level_method_escape_hatch() -> None:
+    server = Server("s")
+    seen: list[Any] = []
+
+    @server.method("custom/echo")
+    def echo(ctx: Context, params: dict[str, Any] | None) -> dict[str, Any]:
+        seen.append((ctx.method, ctx.version))
+        return {"got": params}
+
+    @server.method("custom/slow")
+    async def slow(ctx: Context, params: dict[str, Any] | None) -> t.CallToolResult:
+        await anyio.lowlevel.checkpoint()
+        return t.CallToolResult(content=[t.TextContent(text="struct result")])
+
+    @server.method("custom/fail")
+    def fail(ctx: Context, params: Any) -> Any:
+        raise RpcError("custom failure", {"why": 1}, code=-32099)
+
+    @server.method("custom/gated", capability="prompts")
+    def gated(ctx: Context, params: Any) -> Any:  # pragma: no cover - never reached: not advertised
+        return {}
+
+    @server.method("tools/list")
+    def replaced(ctx: Context, params: Any) -> Any:
+        return {"tools": [], "replaced": True}
+
+    async with Client.connect_server(server, **V) as client:
+        assert await client.request("custom/echo", {"a": [1, 2]}) == {"got": {"a": [1, 2]}}
+        assert await client.request("custom/echo") == {"got": None}
+        assert seen == [("custom/echo", "2025-11-25")] * 2
+        slow_result = await client.request("custom/slow", None, t.CallToolResult)
+        assert slow_result.content[0].text == "struct result"  # type: ignore[union-attr]
+        with pytest.raises(RpcError) as info:
+            await client.request("custom/fail")
+        assert (info.value.code, info.value.message, info.value.data) == (-32099, "custom failure", {"why": 1})
+        with pytest.raises(MethodNotFound):
+            await client.request("custom/gated")
+        assert await client.request("tools/list") == {"tools": [], "replaced": True}
