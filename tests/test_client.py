@@ -1,0 +1,256 @@
+"""The client API: structured_data(), errors vs tool errors, client-side capability gating, era fallback,
+pagination safety. Some tests talk to a scripted fake server that records every frame it receives."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from typing import Any
+
+import anyio
+import msgspec
+import pytest
+from fixtures.everything import make_server
+
+from jsonrpc_mcp import (
+    Client,
+    InternalError,
+    InvalidParams,
+    MethodNotFound,
+    NoStructuredData,
+    RequestTimeout,
+    RpcError,
+    structured_data,
+)
+from jsonrpc_mcp import types as t
+from jsonrpc_mcp.transports.memory import memory_pair
+
+pytestmark = pytest.mark.anyio
+
+V = {"protocol_version": "2025-11-25"}
+
+
+class Point(msgspec.Struct):
+    x: int
+    y: int
+
+
+def text(value: str, mime: str | None = None) -> t.TextContent:
+    return t.TextContent(text=value, meta={"mimeType": mime} if mime else msgspec.UNSET)
+
+
+# --- structured_data -------------------------------------------------------------------------------------------
+
+
+def test_structured_content_comes_first() -> None:
+    blocks: list[t.ContentBlock] = [text('{"x": 9, "y": 9}', "application/json")]
+    result = t.CallToolResult(content=blocks, structured_content={"x": 1, "y": 2})
+    assert structured_data(result) == {"x": 1, "y": 2}
+    assert structured_data(result, Point) == Point(1, 2)
+
+
+def test_json_mime_block_before_merely_parseable_text() -> None:
+    result = t.CallToolResult(content=[text('"a json string"'), text('{"x": 3, "y": 4}', "application/json")])
+    assert structured_data(result, Point) == Point(3, 4)
+
+
+def test_first_parseable_text_block() -> None:
+    result = t.CallToolResult(
+        content=[t.ImageContent(data="AAAA", mime_type="image/png"), text("not json"), text('{"x": 5, "y": 6}')]
+    )
+    assert structured_data(result) == {"x": 5, "y": 6}
+    assert structured_data(result, Point) == Point(5, 6)
+
+
+def test_no_structured_data() -> None:
+    with pytest.raises(NoStructuredData):
+        structured_data(t.CallToolResult(content=[text("hello"), text("{broken")]))
+    with pytest.raises(NoStructuredData):
+        structured_data(t.CallToolResult(content=[]))
+
+
+def test_structured_data_validates_against_the_type() -> None:
+    with pytest.raises(msgspec.ValidationError):
+        structured_data(t.CallToolResult(content=[], structured_content={"x": "one", "y": 2}), Point)
+
+
+async def test_structured_data_from_a_real_tool() -> None:
+    async with Client.connect_server(make_server(), **V) as client:
+        result = await client.call_tool("add", {"a": 1, "b": 2})
+        assert structured_data(result) == {"result": 3}
+        assert structured_data(await client.call_tool("echo", {"text": "[1, 2]"})) == [1, 2]
+        with pytest.raises(NoStructuredData):
+            structured_data(await client.call_tool("echo", {"text": "plain words"}))
+
+
+# --- errors ----------------------------------------------------------------------------------------------------
+
+
+async def test_protocol_errors_raise_and_tool_errors_return() -> None:
+    async with Client.connect_server(make_server(), **V) as client:
+        with pytest.raises(InvalidParams) as unknown:
+            await client.call_tool("no-such-tool")
+        assert unknown.value.code == -32602 and unknown.value.message == "Unknown tool: no-such-tool"
+        failed = await client.call_tool("fail", {"message": "model, try again"})
+        assert failed.is_error is True
+        assert failed.content[0].text == "model, try again"  # type: ignore[union-attr]
+        bad_args = await client.call_tool("add", {"a": "x"})
+        assert bad_args.is_error is True
+        with pytest.raises(RpcError) as resource:
+            await client.read_resource("nope://")
+        assert (resource.value.code, resource.value.data) == (-32002, {"uri": "nope://"})
+        with pytest.raises(MethodNotFound):
+            await client.request("no/such/method")
+
+
+# --- a scripted fake server -------------------------------------------------------------------------------------
+
+Script = Callable[[dict[str, Any]], Any]  # request -> result dict, RpcError to raise, or None to stay silent
+
+
+@asynccontextmanager
+async def fake_server(script: Script) -> AsyncIterator[tuple[Any, list[dict[str, Any]]]]:
+    """Yields (client stream, frames received). Requests are answered by ``script``."""
+    ours, theirs = memory_pair()
+    received: list[dict[str, Any]] = []
+
+    async def run() -> None:
+        while True:
+            try:
+                frames = await theirs.receive()
+            except anyio.EndOfStream:
+                return
+            for frame in frames:
+                msg = json.loads(frame)
+                received.append(msg)
+                if "id" not in msg or "method" not in msg:
+                    continue
+                try:
+                    result = script(msg)
+                except RpcError as exc:
+                    error = {"code": exc.code, "message": exc.message}
+                    await theirs.send(json.dumps({"jsonrpc": "2.0", "id": msg["id"], "error": error}).encode())
+                    continue
+                if result is not None:
+                    await theirs.send(json.dumps({"jsonrpc": "2.0", "id": msg["id"], "result": result}).encode())
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(run)
+        try:
+            yield ours, received
+        finally:
+            tg.cancel_scope.cancel()
+            await ours.aclose()
+            await theirs.aclose()
+
+
+def handshake_only(capabilities: dict[str, Any], **more: Callable[[dict[str, Any]], Any]) -> Script:
+    def script(msg: dict[str, Any]) -> Any:
+        method = msg["method"]
+        if method == "initialize":
+            return {
+                "protocolVersion": msg["params"]["protocolVersion"],
+                "capabilities": capabilities,
+                "serverInfo": {"name": "fake", "version": "0"},
+            }
+        if method == "ping":
+            return {}
+        if method in more:
+            return more[method](msg)
+        raise MethodNotFound(f"Method not found: {method}")
+
+    return script
+
+
+def methods_sent(received: list[dict[str, Any]]) -> list[str]:
+    return [m["method"] for m in received if "method" in m]
+
+
+async def test_client_side_capability_gating_sends_nothing() -> None:
+    async with (
+        fake_server(handshake_only({"tools": {}})) as (stream, received),
+        Client.connect(stream, **V) as client,
+    ):
+        for call in (
+            client.list_prompts(),
+            client.get_prompt("x"),
+            client.list_resources(),
+            client.read_resource("a://b"),
+            client.subscribe("a://b"),
+            client.complete(t.PromptReference(name="p"), "a", ""),
+            client.set_logging_level("debug"),
+        ):
+            with pytest.raises(MethodNotFound):
+                await call
+        await client.ping()
+    assert methods_sent(received) == ["initialize", "notifications/initialized", "ping"]
+
+
+async def test_auto_era_falls_back_to_the_handshake() -> None:
+    """protocol_version="auto" probes server/discover; a handshake-only server's -32601 means initialize."""
+    async with (
+        fake_server(handshake_only({"tools": {}})) as (stream, received),
+        Client.connect(stream) as client,
+    ):
+        assert not client.stateless
+        assert client.protocol_version == "2025-11-25"
+    assert methods_sent(received) == ["server/discover", "initialize", "notifications/initialized"]
+    discover = received[0]
+    assert discover["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"] == "2026-07-28"
+
+
+async def test_pagination_stops_on_a_repeated_cursor() -> None:
+    pages = iter(range(100))
+
+    def tools_list(msg: dict[str, Any]) -> Any:
+        n = next(pages)
+        return {"tools": [{"name": f"t{n}", "inputSchema": {"type": "object"}}], "nextCursor": "same"}
+
+    async with (
+        fake_server(handshake_only({"tools": {}}, **{"tools/list": tools_list})) as (stream, received),
+        Client.connect(stream, **V) as client,
+    ):
+        tools = await client.list_tools()
+    assert [x.name for x in tools] == ["t0", "t1"]
+    lists = [m for m in received if m.get("method") == "tools/list"]
+    assert [m.get("params") for m in lists] == [None, {"cursor": "same"}]
+
+
+async def test_error_codes_map_to_exception_types() -> None:
+    def fail(msg: dict[str, Any]) -> Any:
+        code = msg["params"]["arguments"]["code"]
+        raise RpcError("boom", code=code)
+
+    async with (
+        fake_server(handshake_only({"tools": {}}, **{"tools/call": fail})) as (stream, _received),
+        Client.connect(stream, **V) as client,
+    ):
+        for code, kind in ((-32602, InvalidParams), (-32601, MethodNotFound), (-32603, InternalError)):
+            with pytest.raises(kind):
+                await client.call_tool("x", {"code": code})
+        with pytest.raises(RpcError) as other:
+            await client.call_tool("x", {"code": -32050})
+        assert type(other.value) is RpcError and other.value.code == -32050
+
+
+async def test_call_timeout_sends_a_cancellation() -> None:
+    async with (
+        fake_server(handshake_only({"tools": {}}, **{"tools/call": lambda msg: None})) as (stream, received),
+        Client.connect(stream, **V) as client,
+    ):
+        with pytest.raises(RequestTimeout):
+            await client.call_tool("slow", timeout=0.05)
+        await client.ping()  # the cancellation was written before the ping
+    call = next(m for m in received if m.get("method") == "tools/call")
+    cancel = next(m for m in received if m.get("method") == "notifications/cancelled")
+    assert cancel["params"] == {"requestId": call["id"], "reason": "Request timed out"}
+
+
+async def test_on_notification_sees_every_server_notification() -> None:
+    server = make_server()
+    seen: list[str] = []
+    async with Client.connect_server(server, on_notification=lambda m, p: seen.append(m), **V) as client:
+        await client.call_tool("progress", {"steps": 1}, progress=lambda *a: None)
+        await client.call_tool("log", {"level": "error", "message": "x"})
+    assert seen == ["notifications/progress", "notifications/message"]
