@@ -1,0 +1,270 @@
+"""ARCHITECTURE §3: the layer table, enforced on every module's imports (read with ``ast``, nothing executed).
+
+Imports point down (or sideways, within one layer) only; ``jsonrpc/`` never imports ``mcp/``; layers L0-L2 are
+sans-I/O and import no anyio (checked statically and by importing them in a subprocess where ``anyio`` cannot be
+imported). Imports inside ``if TYPE_CHECKING:`` blocks are annotations only and may point anywhere. Imports inside
+functions are real imports and count.
+
+A new module must be given a layer in :data:`LAYERS` (or fall under a prefix in :data:`PREFIX_LAYERS`).
+"""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGE = "jsonrpc_mcp"
+PACKAGE_DIR = ROOT / PACKAGE
+
+#: Modules (relative to the package) and their layer, from ARCHITECTURE §3 (and each new module's docstring).
+LAYERS: dict[str, int] = {
+    # the sub-package namespaces themselves hold no code and import nothing of ours
+    "jsonrpc": 0,
+    "mcp": 0,
+    # L0: standard library only
+    "errors": 0,
+    "jsonrpc.codes": 0,
+    # L1: + msgspec
+    "jsonrpc.wire": 1,
+    # L2: sans-I/O
+    "jsonrpc.protocol": 2,
+    "mcp.types": 2,
+    "mcp.methods": 2,
+    "mcp.versions": 2,
+    "mcp.lifecycle": 2,
+    "mcp.request_state": 2,
+    "mcp.pagination": 2,
+    "mcp.uri_template": 2,
+    "mcp.headers": 2,  # SEP-2243 header helpers: "L2: pure functions" (its docstring)
+    "transports.framing": 2,
+    # L3: the first anyio import
+    "jsonrpc.dispatch": 3,
+    "jsonrpc.streams": 3,
+    # L4: typed requests over a MessageStream
+    "mcp.context": 4,
+    "mcp.session": 4,
+    "mcp._groups": 4,
+    # L5: the public API
+    "mcp.server": 5,
+    "mcp.client": 5,
+    "mcp.tools": 5,
+    "mcp.signature": 5,
+    # L7: on top of everything
+    "": 7,  # the package __init__
+    "__main__": 7,
+    "cli": 7,
+    "checker": 7,  # golden transcript replay (its docstring: L7)
+}
+#: Everything under these prefixes (after the exact table above).
+PREFIX_LAYERS: list[tuple[str, int]] = [
+    ("transports", 6),
+    ("presentation", 7),
+    ("examples", 7),
+    ("testing", 7),
+]
+SANS_IO = 2  # L0 to L2: no anyio
+
+#: Known violations of the table: module -> why the test is expected to fail (strict: fixing it turns them red).
+KNOWN_UPWARD: dict[str, str] = {
+    "mcp.client": (
+        "Client.connect_stdio/connect_tcp/connect_unix/connect_http/connect_server import transports.* (L6) "
+        "from L5 (lazily, inside the functions); the connect helpers belong in L6/L7 or take a stream"
+    ),
+}
+
+
+@dataclass(frozen=True)
+class Import:
+    target: str  # relative module name ("" is the package), or an absolute third-party name with a leading "!"
+    line: int
+    type_checking: bool
+
+
+def layer_of(module: str) -> int | None:
+    if module in LAYERS:
+        return LAYERS[module]
+    for prefix, layer in PREFIX_LAYERS:
+        if module == prefix or module.startswith(prefix + "."):
+            return layer
+    return None
+
+
+@cache
+def modules() -> dict[str, Path]:
+    """Every module of the package, by name relative to it ("" for the package itself)."""
+    found: dict[str, Path] = {}
+    for path in sorted(PACKAGE_DIR.rglob("*.py")):
+        parts = list(path.relative_to(PACKAGE_DIR).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        found[".".join(parts)] = path
+    return found
+
+
+def _resolve(name: str) -> str:
+    """The longest known module that ``name`` (relative) denotes or sits in."""
+    known = modules()
+    while name and name not in known:
+        name = name.rpartition(".")[0]
+    return name
+
+
+def _is_type_checking(test: ast.expr) -> bool:
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
+
+
+@cache
+def imports_of(module: str) -> tuple[Import, ...]:
+    path = modules()[module]
+    tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+    is_package = path.name == "__init__.py"
+    package_parts = module.split(".") if module else []
+    if not is_package:
+        package_parts = package_parts[:-1]
+    found: list[Import] = []
+
+    def record(absolute: str, line: int, tc: bool) -> None:
+        if absolute == PACKAGE or absolute.startswith(PACKAGE + "."):
+            found.append(Import(_resolve(absolute[len(PACKAGE) + 1 :]), line, tc))
+        else:
+            found.append(Import("!" + absolute, line, tc))
+
+    def visit(node: ast.AST, tc: bool) -> None:
+        if isinstance(node, ast.If) and _is_type_checking(node.test):
+            for child in node.body:
+                visit(child, True)
+            for child in node.orelse:
+                visit(child, tc)
+            return
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                record(alias.name, node.lineno, tc)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package_parts[: len(package_parts) - (node.level - 1)] if node.level > 1 else package_parts
+                if node.level - 1 > len(package_parts):
+                    raise AssertionError(f"{module}: relative import beyond the package at line {node.lineno}")
+                absolute = ".".join([PACKAGE, *base, *([node.module] if node.module else [])])
+            else:
+                absolute = node.module or ""
+            for alias in node.names:
+                candidate = f"{absolute}.{alias.name}"
+                inner = candidate[len(PACKAGE) + 1 :] if candidate.startswith(PACKAGE + ".") else None
+                record(candidate if inner is not None and inner in modules() else absolute, node.lineno, tc)
+        for child in ast.iter_child_nodes(node):
+            visit(child, tc)
+
+    visit(tree, False)
+    return tuple(found)
+
+
+def upward_imports(module: str) -> list[str]:
+    own = layer_of(module)
+    assert own is not None
+    problems = []
+    for imp in imports_of(module):
+        if imp.type_checking or imp.target.startswith("!"):
+            continue
+        target_layer = layer_of(imp.target)
+        assert target_layer is not None, f"{imp.target} has no layer"
+        if target_layer > own:
+            problems.append(f"{module} (L{own}) line {imp.line} imports {imp.target or PACKAGE} (L{target_layer})")
+    return problems
+
+
+def test_the_import_walker_sees_what_it_should() -> None:
+    """The walker itself: relative imports resolve to modules, TYPE_CHECKING and lazy imports are told apart."""
+    server = {i.target: i for i in imports_of("mcp.server") if not i.target.startswith("!")}
+    assert {"errors", "jsonrpc.dispatch", "mcp.types", "mcp.session"} <= set(server)
+    client = [i for i in imports_of("mcp.client") if i.target.startswith("transports.")]
+    assert client and not any(i.type_checking for i in client)  # lazy, but real
+    stdio = [i for i in imports_of("transports.stdio") if i.target == "mcp.server"]
+    assert stdio and all(i.type_checking for i in stdio)
+    assert "!anyio" in {i.target for i in imports_of("jsonrpc.dispatch")}
+
+
+def test_every_module_has_a_layer() -> None:
+    unplaced = [name or "(package)" for name in modules() if layer_of(name) is None]
+    assert not unplaced, f"give these modules a layer in tests/test_layers.py (ARCHITECTURE §3): {unplaced}"
+
+
+def _module_params() -> list[object]:
+    params: list[object] = []
+    for name in modules():
+        marks = []
+        if name in KNOWN_UPWARD:
+            marks.append(pytest.mark.xfail(strict=True, reason=KNOWN_UPWARD[name]))
+        params.append(pytest.param(name, id=name or "(package)", marks=marks))
+    return params
+
+
+@pytest.mark.parametrize("module", _module_params())
+def test_imports_point_down(module: str) -> None:
+    if layer_of(module) is None:
+        pytest.skip("no layer (see test_every_module_has_a_layer)")
+    assert upward_imports(module) == []
+
+
+def test_jsonrpc_never_imports_mcp() -> None:
+    offenders = [
+        f"{name} line {imp.line} imports {imp.target}"
+        for name in modules()
+        if name == "jsonrpc" or name.startswith("jsonrpc.")
+        for imp in imports_of(name)
+        if not imp.type_checking and (imp.target == "mcp" or imp.target.startswith("mcp.") or imp.target == "")
+    ]
+    assert offenders == []
+
+
+def sans_io_modules() -> list[str]:
+    return sorted(name for name in modules() if (layer := layer_of(name)) is not None and layer <= SANS_IO)
+
+
+def test_sans_io_layers_import_no_anyio_statically() -> None:
+    offenders = [
+        f"{name} line {imp.line} imports {imp.target[1:]}"
+        for name in sans_io_modules()
+        for imp in imports_of(name)
+        if not imp.type_checking
+        and (imp.target in ("!anyio", "!trio", "!asyncio", "!socket") or imp.target.startswith("!anyio."))
+    ]
+    assert offenders == []
+
+
+IMPORT_WITHOUT_ANYIO = """
+import importlib, sys, types
+sys.modules["anyio"] = None  # any import of anyio now raises ImportError
+package = types.ModuleType({package!r})
+package.__path__ = [{path!r}]  # the real package __init__ (L7) imports everything; L0-L2 must not need it
+sys.modules[{package!r}] = package
+for name in {names!r}:
+    importlib.import_module({package!r} + "." + name)
+loaded = sorted(m for m in sys.modules if m.split(".")[0] in ("anyio", "trio"))
+assert loaded == ["anyio"], loaded
+print("ok", len({names!r}))
+"""
+
+
+def test_sans_io_layers_import_without_anyio() -> None:
+    names = [name for name in sans_io_modules() if name]
+    assert {"errors", "jsonrpc.wire", "mcp.types", "transports.framing"} <= set(names)
+    code = IMPORT_WITHOUT_ANYIO.format(package=PACKAGE, path=str(PACKAGE_DIR), names=names)
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == f"ok {len(names)}"
+
+
+def test_the_subprocess_check_would_catch_anyio() -> None:
+    """The same harness fails for a module that does need anyio (so a green result above means something)."""
+    code = IMPORT_WITHOUT_ANYIO.format(package=PACKAGE, path=str(PACKAGE_DIR), names=["jsonrpc.streams"])
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=ROOT)
+    assert proc.returncode != 0 and "anyio" in proc.stderr
