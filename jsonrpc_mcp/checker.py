@@ -63,6 +63,7 @@ __all__ = (
     "Case",
     "Exchange",
     "Observation",
+    "Timing",
     "CaseResult",
     "RuleResult",
     "Offer",
@@ -87,7 +88,9 @@ Level = Literal["must", "should", "choice"]
 
 SILENCE: Final = "(silence)"
 SERVER_REQUEST_ID: Final = "$SERVER_REQUEST_ID"
-DEFAULT_TIMEOUT: Final = 5.0
+DEFAULT_TIMEOUT: Final = 10.0
+DEFAULT_GRACE: Final = 2.0
+DEFAULT_STARTUP: Final = 30.0
 _LEVELS: Final = ("must", "should", "choice")
 _ESCAPE: Final = re.compile(rb"\\x([0-9a-fA-F]{2})")
 _IDENT: Final = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
@@ -103,6 +106,16 @@ DEFAULT_IGNORE: Final = (
     "result.ttlMs",
     "result.cacheScope",
 )
+
+
+@dataclass(frozen=True)
+class Timing:
+    """How long to wait. ``timeout``: for the sentinel's reply after an exchange's frames; ``grace``: after it, for
+    replies the expectation still names (slow tools); ``startup``: for the first reply on a fresh connection."""
+
+    timeout: float = DEFAULT_TIMEOUT
+    grace: float = DEFAULT_GRACE
+    startup: float = DEFAULT_STARTUP
 
 
 class TranscriptError(ValueError):
@@ -134,6 +147,8 @@ class Case:
     level: Level = "must"
     timeout: float | None = None
     level_set: bool = False
+    #: Transports the case applies to (``stdio``, ``http``); empty: all.
+    transports: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -305,6 +320,10 @@ def parse_transcript(path: Path, text: str | None = None) -> Transcript:
                 case.level_set = True
             elif key == "timeout":
                 case.timeout = float(value)
+            elif key == "transport":
+                case.transports.extend(value.split())
+                if not set(case.transports) <= {"stdio", "http"}:
+                    raise TranscriptError(f"{where}: transport is stdio and/or http")
             elif key not in ("note", "see"):
                 raise TranscriptError(f"{where}: unknown case directive {key!r}")
         elif session is None:
@@ -634,6 +653,7 @@ class Target(Protocol):
     """Something that can open a fresh connection per session."""
 
     description: str
+    kind: str  # "stdio" or "http": cases may be limited to one (# transport: stdio)
 
     def connect(self, session: Session) -> AbstractAsyncContextManager[Channel]: ...
 
@@ -662,6 +682,7 @@ class StdioTarget:
     command: Sequence[str]
     stderr: int | None = subprocess.DEVNULL
     description: str = ""
+    kind: str = "stdio"
 
     def __post_init__(self) -> None:
         if not self.description:
@@ -686,6 +707,7 @@ class HttpTarget:
     url: str
     description: str = ""
     headers: dict[str, str] = field(default_factory=dict)
+    kind: str = "http"
 
     def __post_init__(self) -> None:
         if not self.description:
@@ -727,23 +749,20 @@ class _HttpChannel:
             **self.base,
         }
         msg = _loads(frame)
-        if self.stateless:
-            version = STATELESS_VERSIONS[0]
-            if isinstance(msg, dict):
-                params = msg.get("params")
-                meta = params.get("_meta") if isinstance(params, dict) else None
-                if isinstance(meta, dict) and isinstance(meta.get(META_PROTOCOL_VERSION), str):
-                    version = meta[META_PROTOCOL_VERSION]
-                if isinstance(msg.get("method"), str):
-                    try:
-                        headers.update(standard_headers(msg["method"], params if isinstance(params, dict) else None))
-                    except (TypeError, ValueError):
-                        pass
-            headers["MCP-Protocol-Version"] = version
-            return headers
+        params = msg.get("params") if isinstance(msg, dict) else None
+        meta = params.get("_meta") if isinstance(params, dict) else None
+        modern = meta.get(META_PROTOCOL_VERSION) if isinstance(meta, dict) else None
         if self.session_id is not None:
             headers["Mcp-Session-Id"] = self.session_id
-        if self.version is not None:
+        if self.stateless or isinstance(modern, str):
+            # A 2026-07-28 request: the version header mirrors _meta, plus Mcp-Method / Mcp-Name (SEP-2243).
+            headers["MCP-Protocol-Version"] = modern if isinstance(modern, str) else STATELESS_VERSIONS[0]
+            if isinstance(msg, dict) and isinstance(msg.get("method"), str):
+                try:
+                    headers.update(standard_headers(msg["method"], params if isinstance(params, dict) else None))
+                except (TypeError, ValueError):
+                    pass
+        elif self.version is not None:
             headers["MCP-Protocol-Version"] = self.version
         return headers
 
@@ -757,6 +776,10 @@ class _HttpChannel:
             await self.send(frame)
 
     async def _post(self, frame: bytes, started: anyio.Event) -> None:
+        msg = _loads(frame)
+        ident = msg.get("id") if isinstance(msg, dict) else None
+        sentinel = isinstance(ident, str) and ident.startswith("sentinel-")
+        out: list[bytes] = []
         try:
             async with self.client.stream("POST", self.url, content=frame, headers=self._headers(frame)) as resp:
                 sid = resp.headers.get("mcp-session-id")
@@ -767,20 +790,32 @@ class _HttpChannel:
                     started.set()
                     async for data in _sse_data(resp.aiter_lines()):
                         self._learn(data.encode())
-                        await self.send_q.send(data.encode())
-                    return
-                body = await resp.aread()
-                if ctype == "application/json" and body.strip():
-                    self._learn(body)
-                    await self.send_q.send(body.strip())
-                elif resp.status_code >= 300 or body.strip():
-                    shown = body[:120].decode(errors="replace")
-                    await self.send_q.send(f"HTTP {resp.status_code} {ctype or '-'} {shown}".encode())
-                started.set()
+                        if not sentinel:
+                            await self._put(data.encode())
+                else:
+                    body = (await resp.aread()).strip()
+                    if ctype == "application/json" and body:
+                        self._learn(body)
+                        out.append(body)
+                    elif resp.status_code >= 300 or body:
+                        shown = body[:120].decode(errors="replace")
+                        out.append(f"HTTP {resp.status_code} {ctype or '-'} {shown}".encode())
         except Exception as exc:  # reported as a frame: the comparison says what went wrong
-            await self.send_q.send(f"HTTP request failed: {type(exc).__name__}: {exc}".encode())
+            out.append(f"HTTP request failed: {type(exc).__name__}: {exc}".encode())
         finally:
+            if sentinel:
+                # Whatever the sentinel's POST got (even an id-less 400 before initialize), it is over: over HTTP
+                # each POST carries its own answers, so its end is the point the runner waits for.
+                out = [json.dumps({"jsonrpc": "2.0", "id": ident, "result": {}}).encode()]
+            for item in out:
+                await self._put(item)
             started.set()
+
+    async def _put(self, frame: bytes) -> None:
+        try:
+            await self.send_q.send(frame)
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+            pass  # the session is over
 
     def _learn(self, frame: bytes) -> None:
         msg = _loads(frame)
@@ -846,8 +881,10 @@ class Offer:
             return f"the server lists no resource {name}"
         if kind == "capability":
             source = self.stateless if session.kind == "stateless" else self.handshake
-            caps = (source or {}).get("capabilities") or {}
-            if name not in caps:
+            value: Any = (source or {}).get("capabilities") or {}
+            for part in name.split("."):  # resources.subscribe: the sub-capability must be there and not false
+                value = value.get(part) if isinstance(value, dict) else None
+            if value is None or value is False:
                 return f"the server does not advertise the {name} capability"
         if kind not in ("tool", "prompt", "resource", "capability"):
             return f"unknown requirement {need!r}"
@@ -903,14 +940,15 @@ async def _list_all(channel: Channel, method: str, key: str, meta: dict[str, Any
     return items
 
 
-async def probe(target: Target, *, timeout: float = DEFAULT_TIMEOUT) -> Offer:
+async def probe(target: Target, *, timing: Timing = Timing()) -> Offer:
     """Learn what ``target`` offers: a handshake (initialize, the three lists) and a ``server/discover``."""
     offer = Offer()
+    timeout = timing.timeout
     session = Session("initialize", HANDSHAKE_VERSIONS[0], {}, [])
     try:
         async with target.connect(session) as channel:
             await channel.send(_handshake_frame("probe-init", HANDSHAKE_VERSIONS[0], {}))
-            reply = await _await_reply(channel, "probe-init", timeout)
+            reply = await _await_reply(channel, "probe-init", timing.startup)
             if isinstance(reply.get("result"), dict):
                 offer.handshake = reply["result"]
                 await channel.send(_INITIALIZED)
@@ -937,7 +975,7 @@ async def probe(target: Target, *, timeout: float = DEFAULT_TIMEOUT) -> Offer:
                 "params": {"_meta": _stateless_meta()},
             }
             await channel.send(json.dumps(frame).encode())
-            reply = await _await_reply(channel, "probe-discover", timeout)
+            reply = await _await_reply(channel, "probe-discover", timing.startup)
             result = reply.get("result")
             if isinstance(result, dict) and STATELESS_VERSIONS[0] in (result.get("supportedVersions") or []):
                 offer.stateless = result
@@ -994,6 +1032,7 @@ async def _run_exchange(
     state: dict[str, Any],
     masks: Sequence[str],
     timeout: float,
+    grace: float,
 ) -> tuple[list[bytes], str | None]:
     placeholder = SERVER_REQUEST_ID.encode()
     frames = [f.replace(placeholder, json.dumps(state.get("request_id")).encode()) for f in exchange.send]
@@ -1002,26 +1041,38 @@ async def _run_exchange(
     need = Counter(frame_key(f) for f in exchange.expect)
     got: list[bytes] = []
     seen = False
-    problem = None
-    with anyio.move_on_after(timeout) as scope:
-        while not (seen and (not +need or len(got) >= len(exchange.expect))):
+
+    def done() -> bool:
+        return seen and (not +need or len(got) >= len(exchange.expect))
+
+    async def collect() -> str | None:
+        nonlocal seen
+        while not done():
             try:
                 frame = await channel.receive()
             except (anyio.EndOfStream, anyio.BrokenResourceError, anyio.ClosedResourceError):
-                problem = "the server closed the connection"
-                break
+                return "the server closed the connection"
             if _reply_id(frame) == ident:
                 seen = True
-                continue
+                return None
             msg = _loads(frame)
             if isinstance(msg, dict) and isinstance(msg.get("method"), str) and "id" in msg:
                 state["request_id"] = msg["id"]
             frame = apply_masks(frame, masks)
             need[frame_key(frame)] -= 1
             got.append(frame)
+        return None
+
+    with anyio.move_on_after(timeout) as scope:
+        problem = await collect()
     if scope.cancelled_caught:
-        waiting = "the sentinel's reply" if not seen else "; ".join(k[0] + " " + k[1] for k in +need)
-        problem = f"timed out after {timeout:g} s waiting for {waiting}"
+        return got, f"timed out after {timeout:g} s waiting for the sentinel's reply"
+    if problem is None and not done():
+        with anyio.move_on_after(grace) as scope:
+            problem = await collect()
+        if scope.cancelled_caught:
+            waiting = "; ".join(f"{kind} {what}".strip() for kind, what in +need)
+            problem = f"waited {grace:g} s after the sentinel's reply for {waiting}"
     return got, problem
 
 
@@ -1064,7 +1115,7 @@ async def observe(
     *,
     offer: Offer | None = None,
     revisions: Sequence[str] | None = None,
-    timeout: float = DEFAULT_TIMEOUT,
+    timing: Timing = Timing(),
     concurrency: int = 4,
 ) -> dict[str, Observation]:
     """Replay ``transcript`` against ``target``; returns what was observed per case name."""
@@ -1073,7 +1124,7 @@ async def observe(
 
     async def run_session(session: Session) -> None:
         async with limiter:
-            await _observe_session(transcript, session, target, offer, revisions, timeout, out)
+            await _observe_session(transcript, session, target, offer, revisions, timing, out)
 
     async with anyio.create_task_group() as tg:
         for session in transcript.sessions:
@@ -1087,7 +1138,7 @@ async def _observe_session(
     target: Target,
     offer: Offer | None,
     revisions: Sequence[str] | None,
-    timeout: float,
+    timing: Timing,
     out: dict[str, Observation],
 ) -> None:
     skip = _session_skip(session, offer, revisions)
@@ -1097,10 +1148,12 @@ async def _observe_session(
         return
     sentinels = _Sentinels()
     state: dict[str, Any] = {}
+    first = True  # the first reply on a connection may wait for the server to start
     try:
         async with target.connect(session) as channel:
             if session.kind == "initialize":
-                why = await _handshake(channel, session, timeout)
+                why = await _handshake(channel, session, timing.startup)
+                first = False
                 if why is not None:
                     for case in session.cases:
                         out[case.name] = Observation(None, skipped=why)
@@ -1110,6 +1163,12 @@ async def _observe_session(
                 if broken is not None:
                     out[case.name] = Observation(None, problem=broken)
                     continue
+                if case.transports and target.kind not in case.transports:
+                    only = " and ".join(case.transports)
+                    out[case.name] = Observation(
+                        None, skipped=f"a {only} rule (the {target.kind} transport has its own)"
+                    )
+                    continue
                 if offer is not None:
                     why = next((m for n in (*transcript.needs, *case.needs) if (m := offer.missing(n, session))), None)
                     if why is not None:
@@ -1118,8 +1177,11 @@ async def _observe_session(
                 frames: list[list[bytes]] = []
                 problem = None
                 for exchange in case.exchanges:
+                    timeout = timing.startup if first else timing.timeout
+                    grace = case.timeout or timing.grace
+                    first = False
                     got, problem = await _run_exchange(
-                        channel, session, exchange, sentinels, state, case.mask, case.timeout or timeout
+                        channel, session, exchange, sentinels, state, case.mask, timeout, grace
                     )
                     frames.append(got)
                     if problem is not None:
@@ -1211,12 +1273,12 @@ async def replay(
     mode: Mode = "exact",
     offer: Offer | None = None,
     revisions: Sequence[str] | None = None,
-    timeout: float = DEFAULT_TIMEOUT,
+    timing: Timing = Timing(),
     concurrency: int = 4,
 ) -> tuple[RuleResult, dict[str, Observation]]:
     """Observe and judge one transcript."""
     observed = await observe(
-        transcript, target, offer=offer, revisions=revisions, timeout=timeout, concurrency=concurrency
+        transcript, target, offer=offer, revisions=revisions, timing=timing, concurrency=concurrency
     )
     return judge(transcript, observed, mode), observed
 
@@ -1315,20 +1377,20 @@ async def run_check(
     transcripts: Sequence[Transcript] | None = None,
     mode: Mode = "semantic",
     revisions: Sequence[str] | None = None,
-    timeout: float = DEFAULT_TIMEOUT,
+    timing: Timing = Timing(),
     concurrency: int = 4,
     use_probe: bool = True,
 ) -> tuple[list[RuleResult], Offer | None]:
     """Replay every transcript against ``target`` (what it offers probed first, unless ``use_probe`` is false)."""
     files = list(transcripts) if transcripts is not None else load_transcripts()
-    offer = await probe(target, timeout=timeout) if use_probe else None
+    offer = await probe(target, timing=timing) if use_probe else None
     results: dict[str, RuleResult] = {}
     limiter = anyio.CapacityLimiter(max(1, concurrency))
 
     async def one(t: Transcript) -> None:
         async with limiter:
             result, _ = await replay(
-                t, target, mode=mode, offer=offer, revisions=revisions, timeout=timeout, concurrency=1
+                t, target, mode=mode, offer=offer, revisions=revisions, timing=timing, concurrency=1
             )
             results[t.name] = result
 
@@ -1360,7 +1422,15 @@ def add_check_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--mode", choices=("semantic", "exact"), default="semantic")
     parser.add_argument("--transcripts", type=Path, help="the transcript folder (default: conformance/transcripts)")
     parser.add_argument("-k", "--only", action="append", help="only transcript files whose name contains this")
-    parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT, help="seconds per exchange (default 5)")
+    parser.add_argument(
+        "--timeout", type=float, default=DEFAULT_TIMEOUT, help="seconds to wait for the sentinel's reply (default 10)"
+    )
+    parser.add_argument(
+        "--grace", type=float, default=DEFAULT_GRACE, help="seconds to wait after it for replies still owed (default 2)"
+    )
+    parser.add_argument(
+        "--startup", type=float, default=DEFAULT_STARTUP, help="seconds for a fresh server's first reply (default 30)"
+    )
     parser.add_argument("--jobs", type=int, default=4, help="sessions run at once (default 4)")
     parser.add_argument("--stderr", action="store_true", help="let the server's stderr through")
     parser.add_argument("-V", "--all-cases", action="store_true", help="list passing cases too")
@@ -1396,7 +1466,7 @@ def run_check_command(args: argparse.Namespace) -> int:
             transcripts=files,
             mode=args.mode,
             revisions=args.revision,
-            timeout=args.timeout,
+            timing=Timing(args.timeout, args.grace, args.startup),
             concurrency=args.jobs,
         )
     )

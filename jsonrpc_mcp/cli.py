@@ -6,6 +6,7 @@
     jsonrpc-mcp list  (--tcp HOST:PORT | --unix PATH | --url URL | -- COMMAND...)
     jsonrpc-mcp call  (--tcp HOST:PORT | --unix PATH | --url URL) METHOD [NAME] [JSON]
     jsonrpc-mcp call  -- COMMAND... METHOD [NAME] [JSON]
+    jsonrpc-mcp check (--url URL | -- COMMAND...) [--revision REV] [--json]
 
 ``APP`` is ``module:attribute`` or ``path/to/file.py[:attribute]`` naming a :class:`~jsonrpc_mcp.Server` (or a
 function returning one); without it the knowledge server is served. Results are printed as JSON on stdout;
@@ -117,6 +118,11 @@ def _parser() -> argparse.ArgumentParser:
         target.add_argument("--url", metavar="URL", help="Streamable HTTP endpoint")
         cmd.add_argument("rest", nargs=argparse.REMAINDER, help="[-- COMMAND...] METHOD [NAME] [JSON]")
         cmd.add_argument("--timeout", type=float, default=60.0)
+
+    from .checker import add_check_arguments
+
+    check = sub.add_parser("check", help="replay the golden wire transcripts against a server, rule by rule")
+    add_check_arguments(check)
     return parser
 
 
@@ -127,6 +133,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command == "serve":
             return _serve(args)
+        if args.command == "check":
+            from .checker import run_check_command
+
+            return run_check_command(args)
         return anyio.run(_client_command, args)
     except KeyboardInterrupt:
         return 130
