@@ -257,34 +257,54 @@ def tool_error(
 
 # --- schemas ------------------------------------------------------------------------------------------------
 
+
 def output_schema(*kinds: type[Payload]) -> dict[str, Any]:
     """The ``outputSchema`` of a tool answering with ``kinds`` (plus ``needsInput:v1`` and ``toolError:v1``).
 
     The root is an object (2025-06-18 requires it) with one ``anyOf`` branch per kind, each pinning its
-    ``kind`` constant. A field that is always emitted (it has a default other than UNSET) is required.
+    ``kind`` constant. A field that is always emitted (required, or with a default other than UNSET in a Struct
+    that does not omit defaults) is required in the schema, in nested records too.
     """
     every = tuple(dict.fromkeys((*kinds, NeedsInput, ToolErrorPayload)))
     union: Any = every[0] if len(every) == 1 else Union[every]  # noqa: UP007 - a runtime union of a tuple
     schema = schema_for(union)
-    classes = _wire_classes(_Wire)
+    structs: dict[str, msgspec.inspect.StructType] = {}
+    _collect(msgspec.inspect.type_info(union), structs)
     for name, definition in schema.get("$defs", {}).items():
-        cls = classes.get(name)
-        if cls is None or definition.get("type") != "object":
+        info = structs.get(name)
+        if info is None or definition.get("type") != "object":
             continue
-        always = {f.encode_name for f in msgspec.structs.fields(cls) if f.default is not UNSET}
-        if cls.__struct_config__.tag_field:
-            always.add(cls.__struct_config__.tag_field)
-        definition["required"] = sorted(set(definition.get("required", ())) | always)
+        keeps = not info.cls.__struct_config__.omit_defaults
+        emitted = [f for f in info.fields if f.required or (keeps and _has_default(f))]
+        always = {f.encode_name for f in emitted}
+        if info.tag_field:
+            always.add(info.tag_field)
+        definition["required"] = sorted(always)
     schema.pop("discriminator", None)
     return {"type": "object", **schema}
 
 
-def _wire_classes(base: type[_Wire]) -> dict[str, type[_Wire]]:
-    found: dict[str, type[_Wire]] = {}
-    for sub in base.__subclasses__():
-        found[sub.__name__] = sub
-        found.update(_wire_classes(sub))
-    return found
+def _has_default(f: msgspec.inspect.Field) -> bool:
+    """A real default (an UNSET default shows as none at all: such a field is left out when unset)."""
+    return f.default is not msgspec.NODEFAULT or f.default_factory is not msgspec.NODEFAULT
+
+
+def _collect(node: msgspec.inspect.Type, found: dict[str, msgspec.inspect.StructType]) -> None:
+    if isinstance(node, msgspec.inspect.StructType):
+        if node.cls.__name__ in found:
+            return
+        found[node.cls.__name__] = node
+        children = [f.type for f in node.fields]
+    elif isinstance(node, msgspec.inspect.UnionType):
+        children = list(node.types)
+    elif isinstance(node, (msgspec.inspect.ListType, msgspec.inspect.SetType, msgspec.inspect.VarTupleType)):
+        children = [node.item_type]
+    elif isinstance(node, msgspec.inspect.DictType):
+        children = [node.value_type]
+    else:
+        return
+    for child in children:
+        _collect(child, found)
 
 
 def kind_of(payload: Payload | type[Payload]) -> str:

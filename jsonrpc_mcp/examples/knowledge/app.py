@@ -1,0 +1,95 @@
+"""What the tools, resources and prompts share: the store, run off the event loop, and change notifications (L7).
+
+Store calls are short blocking SQLite calls; :meth:`Knowledge.call` runs them on a worker thread with
+``anyio.to_thread.run_sync`` (not abandoned on cancellation, so a write that started always finishes and is
+reported consistently), which keeps the event loop free while SQLite waits for the disk or another writer's lock.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Final, TypeVar
+
+import anyio.to_thread
+
+from ...errors import InternalError
+from ...mcp.server import Server
+from ...presentation import ErrorCode, ToolFailure
+from .db import KnowledgeStoreError
+from .models import TABLE_RESOURCES, ChangeType
+from .store import KnowledgeStore, StoreConflict, StoreNotFound, StoreUnavailable, Write
+
+__all__ = ("Knowledge", "ENTRIES", "TRIPLES", "HISTORY", "ENTRY_TEMPLATE", "CHANGED_IDS_MAX", "entry_uri")
+
+T = TypeVar("T")
+
+ENTRIES: Final = "knowledge://entries"
+TRIPLES: Final = "knowledge://graph/triples"
+HISTORY: Final = "knowledge://history/transactions"
+ENTRY_TEMPLATE: Final = "knowledge://entries/{id}"
+#: At most this many ids in one change notification (``changed_count`` has the full number).
+CHANGED_IDS_MAX: Final = 50
+
+
+def entry_uri(entry_id: int) -> str:
+    return f"{ENTRIES}/{entry_id}"
+
+
+@dataclass(slots=True)
+class Knowledge:
+    server: Server
+    store: KnowledgeStore
+
+    async def call(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """Run a store method for a tool; store failures become ``toolError:v1`` (:class:`ToolFailure`)."""
+        try:
+            return await anyio.to_thread.run_sync(functools.partial(fn, *args, **kwargs))
+        except StoreNotFound as exc:
+            raise ToolFailure(
+                ErrorCode.NOT_FOUND, f"No {exc.what} has id {exc.ident}.", details={exc.what: exc.ident}
+            ) from None
+        except StoreConflict as exc:
+            raise ToolFailure(ErrorCode.CONFLICT, exc.message, details=exc.details) from None
+        except StoreUnavailable as exc:
+            message = (
+                "The knowledge database is busy; try again shortly."
+                if exc.retryable
+                else "The knowledge database could not complete the request."
+            )
+            raise ToolFailure(ErrorCode.DEPENDENCY_ERROR, message, retryable=exc.retryable) from None
+        except KnowledgeStoreError:
+            raise ToolFailure(ErrorCode.DEPENDENCY_ERROR, "The knowledge database is not available.") from None
+
+    async def read(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """Run a store read for a resource or prompt; a store failure is a JSON-RPC internal error."""
+        try:
+            return await anyio.to_thread.run_sync(functools.partial(fn, *args, **kwargs))
+        except (StoreUnavailable, KnowledgeStoreError):
+            raise InternalError("The knowledge database is not available") from None
+
+    async def publish(self, write: Write[Any], history_ids: Sequence[int] = ()) -> None:
+        """Tell subscribers what a committed write changed: one ``notifications/resources/updated`` per
+        collection and change type, with ``resource_uri``, ``tx_id``, ``change_type`` and ``changed_ids`` in
+        its ``_meta``; and one for ``knowledge://history/transactions``."""
+        if write.tx_id is None:
+            return
+        groups: dict[tuple[str, ChangeType], list[int]] = {}
+        for change in write.changes:
+            ids = groups.setdefault((TABLE_RESOURCES[change.table], change.change_type), [])
+            if change.row_id not in ids:
+                ids.append(change.row_id)
+        for (uri, change_type), ids in groups.items():
+            await self._notify(uri, write.tx_id, change_type, ids)
+        await self._notify(HISTORY, write.tx_id, "upsert", [write.tx_id, *history_ids])
+
+    async def _notify(self, uri: str, tx_id: int, change_type: ChangeType, ids: list[int]) -> None:
+        meta = {
+            "resource_uri": uri,
+            "tx_id": tx_id,
+            "change_type": change_type,
+            "changed_ids": ids[:CHANGED_IDS_MAX],
+            "changed_count": len(ids),
+        }
+        await self.server.notify_resource_updated(uri, meta=meta)

@@ -1,0 +1,181 @@
+"""The knowledge server's resources: three paginated collections and one entry by id (L7).
+
+``knowledge://entries``, ``knowledge://graph/triples`` and ``knowledge://history/transactions`` read as
+``{"resource_uri", "as_of_tx_id", "items", "next_cursor"}`` (``next_cursor`` is null on the last page), items in
+ascending id order so pages stay stable while writes go on. URI query parameters: ``limit`` (1-200, default
+50) and ``cursor`` (opaque, from ``next_cursor``); ``knowledge://entries`` also filters with ``topic``,
+``text``, ``tags`` (comma-separated) and ``min_confidence``. A cursor we did not issue, or one used with other
+filters or on another collection, is invalid params (-32602). ``knowledge://entries/{id}`` reads one entry as
+``{"resource_uri", "as_of_tx_id", "item"}``.
+
+The schema version of these documents is in each resource's ``_meta`` as ``{"version": "1"}``.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+from typing import Any, Final
+
+import msgspec
+
+from ...errors import InvalidParams, ResourceNotFound
+from ...mcp.server import Server
+from .app import ENTRIES, ENTRY_TEMPLATE, HISTORY, TRIPLES, Knowledge, entry_uri
+from .store import SearchFilters, normalize_tags, search_terms
+
+__all__ = (
+    "register_resources",
+    "encode_cursor",
+    "decode_cursor",
+    "entry_filters",
+    "RESOURCE_VERSION",
+    "DEFAULT_LIMIT",
+    "MAX_LIMIT",
+)
+
+RESOURCE_VERSION: Final = "1"
+DEFAULT_LIMIT: Final = 50
+MAX_LIMIT: Final = 200
+_META: Final = {"version": RESOURCE_VERSION}
+
+
+def _digest(table: str, filters: SearchFilters | None) -> str:
+    key = f"{table}|{filters.key() if filters is not None else ''}"
+    return hashlib.sha256(key.encode()).hexdigest()[:12]
+
+
+def encode_cursor(table: str, after: int, filters: SearchFilters | None = None) -> str:
+    """An opaque cursor: the last id seen, bound to the collection and its filters."""
+    raw = f"v1:{table}:{after}:{_digest(table, filters)}".encode()
+    return base64.urlsafe_b64encode(raw).decode("ascii").rstrip("=")
+
+
+def decode_cursor(cursor: str, table: str, filters: SearchFilters | None = None) -> int:
+    """The last id seen; :class:`InvalidParams` (-32602) for anything we did not issue for these filters."""
+    try:
+        text = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode("ascii")
+    except (binascii.Error, UnicodeError, ValueError):
+        raise InvalidParams("Invalid params: invalid cursor", {"cursor": cursor}) from None
+    parts = text.split(":")
+    if (
+        len(parts) != 4
+        or parts[0] != "v1"
+        or parts[1] != table
+        or not parts[2].isdigit()
+        or parts[3] != _digest(table, filters)
+    ):
+        raise InvalidParams("Invalid params: invalid cursor", {"cursor": cursor})
+    return int(parts[2])
+
+
+def _limit(query: dict[str, str]) -> int:
+    value = query.get("limit")
+    if value is None:
+        return DEFAULT_LIMIT
+    if not value.isdigit() or int(value) < 1:
+        raise InvalidParams(f"Invalid params: limit must be a positive integer (at most {MAX_LIMIT})", {"limit": value})
+    return min(int(value), MAX_LIMIT)
+
+
+def _confidence(value: str | None) -> float | None:
+    if value is None:
+        return None
+    try:
+        number = float(value)
+    except ValueError:
+        number = -1.0
+    if not 0 <= number <= 1:
+        raise InvalidParams("Invalid params: min_confidence must be a number from 0 to 1", {"min_confidence": value})
+    return number
+
+
+def entry_filters(query: dict[str, str]) -> SearchFilters:
+    """The ``knowledge://entries`` filters in a URI's query parameters."""
+    return SearchFilters(
+        topic=(query.get("topic") or "").strip() or None,
+        terms=search_terms(query.get("text")),
+        tags=tuple(normalize_tags((query.get("tags") or "").split(","))),
+        min_confidence=_confidence(query.get("min_confidence")),
+    )
+
+
+def _page(uri: str, as_of: int, items: list[Any], next_cursor: str | None) -> dict[str, Any]:
+    return {
+        "resource_uri": uri,
+        "as_of_tx_id": as_of,
+        "items": msgspec.to_builtins(items),
+        "next_cursor": next_cursor,
+    }
+
+
+def register_resources(kb: Knowledge) -> None:
+    server: Server = kb.server
+
+    async def read_page(uri: str, table: str, query: dict[str, str], filters: SearchFilters | None) -> dict[str, Any]:
+        limit = _limit(query)
+        cursor = query.get("cursor")
+        after = decode_cursor(cursor, table, filters) if cursor else 0
+        items, more, as_of = await kb.read(kb.store.page, table, after, limit, filters)
+        nxt = encode_cursor(table, items[-1].id, filters) if more and items else None
+        return _page(uri, as_of, items, nxt)
+
+    @server.resource(
+        ENTRIES,
+        name="entries",
+        title="Knowledge entries",
+        description="Every entry, oldest first, a page at a time. Query parameters: limit (1-200), cursor, "
+        "topic, text, tags (comma-separated), min_confidence. Subscribe to hear of committed changes.",
+        mime_type="application/json",
+        meta=_META,
+    )
+    async def entries(query: dict[str, str]) -> dict[str, Any]:
+        return await read_page(ENTRIES, "entries", query, entry_filters(query))
+
+    @server.resource(
+        TRIPLES,
+        name="triples",
+        title="Knowledge graph triples",
+        description="Every relation (subject, predicate, object), oldest first. Query parameters: limit, cursor.",
+        mime_type="application/json",
+        meta=_META,
+    )
+    async def triples(query: dict[str, str]) -> dict[str, Any]:
+        return await read_page(TRIPLES, "triples", query, None)
+
+    @server.resource(
+        HISTORY,
+        name="transactions",
+        title="Transaction history",
+        description="Every committed write, oldest first, with what it changed and whether it was undone. "
+        "Query parameters: limit, cursor.",
+        mime_type="application/json",
+        meta=_META,
+    )
+    async def transactions(query: dict[str, str]) -> dict[str, Any]:
+        return await read_page(HISTORY, "transactions", query, None)
+
+    @server.resource(
+        ENTRY_TEMPLATE,
+        name="entry",
+        title="One knowledge entry",
+        description="One entry by id, as {resource_uri, as_of_tx_id, item}.",
+        mime_type="application/json",
+        meta=_META,
+    )
+    async def entry(id: str) -> dict[str, Any]:
+        uri = f"{ENTRIES}/{id}"
+        if not id.isdigit():
+            raise ResourceNotFound(uri)
+        found, as_of = await kb.read(kb.store.get_entry, int(id))
+        if found is None:
+            raise ResourceNotFound(uri)
+        return {"resource_uri": entry_uri(found.id), "as_of_tx_id": as_of, "item": msgspec.to_builtins(found)}
+
+    @server.completion()
+    async def complete(ref: dict[str, Any], argument: str, value: str, context: dict[str, Any]) -> list[str]:
+        if ref.get("type") == "ref/resource" and ref.get("uri") == ENTRY_TEMPLATE and argument == "id":
+            recent, _, _ = await kb.read(kb.store.page, "entries", 0, MAX_LIMIT, None)
+            return [str(e.id) for e in recent if str(e.id).startswith(value)]
+        return []

@@ -1,0 +1,537 @@
+"""The knowledge server's tools: store, update, query, delete, relate, query_graph, undo, history (L7).
+
+Each tool gathers and checks its input first (asking through elicitation, or answering ``needsInput:v1``), and
+writes last: in the 2026-07-28 stateless era a tool that elicits runs again from the start when the answer
+comes back, so nothing may have been written by then.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Final
+from urllib.parse import urlencode
+
+import msgspec
+from msgspec import UNSET
+
+from ...mcp import types as t
+from ...mcp.context import Context
+from ...presentation import (
+    ErrorCode,
+    Format,
+    InputField,
+    InputOption,
+    NeedsInput,
+    Presented,
+    ToolFailure,
+    ask,
+    presented_tool,
+)
+from .app import ENTRIES, HISTORY, Knowledge, entry_uri
+from .models import Entry
+from .store import SearchFilters, normalize_tags, search_terms
+from .views import (
+    EntryDeleted,
+    EntrySearchResults,
+    EntryStored,
+    EntryUpdated,
+    GraphResults,
+    SearchEcho,
+    TransactionHistory,
+    TripleRelated,
+    UndoResult,
+)
+
+__all__ = ("register_tools",)
+
+_encode: Final = msgspec.json.Encoder().encode
+_EMBEDDED_MAX: Final = 3
+_EMBED_SIZE: Final = 2000
+
+TopicArg = Annotated[str, msgspec.Meta(max_length=200, description="What the fact is about, e.g. 'python/gil'.")]
+ContentArg = Annotated[str, msgspec.Meta(max_length=20_000, description="The fact itself, in a sentence or two.")]
+ConfidenceArg = Annotated[float, msgspec.Meta(ge=0, le=1, description="How sure the fact is, 0 to 1.")]
+TagsArg = Annotated[
+    list[Annotated[str, msgspec.Meta(max_length=50)]],
+    msgspec.Meta(max_length=20, description="Short labels (lower-cased)."),
+]
+TextArg = Annotated[
+    str, msgspec.Meta(max_length=500, description="Words that must all appear (in topic, content or tags).")
+]
+NodeArg = Annotated[str, msgspec.Meta(max_length=200)]
+FormatArg = Annotated[
+    Format | None,
+    msgspec.Meta(
+        description="markdown (default; or the X-Response-Format header over HTTP), json, or both. "
+        "The JSON block is the machine contract."
+    ),
+]
+
+_WRITE = t.ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False)
+_READ = t.ToolAnnotations(read_only_hint=True, open_world_hint=False)
+
+
+def _text(value: Any) -> str:
+    return value.strip() if isinstance(value, str) else ""
+
+
+def _too_long(name: str, value: str, most: int) -> None:
+    if len(value) > most:
+        raise ToolFailure(
+            ErrorCode.VALIDATION_ERROR,
+            f"{name} is {len(value)} characters long; at most {most} are allowed.",
+            details={"field": name, "max_length": most},
+        )
+
+
+def _entry_choice(entry_id: int, hint: str | None, nearest: list[Entry], tool: str, args: dict[str, Any]) -> NeedsInput:
+    """A needs-input for an unknown entry id, suggesting the nearest entries."""
+    if not nearest:
+        return NeedsInput(
+            summary=f"No entry has id {entry_id}; the store is empty",
+            reason=f"There is no entry {entry_id}: nothing has been stored yet.",
+            fields=[InputField(name="id", type="integer", description="The id of an existing entry.")],
+            next_steps=["Store an entry first with the store tool."],
+        )
+    return NeedsInput(
+        summary=f"No entry has id {entry_id}",
+        reason=f"There is no entry {entry_id}{f' (hint: {hint!r})' if hint else ''}. Which entry did you mean?",
+        fields=[
+            InputField(
+                name="id",
+                type="integer",
+                description="The id of an existing entry.",
+                options=[str(e.id) for e in nearest],
+                suggestions=[e.id for e in nearest],
+            )
+        ],
+        options=[InputOption(label=f"#{e.id} {e.topic}", tool=tool, arguments={**args, "id": e.id}) for e in nearest],
+        next_steps=[f"Call {tool} again with one of the suggested ids, or query to find the entry."],
+    )
+
+
+async def _resolve_entry(
+    ctx: Context, kb: Knowledge, entry_id: int, hint: str | None, tool: str, args: dict[str, Any]
+) -> Entry | NeedsInput:
+    """The entry ``entry_id``, or the user's pick among the nearest ones, or a needs-input."""
+    entry, _ = await kb.call(kb.store.get_entry, entry_id)
+    if entry is not None:
+        return entry
+    nearest = await kb.call(kb.store.nearest_entries, entry_id, hint)
+    need = _entry_choice(entry_id, hint, nearest, tool, args)
+    if not nearest:
+        return need
+    answers = await ask(ctx, need, key=f"{tool}-id")
+    picked = str(answers.get("id", "")) if answers else ""
+    if not picked.isdigit():
+        return need
+    entry, _ = await kb.call(kb.store.get_entry, int(picked))
+    return entry if entry is not None else need
+
+
+def _embedded(entries: list[Entry], as_of: int) -> list[t.ContentBlock]:
+    """The top entries as embedded JSON resources, exactly as ``knowledge://entries/{id}`` reads them."""
+    blocks: list[t.ContentBlock] = []
+    for e in entries[:_EMBEDDED_MAX]:
+        uri = entry_uri(e.id)
+        text = _encode({"resource_uri": uri, "as_of_tx_id": as_of, "item": e}).decode()
+        if len(text) <= _EMBED_SIZE:
+            blocks.append(
+                t.EmbeddedResource(resource=t.TextResourceContents(uri=uri, text=text, mime_type="application/json"))
+            )
+    return blocks
+
+
+def _entries_link(filters: SearchFilters, text: str | None) -> str:
+    params: list[tuple[str, str]] = []
+    if filters.topic:
+        params.append(("topic", filters.topic))
+    if text:
+        params.append(("text", text))
+    if filters.tags:
+        params.append(("tags", ",".join(filters.tags)))
+    if filters.min_confidence is not None:
+        params.append(("min_confidence", f"{filters.min_confidence:g}"))
+    return f"{ENTRIES}?{urlencode(params)}" if params else ENTRIES
+
+
+def register_tools(kb: Knowledge) -> None:
+    server = kb.server
+    store = kb.store
+
+    @presented_tool(server, EntryStored, name="store", annotations=_WRITE, title="Store a fact")
+    async def store_entry(
+        ctx: Context,
+        topic: TopicArg,
+        content: ContentArg,
+        confidence: ConfidenceArg = 0.8,
+        tags: TagsArg | None = None,
+        format: FormatArg = None,
+    ) -> Any:
+        """Remember a fact: a topic, the content, how confident it is, and tags. An identical fact (same topic
+        and content) is not stored twice. Returns the entry and the transaction id (undo it with undo)."""
+        topic, content = topic.strip(), content.strip()
+        if not topic or not content:
+            need = NeedsInput(
+                summary="store needs a topic and the content",
+                reason="A fact needs both a topic and its content; "
+                + ("the topic" if not topic else "the content")
+                + " is empty.",
+                fields=[
+                    InputField(name="topic", description="What the fact is about.", required=not topic),
+                    InputField(name="content", description="The fact itself.", required=not content),
+                ],
+            )
+            answers = await ask(ctx, need, key="store-input")
+            if answers is None:
+                return need
+            topic = topic or _text(answers.get("topic"))
+            content = content or _text(answers.get("content"))
+            if not topic or not content:
+                return need
+            _too_long("topic", topic, 200)
+            _too_long("content", content, 20_000)
+        write = await kb.call(store.add_entry, topic, content, confidence, tags or [])
+        await kb.publish(write)
+        entry = write.value
+        if write.tx_id is None:
+            return EntryStored(
+                status="info",
+                summary=f"Already known as #{entry.id}; nothing written",
+                tx_id=None,
+                created=False,
+                entry=entry,
+                next_steps=[f"Use update with id {entry.id} to change it."],
+            )
+        return EntryStored(
+            summary=f"Stored #{entry.id} ({entry.topic}) in tx {write.tx_id}",
+            tx_id=write.tx_id,
+            created=True,
+            entry=entry,
+            next_steps=[f"Undo with undo(tx_id={write.tx_id}) if this was a mistake."],
+        )
+
+    @presented_tool(server, EntryUpdated, annotations=_WRITE, title="Update a fact")
+    async def update(
+        ctx: Context,
+        id: int,
+        topic: TopicArg | None = None,
+        content: ContentArg | None = None,
+        confidence: ConfidenceArg | None = None,
+        tags: TagsArg | None = None,
+        add_tags: TagsArg | None = None,
+        remove_tags: TagsArg | None = None,
+        expected_version: Annotated[
+            int | None, msgspec.Meta(description="Fail with CONFLICT unless the entry is at this version.")
+        ] = None,
+        format: FormatArg = None,
+    ) -> Any:
+        """Change fields of an entry by id: topic, content, confidence, tags (replace), add_tags, remove_tags.
+        Read-modify-write happens in one transaction, so concurrent updates never lose each other's changes."""
+        new_topic = topic.strip() if topic is not None else None
+        new_content = content.strip() if content is not None else None
+        if new_topic == "" or new_content == "":
+            raise ToolFailure(ErrorCode.VALIDATION_ERROR, "topic and content cannot be made empty.")
+        given = {"topic": new_topic, "content": new_content, "confidence": confidence, "tags": tags}
+        args = {k: v for k, v in {**given, "add_tags": add_tags, "remove_tags": remove_tags}.items() if v}
+        found = await _resolve_entry(ctx, kb, id, new_topic, "update", args)
+        if isinstance(found, NeedsInput):
+            return found
+        if all(v is None for v in given.values()) and not add_tags and not remove_tags:
+            need = NeedsInput(
+                summary=f"Nothing to change in #{found.id}",
+                reason=f"Say what to change in entry #{found.id} ({found.topic}).",
+                fields=[
+                    InputField(name="topic", required=False, suggestions=[found.topic]),
+                    InputField(name="content", required=False),
+                    InputField(name="confidence", type="number", required=False, suggestions=[found.confidence]),
+                ],
+            )
+            answers = await ask(ctx, need, key="update-fields") or {}
+            new_topic = _text(answers.get("topic")) or None
+            new_content = _text(answers.get("content")) or None
+            value = answers.get("confidence")
+            confidence = float(value) if isinstance(value, (int, float)) and 0 <= value <= 1 else None
+            if new_topic is None and new_content is None and confidence is None:
+                return need
+        write = await kb.call(
+            store.update_entry,
+            found.id,
+            topic=new_topic,
+            content=new_content,
+            confidence=confidence,
+            tags=tags,
+            add_tags=add_tags or (),
+            remove_tags=remove_tags or (),
+            expected_version=expected_version,
+        )
+        await kb.publish(write)
+        entry = write.value
+        changed = [k for k in ("topic", "content", "confidence", "tags") if getattr(found, k) != getattr(entry, k)]
+        if write.tx_id is None:
+            return EntryUpdated(
+                status="info", summary=f"#{entry.id} already says that", tx_id=None, changed_fields=[], entry=entry
+            )
+        return EntryUpdated(
+            summary=f"Updated #{entry.id} ({', '.join(changed)}) in tx {write.tx_id}",
+            tx_id=write.tx_id,
+            changed_fields=changed,
+            entry=entry,
+            next_steps=[f"Undo with undo(tx_id={write.tx_id}) to restore the previous version."],
+        )
+
+    @presented_tool(server, EntrySearchResults, annotations=_READ, title="Search facts", estimate_tokens=True)
+    async def query(
+        ctx: Context,
+        topic: TopicArg | None = None,
+        text: TextArg | None = None,
+        tags: TagsArg | None = None,
+        min_confidence: ConfidenceArg | None = None,
+        limit: Annotated[int, msgspec.Meta(ge=1, le=100, description="At most this many entries.")] = 10,
+        format: FormatArg = None,
+    ) -> Any:
+        """Find entries by topic (substring) and/or free text, optionally only with all of ``tags`` and a minimum
+        confidence; most confident first. Results embed each top entry as a JSON resource."""
+        topic = _text(topic) or None
+        terms = search_terms(text)
+        wanted_tags = tuple(normalize_tags(tags or []))
+        if topic is None and not terms and not wanted_tags:
+            known = await kb.call(store.topics, "", 8)
+            reason = (
+                "The query is empty: give a topic or some words to look for."
+                if not _text(text)
+                else "The words are too short to search for (two characters or more)."
+            )
+            need = NeedsInput(
+                summary="query needs a topic or text",
+                reason=reason,
+                fields=[
+                    InputField(name="topic", required=False, description="A topic (substring).", suggestions=known),
+                    InputField(name="text", required=False, description="Words that must appear."),
+                ],
+                options=[
+                    InputOption(label=f"Entries about {k}", tool="query", arguments={"topic": k}) for k in known[:3]
+                ],
+            )
+            answers = await ask(ctx, need, key="query-scope")
+            if answers is None:
+                return need
+            topic = _text(answers.get("topic")) or None
+            text = _text(answers.get("text")) or None
+            terms = search_terms(text)
+            if topic is None and not terms:
+                return need
+        filters = SearchFilters(topic=topic, terms=terms, tags=wanted_tags, min_confidence=min_confidence)
+        entries, total, as_of = await kb.call(store.search, filters, limit)
+        echo = SearchEcho(
+            topic=topic,
+            text=text,
+            terms=list(terms),
+            tags=list(wanted_tags),
+            min_confidence=min_confidence,
+            limit=limit,
+        )
+        what = " ".join(filter(None, [f"topic {topic!r}" if topic else "", f"text {text!r}" if terms else ""]))
+        link = _entries_link(filters, text if terms else None)
+        steps = []
+        if total > len(entries):
+            steps.append(f"{total - len(entries)} more match: raise limit or read {link}.")
+        if not entries:
+            steps.append("Try fewer words, a shorter topic, or no tag filter.")
+        payload = EntrySearchResults(
+            status="ok" if entries else "info",
+            summary=f"{total} {'entry matches' if total == 1 else 'entries match'} {what or 'the tags'}",
+            query=echo,
+            total=total,
+            as_of_tx_id=as_of,
+            entries=entries,
+            next_steps=steps,
+        )
+        return Presented(payload, full_uri=link, full_name="matching entries", blocks=_embedded(entries, as_of))
+
+    @presented_tool(
+        server,
+        EntryDeleted,
+        annotations=t.ToolAnnotations(destructive_hint=True, idempotent_hint=False, open_world_hint=False),
+        title="Delete a fact",
+    )
+    async def delete(ctx: Context, id: int, format: FormatArg = None) -> Any:
+        """Delete an entry by id. Undo brings it back (undo(tx_id) with the transaction id this returns)."""
+        found = await _resolve_entry(ctx, kb, id, None, "delete", {})
+        if isinstance(found, NeedsInput):
+            return found
+        write = await kb.call(store.delete_entry, found.id)
+        await kb.publish(write)
+        assert write.tx_id is not None
+        return EntryDeleted(
+            summary=f"Deleted #{found.id} ({found.topic}) in tx {write.tx_id}",
+            tx_id=write.tx_id,
+            entry=write.value,
+            next_steps=[f"Undo with undo(tx_id={write.tx_id}) to bring it back."],
+        )
+
+    @presented_tool(
+        server,
+        TripleRelated,
+        annotations=t.ToolAnnotations(read_only_hint=False, idempotent_hint=True, open_world_hint=False),
+        title="Relate two things",
+    )
+    async def relate(
+        ctx: Context, subject: NodeArg, predicate: NodeArg, object: NodeArg, format: FormatArg = None
+    ) -> Any:
+        """Record a relation ``subject --predicate--> object`` in the knowledge graph (idempotent)."""
+        parts = {"subject": subject.strip(), "predicate": predicate.strip(), "object": object.strip()}
+        empty = [k for k, v in parts.items() if not v]
+        if empty:
+            need = NeedsInput(
+                summary=f"relate needs {', '.join(empty)}",
+                reason="A relation needs a subject, a predicate and an object; some are empty.",
+                fields=[InputField(name=k, required=True) for k in empty],
+            )
+            answers = await ask(ctx, need, key="relate-input")
+            if answers is None:
+                return need
+            parts.update({k: _text(answers.get(k)) for k in empty})
+            if not all(parts.values()):
+                return need
+            for k, v in parts.items():
+                _too_long(k, v, 200)
+        write = await kb.call(store.relate, parts["subject"], parts["predicate"], parts["object"])
+        await kb.publish(write)
+        triple = write.value
+        line = f"{triple.subject} {triple.predicate} {triple.object}"
+        if write.tx_id is None:
+            return TripleRelated(
+                status="info", summary=f"Already known: {line}", tx_id=None, created=False, triple=triple
+            )
+        return TripleRelated(summary=f"Related {line}", tx_id=write.tx_id, created=True, triple=triple)
+
+    @presented_tool(server, GraphResults, annotations=_READ, title="Explore the graph")
+    async def query_graph(
+        ctx: Context,
+        node: NodeArg,
+        depth: Annotated[int, msgspec.Meta(ge=1, le=4, description="How many hops to walk.")] = 1,
+        target: Annotated[str | None, msgspec.Meta(description="Find shortest paths to this node.")] = None,
+        predicate: Annotated[str | None, msgspec.Meta(description="Follow only this predicate.")] = None,
+        limit: Annotated[int, msgspec.Meta(ge=1, le=200, description="At most this many triples.")] = 50,
+        format: FormatArg = None,
+    ) -> Any:
+        """The relations around a node up to ``depth`` hops (both directions), and with ``target`` the shortest
+        paths from ``node`` to it."""
+        start = node.strip()
+        nodes, triples, capped, _ = await kb.call(store.neighbourhood, start, depth, predicate or None, limit)
+        if not triples:
+            similar = await kb.call(store.similar_nodes, start or "", 5)
+            need = NeedsInput(
+                summary=f"No relations for {start!r}" if start else "query_graph needs a node",
+                reason=f"Nothing is related to {start!r}." if start else "Give the node to start from.",
+                fields=[InputField(name="node", description="A node with relations.", suggestions=similar)],
+                options=[
+                    InputOption(label=f"Explore {n}", tool="query_graph", arguments={"node": n, "depth": depth})
+                    for n in similar
+                ],
+            )
+            return need
+        payload = GraphResults(
+            summary=f"{len(triples)} relations within {depth} hop{'s' if depth > 1 else ''} of {start}",
+            node=start,
+            depth=depth,
+            nodes=nodes,
+            triples=triples,
+            truncated=capped,
+        )
+        if capped:
+            payload.next_steps = [f"More relations exist: lower depth or raise limit (now {limit})."]
+        if target:
+            from .graph import shortest_paths
+
+            paths = shortest_paths(start, target.strip(), triples, depth)
+            payload.target = target.strip()
+            payload.paths = paths
+            payload.summary = (
+                f"{len(paths)} shortest path(s) from {start} to {target.strip()}"
+                if paths
+                else f"No path from {start} to {target.strip()} within {depth} hops"
+            )
+            payload.status = "ok" if paths else "info"
+        return payload
+
+    @presented_tool(
+        server,
+        UndoResult,
+        annotations=t.ToolAnnotations(destructive_hint=True, idempotent_hint=False, open_world_hint=False),
+        title="Undo a transaction",
+    )
+    async def undo(
+        ctx: Context,
+        tx_id: Annotated[int | None, msgspec.Meta(description="The transaction to revert (see history).")] = None,
+        format: FormatArg = None,
+    ) -> Any:
+        """Revert a transaction as a new transaction, which can be undone in turn (undo of an undo redoes).
+        Fails with CONFLICT when later transactions changed the same rows, naming them."""
+        target = await kb.call(store.transaction, tx_id) if tx_id is not None else None
+        if target is None:
+            recent = await kb.call(store.recent_transactions, 5)
+            need = NeedsInput(
+                summary="Which transaction?" if tx_id is None else f"No transaction has id {tx_id}",
+                reason="Name the transaction to undo." if tx_id is None else f"There is no transaction {tx_id}.",
+                fields=[
+                    InputField(
+                        name="tx_id",
+                        type="integer",
+                        description="A transaction id from history.",
+                        options=[str(tx.id) for tx in recent] if recent else UNSET,
+                        suggestions=[tx.id for tx in recent],
+                    )
+                ],
+                options=[
+                    InputOption(label=f"tx {tx.id}: {tx.summary}", tool="undo", arguments={"tx_id": tx.id})
+                    for tx in recent
+                ],
+            )
+            answers = await ask(ctx, need, key="undo-tx") if recent else None
+            picked = str(answers.get("tx_id", "")) if answers else ""
+            target = await kb.call(store.transaction, int(picked)) if picked.isdigit() else None
+            if target is None:
+                return need
+        try:
+            write = await kb.call(store.undo, target.id)
+        except ToolFailure as failure:
+            payload = failure.payload
+            if payload.code is ErrorCode.CONFLICT and isinstance(payload.details, dict):
+                if payload.details.get("undone_by") is not None:
+                    payload.next_steps = [f"Undo transaction {payload.details['undone_by']} to redo it."]
+                elif payload.details.get("conflicting_tx_ids"):
+                    later = payload.details["conflicting_tx_ids"]
+                    payload.next_steps = [f"Undo the later transactions first, newest first: {later[::-1]}."]
+            raise
+        await kb.publish(write, history_ids=[target.id])
+        outcome = write.value
+        return UndoResult(
+            summary=f"Undid tx {target.id} ({target.op}) in tx {write.tx_id}",
+            tx_id=outcome.transaction.id,
+            undone=outcome.undone,
+            transaction=outcome.transaction,
+            next_steps=[f"Undo tx {outcome.transaction.id} to redo it."],
+        )
+
+    @presented_tool(server, TransactionHistory, annotations=_READ, title="Transaction history")
+    async def history(
+        ctx: Context,
+        limit: Annotated[int, msgspec.Meta(ge=1, le=100, description="At most this many transactions.")] = 20,
+        entry_id: Annotated[int | None, msgspec.Meta(description="Only transactions that touched this entry.")] = None,
+        format: FormatArg = None,
+    ) -> Any:
+        """The latest transactions, newest first: what each did, and whether it was undone (and by which)."""
+        transactions, as_of = await kb.call(store.history, limit, entry_id)
+        scope = f" touching #{entry_id}" if entry_id is not None else ""
+        return Presented(
+            TransactionHistory(
+                status="ok" if transactions else "info",
+                summary=f"{len(transactions)} transaction{'s' if len(transactions) != 1 else ''}{scope}",
+                entry_id=entry_id,
+                as_of_tx_id=as_of,
+                transactions=transactions,
+            ),
+            full_uri=HISTORY,
+            full_name="transaction history",
+        )

@@ -1,0 +1,179 @@
+"""The knowledge server's result kinds and how each reads as markdown (L7).
+
+Every kind is a :class:`~jsonrpc_mcp.presentation.Payload`: the envelope (camelCase) plus the kind's fields; the
+records inside (entries, triples, transactions) keep their snake_case names, the same as in resources.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+import msgspec
+from msgspec import UNSET, UnsetType
+
+from ...presentation import Payload
+from .models import Entry, Transaction, Triple
+
+__all__ = (
+    "EntryStored",
+    "EntryUpdated",
+    "EntryDeleted",
+    "EntrySearchResults",
+    "SearchEcho",
+    "TripleRelated",
+    "GraphResults",
+    "UndoResult",
+    "TransactionHistory",
+    "entry_line",
+)
+
+_SNIPPET = 280
+
+
+def _cut(text: str, size: int) -> str:
+    return text if len(text) <= size else text[: size - 1].rstrip() + "…"
+
+
+def entry_line(e: Entry) -> str:
+    tags = f"; tags: {', '.join(e.tags)}" if e.tags else ""
+    return f"- **#{e.id}** *{e.topic}* — {_cut(e.content, _SNIPPET)} (confidence {e.confidence:g}{tags}; v{e.version})"
+
+
+def _triple_line(t: Triple) -> str:
+    return f"- `{t.subject}` —*{t.predicate}*→ `{t.object}` (#{t.id})"
+
+
+def _tx_line(tx: Transaction) -> str:
+    state = f"; undone by tx {tx.undone_by}" if tx.undone_by is not None else ""
+    return f"- **tx {tx.id}** `{tx.op}` — {tx.summary} ({tx.recorded_at}{state})"
+
+
+class EntryStored(Payload, tag="entryStored:v1"):
+    """``store``: the entry as stored. ``created`` is false (and ``txId`` null) when an identical entry existed."""
+
+    tx_id: int | None
+    created: bool
+    entry: Entry
+
+    def markdown(self) -> str:
+        where = f"Transaction {self.tx_id}." if self.tx_id is not None else "Nothing was written."
+        return f"{entry_line(self.entry)}\n\n{where}"
+
+
+class EntryUpdated(Payload, tag="entryUpdated:v1"):
+    """``update``: the entry after the change and which fields changed (``txId`` null when none did)."""
+
+    tx_id: int | None
+    changed_fields: list[str]
+    entry: Entry
+
+    def markdown(self) -> str:
+        changed = ", ".join(self.changed_fields) or "nothing"
+        where = f"transaction {self.tx_id}" if self.tx_id is not None else "no transaction"
+        return f"{entry_line(self.entry)}\n\nChanged: {changed} ({where})."
+
+
+class EntryDeleted(Payload, tag="entryDeleted:v1"):
+    """``delete``: the entry as it was before it was deleted."""
+
+    tx_id: int
+    entry: Entry
+
+    def markdown(self) -> str:
+        return f"{entry_line(self.entry)}\n\nDeleted in transaction {self.tx_id}."
+
+
+class SearchEcho(msgspec.Struct, kw_only=True, rename="camel"):
+    """The query as understood: ``terms`` are the words of ``text`` that were matched."""
+
+    topic: str | None = None
+    text: str | None = None
+    terms: list[str] = msgspec.field(default_factory=list)
+    tags: list[str] = msgspec.field(default_factory=list)
+    min_confidence: float | None = None
+    limit: int = 10
+
+
+class EntrySearchResults(Payload, tag="entrySearchResults:v1"):
+    """``query``: matching entries, most confident first. ``total`` counts every match, ``entries`` holds the
+    ones shown (at most ``limit``, fewer when cut to fit)."""
+
+    query: SearchEcho
+    total: int
+    as_of_tx_id: int
+    entries: list[Entry]
+
+    trim_field: ClassVar[str | None] = "entries"
+
+    def markdown(self) -> str:
+        if not self.entries:
+            return "No entries match."
+        return "\n".join(entry_line(e) for e in self.entries)
+
+    def shrink(self) -> Payload | None:
+        long = [e for e in self.entries if len(e.content) > _SNIPPET]
+        if long:
+            short = [msgspec.structs.replace(e, content=_cut(e.content, _SNIPPET)) for e in self.entries]
+            return msgspec.structs.replace(self, entries=short)
+        return Payload.shrink(self)
+
+
+class TripleRelated(Payload, tag="tripleRelated:v1"):
+    """``relate``: the triple. ``created`` is false (and ``txId`` null) when it already existed."""
+
+    tx_id: int | None
+    created: bool
+    triple: Triple
+
+    def markdown(self) -> str:
+        return _triple_line(self.triple)
+
+
+class GraphResults(Payload, tag="graphResults:v1"):
+    """``query_graph``: the triples within ``depth`` hops of ``node`` and, with a ``target``, the shortest
+    ``paths`` to it (each a list of triple ids, in walking order)."""
+
+    node: str
+    depth: int
+    nodes: list[str]
+    triples: list[Triple]
+    target: str | UnsetType = UNSET
+    paths: list[list[int]] | UnsetType = UNSET
+
+    trim_field: ClassVar[str | None] = "triples"
+
+    def markdown(self) -> str:
+        lines = [_triple_line(t) for t in self.triples] or ["No relations."]
+        if isinstance(self.paths, list) and isinstance(self.target, str):
+            by_id = {t.id: t for t in self.triples}
+            lines += ["", f"**Paths to `{self.target}`**"]
+            for path in self.paths:
+                hops = [by_id[i] for i in path if i in by_id]
+                lines.append("- " + " ; ".join(f"{h.subject} {h.predicate} {h.object}" for h in hops))
+            if not self.paths:
+                lines.append(f"- none within {self.depth} hops")
+        return "\n".join(lines)
+
+
+class UndoResult(Payload, tag="undoResult:v1"):
+    """``undo``: the new transaction that reverted ``undone`` (undo it in turn to redo)."""
+
+    tx_id: int
+    undone: Transaction
+    transaction: Transaction
+
+    def markdown(self) -> str:
+        return f"{_tx_line(self.transaction)}\n{_tx_line(self.undone)}"
+
+
+class TransactionHistory(Payload, tag="transactionHistory:v1"):
+    """``history``: transactions, newest first."""
+
+    entry_id: int | None = None
+    as_of_tx_id: int
+    transactions: list[Transaction]
+
+    trim_field: ClassVar[str | None] = "transactions"
+
+    def markdown(self) -> str:
+        return "\n".join(_tx_line(tx) for tx in self.transactions) or "No transactions yet."
