@@ -70,6 +70,7 @@ __all__ = (
     "Target",
     "StdioTarget",
     "HttpTarget",
+    "ServerTarget",
     "parse_transcript",
     "load_transcripts",
     "default_transcript_dir",
@@ -618,14 +619,17 @@ def compare(
         return None
     rules = _Rules((*DEFAULT_IGNORE, *ignore), compare_paths)
     exp = [_loads(f) for f in expected]
-    wants_logs = any(isinstance(m, dict) and m.get("method") == "notifications/message" for m in exp)
+    # Log notifications are the server's business, unless the case expects some or names them in # compare:.
+    wants_logs = "notifications/message" in compare_paths or any(
+        isinstance(m, dict) and m.get("method") == "notifications/message" for m in exp
+    )
     act: list[Any] = []
     for frame in got:
         msg = _loads(frame)
         if msg is _NOT_JSON:
             return f"the server wrote a frame that is not JSON: {frame[:80]!r}"
         if not wants_logs and isinstance(msg, dict) and msg.get("method") == "notifications/message":
-            continue  # log notifications are the server's business unless the case is about them
+            continue
         act.append(msg)
     return _compare_sets(exp, act, rules, "frames")
 
@@ -694,6 +698,31 @@ class StdioTarget:
 
         async with spawn(self.command, stderr=self.stderr, shutdown_timeout=2.0) as stream:
             yield _StreamChannel(stream)
+
+
+@dataclass
+class ServerTarget:
+    """A :class:`~jsonrpc_mcp.Server` in this process, a fresh one per session from ``factory``, over the in-memory
+    transport (the frames stdio would carry, without a subprocess): for checking a server in unit tests."""
+
+    factory: Callable[[], Any]
+    description: str = "in-process server"
+    kind: str = "stdio"
+
+    @asynccontextmanager
+    async def connect(self, session: Session) -> AsyncIterator[Channel]:
+        from .transports.memory import memory_pair
+
+        server = self.factory()
+        ours, theirs = memory_pair(256)
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(server.serve, theirs)
+            try:
+                yield _StreamChannel(ours)
+            finally:
+                tg.cancel_scope.cancel()
+                await ours.aclose()
+                await theirs.aclose()
 
 
 @dataclass

@@ -1,0 +1,400 @@
+"""``jsonrpc_mcp.checker`` and ``jsonrpc-mcp check``: the transcript format, both comparison modes, the runner
+against our own server (in process, over stdio, over Streamable HTTP), and against the official SDK (interop)."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import pytest
+from helpers import ROOT
+
+from jsonrpc_mcp.checker import (
+    DEFAULT_IGNORE,
+    Exchange,
+    HttpTarget,
+    Observation,
+    Offer,
+    ServerTarget,
+    Session,
+    StdioTarget,
+    Timing,
+    TranscriptError,
+    _sse_data,
+    apply_masks,
+    compare,
+    format_report,
+    frame_key,
+    judge,
+    load_transcripts,
+    observe,
+    parse_transcript,
+    report_json,
+    rewrite,
+    run_check,
+    summarize,
+)
+
+sys.path.insert(0, str(ROOT / "conformance"))
+from everything_server import create_server
+
+TRANSCRIPTS = ROOT / "conformance" / "transcripts"
+EVERYTHING = [sys.executable, str(ROOT / "conformance" / "everything_server.py")]
+SDK_PEER = [sys.executable, str(ROOT / "conformance" / "peers" / "official_sdk_server.py")]
+CLI = [sys.executable, "-m", "jsonrpc_mcp"]
+
+SAMPLE = """\
+# rule: pings are answered
+# spec: basic/utilities/ping
+# revision: all
+# needs: -
+
+=== session: initialize 2025-11-25
+
+--- case: ping
+# rule: ping answers {}
+>>> {"jsonrpc":"2.0","id":1,"method":"ping"}
+<<< {"jsonrpc":"2.0","id":1,"result":{}}
+
+--- case: note
+# rule: a notification gets nothing
+# level: choice
+>>> {"jsonrpc":"2.0","method":"x"}
+<<< (silence)
+
+=== session: stateless 2026-07-28 {"sampling":{}}
+
+--- case: two-steps
+# rule: two exchanges in one case
+# needs: tool:t
+# transport: stdio
+>>>esc {"a":"\\xff"}
+<<< {"jsonrpc":"2.0","error":{"code":-32700,"message":"x"}}
+>>> {"jsonrpc":"2.0","id":$SERVER_REQUEST_ID,"result":{}}
+<<< {"jsonrpc":"2.0","id":2}
+"""
+
+
+@pytest.fixture
+def sample(tmp_path: Path) -> Path:
+    path = tmp_path / "sample.txt"
+    path.write_text(SAMPLE, encoding="utf-8")
+    return path
+
+
+# --- the format ---------------------------------------------------------------------------------------------
+
+
+def test_parse_the_format(sample: Path) -> None:
+    t = parse_transcript(sample)
+    assert (t.name, t.rule, t.spec, t.revision, t.needs) == (
+        "sample",
+        "pings are answered",
+        ["basic/utilities/ping"],
+        "all",
+        [],
+    )
+    first, second = t.sessions
+    assert (first.kind, first.revision, first.capabilities) == ("initialize", "2025-11-25", {})
+    assert (second.kind, second.revision, second.capabilities) == ("stateless", "2026-07-28", {"sampling": {}})
+    ping, note = first.cases
+    assert ping.exchanges[0].send == [b'{"jsonrpc":"2.0","id":1,"method":"ping"}']
+    assert ping.exchanges[0].expect == [b'{"jsonrpc":"2.0","id":1,"result":{}}']
+    assert (ping.level, note.level, note.exchanges[0].expect) == ("must", "choice", [])
+    (steps,) = second.cases
+    assert len(steps.exchanges) == 2 and steps.needs == ["tool:t"] and steps.transports == ["stdio"]
+    assert steps.exchanges[0].send == [b'{"a":"\xff"}']  # >>>esc: \xNN is a raw byte
+
+
+@pytest.mark.parametrize(
+    ("broken", "complaint"),
+    [
+        (SAMPLE.replace("# rule: pings are answered\n", ""), "'# rule:'"),
+        (SAMPLE.replace("=== session: initialize 2025-11-25", "=== session: initialize 2026-07-28"), "speak one of"),
+        (SAMPLE.replace("--- case: note", "--- case: ping"), "unique"),
+        (SAMPLE.replace("<<< (silence)\n", ""), "without '<<<'"),
+        (SAMPLE.replace("# level: choice", "# level: maybe"), "level must be"),
+        (SAMPLE.replace("# rule: ping answers {}", "# bogus: x"), "unknown case directive"),
+        (SAMPLE.replace("<<< (silence)", "<<< (silence)\n<<< {}"), "only expected line"),
+        (SAMPLE + "\nstray text\n", "unexpected line"),
+        (SAMPLE.replace("# transport: stdio", "# transport: pigeon"), "transport is"),
+    ],
+)
+def test_format_errors_are_reported(tmp_path: Path, broken: str, complaint: str) -> None:
+    path = tmp_path / "broken.txt"
+    path.write_text(broken, encoding="utf-8")
+    with pytest.raises(TranscriptError, match=complaint):
+        parse_transcript(path)
+
+
+def test_every_shipped_transcript_parses_and_says_what_it_pins() -> None:
+    files = load_transcripts(TRANSCRIPTS)
+    assert len(files) >= 14
+    names = [c.name for t in files for _, c in t.cases()]
+    assert len(names) >= 150
+    for t in files:
+        assert t.rule and t.spec and t.revision
+        for _, case in t.cases():
+            assert case.rule, (t.name, case.name)
+
+
+def test_rewrite_replaces_only_expectations(sample: Path) -> None:
+    t = parse_transcript(sample)
+    observed = {
+        "ping": Observation([[b'{"jsonrpc":"2.0","id":1,"result":{"x":1}}']]),
+        "note": Observation([[b'{"late":true}', b'{"more":1}']]),
+        "two-steps": Observation([[], [b'{"y":2}']]),
+    }
+    text = rewrite(t, observed, keep={"two-steps"})
+    again = parse_transcript(sample, text)
+    ping, note = again.sessions[0].cases
+    assert ping.exchanges[0].expect == [b'{"jsonrpc":"2.0","id":1,"result":{"x":1}}']
+    assert note.exchanges[0].expect == [b'{"late":true}', b'{"more":1}']
+    assert again.sessions[1].cases[0].exchanges[1].expect == [b'{"jsonrpc":"2.0","id":2}']  # kept
+    assert text.count("# rule:") == SAMPLE.count("# rule:")
+    silenced = rewrite(t, {"ping": Observation([[]])})
+    assert parse_transcript(sample, silenced).sessions[0].cases[0].exchanges[0].expect == []
+    assert "<<< (silence)" in silenced
+
+
+# --- comparison ---------------------------------------------------------------------------------------------
+
+ERR = b'{"jsonrpc":"2.0","id":3,"error":{"code":-32602,"message":"Unknown tool: x","data":{"uri":"a"}}}'
+
+
+def test_exact_mode_is_bytes() -> None:
+    assert compare([ERR], [ERR], "exact") is None
+    assert compare([ERR], [ERR.replace(b"-32602", b"-32601")], "exact") is not None
+    assert compare([], [ERR], "exact") == "expected silence; got error -32602 (id 3)"
+    assert compare([ERR], [ERR + b" "], "exact") is not None
+
+
+def test_semantic_mode_ignores_message_and_data_unless_asked() -> None:
+    other = b'{"id":3,"jsonrpc":"2.0","error":{"message":"nope","code":-32602,"data":{"uri":"b"}}}'
+    assert compare([ERR], [other], "semantic") is None
+    problem = compare([ERR], [other], "semantic", compare_paths=["error.data.uri"])
+    assert problem == 'error.data.uri: expected "a", got "b"'
+    missing = b'{"jsonrpc":"2.0","id":3,"error":{"code":-32602,"message":"m"}}'
+    assert compare([ERR], [missing], "semantic", compare_paths=["error.data.uri"]) == (
+        'error.data is missing (expected {"uri": "a"})'
+    )
+
+
+@pytest.mark.parametrize(
+    ("got", "why"),
+    [
+        (b'{"jsonrpc":"2.0","id":"3","error":{"code":-32602,"message":"m"}}', 'expected id 3, got "3"'),
+        (b'{"jsonrpc":"2.0","id":3.0,"error":{"code":-32602,"message":"m"}}', "expected id 3, got 3.0"),
+        (b'{"jsonrpc":"2.0","id":3,"error":{"code":-32601,"message":"m"}}', "expected error -32602, got error -32601"),
+        (b'{"jsonrpc":"2.0","id":3,"result":{"isError":true,"content":[]}}', "got result isError (id 3)"),
+        (b'{"jsonrpc":"1.0","id":3,"error":{"code":-32602,"message":"m"}}', '"jsonrpc" is "1.0"'),
+        (b"not json", "not JSON"),
+    ],
+)
+def test_semantic_mode_keeps_what_matters(got: bytes, why: str) -> None:
+    problem = compare([ERR], [got], "semantic")
+    assert problem is not None and why in problem
+
+
+def test_semantic_null_id_is_not_a_missing_id() -> None:
+    parse_error = b'{"jsonrpc":"2.0","error":{"code":-32700,"message":"Parse error"}}'
+    with_null = b'{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"Parse error"}}'
+    assert compare([parse_error], [with_null], "semantic") == (
+        'the reply has "id": null (no MCP schema admits it; omit "id" when it cannot be read)'
+    )
+
+
+def test_semantic_results_are_subsets_with_ignorable_paths() -> None:
+    exp = b'{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"a"}],"isError":true}}'
+    act = b'{"jsonrpc":"2.0","id":1,"result":{"isError":true,"content":[{"type":"text","text":"b"}],"extra":1}}'
+    assert compare([exp], [act], "semantic") == 'result.content[0].text: expected "a", got "b"'
+    assert compare([exp], [act], "semantic", ignore=["result.content[*].text"]) is None
+    assert compare([exp], [act.replace(b"true", b"false")], "semantic", ignore=["result.content"]) is not None
+    assert "result.serverInfo" in DEFAULT_IGNORE and "error.message" in DEFAULT_IGNORE
+
+
+def test_semantic_batches_and_frames_pair_by_id_and_logs_are_dropped() -> None:
+    exp = [b'[{"jsonrpc":"2.0","id":1,"result":{}},{"jsonrpc":"2.0","id":2,"result":{}}]']
+    act = [b'[{"jsonrpc":"2.0","id":2,"result":{}},{"jsonrpc":"2.0","id":1,"result":{}}]']
+    assert compare(exp, act, "semantic") is None
+    log = b'{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"x"}}'
+    reply = b'{"jsonrpc":"2.0","id":1,"result":{}}'
+    assert compare([reply], [log, reply], "semantic") is None
+    assert compare([reply], [log, reply], "semantic", compare_paths=["notifications/message"]) is not None
+
+
+def test_server_requests_compare_by_method_not_id() -> None:
+    exp = b'{"jsonrpc":"2.0","id":0,"method":"sampling/createMessage","params":{"maxTokens":100}}'
+    act = b'{"jsonrpc":"2.0","id":"s-1","method":"sampling/createMessage","params":{"maxTokens":100,"x":1}}'
+    assert compare([exp], [act], "semantic") is None
+    assert compare([exp], [act.replace(b"100", b"5")], "semantic") is not None
+
+
+def test_helpers() -> None:
+    assert frame_key(b'{"jsonrpc":"2.0","id":"1","result":{}}') == ("reply", '"1"')
+    assert frame_key(b'{"jsonrpc":"2.0","error":{"code":1}}') == ("reply", "")
+    assert frame_key(b'{"jsonrpc":"2.0","method":"m"}') == ("notification", "m")
+    assert frame_key(b'{"jsonrpc":"2.0","id":1,"method":"m"}') == ("request", "m")
+    assert frame_key(b"[1]") == ("batch", "")
+    masked = apply_masks(b'{"requestState":"abc\\"def","x":"requestState"}', ["requestState"])
+    assert masked == b'{"requestState":"***","x":"requestState"}'
+    assert summarize([]) == "silence"
+
+
+def test_offer_decides_skips() -> None:
+    offer = Offer(handshake={"capabilities": {"resources": {"subscribe": False}, "tools": {}}}, tools={"a"})
+    session = Session("initialize", "2025-11-25", {}, [])
+    assert offer.missing("tool:a", session) is None
+    assert offer.missing("tool:b", session) == "the server offers no tool b"
+    assert offer.missing("capability:tools", session) is None
+    assert offer.missing("capability:resources.subscribe", session) is not None
+    assert offer.missing("capability:prompts", session) is not None
+    assert offer.missing("bogus:x", session) == "unknown requirement 'bogus:x'"
+
+
+@pytest.mark.anyio
+async def test_sse_data_payloads() -> None:
+    async def lines() -> AsyncIterator[str]:
+        for line in ["id: 1", "data:", "", ": comment", "event: message", 'data: {"a":', "data: 1}", "", "data: {}"]:
+            yield line
+
+    assert [d async for d in _sse_data(lines())] == ['{"a":\n1}', "{}"]
+
+
+# --- against our own server ---------------------------------------------------------------------------------
+
+
+@pytest.mark.anyio
+async def test_our_server_passes_every_rule_in_process() -> None:
+    """Semantic and exact: every case of every transcript passes against the everything-server."""
+    for mode in ("semantic", "exact"):
+        results, offer = await run_check(ServerTarget(create_server), mode=mode)
+        assert offer is not None and offer.stateless is not None and not offer.problems
+        bad = [(r.file, c.name, c.status, c.reason) for r in results for c in r.cases if c.status != "pass"]
+        assert bad == [], mode
+        assert all(r.status == "pass" for r in results)
+
+
+@pytest.mark.anyio
+async def test_runner_reports_timeouts_and_skips(sample: Path) -> None:
+    t = parse_transcript(sample)
+    observed = await observe(
+        t, ServerTarget(create_server), offer=Offer(handshake={"capabilities": {}}), timing=Timing(2, 0.2, 5)
+    )
+    assert observed["two-steps"].skipped == "the server does not serve 2026-07-28 (server/discover failed)"
+    result = judge(t, observed, "exact")
+    statuses = {c.name: c.status for c in result.cases}
+    assert statuses == {"ping": "pass", "note": "pass", "two-steps": "skip"}
+    text = format_report("x", [result], None, verbose=True)
+    assert "PASS ping" in text and "SKIP two-steps" in text
+    assert report_json("x", [result], None)["summary"] == {"pass": 2, "skip": 1}
+
+
+@pytest.mark.anyio
+async def test_a_wrong_expectation_fails_with_a_reason(tmp_path: Path) -> None:
+    path = tmp_path / "wrong.txt"
+    path.write_text(
+        SAMPLE.split("=== session: stateless")[0].replace('"result":{}}', '"result":{"x":1}}'), encoding="utf-8"
+    )
+    t = parse_transcript(path)
+    result = judge(t, await observe(t, ServerTarget(create_server), timing=Timing(5, 0.5, 5)), "semantic")
+    (ping,) = [c for c in result.cases if c.name == "ping"]
+    assert ping.status == "fail" and ping.reason == "result.x is missing (expected 1)"
+    assert ping.got == [['{"jsonrpc":"2.0","id":1,"result":{}}']]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def test_cli_over_stdio_exit_status_and_json() -> None:
+    """The real command line against the everything-server over stdio (a few files, to stay quick)."""
+    command = [*CLI, "check", "-k", "request-ids", "-k", "cancellation", "--json", "--", *EVERYTHING, "--stdio"]
+    done = subprocess.run(command, capture_output=True, timeout=180, cwd=ROOT, check=False)
+    assert done.returncode == 0, done.stdout.decode() + done.stderr.decode()
+    report = json.loads(done.stdout)
+    assert [r["file"] for r in report["rules"]] == ["cancellation", "request-ids"]
+    assert report["summary"] == {"pass": sum(len(r["cases"]) for r in report["rules"])}
+
+
+def test_cli_fails_when_a_rule_fails_and_explains_usage(tmp_path: Path) -> None:
+    wrong = SAMPLE.replace('"result":{}}\n\n--- case: note', '"result":{"x":1}}\n\n--- case: note')
+    (tmp_path / "wrong.txt").write_text(wrong, encoding="utf-8")
+    command = [*CLI, "check", "--transcripts", str(tmp_path), "--", *EVERYTHING, "--stdio"]
+    done = subprocess.run(command, capture_output=True, timeout=120, cwd=ROOT, check=False)
+    out = done.stdout.decode()
+    assert done.returncode == 1, out
+    assert "FAIL  wrong: pings are answered" in out and "FAIL ping: result.x is missing (expected 1)" in out
+    usage = subprocess.run([*CLI, "check"], capture_output=True, timeout=60, cwd=ROOT, check=False)
+    assert usage.returncode == 2 and b"--url URL or -- COMMAND" in usage.stderr
+
+
+@pytest.fixture
+def http_server() -> Iterator[str]:
+    port = _free_port()
+    process = subprocess.Popen(
+        [*EVERYTHING, "--port", str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=ROOT
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                if process.poll() is not None or time.monotonic() > deadline:
+                    pytest.fail("the everything-server did not start on HTTP")
+                time.sleep(0.1)
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        process.terminate()
+        process.wait(10)
+
+
+@pytest.mark.slow
+@pytest.mark.anyio
+async def test_our_server_over_streamable_http(http_server: str) -> None:
+    """The same transcripts POSTed raw to our Streamable HTTP endpoint: every case passes or is stdio-only."""
+    results, offer = await run_check(HttpTarget(http_server), timing=Timing(10, 5, 30))
+    assert offer is not None and offer.handshake is not None and offer.stateless is not None
+    bad = [(r.file, c.name, c.reason) for r in results for c in r.cases if c.status not in ("pass", "skip")]
+    assert bad == []
+    skipped = {c.reason for r in results for c in r.cases if c.status == "skip"}
+    assert skipped == {"a stdio rule (the http transport has its own)"}
+
+
+# --- against the official SDK -------------------------------------------------------------------------------
+
+
+@pytest.mark.interop
+@pytest.mark.slow
+@pytest.mark.skipif(os.environ.get("SKIP_INTEROP") == "1", reason="SKIP_INTEROP=1")
+def test_check_runs_against_the_official_sdk_server() -> None:
+    """The checker runs to completion against a server built on the official SDK and says something per case."""
+    pytest.importorskip("mcp")
+    command = [*CLI, "check", "--json", "--grace", "1", "--", *SDK_PEER]
+    done = subprocess.run(command, capture_output=True, timeout=600, cwd=ROOT, check=False)
+    assert done.returncode in (0, 1), done.stderr.decode()
+    report = json.loads(done.stdout)
+    assert report["server"]["name"] == "official-sdk-peer"
+    files = {t.name: t for t in load_transcripts(TRANSCRIPTS)}
+    assert {r["file"] for r in report["rules"]} == set(files)
+    for rule in report["rules"]:
+        assert rule["status"] in ("pass", "fail", "differs", "skip")
+        assert len(rule["cases"]) == len(list(files[rule["file"]].cases()))
+        for case in rule["cases"]:
+            assert case["status"] in ("pass", "fail", "differs", "skip") and case["reason"]
+
+
+def test_stdio_target_describes_itself() -> None:
+    assert StdioTarget(["a", "b"]).description == "stdio: a b"
+    assert HttpTarget("http://x/mcp").description == "http: http://x/mcp"
+    assert Exchange([b"x"], []).span == (0, 0)
