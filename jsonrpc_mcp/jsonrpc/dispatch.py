@@ -300,10 +300,17 @@ class Dispatcher:
                 batch.replies.append(reply)
             batch.waiting -= 1
             if batch.waiting == 0 and batch.replies:
-                await self._write(b"[" + b",".join(batch.replies) + b"]", None)
+                await self._reply(b"[" + b",".join(batch.replies) + b"]", None)
             return
         if reply is not None:
-            await self._write(reply, ident)
+            await self._reply(reply, ident)
+
+    async def _reply(self, frame: bytes, related: RequestId | None) -> None:
+        """Write an answer. A peer gone meanwhile has nobody left to tell: the late answer is dropped."""
+        try:
+            await self._write(frame, related)
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+            logger.debug("peer went away before the answer to %r could be written", related)
 
     def _handle_notification(self, note: Notification) -> None:
         if self.on_notification is None:
