@@ -135,7 +135,7 @@ def decode_frame(frame: bytes | bytearray | memoryview) -> Envelope:
         err.request_id = _sniff_id(frame)  # type: ignore[attr-defined]
         raise err
     try:
-        return _envelope_decoder.decode(frame)
+        env = _envelope_decoder.decode(frame)
     except msgspec.ValidationError:
         # Well-formed JSON of the wrong shape: the envelope must be an object.
         raise InvalidRequest("Invalid Request: a message must be a JSON object") from None
@@ -144,6 +144,27 @@ def decode_frame(frame: bytes | bytearray | memoryview) -> Envelope:
         raise ParseError("Parse error: invalid JSON") from None
     except RecursionError:
         raise _too_deep(frame) from None
+    if not _strings_ok(frame):
+        # Found only now, inside params/result (skipped as Raw): answer with the id we did read, and never
+        # answer a notification.
+        err = ParseError("Parse error: invalid UTF-8 in a string")
+        err.request_id = env.id if valid_id(env.id) else None  # type: ignore[attr-defined]
+        err.silent = env.method is not UNSET and env.id is UNSET  # type: ignore[attr-defined]
+        raise err
+    return env
+
+
+def _strings_ok(frame: bytes | bytearray | memoryview) -> bool:
+    """msgspec checks the UTF-8 of the strings it decodes, but not of the ``Raw`` values it skips over (params,
+    result): a handler decoding them later would fail. Only frames with non-ASCII bytes pay for this check."""
+    data = frame if isinstance(frame, (bytes, bytearray)) else bytes(frame)
+    if data.isascii():
+        return True
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
 
 
 def _too_deep(frame: bytes | bytearray | memoryview) -> InvalidRequest:
