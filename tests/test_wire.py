@@ -86,8 +86,15 @@ def init(version: str, ident: Any = 1) -> bytes:
 
 def init_reply(version: str, ident: bytes = b"1") -> bytes:
     return (
-        b'{"jsonrpc":"2.0","id":' + ident + b',"result":{"protocolVersion":"' + version.encode()
-        + b'","capabilities":' + PLAIN_CAPS + b',"serverInfo":' + INFO + b"}}"
+        b'{"jsonrpc":"2.0","id":'
+        + ident
+        + b',"result":{"protocolVersion":"'
+        + version.encode()
+        + b'","capabilities":'
+        + PLAIN_CAPS
+        + b',"serverInfo":'
+        + INFO
+        + b"}}"
     )
 
 
@@ -130,34 +137,152 @@ V4, V3, V2, V1 = "2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"
 
 CASES = [
     # --- bytes that are not JSON: -32700, no id (it could not be read) ---------------------------------------
-    Case("parse-error-truncated", V4, b'{"jsonrpc":"2.0","id":1,"method":', [err(None, -32700, "Parse error: invalid JSON")]),
+    Case(
+        "parse-error-truncated",
+        V4,
+        b'{"jsonrpc":"2.0","id":1,"method":',
+        [err(None, -32700, "Parse error: invalid JSON")],
+    ),
     Case("parse-error-garbage", None, b"hello world", [err(None, -32700, "Parse error: invalid JSON")]),
     Case("parse-error-trailing", V4, PING1 + b" x", [err(None, -32700, "Parse error: invalid JSON")]),
-    Case("parse-error-invalid-utf8", V4, b'{"jsonrpc":"2.0","id":1,"method":"\xff"}', [err(None, -32700, "Parse error: invalid JSON")]),
+    Case(
+        "parse-error-invalid-utf8",
+        V4,
+        b'{"jsonrpc":"2.0","id":1,"method":"\xff"}',
+        [err(None, -32700, "Parse error: invalid JSON")],
+    ),
+    Case(
+        "invalid-utf8-inside-params",
+        V4,
+        b'{"jsonrpc":"2.0","id":"u","method":"tools/call","params":{"name":"add","arguments":{"a":"\xc3\x28"}}}',
+        [err(b'"u"', -32700, "Parse error: invalid UTF-8 in a string")],
+    ),
+    Case(
+        "invalid-utf8-inside-notification",
+        V4,
+        b'{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"\xff","progress":1}}',
+        [],
+    ),
+    Case("valid-utf8-inside-params", V4, '{"jsonrpc":"2.0","id":"v","method":"ping","params":{"x":"é☃"}}'.encode(), [ok(b'"v"')]),
     # --- JSON, but not a valid request: -32600, the id echoed when it is readable ----------------------------
     Case("not-an-object", V4, b"42", [err(None, -32600, "Invalid Request: a message must be a JSON object")]),
     Case("string-frame", V4, b'"ping"', [err(None, -32600, "Invalid Request: a message must be a JSON object")]),
-    Case("bad-jsonrpc-version", V4, b'{"jsonrpc":"1.0","id":7,"method":"ping"}', [err(b"7", -32600, 'Invalid Request: "jsonrpc" must be exactly "2.0"')]),
-    Case("missing-jsonrpc", V4, b'{"id":"a","method":"ping"}', [err(b'"a"', -32600, 'Invalid Request: "jsonrpc" must be exactly "2.0"')]),
-    Case("method-not-string", V4, b'{"jsonrpc":"2.0","id":8,"method":42}', [err(b"8", -32600, 'Invalid Request: "method" must be a string')]),
-    Case("params-array", V4, b'{"jsonrpc":"2.0","id":9,"method":"tools/list","params":[]}', [err(b"9", -32600, 'Invalid Request: "params" must be an object')]),
-    Case("params-string", V4, b'{"jsonrpc":"2.0","id":9,"method":"tools/list","params":"x"}', [err(b"9", -32600, 'Invalid Request: "params" must be an object')]),
-    Case("params-null", V4, b'{"jsonrpc":"2.0","id":9,"method":"tools/list","params":null}', [err(b"9", -32600, 'Invalid Request: "params" must be an object')]),
-    Case("id-null", V4, b'{"jsonrpc":"2.0","id":null,"method":"ping"}', [err(None, -32600, 'Invalid Request: "id" must be a string or an integer')]),
-    Case("id-bool", V4, b'{"jsonrpc":"2.0","id":true,"method":"ping"}', [err(None, -32600, 'Invalid Request: "id" must be a string or an integer')]),
-    Case("id-fraction", V4, b'{"jsonrpc":"2.0","id":1.5,"method":"ping"}', [err(None, -32600, 'Invalid Request: "id" must be a string or an integer')]),
-    Case("id-float-integral", V4, b'{"jsonrpc":"2.0","id":1.0,"method":"ping"}', [err(None, -32600, 'Invalid Request: "id" must be a string or an integer')]),
-    Case("id-object", V4, b'{"jsonrpc":"2.0","id":{"a":1},"method":"ping"}', [err(None, -32600, 'Invalid Request: "id" must be a string or an integer')]),
-    Case("neither-request-nor-response", V4, b'{"jsonrpc":"2.0","id":5}', [err(b"5", -32600, "Invalid Request: not a request, notification or response")]),
-    Case("too-deep", V4, b'{"jsonrpc":"2.0","id":6,"method":"ping","params":{"a":' + b"[" * 5000 + b"]" * 5000 + b"}}", [err(b"6", -32600, "Invalid Request: message is nested too deeply")]),
+    Case(
+        "bad-jsonrpc-version",
+        V4,
+        b'{"jsonrpc":"1.0","id":7,"method":"ping"}',
+        [err(b"7", -32600, 'Invalid Request: "jsonrpc" must be exactly "2.0"')],
+    ),
+    Case(
+        "missing-jsonrpc",
+        V4,
+        b'{"id":"a","method":"ping"}',
+        [err(b'"a"', -32600, 'Invalid Request: "jsonrpc" must be exactly "2.0"')],
+    ),
+    Case(
+        "method-not-string",
+        V4,
+        b'{"jsonrpc":"2.0","id":8,"method":42}',
+        [err(b"8", -32600, 'Invalid Request: "method" must be a string')],
+    ),
+    Case(
+        "params-array",
+        V4,
+        b'{"jsonrpc":"2.0","id":9,"method":"tools/list","params":[]}',
+        [err(b"9", -32600, 'Invalid Request: "params" must be an object')],
+    ),
+    Case(
+        "params-string",
+        V4,
+        b'{"jsonrpc":"2.0","id":9,"method":"tools/list","params":"x"}',
+        [err(b"9", -32600, 'Invalid Request: "params" must be an object')],
+    ),
+    Case(
+        "params-null",
+        V4,
+        b'{"jsonrpc":"2.0","id":9,"method":"tools/list","params":null}',
+        [err(b"9", -32600, 'Invalid Request: "params" must be an object')],
+    ),
+    Case(
+        "id-null",
+        V4,
+        b'{"jsonrpc":"2.0","id":null,"method":"ping"}',
+        [err(None, -32600, 'Invalid Request: "id" must be a string or an integer')],
+    ),
+    Case(
+        "id-bool",
+        V4,
+        b'{"jsonrpc":"2.0","id":true,"method":"ping"}',
+        [err(None, -32600, 'Invalid Request: "id" must be a string or an integer')],
+    ),
+    Case(
+        "id-fraction",
+        V4,
+        b'{"jsonrpc":"2.0","id":1.5,"method":"ping"}',
+        [err(None, -32600, 'Invalid Request: "id" must be a string or an integer')],
+    ),
+    Case(
+        "id-float-integral",
+        V4,
+        b'{"jsonrpc":"2.0","id":1.0,"method":"ping"}',
+        [err(None, -32600, 'Invalid Request: "id" must be a string or an integer')],
+    ),
+    Case(
+        "id-object",
+        V4,
+        b'{"jsonrpc":"2.0","id":{"a":1},"method":"ping"}',
+        [err(None, -32600, 'Invalid Request: "id" must be a string or an integer')],
+    ),
+    Case(
+        "neither-request-nor-response",
+        V4,
+        b'{"jsonrpc":"2.0","id":5}',
+        [err(b"5", -32600, "Invalid Request: not a request, notification or response")],
+    ),
+    Case(
+        "too-deep",
+        V4,
+        b'{"jsonrpc":"2.0","id":6,"method":"ping","params":{"a":' + b"[" * 5000 + b"]" * 5000 + b"}}",
+        [err(b"6", -32600, "Invalid Request: message is nested too deeply")],
+    ),
     # --- method lookup and params -----------------------------------------------------------------------------
-    Case("method-not-found", V4, b'{"jsonrpc":"2.0","id":3,"method":"foo/bar"}', [err(b"3", -32601, "Method not found: foo/bar")]),
-    Case("invalid-params", V4, b'{"jsonrpc":"2.0","id":3,"method":"resources/read","params":{"uri":5}}', [err(b"3", -32602, "Invalid params: Expected `str`, got `int` - at `$.uri`")]),
-    Case("invalid-params-missing", V4, b'{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{}}', [err(b"3", -32602, "Invalid params: Object missing required field `name`")]),
-    Case("tools-call-arguments-not-object", V4, b'{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"add","arguments":[1]}}', [err(b"3", -32602, 'Invalid params: "arguments" must be an object')]),
-    Case("bad-log-level", V4, b'{"jsonrpc":"2.0","id":3,"method":"logging/setLevel","params":{"level":"loud"}}', [err(b"3", -32602, "Invalid params: unknown log level 'loud'")]),
+    Case(
+        "method-not-found",
+        V4,
+        b'{"jsonrpc":"2.0","id":3,"method":"foo/bar"}',
+        [err(b"3", -32601, "Method not found: foo/bar")],
+    ),
+    Case(
+        "invalid-params",
+        V4,
+        b'{"jsonrpc":"2.0","id":3,"method":"resources/read","params":{"uri":5}}',
+        [err(b"3", -32602, "Invalid params: Expected `str`, got `int` - at `$.uri`")],
+    ),
+    Case(
+        "invalid-params-missing",
+        V4,
+        b'{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{}}',
+        [err(b"3", -32602, "Invalid params: Object missing required field `name`")],
+    ),
+    Case(
+        "tools-call-arguments-not-object",
+        V4,
+        b'{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"add","arguments":[1]}}',
+        [err(b"3", -32602, 'Invalid params: "arguments" must be an object')],
+    ),
+    Case(
+        "bad-log-level",
+        V4,
+        b'{"jsonrpc":"2.0","id":3,"method":"logging/setLevel","params":{"level":"loud"}}',
+        [err(b"3", -32602, "Invalid params: unknown log level 'loud'")],
+    ),
     # --- lifecycle ---------------------------------------------------------------------------------------------
-    Case("request-before-initialize", None, b'{"jsonrpc":"2.0","id":"x","method":"tools/list"}', [err(b'"x"', -32600, "Invalid Request: the session is not initialized; send initialize first")]),
+    Case(
+        "request-before-initialize",
+        None,
+        b'{"jsonrpc":"2.0","id":"x","method":"tools/list"}',
+        [err(b'"x"', -32600, "Invalid Request: the session is not initialized; send initialize first")],
+    ),
     Case("ping-before-initialize", None, b'{"jsonrpc":"2.0","id":"p","method":"ping"}', [ok(b'"p"')]),
     Case("initialized-before-initialize", None, b'{"jsonrpc":"2.0","method":"notifications/initialized"}', []),
     Case("initialize-unknown-version", None, init("1999-01-01"), [init_reply(V4)]),
@@ -166,17 +291,39 @@ CASES = [
     Case("initialize-2025-06-18", None, init(V3), [init_reply(V3)]),
     Case("initialize-2025-03-26", None, init(V2), [init_reply(V2)]),
     Case("initialize-2024-11-05", None, init(V1), [init_reply(V1)]),
-    Case("initialize-twice", V4, init(V4, 2), [err(b"2", -32600, "Invalid Request: the session is already initialized")]),
-    Case("initialize-without-params", None, b'{"jsonrpc":"2.0","id":1,"method":"initialize"}', [err(b"1", -32602, "Invalid params: initialize needs protocolVersion, capabilities and clientInfo")]),
+    Case(
+        "initialize-twice", V4, init(V4, 2), [err(b"2", -32600, "Invalid Request: the session is already initialized")]
+    ),
+    Case(
+        "initialize-without-params",
+        None,
+        b'{"jsonrpc":"2.0","id":1,"method":"initialize"}',
+        [err(b"1", -32602, "Invalid params: initialize needs protocolVersion, capabilities and clientInfo")],
+    ),
     # --- notifications are never answered ----------------------------------------------------------------------
     Case("unknown-notification", V4, NOTE, []),
     Case("unknown-notification-before-init", None, NOTE, []),
     Case("notification-params-array", V4, b'{"jsonrpc":"2.0","method":"notifications/cancelled","params":[1]}', []),
     Case("notification-bad-version", V4, b'{"jsonrpc":"1.0","method":"notifications/initialized"}', []),
     Case("notification-method-not-string", V4, b'{"jsonrpc":"2.0","method":17}', []),
-    Case("cancel-unknown-request", V4, b'{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":99}}', []),
-    Case("cancel-malformed", V4, b'{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":{"x":[]}}}', []),
-    Case("progress-unknown-token", V4, b'{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"t","progress":1}}', []),
+    Case(
+        "cancel-unknown-request",
+        V4,
+        b'{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":99}}',
+        [],
+    ),
+    Case(
+        "cancel-malformed",
+        V4,
+        b'{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":{"x":[]}}}',
+        [],
+    ),
+    Case(
+        "progress-unknown-token",
+        V4,
+        b'{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"t","progress":1}}',
+        [],
+    ),
     Case("response-to-unknown-id", V4, b'{"jsonrpc":"2.0","id":12345,"result":{}}', []),
     Case("error-to-unknown-id", V4, b'{"jsonrpc":"2.0","id":12345,"error":{"code":-1,"message":"no"}}', []),
     # --- ids are kept exactly ----------------------------------------------------------------------------------
@@ -189,8 +336,20 @@ CASES = [
     Case("unknown-fields-ignored", V4, b'{"jsonrpc":"2.0","id":1,"method":"ping","extra":{"x":1}}', [ok(b"1")]),
     # --- batches: arrays only on 2025-03-26 --------------------------------------------------------------------
     Case("batch-2025-03-26", V2, b"[" + PING1 + b"," + PING2 + b"]", [b"[" + ok(b"1") + b"," + ok(b"2") + b"]"]),
-    Case("batch-mixed-2025-03-26", V2, b"[" + PING1 + b"," + NOTE + b',{"jsonrpc":"2.0","id":3,"method":"nope"},5]',
-         [b"[" + ok(b"1") + b"," + err(b"3", -32601, "Method not found: nope") + b"," + err(None, -32600, "Invalid Request: a message must be a JSON object") + b"]"]),
+    Case(
+        "batch-mixed-2025-03-26",
+        V2,
+        b"[" + PING1 + b"," + NOTE + b',{"jsonrpc":"2.0","id":3,"method":"nope"},5]',
+        [
+            b"["
+            + ok(b"1")
+            + b","
+            + err(b"3", -32601, "Method not found: nope")
+            + b","
+            + err(None, -32600, "Invalid Request: a message must be a JSON object")
+            + b"]"
+        ],
+    ),
     Case("batch-only-notifications", V2, b"[" + NOTE + b"," + NOTE + b"]", []),
     Case("batch-malformed-notification", V2, b'[{"jsonrpc":"2.0","method":"x","params":[]}]', []),
     Case("batch-empty-2025-03-26", V2, b"[]", [err(None, -32600, "Invalid Request: empty batch")]),
@@ -201,29 +360,124 @@ CASES = [
     Case("batch-before-initialize", None, b"[" + PING1 + b"]", [NOT_SUPPORTED]),
     Case("batch-empty-2025-11-25", V4, b"[]", [NOT_SUPPORTED]),
     # --- capability gates and method-level errors ---------------------------------------------------------------
-    Case("prompts-not-advertised", V4, b'{"jsonrpc":"2.0","id":2,"method":"prompts/list"}', [err(b"2", -32601, "Method not found: prompts/list")]),
-    Case("completion-not-advertised", V4, b'{"jsonrpc":"2.0","id":2,"method":"completion/complete","params":{"ref":{"type":"ref/prompt","name":"x"},"argument":{"name":"a","value":""}}}', [err(b"2", -32601, "Method not found: completion/complete")]),
-    Case("stateless-only-method-on-handshake", V4, b'{"jsonrpc":"2.0","id":2,"method":"server/discover"}', [err(b"2", -32601, "Method not found: server/discover")]),
-    Case("unknown-tool", V4, b'{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"nope"}}', [err(b"2", -32602, "Unknown tool: nope")]),
-    Case("unknown-resource", V4, b'{"jsonrpc":"2.0","id":2,"method":"resources/read","params":{"uri":"file:///nope"}}', [err(b"2", -32002, "Resource not found", b'{"uri":"file:///nope"}')]),
-    Case("unknown-resource-2024-11-05", V1, b'{"jsonrpc":"2.0","id":2,"method":"resources/read","params":{"uri":"x:y"}}', [err(b"2", -32002, "Resource not found", b'{"uri":"x:y"}')]),
-    Case("sep-1303-bad-arguments", V4, b'{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"add","arguments":{"a":"one"}}}', [ADD_BAD_ARGS]),
-    Case("sep-1303-missing-argument", V4, b'{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"add","arguments":{}}}',
-         [b'{"jsonrpc":"2.0","id":4,"result":{"content":[{"type":"text","text":"Invalid arguments for tool add: Object missing required field `a`"}],"isError":true}}']),
+    Case(
+        "prompts-not-advertised",
+        V4,
+        b'{"jsonrpc":"2.0","id":2,"method":"prompts/list"}',
+        [err(b"2", -32601, "Method not found: prompts/list")],
+    ),
+    Case(
+        "completion-not-advertised",
+        V4,
+        b'{"jsonrpc":"2.0","id":2,"method":"completion/complete","params":{"ref":{"type":"ref/prompt","name":"x"},"argument":{"name":"a","value":""}}}',
+        [err(b"2", -32601, "Method not found: completion/complete")],
+    ),
+    Case(
+        "stateless-only-method-on-handshake",
+        V4,
+        b'{"jsonrpc":"2.0","id":2,"method":"server/discover"}',
+        [err(b"2", -32601, "Method not found: server/discover")],
+    ),
+    Case(
+        "unknown-tool",
+        V4,
+        b'{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"nope"}}',
+        [err(b"2", -32602, "Unknown tool: nope")],
+    ),
+    Case(
+        "unknown-resource",
+        V4,
+        b'{"jsonrpc":"2.0","id":2,"method":"resources/read","params":{"uri":"file:///nope"}}',
+        [err(b"2", -32002, "Resource not found", b'{"uri":"file:///nope"}')],
+    ),
+    Case(
+        "unknown-resource-2024-11-05",
+        V1,
+        b'{"jsonrpc":"2.0","id":2,"method":"resources/read","params":{"uri":"x:y"}}',
+        [err(b"2", -32002, "Resource not found", b'{"uri":"x:y"}')],
+    ),
+    Case(
+        "sep-1303-bad-arguments",
+        V4,
+        b'{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"add","arguments":{"a":"one"}}}',
+        [ADD_BAD_ARGS],
+    ),
+    Case(
+        "sep-1303-missing-argument",
+        V4,
+        b'{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"add","arguments":{}}}',
+        [
+            b'{"jsonrpc":"2.0","id":4,"result":{"content":[{"type":"text","text":"Invalid arguments for tool add: Object missing required field `a`"}],"isError":true}}'
+        ],
+    ),
     Case("tool-raises", V4, b'{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"crash"}}', [CRASH_REPLY]),
-    Case("tool-ok", V4, b'{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"add","arguments":{"a":2,"b":3}}}',
-         [ok(b"5", b'{"content":[{"type":"text","text":"{\\"result\\":5}"}],"structuredContent":{"result":5}}')]),
-    Case("unknown-prompt", V4, b'{"jsonrpc":"2.0","id":6,"method":"prompts/get","params":{"name":"nope"}}', [err(b"6", -32602, "Unknown prompt: nope")], "prompted"),
-    Case("prompt-missing-argument", V4, b'{"jsonrpc":"2.0","id":6,"method":"prompts/get","params":{"name":"greet"}}', [err(b"6", -32602, "Missing required argument(s) for prompt greet: name")], "prompted"),
-    Case("bad-cursor", V4, b'{"jsonrpc":"2.0","id":7,"method":"tools/list","params":{"cursor":"not-a-cursor"}}', [err(b"7", -32602, "Invalid params: invalid cursor")]),
-    Case("resource-ok", V4, b'{"jsonrpc":"2.0","id":8,"method":"resources/read","params":{"uri":"text://hello"}}',
-         [ok(b"8", b'{"contents":[{"uri":"text://hello","mimeType":"text/plain","text":"hi"}]}')]),
+    Case(
+        "tool-ok",
+        V4,
+        b'{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"add","arguments":{"a":2,"b":3}}}',
+        [ok(b"5", b'{"content":[{"type":"text","text":"{\\"result\\":5}"}],"structuredContent":{"result":5}}')],
+    ),
+    Case(
+        "unknown-prompt",
+        V4,
+        b'{"jsonrpc":"2.0","id":6,"method":"prompts/get","params":{"name":"nope"}}',
+        [err(b"6", -32602, "Unknown prompt: nope")],
+        "prompted",
+    ),
+    Case(
+        "prompt-missing-argument",
+        V4,
+        b'{"jsonrpc":"2.0","id":6,"method":"prompts/get","params":{"name":"greet"}}',
+        [err(b"6", -32602, "Missing required argument(s) for prompt greet: name")],
+        "prompted",
+    ),
+    Case(
+        "bad-cursor",
+        V4,
+        b'{"jsonrpc":"2.0","id":7,"method":"tools/list","params":{"cursor":"not-a-cursor"}}',
+        [err(b"7", -32602, "Invalid params: invalid cursor")],
+    ),
+    Case(
+        "resource-ok",
+        V4,
+        b'{"jsonrpc":"2.0","id":8,"method":"resources/read","params":{"uri":"text://hello"}}',
+        [ok(b"8", b'{"contents":[{"uri":"text://hello","mimeType":"text/plain","text":"hi"}]}')],
+    ),
     # --- the stateless era on the same connection (2026-07-28, no handshake needed) ----------------------------
-    Case("stateless-ping-removed", None, json.dumps({"jsonrpc": "2.0", "id": 1, "method": "ping", "params": {"_meta": R5_META}}).encode(), [err(b"1", -32601, "Method not found: ping")]),
-    Case("stateless-unknown-resource", None, json.dumps({"jsonrpc": "2.0", "id": 1, "method": "resources/read", "params": {"uri": "x:y", "_meta": R5_META}}).encode(),
-         [err(b"1", -32602, "Resource not found", b'{"uri":"x:y"}')]),
-    Case("stateless-unsupported-version", None, json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": {**R5_META, "io.modelcontextprotocol/protocolVersion": "2099-01-01"}}}).encode(),
-         [err(b"1", -32022, "Unsupported protocol version: '2099-01-01'", b'{"supported":["2026-07-28"],"requested":"2099-01-01"}')]),
+    Case(
+        "stateless-ping-removed",
+        None,
+        json.dumps({"jsonrpc": "2.0", "id": 1, "method": "ping", "params": {"_meta": R5_META}}).encode(),
+        [err(b"1", -32601, "Method not found: ping")],
+    ),
+    Case(
+        "stateless-unknown-resource",
+        None,
+        json.dumps(
+            {"jsonrpc": "2.0", "id": 1, "method": "resources/read", "params": {"uri": "x:y", "_meta": R5_META}}
+        ).encode(),
+        [err(b"1", -32602, "Resource not found", b'{"uri":"x:y"}')],
+    ),
+    Case(
+        "stateless-unsupported-version",
+        None,
+        json.dumps(
+            {
+                "jsonrpc": "2.0",
+                "id": 1,
+                "method": "tools/list",
+                "params": {"_meta": {**R5_META, "io.modelcontextprotocol/protocolVersion": "2099-01-01"}},
+            }
+        ).encode(),
+        [
+            err(
+                b"1",
+                -32022,
+                "Unsupported protocol version: '2099-01-01'",
+                b'{"supported":["2026-07-28"],"requested":"2099-01-01"}',
+            )
+        ],
+    ),
 ]
 
 
@@ -275,7 +529,10 @@ async def test_batch_with_async_requests_answers_one_array() -> None:
 ids = st.one_of(st.text(max_size=40), st.integers(min_value=-(2**70), max_value=2**70))
 methods = st.text(min_size=1, max_size=40)
 json_values = st.recursive(
-    st.none() | st.booleans() | st.integers(-(2**63), 2**63) | st.floats(allow_nan=False, allow_infinity=False)
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**63), 2**63)
+    | st.floats(allow_nan=False, allow_infinity=False)
     | st.text(max_size=20),
     lambda children: st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=8), children, max_size=4),
     max_leaves=12,
@@ -330,7 +587,11 @@ def test_error_roundtrip(ident: str | int | None, code: int, message: str, data:
 
 
 @settings(max_examples=100, deadline=None)
-@given(ident=st.one_of(st.none(), st.booleans(), st.floats(allow_nan=False, allow_infinity=False), st.lists(st.integers(), max_size=2)))
+@given(
+    ident=st.one_of(
+        st.none(), st.booleans(), st.floats(allow_nan=False, allow_infinity=False), st.lists(st.integers(), max_size=2)
+    )
+)
 def test_invalid_ids_are_refused(ident: Any) -> None:
     frame = json.dumps({"jsonrpc": "2.0", "id": ident, "method": "ping"}).encode()
     with pytest.raises(InvalidRequest) as info:
