@@ -4,6 +4,8 @@ It offers the names the golden wire transcripts ask for (``conformance/transcrip
 ``jsonrpc-mcp check`` can compare the SDK's wire behaviour with ours rule by rule::
 
     jsonrpc-mcp check -- .venv/bin/python conformance/peers/official_sdk_server.py
+    .venv/bin/python conformance/peers/official_sdk_server.py --http 8765 &
+    jsonrpc-mcp check --url http://127.0.0.1:8765/mcp
 
 Tools with ``str`` parameters (``test_sampling``, ``test_elicitation``), a slow tool reporting progress, a tool
 that logs, one that needs sampling; a static resource and a template; two prompts; completions. Nothing here is
@@ -119,4 +121,9 @@ async def complete(
 
 
 if __name__ == "__main__":
-    mcp.run("stdio")
+    import sys
+
+    if sys.argv[1:2] == ["--http"]:  # --http PORT: Streamable HTTP on http://127.0.0.1:PORT/mcp
+        mcp.run("streamable-http", host="127.0.0.1", port=int(sys.argv[2]))
+    else:
+        mcp.run("stdio")
