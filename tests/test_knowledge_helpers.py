@@ -80,8 +80,10 @@ class Notes:
         self.send, self.receive = anyio.create_memory_object_stream[tuple[str, dict[str, Any]]](100)
         self.seen: list[tuple[str, dict[str, Any]]] = []
 
-    async def __call__(self, method: str, params: dict[str, Any]) -> None:
-        await self.send.send((method, params))
+    def __call__(self, method: str, params: dict[str, Any]) -> None:
+        # Synchronous on purpose: the client runs a callback that returns an awaitable as its own task, and
+        # tasks may run out of order; a plain call keeps the notifications in the order they arrived.
+        self.send.send_nowait((method, params))
 
     async def next(self, method: str = "notifications/resources/updated") -> dict[str, Any]:
         with anyio.fail_after(TIMEOUT):

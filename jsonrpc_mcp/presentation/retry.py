@@ -12,15 +12,20 @@ from __future__ import annotations
 
 import random
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any
+from typing import Any, Protocol
 
 import anyio
 from msgspec import UNSET
 
 from ..mcp import types as t
-from ..mcp.client import Client
 
-__all__ = ("call_tool_with_retry", "is_retryable", "backoff_delay")
+__all__ = ("call_tool_with_retry", "is_retryable", "backoff_delay", "ToolCaller")
+
+
+class ToolCaller(Protocol):
+    """Anything with the client's ``call_tool`` (:class:`~jsonrpc_mcp.Client` and its sessions)."""
+
+    async def call_tool(self, name: str, arguments: Mapping[str, Any] | None = None) -> t.CallToolResult: ...
 
 
 def is_retryable(result: t.CallToolResult) -> bool:
@@ -51,7 +56,7 @@ def backoff_delay(
 
 
 async def call_tool_with_retry(
-    client: Client,
+    client: ToolCaller,
     name: str,
     arguments: Mapping[str, Any] | None = None,
     *,

@@ -36,9 +36,17 @@ def _embedded(entry: Entry, as_of: int) -> t.PromptMessage:
     return t.PromptMessage(role="user", content=t.EmbeddedResource(resource=resource))
 
 
+_STOPWORD_TEXT: Final = (
+    "a an and are as at be but by can could did do does for from had has have how in into is it its not of on "
+    "or should that the their there this to was were what when where which who why will with would you your"
+)
+_STOPWORDS: Final = frozenset(_STOPWORD_TEXT.split())
+
+
 async def _best_matches(kb: Knowledge, question: str, topic: str | None, most: int = 5) -> tuple[list[Entry], int, int]:
-    """Entries matching the most of the question's longest words (any of them), within ``topic``."""
-    words = sorted(search_terms(question), key=len, reverse=True)[:4]
+    """Entries matching the most of the question's longest words (any of them, stop words aside), within
+    ``topic``."""
+    words = sorted((w for w in search_terms(question) if w not in _STOPWORDS), key=len, reverse=True)[:4]
     hits: dict[int, tuple[int, Entry]] = {}
     as_of = 0
     for word in words or [""]:
