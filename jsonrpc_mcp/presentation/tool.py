@@ -140,6 +140,7 @@ def _guard_arguments(entry: ToolDef, tool_name: str, format_param: str) -> None:
         out = inner(ctx, raw)
         if isinstance(out, t.CallToolResult) and out.is_error is True and out.structured_content is UNSET:
             message = next((c.text for c in out.content if isinstance(c, t.TextContent)), "Invalid arguments")
+            message = message.removeprefix(f"Invalid arguments for tool {tool_name}: ")
             failure = tool_error(
                 ErrorCode.VALIDATION_ERROR,
                 message,
