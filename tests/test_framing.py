@@ -97,7 +97,7 @@ def test_frame_exactly_at_the_limit_is_accepted() -> None:
 line_bytes = st.binary(max_size=60).map(lambda b: b.replace(b"\n", b""))
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=120, deadline=None)
 @given(
     lines=st.lists(line_bytes, max_size=12),
     endings=st.lists(st.sampled_from([b"\n", b"\r\n"]), min_size=12, max_size=12),

@@ -246,7 +246,6 @@ async def test_client_vanishing_mid_call_cancels_the_handler() -> None:
             await peer.stream.aclose()  # the client is gone, mid-call
             with anyio.fail_after(10):
                 await cancelled.wait()
-            assert len(server.sessions()) == 2 or len(server.sessions()) == 1
         # the server still serves its other connection
         assert (await other.call_tool("add", {"a": 7})).structured_content == {"result": 7}
         assert len(server.sessions()) == 1

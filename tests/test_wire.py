@@ -544,7 +544,7 @@ def roundtrip(frame: bytes) -> Any:
     return classify(decode_frame(frame))
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=60, deadline=None)
 @given(ident=ids, method=methods, params=st.none() | objects)
 def test_request_roundtrip(ident: str | int, method: str, params: dict[str, Any] | None) -> None:
     frame = encode_request(ident, method, None if params is None else msgspec.json.encode(params))
@@ -555,7 +555,7 @@ def test_request_roundtrip(ident: str | int, method: str, params: dict[str, Any]
     assert (None if msg.params is None else msgspec.json.decode(msg.params)) == params
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=50, deadline=None)
 @given(method=methods, params=st.none() | objects)
 def test_notification_roundtrip(method: str, params: dict[str, Any] | None) -> None:
     frame = encode_notification(method, None if params is None else msgspec.json.encode(params))
@@ -565,7 +565,7 @@ def test_notification_roundtrip(method: str, params: dict[str, Any] | None) -> N
     assert (None if msg.params is None else msgspec.json.decode(msg.params)) == params
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=60, deadline=None)
 @given(ident=ids, result=objects)
 def test_result_roundtrip(ident: str | int, result: dict[str, Any]) -> None:
     msg = roundtrip(encode_result(ident, msgspec.json.encode(result)))
@@ -574,7 +574,7 @@ def test_result_roundtrip(ident: str | int, result: dict[str, Any]) -> None:
     assert msgspec.json.decode(msg.result) == result
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=60, deadline=None)
 @given(ident=st.none() | ids, code=st.integers(-(2**31), 2**31), message=st.text(max_size=40), data=json_values)
 def test_error_roundtrip(ident: str | int | None, code: int, message: str, data: Any) -> None:
     frame = encode_error(ident, code, message, data)
@@ -586,7 +586,7 @@ def test_error_roundtrip(ident: str | int | None, code: int, message: str, data:
     assert (msg.code, msg.message, msg.data) == (code, message, data)
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=50, deadline=None)
 @given(
     ident=st.one_of(
         st.none(), st.booleans(), st.floats(allow_nan=False, allow_infinity=False), st.lists(st.integers(), max_size=2)
@@ -599,7 +599,7 @@ def test_invalid_ids_are_refused(ident: Any) -> None:
     assert info.value.request_id is None  # type: ignore[attr-defined]
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=50, deadline=None)
 @given(ident=ids, junk=st.sampled_from([b'"jsonrpc":"1.0"', b'"method":1', b'"params":[1]']))
 def test_invalid_request_keeps_a_readable_id(ident: str | int, junk: bytes) -> None:
     fields = {"jsonrpc": "2.0", "id": ident, "method": "m"}

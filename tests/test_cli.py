@@ -1,0 +1,216 @@
+"""The ``jsonrpc-mcp`` command: list/call against a stdio server, usage errors and exit codes, ``python -m``,
+and serving on TCP and Unix sockets. Every command runs in a real subprocess; the independent ones run
+concurrently (one thread each) so the file stays fast."""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import pytest
+from helpers import EVERYTHING, ROOT
+
+CLI = [sys.executable, "-m", "jsonrpc_mcp"]
+SERVE = [sys.executable, "-m", "jsonrpc_mcp", "serve", str(EVERYTHING)]
+TCP = "{tcp}"  # replaced by the module's TCP server address
+
+#: Over stdio (the CLI spawns the server itself), over the module's TCP server, or needing no server at all.
+COMMANDS: dict[str, list[str]] = {
+    "list": [*CLI, "list", "--", *SERVE],
+    "call-add": [*CLI, "call", "--", *SERVE, "tools/call", "add", '{"a": 1}'],
+    "call-tool-error": [*CLI, "call", "--tcp", TCP, "tools/call", "fail", '{"message": "nope"}'],
+    "call-unknown-tool": [*CLI, "call", "--tcp", TCP, "tools/call", "missing"],
+    "call-read": [*CLI, "call", "--tcp", TCP, "resources/read", "item://7"],
+    "call-prompt": [*CLI, "call", "--tcp", TCP, "prompts/get", "greet", '{"name": "Ada", "style": "formal"}'],
+    "call-ping": [*CLI, "call", "--tcp", TCP, "ping"],
+    "call-bad-json": [*CLI, "call", "--tcp", TCP, "tools/call", "add", "{not json"],
+    "call-json-not-object": [*CLI, "call", "--tcp", TCP, "tools/call", "add", "[1]"],
+    "call-no-method": [*CLI, "call", "--", *SERVE],
+    "list-no-target": [*CLI, "list"],
+    "no-command": [*CLI],
+    "help": [*CLI, "--help"],
+    "serve-missing-file": [*CLI, "serve", "tests/fixtures/does_not_exist.py"],
+    "serve-not-a-server": [*CLI, "serve", "os:sep"],
+}
+
+
+class Served:
+    """A ``jsonrpc-mcp -v serve`` process; its stderr is read by a thread so lines can be waited for."""
+
+    def __init__(self, *where: str) -> None:
+        self.proc = subprocess.Popen(
+            [*CLI, "-v", "serve", str(EVERYTHING), *where],
+            cwd=ROOT,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        self.lines: queue.Queue[str] = queue.Queue()
+        self.seen: list[str] = []
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
+
+    def _read(self) -> None:
+        assert self.proc.stderr is not None
+        with self.proc.stderr:
+            for line in self.proc.stderr:
+                self.lines.put(line)
+
+    def wait_for(self, pattern: str, timeout: float = 30) -> re.Match[str]:
+        while True:
+            line = self.lines.get(timeout=timeout)
+            self.seen.append(line)
+            match = re.search(pattern, line)
+            if match:
+                return match
+
+    def interrupt(self) -> int:
+        self.proc.send_signal(signal.SIGINT)
+        code = self.proc.wait(timeout=30)
+        self.reader.join(timeout=30)
+        return code
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+        self.reader.join(timeout=30)
+
+
+@pytest.fixture(scope="module")
+def tcp_server() -> Iterator[tuple[str, Served]]:
+    served = Served("--tcp", "127.0.0.1:0")
+    try:
+        port = served.wait_for(r"serving MCP on tcp://127\.0\.0\.1:(\d+)").group(1)  # logged once bound
+        yield f"127.0.0.1:{port}", served
+    finally:
+        served.kill()
+
+
+@pytest.fixture(scope="module")
+def runs(tcp_server: tuple[str, Served]) -> dict[str, subprocess.CompletedProcess[str]]:
+    address, _served = tcp_server
+
+    def run(argv: list[str]) -> subprocess.CompletedProcess[str]:
+        argv = [address if word == TCP else word for word in argv]
+        return subprocess.run(argv, capture_output=True, text=True, timeout=60, cwd=ROOT, stdin=subprocess.DEVNULL)
+
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        futures = {name: pool.submit(run, argv) for name, argv in COMMANDS.items()}
+        return {name: future.result() for name, future in futures.items()}
+
+
+def output(proc: subprocess.CompletedProcess[str]) -> Any:
+    return json.loads(proc.stdout)
+
+
+def test_list(runs: dict[str, subprocess.CompletedProcess[str]]) -> None:
+    proc = runs["list"]
+    assert proc.returncode == 0, proc.stderr
+    listed = output(proc)
+    assert listed["serverInfo"] == {"name": "everything", "version": "1.0.0"}
+    assert listed["protocolVersion"] == "2026-07-28"
+    assert {t["name"] for t in listed["tools"]} >= {"add", "echo", "progress", "sample", "elicit"}
+    assert {r["uri"] for r in listed["resources"]} == {"text://hello", "blob://bytes"}
+    assert [t["uriTemplate"] for t in listed["resourceTemplates"]] == ["item://{id}"]
+    assert [p["name"] for p in listed["prompts"]] == ["greet"]
+
+
+def test_call_tool(runs: dict[str, subprocess.CompletedProcess[str]]) -> None:
+    proc = runs["call-add"]
+    assert proc.returncode == 0, proc.stderr
+    result = output(proc)
+    assert result["structuredContent"] == {"result": 1}
+    assert result["content"] == [{"type": "text", "text": '{"result":1}'}]
+
+
+def test_tool_error_exits_1(runs: dict[str, subprocess.CompletedProcess[str]]) -> None:
+    proc = runs["call-tool-error"]
+    assert proc.returncode == 1
+    result = output(proc)
+    assert result["isError"] is True and result["content"][0]["text"] == "nope"
+
+
+def test_protocol_error_exits_2(runs: dict[str, subprocess.CompletedProcess[str]]) -> None:
+    proc = runs["call-unknown-tool"]
+    assert proc.returncode == 2
+    assert output(proc) == {"error": {"code": -32602, "message": "Unknown tool: missing", "data": None}}
+
+
+def test_call_resources_and_prompts(runs: dict[str, subprocess.CompletedProcess[str]]) -> None:
+    read = runs["call-read"]
+    assert read.returncode == 0, read.stderr
+    assert json.loads(output(read)["contents"][0]["text"]) == {"id": "7"}
+    prompt = runs["call-prompt"]
+    assert prompt.returncode == 0, prompt.stderr
+    assert output(prompt)["messages"][0]["content"]["text"] == "Good day, Ada."
+
+
+def test_call_ping(runs: dict[str, subprocess.CompletedProcess[str]]) -> None:
+    """``ping`` works although the CLI speaks the stateless era, which has no ping method."""
+    proc = runs["call-ping"]
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert output(proc) == {}
+
+
+@pytest.mark.parametrize(
+    ("name", "code", "message"),
+    [
+        ("call-no-method", 1, "give METHOD [NAME] [JSON]"),
+        ("call-bad-json", 1, "arguments are not JSON"),
+        ("call-json-not-object", 1, "arguments must be a JSON object"),
+        ("list-no-target", 1, "give --tcp, --unix, --url or -- COMMAND"),
+        ("no-command", 2, "the following arguments are required"),
+        ("serve-missing-file", 1, "no such file: tests/fixtures/does_not_exist.py"),
+        ("serve-not-a-server", 1, "os:sep is not a jsonrpc_mcp.Server"),
+    ],
+)
+def test_usage_errors(runs: dict[str, subprocess.CompletedProcess[str]], name: str, code: int, message: str) -> None:
+    proc = runs[name]
+    assert proc.returncode == code, (proc.stdout, proc.stderr)
+    assert message in proc.stderr
+    assert proc.stdout == ""  # stdout carries results only
+
+
+def test_python_dash_m_help(runs: dict[str, subprocess.CompletedProcess[str]]) -> None:
+    proc = runs["help"]
+    assert proc.returncode == 0
+    assert proc.stdout.startswith("usage: jsonrpc-mcp")
+    assert all(word in proc.stdout for word in ("serve", "list", "call"))
+
+
+def test_serve_unix_then_interrupt() -> None:
+    directory = tempfile.mkdtemp(prefix="mcp-cli-")  # short: AF_UNIX paths are limited to ~100 bytes
+    path = os.path.join(directory, "s.sock")
+    served = Served("--unix", path)
+    try:
+        served.wait_for(re.escape(f"serving MCP on unix:{path}"))
+        listed = subprocess.run([*CLI, "list", "--unix", path], capture_output=True, text=True, timeout=60, cwd=ROOT)
+        assert listed.returncode == 0, listed.stderr
+        assert json.loads(listed.stdout)["serverInfo"]["name"] == "everything"
+        assert served.interrupt() == 130  # Ctrl-C: a clean stop, the conventional code
+        assert not os.path.exists(path)  # the socket file is removed at exit
+    finally:
+        served.kill()
+        shutil.rmtree(directory, ignore_errors=True)
+
+
+def test_tcp_server_served_every_call_and_stops_on_interrupt(
+    runs: dict[str, subprocess.CompletedProcess[str]], tcp_server: tuple[str, Served]
+) -> None:
+    _address, served = tcp_server
+    assert runs["call-ping"].returncode == 0
+    assert served.interrupt() == 130
+    assert not any("Traceback" in line for line in served.seen)
