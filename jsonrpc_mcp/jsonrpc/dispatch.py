@@ -76,6 +76,16 @@ class _Batch:
         self.waiting = 0
 
 
+#: Errors about our own outgoing requests; their codes are local-only and never go on the wire.
+_LOCAL_ONLY = (RequestTimeout, ConnectionClosed)
+
+
+def _local_failure(req: Request, exc: RpcError) -> bytes:
+    """A handler let a timeout or a closed connection of its own request escape: an internal error to the peer."""
+    logger.warning("handler for %r failed: %s", req.method, exc.message)
+    return encode_error(req.id, codes.INTERNAL_ERROR, "Internal error")
+
+
 def _null_handler(req: Request) -> bytes:
     raise RpcError("Method not found", code=codes.METHOD_NOT_FOUND)
 
@@ -229,6 +239,9 @@ class Dispatcher:
             return
         try:
             result = self.on_request(req)
+        except _LOCAL_ONLY as exc:
+            self._queue(_local_failure(req, exc), ident, out, batch)
+            return
         except RpcError as exc:
             self._queue(encode_error(ident, exc.code, exc.message, exc.data), ident, out, batch)
             return
@@ -280,6 +293,8 @@ class Dispatcher:
             with scope:
                 try:
                     result = await coro
+                except _LOCAL_ONLY as exc:
+                    reply = _local_failure(req, exc)
                 except RpcError as exc:
                     reply = encode_error(ident, exc.code, exc.message, exc.data)
                 except Exception:

@@ -16,7 +16,7 @@ from typing import Any, Final
 import msgspec
 from msgspec import UNSET, Raw
 
-from ..errors import InvalidParams, RpcError, ToolError
+from ..errors import ConnectionClosed, InvalidParams, RequestTimeout, RpcError, ToolError
 from . import types as t
 from .context import Context, InputRequired
 from .signature import Signature, describe_validation_error, inspect_function
@@ -209,6 +209,10 @@ async def _invoke_async(pending: Awaitable[Any], sig: Signature, tool_name: str)
 def _failure(exc: BaseException, tool_name: str) -> t.CallToolResult:
     if isinstance(exc, ToolError):
         return error_result(exc.message, exc.structured)
+    if isinstance(exc, (RequestTimeout, ConnectionClosed)):
+        # the client did not answer one of the tool's own requests: the tool failed (these codes are local-only)
+        logger.warning("tool %s failed: %s", tool_name, exc.message)
+        return error_result(f"Tool {tool_name} failed: {exc.message}")
     if isinstance(exc, (RpcError, InputRequired)):
         raise exc
     logger.error("tool %s raised", tool_name, exc_info=exc)
