@@ -228,3 +228,40 @@ async def test_unknown_client_notifications_reach_registered_handlers() -> None:
         assert await peer.exchange(notification_frame("notifications/roots/list_changed")) == []
         assert await peer.exchange(notification_frame("notifications/other", {"x": 1})) == []
     assert seen == [("roots", {})]
+
+
+async def test_unanswered_server_request_never_leaks_a_local_error_code() -> None:
+    """A client that never answers sampling: the tool fails (isError) and a prompt is an internal error; the
+    local-only codes of RequestTimeout (-32001) and ConnectionClosed (-32000) never reach the wire."""
+    server = Server("s")
+    asked = anyio.Event()
+
+    @server.tool()
+    async def ask(ctx: Context) -> str:
+        await ctx.sample("hi", timeout=0.05)
+        return "answered"  # pragma: no cover
+
+    @server.prompt()
+    async def prompt_that_asks(ctx: Context) -> str:
+        await ctx.sample("hi", timeout=0.05)
+        return "answered"  # pragma: no cover
+
+    @server.method("custom/ask")
+    async def custom(ctx: Context, params: Any) -> Any:
+        await ctx.sample("hi", timeout=0.05)
+        return {}  # pragma: no cover
+
+    async def silent_sampling(params: t.CreateMessageRequestParams) -> t.CreateMessageResult:
+        asked.set()
+        await anyio.sleep_forever()
+        raise AssertionError  # pragma: no cover
+
+    async with Client.connect_server(server, protocol_version="2025-11-25", sampling=silent_sampling) as client:
+        result = await client.call_tool("ask")
+        assert result.is_error is True
+        assert result.content[0].text == "Tool ask failed: sampling/createMessage: no response within 0.05 s"  # type: ignore[union-attr]
+        assert asked.is_set()
+        for call in (client.get_prompt("prompt_that_asks"), client.request("custom/ask")):
+            with pytest.raises(RpcError) as info:
+                await call
+            assert (info.value.code, info.value.message) == (-32603, "Internal error")
