@@ -7,7 +7,8 @@
         ...
         return EntrySearchResults(summary=..., entries=...)
 
-The function returns a :class:`~jsonrpc_mcp.presentation.payloads.Payload`, a
+Declare a :class:`~jsonrpc_mcp.Context` parameter: without it there are no request headers to read and no way
+to elicit. The function returns a :class:`~jsonrpc_mcp.presentation.payloads.Payload`, a
 :class:`~jsonrpc_mcp.presentation.render.Presented`, or a ready ``CallToolResult`` (passed through). Its
 ``format`` argument (explicit, else the ``X-Response-Format`` header, else markdown) picks the text blocks. The
 tool's ``outputSchema`` is the union of its kinds with ``needsInput:v1`` and ``toolError:v1``.
