@@ -165,3 +165,29 @@ async def test_oversized_frame_over_a_socket_gets_an_invalid_request_with_its_id
             assert (await reply())["id"] == "s"
             assert await reply() == {"jsonrpc": "2.0", "id": 44, "result": {}}
         tg.cancel_scope.cancel()
+
+
+@pytest.mark.anyio
+@pytest.mark.xfail(
+    strict=True,
+    reason=(
+        "an oversized *response* is treated like an oversized request: the client answers the server with a "
+        "-32600 error frame carrying its own request id, and the pending call waits for its timeout instead of "
+        "failing at once"
+    ),
+)
+async def test_oversized_response_fails_the_pending_call_at_once() -> None:
+    from jsonrpc_mcp import Client, RequestTimeout, RpcError
+    from jsonrpc_mcp.transports.socket import connect_tcp
+
+    server = make_server()
+    async with anyio.create_task_group() as tg:
+        port = await tg.start(lambda task_status: serve_tcp(server, port=0, task_status=task_status))
+        async with (
+            connect_tcp("127.0.0.1", port, max_frame=2000) as stream,
+            Client.connect(stream, protocol_version="2025-11-25", request_timeout=0.5) as client,
+        ):
+            with pytest.raises(RpcError) as info:
+                await client.call_tool("echo", {"text": "x" * 5000})  # the answer is over the client's limit
+            assert not isinstance(info.value, RequestTimeout)
+        tg.cancel_scope.cancel()
