@@ -265,3 +265,45 @@ async def test_unanswered_server_request_never_leaks_a_local_error_code() -> Non
             with pytest.raises(RpcError) as info:
                 await call
             assert (info.value.code, info.value.message) == (-32603, "Internal error")
+
+
+async def test_cancellation_end_to_end_both_ways() -> None:
+    """The client gives up on a call: the server's handler is cancelled. The server gives up on a sampling
+    request: the client's sampling handler is cancelled."""
+    server = Server("s")
+    tool_started, tool_cancelled = anyio.Event(), anyio.Event()
+    sampling_cancelled = anyio.Event()
+
+    @server.tool()
+    async def slow() -> str:
+        tool_started.set()
+        try:
+            await anyio.sleep_forever()
+        finally:
+            tool_cancelled.set()
+        return "never"  # pragma: no cover
+
+    @server.tool()
+    async def ask(ctx: Context) -> str:
+        try:
+            await ctx.sample("hi", timeout=0.05)
+        except RpcError:
+            return "gave up"
+        return "answered"  # pragma: no cover
+
+    async def sampling(params: t.CreateMessageRequestParams) -> t.CreateMessageResult:
+        try:
+            await anyio.sleep_forever()
+        finally:
+            sampling_cancelled.set()
+        raise AssertionError  # pragma: no cover
+
+    async with Client.connect_server(server, protocol_version="2025-11-25", sampling=sampling) as client:
+        with anyio.fail_after(10):
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(client.call_tool, "slow")
+                await tool_started.wait()
+                tg.cancel_scope.cancel()  # the caller gives up: notifications/cancelled goes to the server
+            await tool_cancelled.wait()
+            assert (await client.call_tool("ask")).content[0].text == "gave up"  # type: ignore[union-attr]
+            await sampling_cancelled.wait()
