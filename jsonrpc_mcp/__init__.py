@@ -19,7 +19,8 @@ from .errors import (
     ToolError,
 )
 from .mcp import types
-from .mcp.client import Client, NoStructuredData, structured_data
+from .client import Client
+from .mcp.client import ClientSession, NoStructuredData, structured_data
 from .mcp.context import Context, InputRequired, MissingClientCapability
 from .mcp.server import CacheHint, Server
 
@@ -28,6 +29,7 @@ __version__ = "0.1.0"
 __all__ = (
     "Server",
     "Client",
+    "ClientSession",
     "Context",
     "CacheHint",
     "types",

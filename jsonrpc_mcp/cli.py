@@ -181,7 +181,7 @@ def _split_command(rest: list[str]) -> tuple[list[str], list[str]]:
 
 @asynccontextmanager
 async def _connect(args: argparse.Namespace, command: list[str]) -> AsyncIterator[Any]:
-    from .mcp.client import Client
+    from .client import Client
 
     if args.tcp:
         async with Client.connect_tcp(*args.tcp) as client:
@@ -190,7 +190,7 @@ async def _connect(args: argparse.Namespace, command: list[str]) -> AsyncIterato
         async with Client.connect_unix(args.unix) as client:
             yield client
     elif args.url:
-        async with Client.connect_http(args.url) as client:  # type: ignore[attr-defined]
+        async with Client.connect_http(args.url) as client:
             yield client
     elif command:
         async with Client.connect_stdio(command) as client:

@@ -147,10 +147,10 @@ def decode_frame(frame: bytes | bytearray | memoryview) -> Envelope:
     if not _strings_ok(frame):
         # Found only now, inside params/result (skipped as Raw): answer with the id we did read, and never
         # answer a notification.
-        err = ParseError("Parse error: invalid UTF-8 in a string")
-        err.request_id = env.id if valid_id(env.id) else None  # type: ignore[attr-defined]
-        err.silent = env.method is not UNSET and env.id is UNSET  # type: ignore[attr-defined]
-        raise err
+        bad = ParseError("Parse error: invalid UTF-8 in a string")
+        bad.request_id = env.id if valid_id(env.id) else None  # type: ignore[attr-defined]
+        bad.silent = env.method is not UNSET and env.id is UNSET  # type: ignore[attr-defined]
+        raise bad
     return env
 
 

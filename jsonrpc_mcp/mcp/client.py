@@ -17,8 +17,8 @@ from __future__ import annotations
 import itertools
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
-from contextlib import AsyncExitStack, asynccontextmanager
-from typing import Any, Final, TypeVar
+from contextlib import asynccontextmanager
+from typing import Any, Final, Self, TypeVar
 
 import anyio
 import anyio.abc
@@ -47,7 +47,7 @@ from .versions import (
 )
 
 __all__ = (
-    "Client",
+    "ClientSession",
     "SamplingHandler",
     "ElicitationHandler",
     "RootsProvider",
@@ -96,8 +96,11 @@ def structured_data(result: t.CallToolResult, type: Any = Any) -> Any:
     raise NoStructuredData("the tool result has no structuredContent and no JSON text block")
 
 
-class Client:
-    """A connection to one MCP server. Create it with one of the ``connect_*`` context managers."""
+class ClientSession:
+    """The protocol side of a connection to one MCP server, over any :class:`MessageStream`.
+
+    Most code uses :class:`jsonrpc_mcp.Client`, which adds the ``connect_*`` constructors for each transport.
+    """
 
     def __init__(
         self,
@@ -150,7 +153,7 @@ class Client:
 
     @classmethod
     @asynccontextmanager
-    async def connect(cls, stream: MessageStream, **options: Any) -> AsyncIterator[Client]:
+    async def connect(cls, stream: MessageStream, **options: Any) -> AsyncIterator[Self]:
         """Run a client over an already-open message stream and initialize it."""
         client = cls(stream, **options)
         with unwrap_group():
@@ -161,80 +164,6 @@ class Client:
                     yield client
                 finally:
                     tg.cancel_scope.cancel()
-
-    @classmethod
-    @asynccontextmanager
-    async def connect_stdio(
-        cls,
-        command: Sequence[str],
-        *,
-        env: Mapping[str, str] | None = None,
-        cwd: str | None = None,
-        stderr: int | None = None,
-        **options: Any,
-    ) -> AsyncIterator[Client]:
-        """Spawn a server process and talk to it over its stdin/stdout."""
-        from ..transports.stdio import spawn
-
-        async with (
-            spawn(command, env=env, cwd=cwd, stderr=stderr) as stream,
-            cls.connect(stream, **options) as c,
-        ):
-            yield c
-
-    @classmethod
-    @asynccontextmanager
-    async def connect_tcp(cls, host: str, port: int, **options: Any) -> AsyncIterator[Client]:
-        from ..transports.socket import connect_tcp
-
-        async with connect_tcp(host, port) as stream, cls.connect(stream, **options) as client:
-            yield client
-
-    @classmethod
-    @asynccontextmanager
-    async def connect_unix(cls, path: str, **options: Any) -> AsyncIterator[Client]:
-        from ..transports.socket import connect_unix
-
-        async with connect_unix(path) as stream, cls.connect(stream, **options) as client:
-            yield client
-
-    @classmethod
-    @asynccontextmanager
-    async def connect_http(
-        cls,
-        url: str,
-        *,
-        headers: Mapping[str, str] | None = None,
-        timeout: float = 30.0,
-        http_options: Mapping[str, Any] | None = None,
-        **options: Any,
-    ) -> AsyncIterator[Client]:
-        """Streamable HTTP (needs the ``http`` extra). ``http_options`` go to
-        :func:`~jsonrpc_mcp.transports.http_client.connect_http` (``sse_read_timeout``, ``auth``, ``http_client``…)."""
-        from ..transports.http_client import connect_http
-
-        async with (
-            connect_http(url, headers=headers, timeout=timeout, **dict(http_options or {})) as stream,
-            cls.connect(stream, **options) as client,
-        ):
-            yield client
-
-    @classmethod
-    @asynccontextmanager
-    async def connect_server(cls, server: Any, **options: Any) -> AsyncIterator[Client]:
-        """An in-process client for ``server`` over an in-memory stream pair (tests, embedding)."""
-        from ..transports.memory import memory_pair
-
-        ours, theirs = memory_pair()
-        with unwrap_group():
-            async with AsyncExitStack() as stack:
-                stack.push_async_callback(theirs.aclose)  # closed last, after the server has stopped
-                stack.push_async_callback(ours.aclose)
-                tg = await stack.enter_async_context(anyio.create_task_group())
-                tg.start_soon(server.serve, theirs)
-                stack.callback(tg.cancel_scope.cancel)
-                client = await stack.enter_async_context(cls.connect(ours, **options))
-                yield client
 
     # --- lifecycle -----------------------------------------------------------------------------------------
 

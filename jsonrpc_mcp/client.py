@@ -1,0 +1,105 @@
+"""``Client``: the MCP client with a constructor for every transport (L7).
+
+The protocol lives in :class:`jsonrpc_mcp.mcp.client.ClientSession` (L5), which talks over any
+:class:`~jsonrpc_mcp.jsonrpc.streams.MessageStream`; this subclass only adds the ``connect_*`` context managers
+that open a concrete transport (L6) first, so the layers keep pointing down.
+
+::
+
+    async with Client.connect_stdio(["python", "server.py"]) as client:
+        result = await client.call_tool("add", {"a": 1, "b": 2})
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Mapping, Sequence
+from contextlib import AsyncExitStack, asynccontextmanager
+from typing import Any
+
+import anyio
+
+from .mcp._groups import unwrap_group
+from .mcp.client import ClientSession
+from .mcp.server import Server
+from .transports.memory import memory_pair
+
+__all__ = ("Client",)
+
+
+class Client(ClientSession):
+    """A connection to one MCP server. Open it with one of the ``connect_*`` context managers; options are
+    those of :class:`~jsonrpc_mcp.mcp.client.ClientSession` (handlers, ``protocol_version``, timeouts…)."""
+
+    @classmethod
+    @asynccontextmanager
+    async def connect_stdio(
+        cls,
+        command: Sequence[str],
+        *,
+        env: Mapping[str, str] | None = None,
+        cwd: str | None = None,
+        stderr: int | None = None,
+        **options: Any,
+    ) -> AsyncIterator[Client]:
+        """Spawn a server process and talk to it over its stdin/stdout (stopped on exit: EOF, SIGTERM, SIGKILL)."""
+        from .transports.stdio import spawn
+
+        async with (
+            spawn(command, env=env, cwd=cwd, stderr=stderr) as stream,
+            cls.connect(stream, **options) as client,
+        ):
+            yield client
+
+    @classmethod
+    @asynccontextmanager
+    async def connect_tcp(cls, host: str, port: int, **options: Any) -> AsyncIterator[Client]:
+        """NDJSON over a TCP connection."""
+        from .transports.socket import connect_tcp
+
+        async with connect_tcp(host, port) as stream, cls.connect(stream, **options) as client:
+            yield client
+
+    @classmethod
+    @asynccontextmanager
+    async def connect_unix(cls, path: str, **options: Any) -> AsyncIterator[Client]:
+        """NDJSON over a Unix socket."""
+        from .transports.socket import connect_unix
+
+        async with connect_unix(path) as stream, cls.connect(stream, **options) as client:
+            yield client
+
+    @classmethod
+    @asynccontextmanager
+    async def connect_http(
+        cls,
+        url: str,
+        *,
+        headers: Mapping[str, str] | None = None,
+        timeout: float = 30.0,
+        http_options: Mapping[str, Any] | None = None,
+        **options: Any,
+    ) -> AsyncIterator[Client]:
+        """Streamable HTTP (needs the ``http`` extra). ``http_options`` go to
+        :func:`~jsonrpc_mcp.transports.http_client.connect_http` (``sse_read_timeout``, ``auth``, ``http_client``…)."""
+        from .transports.http_client import connect_http
+
+        async with (
+            connect_http(url, headers=headers, timeout=timeout, **dict(http_options or {})) as stream,
+            cls.connect(stream, **options) as client,
+        ):
+            yield client
+
+    @classmethod
+    @asynccontextmanager
+    async def connect_server(cls, server: Server, **options: Any) -> AsyncIterator[Client]:
+        """An in-process client for ``server`` over an in-memory stream pair (tests, embedding)."""
+        ours, theirs = memory_pair()
+        with unwrap_group():
+            async with AsyncExitStack() as stack:
+                stack.push_async_callback(theirs.aclose)  # closed last, after the server has stopped
+                stack.push_async_callback(ours.aclose)
+                tg = await stack.enter_async_context(anyio.create_task_group())
+                tg.start_soon(server.serve, theirs)
+                stack.callback(tg.cancel_scope.cancel)
+                client = await stack.enter_async_context(cls.connect(ours, **options))
+                yield client
