@@ -31,6 +31,10 @@ frames produced. Replies that come later (a slow tool) are waited for by the key
 Two comparison modes: ``exact`` (bytes, for our own golden files) and ``semantic`` (parsed JSON: ids exact
 with their type, error codes exact, messages and ``data`` ignored unless a case says ``# compare: error.data.uri``,
 server identity and capabilities ignored, extra keys in results allowed), for ``jsonrpc-mcp check``.
+
+Other case directives: ``# ignore: PATH`` (semantic mode), ``# mask: KEY`` (a value that changes every run becomes
+``"***"``), ``# transport: stdio`` (a rule of one transport), ``# timeout: SECONDS``. The whole story, and what the
+official SDK does with the same frames, is in ``docs/conformance.md``.
 """
 
 from __future__ import annotations
@@ -651,9 +655,6 @@ class Channel(Protocol):
     async def receive(self) -> bytes: ...
 
 
-Connect = Callable[[Session], AbstractAsyncContextManager[Channel]]
-
-
 class Target(Protocol):
     """Something that can open a fresh connection per session."""
 
@@ -921,13 +922,13 @@ class Offer:
         return None
 
 
+CLIENT_INFO: Final = {"name": "jsonrpc-mcp-check", "version": "1"}
+_INITIALIZED: Final = b'{"jsonrpc":"2.0","method":"notifications/initialized"}'
+
+
 def _handshake_frame(ident: str, revision: str, capabilities: dict[str, Any]) -> bytes:
     params = {"protocolVersion": revision, "capabilities": capabilities, "clientInfo": CLIENT_INFO}
     return json.dumps({"jsonrpc": "2.0", "id": ident, "method": "initialize", "params": params}).encode()
-
-
-CLIENT_INFO: Final = {"name": "jsonrpc-mcp-check", "version": "1"}
-_INITIALIZED: Final = b'{"jsonrpc":"2.0","method":"notifications/initialized"}'
 
 
 def _stateless_meta(capabilities: dict[str, Any] | None = None) -> dict[str, Any]:
