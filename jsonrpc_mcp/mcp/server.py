@@ -69,6 +69,7 @@ class CacheHint:
 
 
 _NO_ARGUMENTS: Final = Raw(b"null")
+_MAYBE_NULL: Final = frozenset(b"n \t\r\n")  # the first byte of a raw value that may be null
 
 
 class _CallToolParams(msgspec.Struct, rename="camel"):
@@ -425,7 +426,7 @@ class Server:
         args = params.arguments
         if args is _NO_ARGUMENTS:
             return entry.call(ctx, None)
-        if bytes(args).strip() == b"null":
+        if (not args or memoryview(args)[0] in _MAYBE_NULL) and bytes(args).strip() == b"null":  # no big copy
             raise InvalidParams('Invalid params: "arguments" must be an object')
         return entry.call(ctx, args)
 

@@ -177,7 +177,7 @@ class ServerSession:
         raw = req.params
         if self.force_stateless:
             return self._stateless(req, _read_meta(raw) if raw is not None else {})
-        if raw is not None and _PV_NEEDLE in bytes(raw):
+        if raw is not None and _may_name_version(raw):
             meta = _read_meta(raw)
             if META_PROTOCOL_VERSION in meta:
                 return self._stateless(req, meta)
@@ -402,6 +402,16 @@ class ServerSession:
         self.app.detach(self)
         for callback in self.on_close:
             callback()
+
+
+def _may_name_version(raw: Raw) -> bool:
+    """Could these params carry the stateless-era version key (then ``_meta`` is read to be sure)?
+
+    The key holds a ``/``: a memchr for it rules most params out at once, where the substring search alone costs
+    ~0.4 ns a byte (25 µs for 64 KiB of arguments, as much as decoding them).
+    """
+    data = bytes(raw)
+    return b"/" in data and _PV_NEEDLE in data
 
 
 def _read_meta(raw: Raw) -> dict[str, Any]:
