@@ -225,6 +225,8 @@ class Server:
         return self._info_cache
 
     def advertises(self, capability: str, sub: str | None = None) -> bool:
+        if sub is None and capability == "tools" and self._tools and "tools" not in self._extra_capabilities:
+            return True  # every tools/call asks: answered without building the capability map
         caps = self._capability_map()
         cap = caps.get(capability)
         if cap is None:
