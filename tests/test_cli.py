@@ -1,9 +1,11 @@
 """The ``jsonrpc-mcp`` command: list/call against a stdio server, usage errors and exit codes, ``python -m``,
-and serving on TCP and Unix sockets. Every command runs in a real subprocess; the independent ones run
-concurrently (one thread each) so the file stays fast."""
+and serving on TCP and Unix sockets (Ctrl-C). Servers are real subprocesses; most client invocations call the
+same ``main(argv)`` in this process to save an interpreter start-up each."""
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import os
 import queue
@@ -21,28 +23,49 @@ from typing import Any
 import pytest
 from helpers import EVERYTHING, ROOT
 
+from jsonrpc_mcp.cli import main
+
 CLI = [sys.executable, "-m", "jsonrpc_mcp"]
 SERVE = [sys.executable, "-m", "jsonrpc_mcp", "serve", str(EVERYTHING)]
 TCP = "{tcp}"  # replaced by the module's TCP server address
 
-#: Over stdio (the CLI spawns the server itself), over the module's TCP server, or needing no server at all.
-COMMANDS: dict[str, list[str]] = {
+#: Real subprocesses: ``jsonrpc-mcp list/call -- python -m jsonrpc_mcp serve FILE`` (the CLI spawns the server).
+SUBPROCESS: dict[str, list[str]] = {
     "list": [*CLI, "list", "--", *SERVE],
     "call-add": [*CLI, "call", "--", *SERVE, "tools/call", "add", '{"a": 1}'],
-    "call-tool-error": [*CLI, "call", "--tcp", TCP, "tools/call", "fail", '{"message": "nope"}'],
-    "call-unknown-tool": [*CLI, "call", "--tcp", TCP, "tools/call", "missing"],
-    "call-read": [*CLI, "call", "--tcp", TCP, "resources/read", "item://7"],
-    "call-prompt": [*CLI, "call", "--tcp", TCP, "prompts/get", "greet", '{"name": "Ada", "style": "formal"}'],
-    "call-ping": [*CLI, "call", "--tcp", TCP, "ping"],
-    "call-bad-json": [*CLI, "call", "--tcp", TCP, "tools/call", "add", "{not json"],
-    "call-json-not-object": [*CLI, "call", "--tcp", TCP, "tools/call", "add", "[1]"],
-    "call-no-method": [*CLI, "call", "--", *SERVE],
-    "list-no-target": [*CLI, "list"],
-    "no-command": [*CLI],
     "help": [*CLI, "--help"],
-    "serve-missing-file": [*CLI, "serve", "tests/fixtures/does_not_exist.py"],
-    "serve-not-a-server": [*CLI, "serve", "os:sep"],
 }
+#: The same entry point, ``jsonrpc_mcp.cli.main(argv)``, run in this process (no interpreter start-up each):
+#: against the module's TCP server (itself a ``jsonrpc-mcp serve --tcp`` subprocess) or needing no server.
+IN_PROCESS: dict[str, list[str]] = {
+    "call-tool-error": ["call", "--tcp", TCP, "tools/call", "fail", '{"message": "nope"}'],
+    "call-unknown-tool": ["call", "--tcp", TCP, "tools/call", "missing"],
+    "call-read": ["call", "--tcp", TCP, "resources/read", "item://7"],
+    "call-prompt": ["call", "--tcp", TCP, "prompts/get", "greet", '{"name": "Ada", "style": "formal"}'],
+    "call-ping": ["call", "--tcp", TCP, "ping"],
+    "call-bad-json": ["call", "--tcp", TCP, "tools/call", "add", "{not json"],
+    "call-json-not-object": ["call", "--tcp", TCP, "tools/call", "add", "[1]"],
+    "call-no-method": ["call", "--", *SERVE],
+    "list-no-target": ["list"],
+    "no-command": [],
+    "serve-missing-file": ["serve", "tests/fixtures/does_not_exist.py"],
+    "serve-not-a-server": ["serve", "os:sep"],
+}
+
+
+def run_in_process(argv: list[str]) -> subprocess.CompletedProcess[str]:
+    """``main(argv)`` with stdout/stderr captured and SystemExit turned into an exit code, as the interpreter does."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            code = main(argv)
+        except SystemExit as exc:
+            if isinstance(exc.code, str):
+                err.write(exc.code + "\n")
+                code = 1
+            else:
+                code = exc.code or 0
+    return subprocess.CompletedProcess(argv, code, out.getvalue(), err.getvalue())
 
 
 class Served:
@@ -104,12 +127,16 @@ def runs(tcp_server: tuple[str, Served]) -> dict[str, subprocess.CompletedProces
     address, _served = tcp_server
 
     def run(argv: list[str]) -> subprocess.CompletedProcess[str]:
-        argv = [address if word == TCP else word for word in argv]
         return subprocess.run(argv, capture_output=True, text=True, timeout=60, cwd=ROOT, stdin=subprocess.DEVNULL)
 
-    with ThreadPoolExecutor(max_workers=8) as pool:
-        futures = {name: pool.submit(run, argv) for name, argv in COMMANDS.items()}
-        return {name: future.result() for name, future in futures.items()}
+    with ThreadPoolExecutor(max_workers=len(SUBPROCESS)) as pool:
+        futures = {name: pool.submit(run, argv) for name, argv in SUBPROCESS.items()}
+        results = {
+            name: run_in_process([address if word == TCP else word for word in argv])
+            for name, argv in IN_PROCESS.items()
+        }
+        results.update({name: future.result() for name, future in futures.items()})
+    return results
 
 
 def output(proc: subprocess.CompletedProcess[str]) -> Any:
