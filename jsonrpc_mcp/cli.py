@@ -53,8 +53,12 @@ def load_app(spec: str | None) -> Any:
 
     if spec is None:
         from .examples.knowledge import create_server
+        from .examples.knowledge.db import KnowledgeStoreError
 
-        return create_server(os.environ.get("KNOWLEDGE_DB", "knowledge.db"))
+        try:
+            return create_server(os.environ.get("KNOWLEDGE_DB", "knowledge.db"))
+        except KnowledgeStoreError as exc:
+            raise SystemExit(f"jsonrpc-mcp: {exc}") from None
     target, _, attr = spec.partition(":")
     if target.endswith(".py") or os.sep in target:
         path = os.path.abspath(target)
@@ -142,12 +146,37 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
 
 
+def _banner(args: argparse.Namespace, url: str) -> None:
+    """How to connect, for a person starting a server by hand (on stderr: stdout may be the wire)."""
+    app = args.app or ""
+    db = os.path.abspath(os.environ.get("KNOWLEDGE_DB", "knowledge.db"))
+    stdio_args = ["-m", "jsonrpc_mcp", "serve"] + ([app] if app else [])
+    entry: dict[str, Any] = {"command": sys.executable, "args": stdio_args}
+    if not app:
+        entry["env"] = {"KNOWLEDGE_DB": db}
+    config = {"mcpServers": {"server" if app else "knowledge": entry}}
+    lines = [
+        f"jsonrpc-mcp: serving {app if app else 'the knowledge server (' + db + ')'} at {url}",
+        "  both protocol eras (2026-07-28 and the 2024-11-05 .. 2025-11-25 handshake) on this one URL",
+        f"  try it:   jsonrpc-mcp list --url {url}",
+        f"            jsonrpc-mcp call --url {url} tools/call "
+        + ("store '{\"topic\": \"demo\", \"content\": \"hello\"}'" if not app else "TOOL '{}'"),
+        "  stdio client configuration:",
+        *("    " + line for line in json.dumps(config, indent=2).splitlines()),
+        "  stop with Ctrl-C",
+    ]
+    sys.stderr.write("\n".join(lines) + "\n")
+    sys.stderr.flush()
+
+
 def _serve(args: argparse.Namespace) -> int:
     server = load_app(args.app)
     if args.http:
         from .transports.http_serve import serve_http
 
         host, port = args.http
+        shown = f"[{host}]" if ":" in host else host
+        _banner(args, f"http://{shown}:{port}{args.path}")
         options: dict[str, Any] = {}
         if args.allow_host:
             options["allowed_hosts"] = args.allow_host
