@@ -168,14 +168,6 @@ async def test_oversized_frame_over_a_socket_gets_an_invalid_request_with_its_id
 
 
 @pytest.mark.anyio
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "an oversized *response* is treated like an oversized request: the client answers the server with a "
-        "-32600 error frame carrying its own request id, and the pending call waits for its timeout instead of "
-        "failing at once"
-    ),
-)
 async def test_oversized_response_fails_the_pending_call_at_once() -> None:
     from jsonrpc_mcp import Client, RequestTimeout, RpcError
     from jsonrpc_mcp.transports.socket import connect_tcp

@@ -34,6 +34,7 @@ from . import codes
 from .streams import MessageStream
 from .wire import (
     ErrorResponse,
+    OversizedFrame,
     Notification,
     Request,
     RequestId,
@@ -190,6 +191,10 @@ class Dispatcher:
             logger.debug("rejected frame: %s", exc.message)
             if getattr(exc, "silent", False):
                 return  # a malformed notification is never answered
+            if type(frame) is OversizedFrame and ident in self._pending and b'"method"' not in frame:
+                # The answer to one of our own requests was too big to read: fail that call now, tell no one.
+                self._resolve(ident, None, RpcError(exc.message, code=codes.INVALID_REQUEST))
+                return
             reply = encode_error(ident, exc.code, exc.message, exc.data)
             if batch is not None:
                 batch.replies.append(reply)
