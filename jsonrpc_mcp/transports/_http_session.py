@@ -174,6 +174,7 @@ class HttpSession:
                 await self.dispatcher.run()
         finally:
             self.terminate()
+            self.stream.inbound.close()
             self.mcp.close()
             with anyio.CancelScope(shield=True):
                 for outlet in list(self.outlets.values()):

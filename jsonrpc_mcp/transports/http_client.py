@@ -44,6 +44,7 @@ from ..errors import RpcError
 from ..jsonrpc import codes
 from ..jsonrpc.streams import MessageStream
 from ..jsonrpc.wire import RequestId, decode_frame, encode_error, is_batch
+from ..mcp._groups import unwrap_group
 from ..mcp.headers import param_headers, standard_headers
 from ..mcp.versions import META_PROTOCOL_VERSION
 from ._sse import SseParser, SseTooLarge
@@ -58,6 +59,7 @@ logger = logging.getLogger(__name__)
 _PV_NEEDLE: Final = META_PROTOCOL_VERSION.encode()
 _ACCEPT_BOTH: Final = "application/json, text/event-stream"
 _MAX_ERROR_BODY: Final = 64 * 1024
+_LOST: Final = "the server ended this MCP session (HTTP 404); connect again"
 
 
 def _httpx() -> Any:
@@ -147,6 +149,7 @@ class HttpClientStream(MessageStream):
         self._init_id: RequestId | None = None
         self._get_started = False
         self._closed = False
+        self._lost: str | None = None  # why the session is gone (HTTP 404): every request fails with it
 
     # --- MessageStream ---------------------------------------------------------------------------------------
 
@@ -168,6 +171,9 @@ class HttpClientStream(MessageStream):
         out = _inspect(frame)
         if out.method == "initialize" and out.version is None:
             self._init_id = out.ident
+        if self._lost is not None and out.version is None:
+            await self._fail(out, self._lost)
+            return
         await self._posts.acquire()
         self._tg.start_soon(self._post, bytes(frame), out)
 
@@ -186,6 +192,7 @@ class HttpClientStream(MessageStream):
                 except Exception as exc:
                     logger.debug("DELETE of the session failed: %s", exc)
         self._in_send.close()
+        self._in.close()
 
     # --- sending ---------------------------------------------------------------------------------------------
 
@@ -239,7 +246,8 @@ class HttpClientStream(MessageStream):
                 self._open_get_stream()
             return
         if status == 404 and self.session_id is not None and out.version is None:
-            await self._fail(out, "the server ended this MCP session (HTTP 404); connect again", lost=True)
+            self._session_lost()
+            await self._fail(out, _LOST)
             return
         content_type = response.headers.get("content-type", "").partition(";")[0].strip().lower()
         if status >= 400:
@@ -259,14 +267,17 @@ class HttpClientStream(MessageStream):
         elif out.kind == "request":
             await self._fail(out, f"unexpected content type {content_type or 'none'!r} in the answer")
 
-    async def _fail(self, out: _Out, message: str, *, lost: bool = False) -> None:
+    async def _fail(self, out: _Out, message: str) -> None:
         if out.kind == "request" and out.ident is not None:
             await self._deliver(encode_error(out.ident, codes.CONNECTION_CLOSED, message))
         else:
             logger.warning("%s (%s)", message, out.method or "response")
-        if lost:
-            self._closed = True
-            self._in_send.close()
+
+    def _session_lost(self) -> None:
+        if self._lost is None:
+            logger.warning("the server ended the MCP session %s (HTTP 404)", self.session_id)
+        self._lost = _LOST
+        self.session_id = None  # nothing to DELETE any more
 
     async def _deliver(self, frame: bytes) -> None:
         if self._init_id is not None and _response_id(frame) == self._init_id:
@@ -303,7 +314,8 @@ class HttpClientStream(MessageStream):
             try:
                 async with self.http.stream("GET", self.url, headers=headers) as resumed:
                     if resumed.status_code == 404:
-                        await self._fail(out, "the server ended this MCP session (HTTP 404); connect again", lost=True)
+                        self._session_lost()
+                        await self._fail(out, _LOST)
                         return
                     kind = resumed.headers.get("content-type", "").partition(";")[0].strip().lower()
                     if resumed.status_code != 200 or kind != "text/event-stream":
@@ -354,9 +366,7 @@ class HttpClientStream(MessageStream):
                 async with self.http.stream("GET", self.url, headers=headers) as response:
                     kind = response.headers.get("content-type", "").partition(";")[0].strip().lower()
                     if response.status_code == 404:
-                        logger.warning("the server ended this MCP session (HTTP 404)")
-                        self._closed = True
-                        self._in_send.close()
+                        self._session_lost()
                         return
                     if response.status_code != 200 or kind != "text/event-stream":
                         logger.debug("no standalone GET stream (HTTP %d)", response.status_code)
@@ -426,14 +436,17 @@ async def connect_http(
             timeout=httpx.Timeout(timeout, read=sse_read_timeout), auth=auth, follow_redirects=False, verify=tls
         )
     try:
-        async with anyio.create_task_group() as tg:
-            stream = HttpClientStream(client, url, tg, headers=headers, max_reconnects=max_reconnects, **stream_options)
-            try:
-                yield stream
-            finally:
-                with anyio.CancelScope(shield=True):
-                    await stream.aclose()
-                tg.cancel_scope.cancel()
+        with unwrap_group():
+            async with anyio.create_task_group() as tg:
+                stream = HttpClientStream(
+                    client, url, tg, headers=headers, max_reconnects=max_reconnects, **stream_options
+                )
+                try:
+                    yield stream
+                finally:
+                    with anyio.CancelScope(shield=True):
+                        await stream.aclose()
+                    tg.cancel_scope.cancel()
     finally:
         if owned:
             with anyio.CancelScope(shield=True):

@@ -1,0 +1,186 @@
+"""Our client over Streamable HTTP (``Client.connect_http``) against our server on a real uvicorn.
+
+Both eras end to end (tools, progress, elicitation), custom headers on every HTTP request, the standalone GET
+stream, SSE resumption after the server closes a stream, DELETE on close, and the errors a user sees when the
+session ends under them or the server is unreachable.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import anyio
+import httpx
+import pytest
+from http_support import HTTPX_GENERATORS, ServerThread, make_server, unique
+from http_support import collect_garbage as collect_garbage
+
+from jsonrpc_mcp import Client, RpcError
+from jsonrpc_mcp import types as t
+from jsonrpc_mcp.transports.http_asgi import McpAsgiApp
+
+pytestmark = [pytest.mark.anyio, HTTPX_GENERATORS, pytest.mark.usefixtures("collect_garbage")]
+
+ERAS = [pytest.param("2025-11-25", id="handshake"), pytest.param("auto", id="stateless")]
+
+
+class Recorder:
+    """ASGI middleware that remembers the method and headers of every request."""
+
+    def __init__(self, app: McpAsgiApp) -> None:
+        self.app = app
+        self.seen: list[tuple[str, dict[str, str]]] = []
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http":
+            headers = {k.decode().lower(): v.decode() for k, v in scope["headers"]}
+            self.seen.append((scope["method"], headers))
+        await self.app(scope, receive, send)
+
+
+@pytest.fixture(scope="module")
+def recorder() -> Recorder:
+    return Recorder(McpAsgiApp(make_server(), sse_retry_ms=20))
+
+
+@pytest.fixture(scope="module")
+def server(recorder: Recorder) -> Iterator[ServerThread]:
+    thread = ServerThread(recorder)
+    yield thread
+    thread.stop()
+
+
+async def answer(params: t.ElicitRequestParams) -> t.ElicitResult:
+    return t.ElicitResult(action="accept", content={"answer": "Ada"})
+
+
+@pytest.mark.parametrize("version", ERAS)
+async def test_tools_progress_and_elicitation(server: ServerThread, version: str) -> None:
+    steps: list[float] = []
+    async with Client.connect_http(server.url, protocol_version=version, elicitation=answer) as client:
+        assert client.stateless is (version == "auto")
+        names = [tool.name for tool in await client.list_tools()]
+        assert {"add", "progress", "ask", "region"} <= set(names)
+        result = await client.call_tool("add", {"a": 2, "b": 40})
+        assert result.structured_content == {"result": 42}
+        done = await client.call_tool("progress", {"steps": 3}, progress=lambda p, total, msg: steps.append(p))
+        assert done.content[0].text == "3 steps"  # type: ignore[union-attr]
+        asked = await client.call_tool("ask", {"question": "Name?"})
+        assert asked.content[0].text == "accept: Ada"  # type: ignore[union-attr]
+        failed = await client.call_tool("fail", {"message": "nope"})
+        assert failed.is_error is True
+        with pytest.raises(RpcError) as info:
+            await client.call_tool("no_such_tool", {})
+        assert info.value.code == -32602
+    assert steps == [1, 2, 3]
+
+
+async def test_mcp_param_headers_are_mirrored(server: ServerThread) -> None:
+    async with Client.connect_http(server.url) as client:
+        assert client.stateless
+        await client.list_tools()  # learns the x-mcp-header annotations
+        result = await client.call_tool("region", {"region": "zürich", "count": 3, "flag": True, "query": "q"})
+        assert result.content[0].text == "zürich:q:3:True"  # type: ignore[union-attr]
+
+
+async def test_custom_headers_go_with_every_request(server: ServerThread, recorder: Recorder) -> None:
+    token = unique("token")
+    headers = {"Authorization": f"Bearer {token}"}
+    async with Client.connect_http(server.url, headers=headers, protocol_version="2025-11-25") as client:
+        await client.call_tool("add", {"a": 1})
+        sid = client.stream.session_id  # type: ignore[attr-defined]
+        assert sid is not None
+    ours = [(method, h) for method, h in recorder.seen if h.get("mcp-session-id") == sid]
+    assert {method for method, _ in ours} >= {"POST", "DELETE"}  # and GET, once the standalone stream opened
+    assert all(h.get("authorization") == f"Bearer {token}" for _, h in ours)
+    mine = [(method, h) for method, h in recorder.seen if h.get("authorization") == f"Bearer {token}"]
+    assert mine[0][0] == "POST"
+    first_post = mine[0][1]
+    assert first_post["accept"] == "application/json, text/event-stream"
+    assert "mcp-session-id" not in first_post and "mcp-protocol-version" not in first_post
+    later = [h for m, h in mine[1:] if m == "POST"]
+    assert later and all(h["mcp-session-id"] == sid and h["mcp-protocol-version"] == "2025-11-25" for h in later)
+
+
+async def test_stateless_requests_carry_the_standard_headers(server: ServerThread, recorder: Recorder) -> None:
+    token = unique("stateless")
+    async with Client.connect_http(server.url, headers={"X-Test": token}) as client:
+        await client.call_tool("add", {"a": 1})
+    mine = [h for method, h in recorder.seen if h.get("x-test") == token]
+    assert all("mcp-session-id" not in h for h in mine)
+    call = next(h for h in mine if h.get("mcp-method") == "tools/call")
+    assert call["mcp-name"] == "add" and call["mcp-protocol-version"] == "2026-07-28"
+
+
+async def test_delete_on_close(server: ServerThread, recorder: Recorder) -> None:
+    app = recorder.app
+    async with Client.connect_http(server.url, protocol_version="2025-11-25") as client:
+        sid = client.stream.session_id  # type: ignore[attr-defined]
+        assert sid in app._sessions
+    assert sid not in app._sessions
+
+
+async def test_standalone_stream_delivers_unrelated_notifications(server: ServerThread) -> None:
+    changed = anyio.Event()
+
+    def on_notification(method: str, params: dict[str, Any]) -> None:
+        if method == "notifications/tools/list_changed":
+            changed.set()
+
+    async with Client.connect_http(server.url, protocol_version="2025-11-25", on_notification=on_notification) as c:
+        with anyio.fail_after(10):
+            while not changed.is_set():  # the GET stream opens in the background; grow until it is there
+                await c.call_tool("grow", {"name": unique("tool").replace("-", "_")})
+                with anyio.move_on_after(0.5):
+                    await changed.wait()
+
+
+async def test_a_closed_stream_is_resumed(server: ServerThread) -> None:
+    key = unique("client-poll")
+    async with Client.connect_http(server.url, protocol_version="2025-11-25") as client:
+        async with anyio.create_task_group() as tg:
+            results: list[t.CallToolResult] = []
+
+            async def polled() -> None:
+                results.append(await client.call_tool("poll", {"key": key}))
+
+            tg.start_soon(polled)
+            await client.call_tool("release", {"key": key})
+        assert results[0].content[0].text == f"polled {key}"  # type: ignore[union-attr]
+
+
+async def test_a_session_ended_by_the_server_is_a_clear_error(server: ServerThread) -> None:
+    async with Client.connect_http(server.url, protocol_version="2025-11-25") as client:
+        sid = client.stream.session_id  # type: ignore[attr-defined]
+        async with httpx.AsyncClient(verify=False) as http:
+            assert (await http.delete(server.url, headers={"Mcp-Session-Id": sid})).status_code == 200
+        with pytest.raises(RpcError) as info:
+            await client.call_tool("add", {"a": 1})
+        assert "HTTP 404" in info.value.message and info.value.code == -32000
+        with pytest.raises(RpcError) as again:  # every later request fails fast, with the same reason
+            await client.call_tool("add", {"a": 1})
+        assert "HTTP 404" in again.value.message
+
+
+async def test_an_unreachable_server_fails_fast() -> None:
+    listener = await anyio.create_tcp_listener(local_host="127.0.0.1")
+    port = listener.extra(anyio.abc.SocketAttribute.local_port)
+    await listener.aclose()  # nothing listens there now
+    with anyio.fail_after(10), pytest.raises(RpcError) as info:
+        async with Client.connect_http(f"http://127.0.0.1:{port}/mcp"):
+            pass
+    assert "HTTP request failed" in info.value.message
+
+
+@pytest.mark.parametrize("preference", ["json", "sse"])
+async def test_response_preferences(preference: str) -> None:
+    thread = ServerThread(McpAsgiApp(make_server(), json_response_preference=preference))  # type: ignore[arg-type]
+    try:
+        for version in ("2025-11-25", "auto"):
+            async with Client.connect_http(thread.url, protocol_version=version) as client:
+                assert (await client.call_tool("add", {"a": 1, "b": 1})).structured_content == {"result": 2}
+                done = await client.call_tool("progress", {"steps": 2})
+                assert done.content[0].text == "2 steps"  # type: ignore[union-attr]
+    finally:
+        thread.stop()
