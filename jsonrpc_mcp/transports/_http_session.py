@@ -18,7 +18,6 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Final
-from weakref import WeakKeyDictionary
 
 import anyio
 import anyio.abc
@@ -35,18 +34,11 @@ from ._http_outlet import FINAL, OTHER, RESPONSE, Outlet
 if TYPE_CHECKING:
     from ..mcp.session import ServerApp
 
-__all__ = ("HttpSession", "Exchange", "SessionStream", "session_of")
+__all__ = ("HttpSession", "Exchange", "SessionStream")
 
 logger = logging.getLogger(__name__)
 
 STANDALONE: Final = "0"
-
-_SESSIONS: WeakKeyDictionary[ServerSession, HttpSession] = WeakKeyDictionary()
-
-
-def session_of(session: ServerSession) -> HttpSession | None:
-    """The HTTP session serving ``session`` (``None`` when it is served by another transport)."""
-    return _SESSIONS.get(session)
 
 
 class Exchange:
@@ -151,11 +143,13 @@ class HttpSession:
         self.buffer = buffer
         self.max_parked = max_parked
         self.stream = SessionStream(self, buffer)
+        # The HTTP layer refuses requests beyond ``max_in_flight`` (429); the dispatcher's own bound is one higher
+        # so that at the limit it still comes back to ``receive`` (which is what tells exchanges their handler is
+        # asynchronous).
         self.dispatcher = Dispatcher(
-            self.stream, max_in_flight=max_in_flight, request_timeout=request_timeout, drain_timeout=1.0
+            self.stream, max_in_flight=max_in_flight + 1, request_timeout=request_timeout, drain_timeout=1.0
         )
         self.mcp = ServerSession(server, self.dispatcher)
-        _SESSIONS[self.mcp] = self
         self.exchanges: dict[RequestId, Exchange] = {}
         self.outlets: dict[str, Outlet] = {}
         self.standalone = self._outlet(STANDALONE)

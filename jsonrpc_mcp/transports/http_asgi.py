@@ -159,6 +159,7 @@ class McpAsgiApp:
         self._tg: anyio.abc.TaskGroup | None = None
         self._ready: anyio.Event | None = None
         self._stop: anyio.Event | None = None
+        self._stopped: anyio.Event | None = None
         self._detached: Any = None
 
     @property
@@ -190,9 +191,12 @@ class McpAsgiApp:
                 tg.cancel_scope.cancel()
 
     async def aclose(self) -> None:
-        """Stop a lazily started task group (ending every session)."""
-        if self._stop is not None:
-            self._stop.set()
+        """End every session, and stop the task group if it was started lazily (waiting until it has)."""
+        stop, stopped = self._stop, self._stopped
+        if stop is not None:
+            stop.set()
+        if stopped is not None:
+            await stopped.wait()
         for session in list(self._sessions.values()):
             session.terminate()
         self._sessions.clear()
@@ -203,6 +207,7 @@ class McpAsgiApp:
         if self._ready is None:
             self._ready = anyio.Event()
             self._stop = anyio.Event()
+            self._stopped = anyio.Event()
             self._detached = _spawn_detached(self._run_detached)
             logger.debug("no ASGI lifespan: started the session task group lazily")
         await self._ready.wait()
@@ -211,7 +216,7 @@ class McpAsgiApp:
         return self._tg
 
     async def _run_detached(self) -> None:
-        stop = self._stop
+        ready, stop, stopped = self._ready, self._stop, self._stopped
         try:
             async with self.lifespan():
                 if stop is not None:
@@ -219,7 +224,11 @@ class McpAsgiApp:
         except Exception:
             logger.exception("the lazily started session task group failed")
         finally:
-            self._stop = None
+            self._stop = self._stopped = self._detached = None
+            if ready is not None:
+                ready.set()  # anyone still waiting sees that it is not running
+            if stopped is not None:
+                stopped.set()
 
     async def _sweep(self) -> None:
         interval = min(max(self.session_idle_timeout / 4, 0.05), 30.0)

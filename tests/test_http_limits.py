@@ -1,0 +1,209 @@
+"""Streamable HTTP limits and lifecycle: in-flight (429), session count (503), idle expiry of thousands of
+abandoned sessions with bounded memory, the ASGI lifespan, and the lazily started task group when no lifespan
+is sent (driven in-process, so on asyncio *and* trio).
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+from typing import Any
+
+import anyio
+import httpx
+import pytest
+from http_support import (
+    HTTPX_GENERATORS,
+    JSON_HEADERS,
+    ServerThread,
+    SseReader,
+    asgi_request,
+    call_body,
+    init_body,
+    make_server,
+    open_session,
+    start_app,
+    unique,
+)
+from http_support import collect_garbage as collect_garbage
+
+from jsonrpc_mcp.transports._http_events import InMemoryEventStore
+from jsonrpc_mcp.transports._http_session import HttpSession
+from jsonrpc_mcp.transports.http_asgi import McpAsgiApp
+
+pytestmark = [pytest.mark.anyio, HTTPX_GENERATORS, pytest.mark.usefixtures("collect_garbage")]
+
+
+@pytest.fixture
+async def http() -> Any:
+    limits = httpx.Limits(max_connections=64, max_keepalive_connections=64)
+    async with httpx.AsyncClient(timeout=20, verify=False, limits=limits) as client:
+        yield client
+
+
+async def wait_until(predicate: Any, timeout: float = 10.0) -> None:
+    """Poll a condition of the server thread's state (bounded; no fixed sleeps)."""
+    with anyio.fail_after(timeout):
+        for _ in range(100_000):
+            if predicate():
+                return
+            await anyio.sleep(0.02)
+
+
+async def test_too_many_requests_in_flight_is_429(http: httpx.AsyncClient) -> None:
+    thread = start_app(max_in_flight_per_session=2)
+    try:
+        session = await open_session(http, thread.url)
+        first, second = unique("busy"), unique("busy")
+        async with (
+            session.stream(call_body("a", "wait_for", {"key": first})) as one,
+            session.stream(call_body("b", "wait_for", {"key": second})) as two,
+        ):
+            assert one.status_code == two.status_code == 200
+            refused = await session.post(call_body("c", "add", {"a": 1}))
+            assert refused.status_code == 429
+            assert refused.headers["retry-after"] == "1"
+            assert refused.json()["id"] == "c" and refused.json()["error"]["code"] == -32010
+            note = await session.post({"jsonrpc": "2.0", "method": "notifications/roots/list_changed"})
+            assert note.status_code == 202  # notifications are not requests in flight
+            for key in (first, second):  # release through a fresh session (this one is full)
+                other = await open_session(http, thread.url)
+                await other.call("rel", "release", {"key": key})
+            await one.aread()
+            await two.aread()
+        assert (await session.call("d", "add", {"a": 1}))["result"]["structuredContent"] == {"result": 1}
+    finally:
+        thread.stop()
+
+
+async def test_too_many_sessions_is_503_with_retry_after(http: httpx.AsyncClient) -> None:
+    thread = start_app(max_sessions=3, session_idle_timeout=600)
+    try:
+        for _ in range(3):
+            await open_session(http, thread.url)
+        refused = await http.post(thread.url, json=init_body(ident=9), headers=JSON_HEADERS)
+        assert refused.status_code == 503
+        assert int(refused.headers["retry-after"]) >= 1
+        assert refused.json()["error"]["code"] == -32010 and refused.json()["id"] == 9
+        assert "mcp-session-id" not in refused.headers
+    finally:
+        thread.stop()
+
+
+@pytest.mark.slow
+async def test_thousands_of_abandoned_sessions_expire_and_memory_stays_bounded(http: httpx.AsyncClient) -> None:
+    store = InMemoryEventStore(max_events=500, max_per_stream=50)
+    app = McpAsgiApp(make_server(), max_sessions=400, session_idle_timeout=0.3, event_store=store)
+    thread = ServerThread(app)
+    try:
+        accepted = refused = 0
+        highest = 0
+        body = json.dumps(init_body()).encode()
+
+        async def initialize() -> None:
+            nonlocal accepted, refused, highest
+            response = await http.post(thread.url, content=body, headers=JSON_HEADERS)
+            if response.status_code == 200:
+                accepted += 1
+                sid = response.headers["mcp-session-id"]
+                if accepted % 10:
+                    return
+                # Now and then leave a stream's events in the store: they must go when the session goes.
+                await http.post(
+                    thread.url,
+                    json=call_body(2, "progress", {"steps": 2}, meta={"progressToken": 1}),
+                    headers={**JSON_HEADERS, "Mcp-Session-Id": sid},
+                )
+            else:
+                assert response.status_code == 503 and response.headers["retry-after"]
+                refused += 1
+            highest = max(highest, app.session_count)
+
+        for _ in range(40):  # 2,000 initialize requests, 50 at a time, none ever DELETEd
+            async with anyio.create_task_group() as tg:
+                for _ in range(50):
+                    tg.start_soon(initialize)
+        assert accepted + refused == 2000
+        assert highest <= 400
+        assert accepted > 400  # expired sessions made room for new ones while we went on
+        await wait_until(lambda: app.session_count == 0)
+        assert len(store) <= 500
+        await wait_until(lambda: len(store) == 0)
+        gc.collect()
+        alive = [obj for obj in gc.get_objects() if isinstance(obj, HttpSession)]
+        assert len(alive) < 50  # the sessions' objects are gone (a few may still be finishing)
+    finally:
+        thread.stop()
+
+
+async def test_lifespan_shutdown_ends_every_session(http: httpx.AsyncClient) -> None:
+    app = McpAsgiApp(make_server())
+    thread = ServerThread(app)
+    session = await open_session(http, thread.url)
+    assert app.session_count == 1 and session.id in app._sessions
+    thread.stop()
+    assert app.session_count == 0
+
+
+async def test_without_lifespan_the_task_group_starts_lazily_under_uvicorn(http: httpx.AsyncClient) -> None:
+    thread = start_app(lifespan="off")
+    try:
+        session = await open_session(http, thread.url)
+        reply = await session.call(2, "progress", {"steps": 2})
+        assert reply["result"]["content"][0]["text"] == "2 steps"
+        call = call_body(3, "progress", {"steps": 2}, meta={"progressToken": 1})
+        async with session.stream(call) as response, SseReader(response) as reader:
+            assert (await reader.next_message())["method"] == "notifications/progress"
+    finally:
+        thread.stop()
+
+
+async def test_without_lifespan_in_process_on_this_backend() -> None:
+    """No server at all: the ASGI app driven in this event loop (asyncio task or trio system task)."""
+    app = McpAsgiApp(make_server())
+    try:
+        status, headers, body = await asgi_request(app, "POST", JSON_HEADERS, json.dumps(init_body()).encode())
+        assert status == 200, body
+        sid = headers["mcp-session-id"]
+        call = json.dumps(call_body(2, "add", {"a": 20, "b": 22})).encode()
+        status, headers, body = await asgi_request(app, "POST", {**JSON_HEADERS, "Mcp-Session-Id": sid}, call)
+        assert status == 200
+        assert json.loads(body)["result"]["structuredContent"] == {"result": 42}
+        assert app.session_count == 1
+    finally:
+        await app.aclose()
+    assert app.session_count == 0 and app._tg is None
+
+
+async def test_lifespan_entered_by_an_embedder() -> None:
+    app = McpAsgiApp(make_server())
+    async with app.lifespan():
+        status, _, _ = await asgi_request(app, "POST", JSON_HEADERS, json.dumps(init_body()).encode())
+        assert status == 200 and app.session_count == 1
+        with pytest.raises(RuntimeError):
+            async with app.lifespan():
+                pass
+    assert app.session_count == 0
+
+
+async def test_lifespan_protocol_messages() -> None:
+    app = McpAsgiApp(make_server())
+    to_app_send, to_app = anyio.create_memory_object_stream[dict[str, Any]](4)
+    from_app_send, from_app = anyio.create_memory_object_stream[dict[str, Any]](4)
+    async with to_app_send, to_app, from_app_send, from_app, anyio.create_task_group() as tg:
+        tg.start_soon(app, {"type": "lifespan", "asgi": {"version": "3.0"}}, to_app.receive, from_app_send.send)
+        await to_app_send.send({"type": "lifespan.startup"})
+        assert (await from_app.receive())["type"] == "lifespan.startup.complete"
+        assert app._tg is not None
+        await to_app_send.send({"type": "lifespan.shutdown"})
+        assert (await from_app.receive())["type"] == "lifespan.shutdown.complete"
+    assert app._tg is None
+
+
+async def test_mounted_under_a_prefix_with_any_path() -> None:
+    app = McpAsgiApp(make_server(), path=None)
+    try:
+        status, _, _ = await asgi_request(app, "POST", JSON_HEADERS, json.dumps(init_body()).encode(), path="/x/y")
+        assert status == 200
+    finally:
+        await app.aclose()
