@@ -1,0 +1,165 @@
+"""The Streamable HTTP building blocks on their own: SSE codec, Host/Origin guard, content negotiation, the
+event store, and the stateless-era checks (no sockets)."""
+
+from __future__ import annotations
+
+import pytest
+
+from jsonrpc_mcp.transports._http_events import EventStore, InMemoryEventStore
+from jsonrpc_mcp.transports._http_io import Headers, accepts, is_json_content
+from jsonrpc_mcp.transports._http_security import HostGuard, split_host
+from jsonrpc_mcp.transports._http_stateless import check_headers, check_meta, status_of
+from jsonrpc_mcp.transports._sse import SseParser, SseTooLarge, encode_comment, encode_event, encode_retry
+
+# --- SSE ---------------------------------------------------------------------------------------------------------
+
+
+def test_sse_round_trip_with_ids_retry_and_multiline_data() -> None:
+    wire = (
+        encode_event(b"", event_id="3-0", retry_ms=500)
+        + encode_comment(b" keep-alive")
+        + encode_event(b'{"a":1}', event_id="3-1")
+        + encode_event(b"line one\nline two")
+        + encode_retry(250)
+    )
+    parser = SseParser()
+    events = parser.feed(wire)
+    assert [(e.id, e.data) for e in events] == [("3-0", b""), ("3-1", b'{"a":1}'), ("3-1", b"line one\nline two")]
+    assert parser.retry_ms == 250 and parser.last_event_id == "3-1"
+
+
+@pytest.mark.parametrize("newline", [b"\n", b"\r\n", b"\r"])
+def test_sse_line_endings_and_byte_by_byte_feeding(newline: bytes) -> None:
+    wire = b"id: 7" + newline + b"event: message" + newline + b"data: x" + newline + newline
+    parser = SseParser()
+    events = []
+    for i in range(len(wire)):
+        events += parser.feed(wire[i : i + 1])
+    assert [(e.id, e.data, e.event) for e in events] == [("7", b"x", "message")]
+
+
+def test_sse_event_without_data_is_not_dispatched_and_size_is_bounded() -> None:
+    parser = SseParser(max_event=16)
+    assert parser.feed(b"id: 1\n\n") == []
+    assert parser.last_event_id == "1"
+    with pytest.raises(SseTooLarge):
+        parser.feed(b"data: " + b"x" * 32 + b"\n")
+    with pytest.raises(SseTooLarge):
+        SseParser(max_event=16).feed(b"data: " + b"y" * 32)  # an unterminated line
+
+
+# --- Host and Origin -----------------------------------------------------------------------------------------------
+
+
+def test_split_host() -> None:
+    assert split_host("LocalHost:8000") == ("localhost", "8000")
+    assert split_host("[::1]:9") == ("[::1]", "9")
+    assert split_host("::1") == ("[::1]", None)
+    assert split_host("example.com") == ("example.com", None)
+
+
+def test_host_guard_defaults_to_loopback() -> None:
+    guard = HostGuard()
+    for ok in ("localhost", "localhost:1", "127.0.0.1:8000", "[::1]:8000", None):
+        assert guard.host_ok(ok)
+    for bad in ("evil.example.com", "evil.example.com:8000", "127.0.0.2", "localhost.evil.com"):
+        assert not guard.host_ok(bad)
+    assert guard.origin_ok(None, "localhost:1")
+    assert guard.origin_ok("http://localhost:3000", "localhost:8000")
+    assert guard.origin_ok("http://[::1]:3000", "[::1]:8000")
+    for bad in ("http://evil.example.com", "null", "file://", "javascript:alert(1)", "http://user@localhost"):
+        assert not guard.origin_ok(bad, "localhost:8000")
+
+
+def test_host_guard_configuration() -> None:
+    guard = HostGuard(["mcp.example.com", "api.example.com:8443"], ["https://app.example"])
+    assert guard.host_ok("mcp.example.com:1234") and guard.host_ok("api.example.com:8443")
+    assert not guard.host_ok("api.example.com:8444")
+    assert guard.origin_ok("https://app.example/", "mcp.example.com")
+    assert guard.origin_ok("https://mcp.example.com", "mcp.example.com")
+    assert not guard.origin_ok("https://other.example", "mcp.example.com")
+    public = HostGuard(["*"])
+    assert public.host_ok("anything.example")
+    assert public.origin_ok("https://anything.example", "anything.example")  # same origin
+    assert not public.origin_ok("https://attacker.example", "anything.example")
+    assert HostGuard(allowed_origins=["*"]).origin_ok("https://attacker.example", "localhost")
+
+
+# --- content negotiation -----------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("accept", "ok"),
+    [
+        ("application/json, text/event-stream", True),
+        ("text/event-stream;q=0.9, application/json", True),
+        ("*/*", True),
+        ("application/*, text/*", True),
+        ("application/json", False),
+        ("application/json, text/event-stream;q=0", False),
+        (None, False),
+    ],
+)
+def test_accepts(accept: str | None, ok: bool) -> None:
+    assert accepts(accept, "application/json", "text/event-stream") is ok
+
+
+def test_content_type_and_headers() -> None:
+    assert is_json_content("Application/JSON; charset=utf-8")
+    assert not is_json_content("application/json-seq") and not is_json_content(None)
+    headers = Headers([(b"Mcp-Name", b"a"), (b"mcp-name", b"b")])
+    assert headers.get("mcp-name") == "a" and headers.get_all("mcp-name") == ["a", "b"]
+
+
+# --- the event store -----------------------------------------------------------------------------------------------
+
+
+@pytest.mark.anyio
+async def test_in_memory_event_store_is_bounded() -> None:
+    store = InMemoryEventStore(max_events=5, max_per_stream=3)
+    assert isinstance(store, EventStore)
+    for seq in range(1, 5):
+        await store.append("s/1", seq, b"%d" % seq)
+    assert await store.replay("s/1", 0) == [(2, b"2"), (3, b"3"), (4, b"4")]
+    assert await store.replay("s/1", 3) == [(4, b"4")]
+    for seq in range(1, 4):
+        await store.append("s/2", seq, b"x")
+    assert len(store) == 5  # the oldest stream lost its oldest event
+    assert await store.replay("s/1", 0) == [(3, b"3"), (4, b"4")]
+    await store.discard("s/1")
+    assert len(store) == 3 and await store.replay("s/1", 0) == []
+    with pytest.raises(ValueError):
+        InMemoryEventStore(max_events=0)
+
+
+# --- stateless checks ----------------------------------------------------------------------------------------------
+
+META = {"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {}}
+
+
+def test_check_meta() -> None:
+    assert check_meta({"_meta": META}) is None
+    assert check_meta(None) is not None
+    assert check_meta({"_meta": {**META, "io.modelcontextprotocol/protocolVersion": ""}}) is not None
+    assert check_meta({"_meta": {**META, "io.modelcontextprotocol/logLevel": "info"}}) is None
+
+
+def test_check_headers_order_and_task_names() -> None:
+    def headers(**values: str) -> Headers:
+        return Headers((k.replace("_", "-").encode(), v.encode()) for k, v in values.items())
+
+    params = {"taskId": "t1", "_meta": META}
+    good = headers(mcp_protocol_version="2026-07-28", mcp_method="tasks/get", mcp_name="t1")
+    assert check_headers(good, "tasks/get", params, lambda name: None) is None
+    wrong = headers(mcp_protocol_version="2026-07-28", mcp_method="tasks/get", mcp_name="t2")
+    assert "Mcp-Name" in (check_headers(wrong, "tasks/get", params, lambda name: None) or "")
+    twice = Headers([(b"mcp-protocol-version", b"2026-07-28"), (b"mcp-method", b"a"), (b"mcp-method", b"a")])
+    assert "more than once" in (check_headers(twice, "a", {"_meta": META}, lambda name: None) or "")
+
+
+def test_status_of() -> None:
+    assert status_of(b'{"jsonrpc":"2.0","id":1,"result":{}}') == 200
+    assert status_of(b'{"jsonrpc":"2.0","id":1,"error":{"code":-32601,"message":"x"}}') == 404
+    assert status_of(b'{"jsonrpc":"2.0","id":1,"error":{"code":-32022,"message":"x"}}') == 400
+    assert status_of(b'{"jsonrpc":"2.0","id":1,"error":{"code":-32602,"message":"x"}}') == 200
+    assert status_of(b'{"jsonrpc":"2.0","id":1,"result":{"text":"\\"error\\""}}') == 200
