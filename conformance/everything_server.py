@@ -15,9 +15,10 @@ import argparse
 import json
 import logging
 import sys
-from typing import Any
+from typing import Annotated, Any
 
 import anyio
+import msgspec
 
 from jsonrpc_mcp import CacheHint, Context, Server, ToolError, types
 
@@ -330,6 +331,14 @@ def create_server() -> Server:
     async def test_trigger_prompt_change() -> str:
         await server.notify_list_changed("prompts")
         return "Mutation triggered"
+
+    @server.tool(description="Mirrors parameters into Mcp-Param-* headers over HTTP (SEP-2243)")
+    def test_custom_headers(
+        region: Annotated[str, msgspec.Meta(extra_json_schema={"x-mcp-header": "Region"})],
+        priority: Annotated[int, msgspec.Meta(extra_json_schema={"x-mcp-header": "Priority"})] = 0,
+        verbose: Annotated[bool, msgspec.Meta(extra_json_schema={"x-mcp-header": "Verbose"})] = False,
+    ) -> str:
+        return f"region={region} priority={priority} verbose={verbose}"
 
     def json_schema_2020_12_tool(**arguments: Any) -> str:
         return f"JSON Schema 2020-12 tool called with: {json.dumps(arguments)}"
