@@ -414,7 +414,7 @@ def create_server() -> Server:
         return f"Prompt with arguments: arg1='{arg1}', arg2='{arg2}'"
 
     @server.prompt(title="Prompt With Embedded Resource", description="A prompt that includes an embedded resource")
-    def test_prompt_with_embedded_resource(resourceUri: str) -> list[types.PromptMessage]:  # noqa: N803
+    def test_prompt_with_embedded_resource(resourceUri: str) -> list[types.PromptMessage]:
         """A prompt that includes an embedded resource.
 
         Args:

@@ -6,6 +6,7 @@ types, and the wire types module :mod:`jsonrpc_mcp.types`.
 
 from __future__ import annotations
 
+from .client import Client
 from .errors import (
     ConnectionClosed,
     InternalError,
@@ -19,7 +20,6 @@ from .errors import (
     ToolError,
 )
 from .mcp import types
-from .client import Client
 from .mcp.client import ClientSession, NoStructuredData, structured_data
 from .mcp.context import Context, InputRequired, MissingClientCapability
 from .mcp.server import CacheHint, Server

@@ -34,8 +34,8 @@ from . import codes
 from .streams import MessageStream
 from .wire import (
     ErrorResponse,
-    OversizedFrame,
     Notification,
+    OversizedFrame,
     Request,
     RequestId,
     Response,
@@ -191,7 +191,7 @@ class Dispatcher:
             logger.debug("rejected frame: %s", exc.message)
             if getattr(exc, "silent", False):
                 return  # a malformed notification is never answered
-            if type(frame) is OversizedFrame and ident in self._pending and b'"method"' not in frame:
+            if type(frame) is OversizedFrame and ident in self._pending and frame.find(b'"method"') < 0:
                 # The answer to one of our own requests was too big to read: fail that call now, tell no one.
                 self._resolve(ident, None, RpcError(exc.message, code=codes.INVALID_REQUEST))
                 return
@@ -259,9 +259,7 @@ class Dispatcher:
             self._queue(encode_result(ident, result), ident, out, batch)
             return
         if type(result) is not CoroutineType and not isinstance(result, Coroutine):
-            logger.error(
-                "handler for %r returned %s, not bytes or a coroutine", req.method, type(result).__name__
-            )
+            logger.error("handler for %r returned %s, not bytes or a coroutine", req.method, type(result).__name__)
             self._queue(encode_error(ident, codes.INTERNAL_ERROR, "Internal error"), ident, out, batch)
             return
         scope = anyio.CancelScope()
@@ -406,9 +404,7 @@ class Dispatcher:
         except (anyio.BrokenResourceError, anyio.ClosedResourceError):
             raise ConnectionClosed() from None
 
-    async def notify(
-        self, method: str, params: bytes | None = None, *, related: RequestId | None = None
-    ) -> None:
+    async def notify(self, method: str, params: bytes | None = None, *, related: RequestId | None = None) -> None:
         """Send a notification (``params`` is an encoded JSON object or ``None``)."""
         await self.send_frame(encode_notification(method, params), related)
 

@@ -51,9 +51,7 @@ class MessageStream(ABC):
 class MemoryMessageStream(MessageStream):
     """One end of an in-memory pair: what one end sends, the other receives. Bounded, with back-pressure."""
 
-    def __init__(
-        self, send: MemoryObjectSendStream[bytes], receive: MemoryObjectReceiveStream[bytes]
-    ) -> None:
+    def __init__(self, send: MemoryObjectSendStream[bytes], receive: MemoryObjectReceiveStream[bytes]) -> None:
         self._send = send
         self._receive = receive
 

@@ -231,11 +231,7 @@ def classify(env: Envelope) -> Message:
         return Request(ident, method, raw)
     if env.error is not UNSET:
         err = env.error
-        if (
-            not isinstance(err, dict)
-            or type(err.get("code")) is not int
-            or not isinstance(err.get("message"), str)
-        ):
+        if not isinstance(err, dict) or type(err.get("code")) is not int or not isinstance(err.get("message"), str):
             _invalid("Invalid Request: malformed error object", ident)
         rid = ident if has_id and valid_id(ident) else None
         return ErrorResponse(rid, err["code"], err["message"], err.get("data"))
