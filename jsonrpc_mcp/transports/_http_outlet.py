@@ -28,7 +28,17 @@ from ._http_events import EventStore
 from ._http_io import HeaderList, Send, send_empty
 from ._sse import encode_comment, encode_event, encode_retry
 
-__all__ = ("Outlet", "Item", "OTHER", "RESPONSE", "FINAL", "write_stream", "Preference", "SSE_HEADERS")
+__all__ = (
+    "Outlet",
+    "Item",
+    "OTHER",
+    "RESPONSE",
+    "FINAL",
+    "write_stream",
+    "answer_at_once",
+    "Preference",
+    "SSE_HEADERS",
+)
 
 logger = logging.getLogger(__name__)
 
@@ -169,6 +179,7 @@ async def write_stream(
     status_of: Callable[[bytes], int] | None = None,
     replay: Sequence[tuple[int, bytes]] = (),
     cancelled_status: int = 202,
+    early: Sequence[Item | None] = (),
 ) -> bool:
     """Write what ``outlet`` yields as the HTTP response; True when its final frame was written.
 
@@ -177,7 +188,8 @@ async def write_stream(
     starts the event stream at once; ``"json"`` and ``"auto"`` answer with JSON when the first frames are
     responses. ``"auto"`` switches to SSE when anything else comes first, when the handler turns out to be
     asynchronous and does not answer within a few scheduler passes, or after ``keepalive`` seconds of silence.
-    ``status_of(frame)`` picks the HTTP status of a JSON answer (default 200).
+    ``status_of(frame)`` picks the HTTP status of a JSON answer (default 200). ``early`` holds what
+    :func:`answer_at_once` already took from ``receive``.
     """
     started = False
     pending: list[Item] = []
@@ -219,7 +231,7 @@ async def write_stream(
             await end()
             return True
 
-    lookahead: list[Item | None] = []
+    lookahead: list[Item | None] = list(reversed(early))
     while True:
         item: Item | None = None
         timed_out = False
@@ -272,6 +284,23 @@ async def write_stream(
         if item.kind == FINAL:
             await end()
             return True
+
+
+async def answer_at_once(
+    send: Send,
+    receive: MemoryObjectReceiveStream[Item],
+    outlet: Outlet,
+    *,
+    headers: HeaderList,
+    status_of: Callable[[bytes], int] | None = None,
+) -> tuple[bool, list[Item | None]]:
+    """The fast path of a synchronous handler: when the answer arrives within a few scheduler passes, write it
+    as JSON at once, without the machinery of a streamed answer. Returns (answered, what was taken otherwise)."""
+    early = await _glance(receive)
+    if early and early[0] is not None and early[0].kind == FINAL and not outlet.batch:
+        await _write_json(send, outlet, [early[0]], headers, status_of)
+        return True, []
+    return False, early
 
 
 async def _glance(receive: MemoryObjectReceiveStream[Item]) -> list[Item | None]:

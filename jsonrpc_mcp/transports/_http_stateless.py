@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from typing import Any, Final
 
 import anyio
@@ -29,12 +29,12 @@ from ..errors import RpcError
 from ..jsonrpc import codes
 from ..jsonrpc.dispatch import Dispatcher
 from ..jsonrpc.streams import MessageStream
-from ..jsonrpc.wire import Notification, Request, RequestId, decode_frame
+from ..jsonrpc.wire import Notification, Request, RequestId, decode_frame, encode_error, encode_result
 from ..mcp.context import LOG_LEVELS
 from ..mcp.headers import InvalidHeaderAnnotation, decode_header_value, name_of, tool_header_params
 from ..mcp.session import ServerApp, ServerSession
 from ..mcp.versions import META_CLIENT_CAPABILITIES, META_LOG_LEVEL, META_PROTOCOL_VERSION
-from ._http_io import Headers, Receive, Send
+from ._http_io import Headers, Receive, Send, send_bytes
 from ._http_outlet import FINAL, OTHER, Outlet, Preference, write_stream
 
 __all__ = ("check_meta", "check_headers", "serve_one", "status_of", "ToolLookup")
@@ -252,18 +252,62 @@ async def serve_one(
     keepalive: float,
     buffer: int = 64,
 ) -> None:
-    """Serve one validated stateless request as this HTTP response; the client disconnecting cancels it."""
+    """Serve one validated stateless request as this HTTP response; the client disconnecting cancels it.
+
+    ``subscriptions/listen`` runs a full dispatcher (change notifications are spawned in its task group). Every
+    other request calls the session's handler directly: a synchronous answer is written at once, an async
+    handler runs as one task beside the response writer (its notifications go out through the dispatcher's
+    write path, which needs no running dispatcher).
+    """
     outlet = Outlet(None, buffer=buffer)
     stream = _OneRequestStream(frame, request.id, outlet)
     dispatcher = Dispatcher(stream, max_in_flight=1, request_timeout=None, drain_timeout=0.0)
     session = ServerSession(server, dispatcher, stateless=True)
     listen = request.method == "subscriptions/listen"
+    pending: Coroutine[Any, Any, bytes] | None = None
     if listen:
         server.attach(session)  # change notifications reach the sessions the server knows
+    else:
+        reply: bytes | None = None
+        try:
+            result = session.on_request(request)
+        except RpcError as exc:
+            reply = encode_error(request.id, exc.code, exc.message, exc.data)
+        except Exception:
+            logger.exception("handler for %r failed", request.method)
+            reply = encode_error(request.id, codes.INTERNAL_ERROR, "Internal error")
+        else:
+            if type(result) is bytes:
+                reply = encode_result(request.id, result)
+            else:
+                pending = result  # type: ignore[assignment]
+        if reply is not None:
+            session.close()
+            await send_bytes(send, status_of(reply), reply)
+            return
     connection = outlet.connect()
+    if not listen:
+        outlet.hint_pending()  # an async handler: SSE unless it answers within a few scheduler passes
+    started = False
+
+    async def run_handler() -> None:
+        nonlocal started
+        assert pending is not None
+        started = True
+        try:
+            result = await pending
+        except RpcError as exc:
+            reply = encode_error(request.id, exc.code, exc.message, exc.data)
+        except Exception:
+            logger.exception("handler for %r failed", request.method)
+            reply = encode_error(request.id, codes.INTERNAL_ERROR, "Internal error")
+        else:
+            reply = encode_result(request.id, result)
+        await outlet.put(reply, FINAL)
+
     try:
         async with anyio.create_task_group() as tg:
-            tg.start_soon(dispatcher.run)
+            tg.start_soon(dispatcher.run if listen else run_handler)
             tg.start_soon(watch_disconnect, receive, tg.cancel_scope)
             await write_stream(
                 send,
@@ -279,6 +323,8 @@ async def serve_one(
             )
             tg.cancel_scope.cancel()
     finally:
+        if pending is not None and not started:
+            pending.close()  # cancelled before it could start
         outlet.disconnect(connection)
         session.close()
 

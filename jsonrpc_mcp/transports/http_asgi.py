@@ -78,7 +78,7 @@ from ._http_io import (
     send_empty,
     send_error,
 )
-from ._http_outlet import FINAL, RESPONSE, Preference, write_stream
+from ._http_outlet import FINAL, RESPONSE, Item, Preference, answer_at_once, write_stream
 from ._http_security import HostGuard
 from ._http_session import Exchange, HttpSession
 from ._http_stateless import check_headers, check_meta, decode_params, serve_one, watch_disconnect
@@ -489,6 +489,12 @@ class McpAsgiApp:
             except (anyio.ClosedResourceError, anyio.BrokenResourceError):
                 await send_error(send, 404, "Not Found: this session has ended")
                 return
+            headers = [(b"mcp-session-id", session.id.encode())]
+            early: list[Item | None] = []
+            if self.preference != "sse":
+                delivered, early = await answer_at_once(send, connection, outlet, headers=headers)
+                if delivered:
+                    return
             async with anyio.create_task_group() as tg:
                 tg.start_soon(watch_disconnect, receive, tg.cancel_scope)
                 delivered = await write_stream(
@@ -497,9 +503,10 @@ class McpAsgiApp:
                     outlet,
                     after=after,
                     preference=self.preference,
-                    headers=[(b"mcp-session-id", session.id.encode())],
+                    headers=headers,
                     retry_ms=self.retry_ms,
                     keepalive=self.keepalive,
+                    early=early,
                 )
                 tg.cancel_scope.cancel()
         finally:
