@@ -117,8 +117,8 @@ async def test_delete_on_close(server: ServerThread, recorder: Recorder) -> None
     app = recorder.app
     async with Client.connect_http(server.url, protocol_version="2025-11-25") as client:
         sid = client.stream.session_id  # type: ignore[attr-defined]
-        assert sid in app._sessions
-    assert sid not in app._sessions
+        assert sid in app.sessions
+    assert sid not in app.sessions
 
 
 async def test_standalone_stream_delivers_unrelated_notifications(server: ServerThread) -> None:

@@ -140,7 +140,7 @@ async def test_lifespan_shutdown_ends_every_session(http: httpx.AsyncClient) -> 
     app = McpAsgiApp(make_server())
     thread = ServerThread(app)
     session = await open_session(http, thread.url)
-    assert app.session_count == 1 and session.id in app._sessions
+    assert app.session_count == 1 and session.id in app.sessions
     thread.stop()
     assert app.session_count == 0
 
@@ -172,7 +172,7 @@ async def test_without_lifespan_in_process_on_this_backend() -> None:
         assert app.session_count == 1
     finally:
         await app.aclose()
-    assert app.session_count == 0 and app._tg is None
+    assert app.session_count == 0 and not app.running
 
 
 async def test_lifespan_entered_by_an_embedder() -> None:
@@ -194,10 +194,10 @@ async def test_lifespan_protocol_messages() -> None:
         tg.start_soon(app, {"type": "lifespan", "asgi": {"version": "3.0"}}, to_app.receive, from_app_send.send)
         await to_app_send.send({"type": "lifespan.startup"})
         assert (await from_app.receive())["type"] == "lifespan.startup.complete"
-        assert app._tg is not None
+        assert app.running
         await to_app_send.send({"type": "lifespan.shutdown"})
         assert (await from_app.receive())["type"] == "lifespan.shutdown.complete"
-    assert app._tg is None
+    assert not app.running
 
 
 async def test_mounted_under_a_prefix_with_any_path() -> None:

@@ -29,6 +29,7 @@ __all__ = (
     "accepts",
     "is_json_content",
     "BUSY",
+    "send_busy",
 )
 
 Scope = MutableMapping[str, Any]
@@ -167,3 +168,7 @@ def is_json_content(content_type: str | None) -> bool:
     if content_type is None:
         return False
     return content_type.partition(";")[0].strip().lower() == "application/json"
+
+
+async def send_busy(send: Send, status: int, message: str, ident: RequestId | None, retry_after: int = 1) -> None:
+    await send_error(send, status, message, code=BUSY, ident=ident, headers=[(b"retry-after", b"%d" % retry_after)])

@@ -39,31 +39,23 @@ serving other names. Error bodies are JSON-RPC errors with a plain sentence; det
 from __future__ import annotations
 
 import logging
-import math
-import secrets
-from collections.abc import AsyncIterator, Callable, Coroutine, Mapping, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any, Final
-
-import anyio
-import anyio.abc
 
 from ..errors import RpcError
 from ..jsonrpc import codes
 from ..jsonrpc.wire import (
     Notification,
     Request,
-    RequestId,
     classify,
-    decode_batch,
     decode_frame,
-    encode_error,
     is_batch,
 )
-from ..mcp.versions import BATCH_VERSIONS, HANDSHAKE_VERSIONS, META_PROTOCOL_VERSION, STATELESS_VERSIONS
+from ..mcp.versions import META_PROTOCOL_VERSION, STATELESS_VERSIONS
 from ._http_events import EventStore, InMemoryEventStore
+from ._http_handshake import HandshakeEndpoint
 from ._http_io import (
-    BUSY,
     BodyTooLarge,
     ClientGone,
     HeaderList,
@@ -78,10 +70,11 @@ from ._http_io import (
     send_empty,
     send_error,
 )
-from ._http_outlet import FINAL, RESPONSE, Item, Preference, answer_at_once, write_stream
+from ._http_outlet import Preference
 from ._http_security import HostGuard
-from ._http_session import Exchange, HttpSession
-from ._http_stateless import check_headers, check_meta, decode_params, serve_one, watch_disconnect
+from ._http_session import HttpSession
+from ._http_sessions import SessionTable
+from ._http_stateless import check_headers, check_meta, decode_params, serve_one
 from .framing import DEFAULT_MAX_FRAME
 
 if TYPE_CHECKING:
@@ -95,10 +88,6 @@ _PV_NEEDLE: Final = META_PROTOCOL_VERSION.encode()
 _JSON_AND_SSE: Final = ("application/json", "text/event-stream")
 _ALLOW_ALL: Final[HeaderList] = [(b"allow", b"GET, POST, DELETE")]
 _ALLOW_POST: Final[HeaderList] = [(b"allow", b"POST")]
-
-
-class _SessionGone(Exception):
-    pass
 
 
 class McpAsgiApp:
@@ -146,114 +135,46 @@ class McpAsgiApp:
         self.server = server
         self.path = None if path is None else "/" + path.strip("/")
         self.guard = HostGuard(allowed_hosts, allowed_origins)
-        self.session_idle_timeout = session_idle_timeout
-        self.max_sessions = max_sessions
         self.max_body = max_body
-        self.max_in_flight = max_in_flight_per_session
         self.store: EventStore = event_store if event_store is not None else InMemoryEventStore()
         self.preference: Preference = json_response_preference
-        self.retry_ms = sse_retry_ms
         self.keepalive = sse_keepalive
-        self.request_timeout = request_timeout
-        self._sessions: dict[str, HttpSession] = {}
-        self._tg: anyio.abc.TaskGroup | None = None
-        self._ready: anyio.Event | None = None
-        self._stop: anyio.Event | None = None
-        self._stopped: anyio.Event | None = None
-        self._detached: Any = None
+        self.table = SessionTable(idle_timeout=session_idle_timeout, max_sessions=max_sessions)
+        self.handshake = HandshakeEndpoint(
+            server,
+            self.table,
+            self.store,
+            max_in_flight=max_in_flight_per_session,
+            preference=json_response_preference,
+            retry_ms=sse_retry_ms,
+            keepalive=sse_keepalive,
+            request_timeout=request_timeout,
+        )
 
     @property
     def session_count(self) -> int:
         """Handshake-era sessions alive right now."""
-        return len(self._sessions)
+        return len(self.table)
 
-    # --- running: the task group the sessions live in ------------------------------------------------------
+    @property
+    def sessions(self) -> Mapping[str, HttpSession]:
+        """The live handshake-era sessions by id (read-only)."""
+        return self.table.view
+
+    @property
+    def running(self) -> bool:
+        """True while the sessions' task group is running (lifespan, embedder, or lazily started)."""
+        return self.table.running
 
     @asynccontextmanager
     async def lifespan(self) -> AsyncIterator[McpAsgiApp]:
         """Own the sessions' task group for the duration of the block; every session ends when it exits."""
-        if self._tg is not None:
-            raise RuntimeError("this McpAsgiApp is already running")
-        async with anyio.create_task_group() as tg:
-            self._tg = tg
-            if self._ready is None:
-                self._ready = anyio.Event()
-            self._ready.set()
-            tg.start_soon(self._sweep)
-            try:
-                yield self
-            finally:
-                self._tg = None
-                self._ready = None
-                for session in list(self._sessions.values()):
-                    session.terminate()
-                self._sessions.clear()
-                tg.cancel_scope.cancel()
+        async with self.table.run():
+            yield self
 
     async def aclose(self) -> None:
         """End every session, and stop the task group if it was started lazily (waiting until it has)."""
-        stop, stopped = self._stop, self._stopped
-        if stop is not None:
-            stop.set()
-        if stopped is not None:
-            await stopped.wait()
-        for session in list(self._sessions.values()):
-            session.terminate()
-        self._sessions.clear()
-
-    async def _ensure_running(self) -> anyio.abc.TaskGroup:
-        if self._tg is not None:
-            return self._tg
-        if self._ready is None:
-            self._ready = anyio.Event()
-            self._stop = anyio.Event()
-            self._stopped = anyio.Event()
-            self._detached = _spawn_detached(self._run_detached)
-            logger.debug("no ASGI lifespan: started the session task group lazily")
-        await self._ready.wait()
-        if self._tg is None:
-            raise RuntimeError("the session task group stopped")
-        return self._tg
-
-    async def _run_detached(self) -> None:
-        ready, stop, stopped = self._ready, self._stop, self._stopped
-        try:
-            async with self.lifespan():
-                if stop is not None:
-                    await stop.wait()
-        except Exception:
-            logger.exception("the lazily started session task group failed")
-        finally:
-            self._stop = self._stopped = self._detached = None
-            if ready is not None:
-                ready.set()  # anyone still waiting sees that it is not running
-            if stopped is not None:
-                stopped.set()
-
-    async def _sweep(self) -> None:
-        interval = min(max(self.session_idle_timeout / 4, 0.05), 30.0)
-        while True:
-            await anyio.sleep(interval)
-            self._expire()
-
-    def _expire(self) -> None:
-        now = anyio.current_time()
-        timeout = self.session_idle_timeout
-        for sid, session in list(self._sessions.items()):
-            if session.closed or session.idle(now, timeout):
-                del self._sessions[sid]
-                session.terminate()
-                logger.debug("session expired after %.1f s idle", timeout)
-
-    def _session(self, sid: str) -> HttpSession | None:
-        session = self._sessions.get(sid.strip())
-        if session is None:
-            return None
-        if session.closed or session.idle(anyio.current_time(), self.session_idle_timeout):
-            self._sessions.pop(session.id, None)
-            session.terminate()
-            return None
-        return session
+        await self.table.aclose()
 
     # --- ASGI ----------------------------------------------------------------------------------------------
 
@@ -340,7 +261,7 @@ class McpAsgiApp:
             return
         version = _header_version(headers)
         if is_batch(body):
-            await self._post_batch(headers, version, body, receive, send)
+            await self.handshake.post_batch(headers, version, body, receive, send)
             return
         try:
             msg = classify(decode_frame(body))
@@ -352,33 +273,7 @@ class McpAsgiApp:
         ):
             await self._post_stateless(headers, body, msg, receive, send)
             return
-        if version is not None and version not in HANDSHAKE_VERSIONS:
-            await send_error(send, 400, f"Bad Request: unsupported MCP-Protocol-Version {version!r}")
-            return
-        sid = headers.get("mcp-session-id")
-        if sid is None:
-            if type(msg) is Request and msg.method == "initialize":
-                await self._initialize(msg, body, send)
-                return
-            await send_error(send, 400, "Bad Request: the Mcp-Session-Id header is required (initialize first)")
-            return
-        session = self._session(sid)
-        if session is None:
-            await send_error(send, 404, "Not Found: this session does not exist or has ended")
-            return
-        session.touch()
-        if not isinstance(msg, Request):
-            await self._push_or_404(session, [body], send)
-            return
-        request = msg
-        if request.id in session.exchanges:
-            await send_error(send, 400, "Invalid Request: this id is already in use", ident=request.id)
-            return
-        if len(session.exchanges) >= self.max_in_flight:
-            await _busy(send, 429, "Too Many Requests: too many requests in flight for this session", request.id)
-            return
-        exchange = self._open_exchange(session, [request.id], batch=False)
-        await self._serve_exchange(session, exchange, [body], receive, send)
+        await self.handshake.post(headers, version, msg, body, receive, send)
 
     async def _post_stateless(self, headers: Headers, body: bytes, msg: Any, receive: Receive, send: Send) -> None:
         if type(msg) is Notification:
@@ -399,194 +294,6 @@ class McpAsgiApp:
             return
         await serve_one(self.server, body, request, receive, send, preference=self.preference, keepalive=self.keepalive)
 
-    async def _initialize(self, request: Request, body: bytes, send: Send) -> None:
-        if len(self._sessions) >= self.max_sessions:
-            self._expire()
-            if len(self._sessions) >= self.max_sessions:
-                wait = self._retry_after()
-                await _busy(send, 503, "Service Unavailable: too many sessions", request.id, retry_after=wait)
-                return
-        tg = await self._ensure_running()
-        sid = secrets.token_urlsafe(24)
-        session = HttpSession(
-            self.server,
-            sid,
-            store=self.store,
-            max_in_flight=self.max_in_flight,
-            request_timeout=self.request_timeout,
-        )
-        self._sessions[sid] = session
-        tg.start_soon(self._run_session, session)
-        exchange = session.open_exchange([request.id], resumable=False, json_only=True, batch=False)
-        connection = exchange.outlet.connect()
-        session.active += 1
-        answer: bytes | None = None
-        try:
-            await session.push([body])
-            async for item in connection:
-                if item.kind == FINAL:
-                    answer = item.frame
-                    break
-        except (anyio.ClosedResourceError, anyio.BrokenResourceError):
-            answer = None
-        finally:
-            session.active -= 1
-            exchange.outlet.disconnect(connection)
-            session.touch()
-        if answer is None:
-            self._sessions.pop(sid, None)
-            session.terminate()
-            await send_error(send, 503, "Service Unavailable: the session ended during initialize", ident=request.id)
-            return
-        extra: HeaderList = []
-        if session.mcp.initialized:
-            extra.append((b"mcp-session-id", sid.encode()))
-            logger.debug("session started (%d open)", len(self._sessions))
-        else:
-            self._sessions.pop(sid, None)
-            session.terminate()
-        await send_bytes(send, 200, answer, extra)
-
-    async def _run_session(self, session: HttpSession) -> None:
-        try:
-            await session.run()
-        except Exception:
-            logger.exception("a session ended with an error")
-        finally:
-            if self._sessions.get(session.id) is session:
-                del self._sessions[session.id]
-
-    def _retry_after(self) -> int:
-        now = anyio.current_time()
-        waits = [s.last_seen + self.session_idle_timeout - now for s in self._sessions.values() if s.active == 0]
-        return max(1, math.ceil(min(waits))) if waits else max(1, math.ceil(self.session_idle_timeout))
-
-    def _open_exchange(self, session: HttpSession, ids: Sequence[RequestId], *, batch: bool) -> Exchange:
-        json_only = self.preference == "json"
-        return session.open_exchange(ids, resumable=not json_only, json_only=json_only, batch=batch)
-
-    async def _serve_exchange(
-        self,
-        session: HttpSession,
-        exchange: Exchange,
-        frames: Sequence[bytes],
-        receive: Receive,
-        send: Send,
-        answered: Sequence[bytes] = (),
-    ) -> None:
-        """Push the frames to the session and write what the exchange yields (``answered``: batch replies
-        made here, e.g. errors for malformed items)."""
-        outlet = exchange.outlet
-        after = outlet.seq
-        connection = outlet.connect()
-        session.active += 1
-        delivered = False
-        try:
-            for reply in answered:
-                await outlet.put(reply, RESPONSE)
-            try:
-                await session.push(frames, exchange)
-            except (anyio.ClosedResourceError, anyio.BrokenResourceError):
-                await send_error(send, 404, "Not Found: this session has ended")
-                return
-            headers = [(b"mcp-session-id", session.id.encode())]
-            early: list[Item | None] = []
-            if self.preference != "sse":
-                delivered, early = await answer_at_once(send, connection, outlet, headers=headers)
-                if delivered:
-                    return
-            async with anyio.create_task_group() as tg:
-                tg.start_soon(watch_disconnect, receive, tg.cancel_scope)
-                delivered = await write_stream(
-                    send,
-                    connection,
-                    outlet,
-                    after=after,
-                    preference=self.preference,
-                    headers=headers,
-                    retry_ms=self.retry_ms,
-                    keepalive=self.keepalive,
-                    early=early,
-                )
-                tg.cancel_scope.cancel()
-        finally:
-            outlet.disconnect(connection)
-            session.active -= 1
-            session.touch()
-            with anyio.CancelScope(shield=True):
-                await session.settle(outlet, delivered)
-
-    async def _push_or_404(self, session: HttpSession, frames: Sequence[bytes], send: Send) -> None:
-        try:
-            await session.push(frames)
-        except (anyio.ClosedResourceError, anyio.BrokenResourceError):
-            await send_error(send, 404, "Not Found: this session has ended")
-            return
-        await send_empty(send, 202)
-
-    async def _post_batch(
-        self, headers: Headers, version: str | None, body: bytes, receive: Receive, send: Send
-    ) -> None:
-        sid = headers.get("mcp-session-id")
-        session = self._session(sid) if sid is not None else None
-        if sid is not None and session is None:
-            await send_error(send, 404, "Not Found: this session does not exist or has ended")
-            return
-        if session is None or session.mcp.version not in BATCH_VERSIONS or version in STATELESS_VERSIONS:
-            await send_error(send, 400, "Invalid Request: batches exist only in 2025-03-26 sessions")
-            return
-        try:
-            items = decode_batch(body)
-        except RpcError as exc:
-            await send_error(send, 400, exc.message, code=exc.code)
-            return
-        if not items:
-            await send_error(send, 400, "Invalid Request: empty batch")
-            return
-        session.touch()
-        frames: list[bytes] = []
-        errors: list[bytes] = []
-        ids: list[RequestId] = []
-        for raw in items:
-            frame = bytes(raw)
-            try:
-                msg = classify(decode_frame(frame))
-            except RpcError as exc:
-                errors.append(encode_error(getattr(exc, "request_id", None), exc.code, exc.message))
-                continue
-            if type(msg) is Request:
-                if msg.method == "initialize":
-                    errors.append(
-                        encode_error(msg.id, codes.INVALID_REQUEST, "Invalid Request: initialize is never batched")
-                    )
-                    continue
-                if msg.id in session.exchanges or msg.id in ids:
-                    errors.append(
-                        encode_error(msg.id, codes.INVALID_REQUEST, "Invalid Request: this id is already in use")
-                    )
-                    continue
-                ids.append(msg.id)
-            frames.append(frame)
-        if not ids:
-            await self._push_or_empty(session, frames, errors, send)
-            return
-        if len(session.exchanges) + len(ids) > self.max_in_flight:
-            await _busy(send, 429, "Too Many Requests: too many requests in flight for this session", None)
-            return
-        exchange = self._open_exchange(session, ids, batch=True)
-        await self._serve_exchange(session, exchange, frames, receive, send, answered=errors)
-
-    async def _push_or_empty(self, session: HttpSession, frames: list[bytes], errors: list[bytes], send: Send) -> None:
-        try:
-            await session.push(frames)
-        except (anyio.ClosedResourceError, anyio.BrokenResourceError):
-            await send_error(send, 404, "Not Found: this session has ended")
-            return
-        if errors:
-            await send_bytes(send, 200, b"[" + b",".join(errors) + b"]")
-        else:
-            await send_empty(send, 202)
-
     # --- GET and DELETE ------------------------------------------------------------------------------------
 
     async def _get(self, headers: Headers, receive: Receive, send: Send) -> None:
@@ -597,75 +304,14 @@ class McpAsgiApp:
         if not accepts(headers.get("accept"), "text/event-stream"):
             await send_error(send, 406, "Not Acceptable: Accept must list text/event-stream")
             return
-        session = await self._session_of(headers, version, send)
-        if session is None:
-            return
-        last_event_id = headers.get("last-event-id")
-        if last_event_id is not None:
-            found = session.resumable_outlet(last_event_id)
-            if found is None:
-                await send_error(send, 400, "Bad Request: Last-Event-ID names no resumable stream of this session")
-                return
-            outlet, after = found
-        else:
-            outlet = session.standalone
-            if outlet.connected:
-                await send_error(send, 409, "Conflict: this session's GET stream is already open")
-                return
-            after = outlet.written
-        connection = outlet.connect()
-        session.active += 1
-        delivered = False
-        try:
-            replay = await self.store.replay(outlet.store_key, after) if outlet.seq > after else []
-            async with anyio.create_task_group() as tg:
-                tg.start_soon(watch_disconnect, receive, tg.cancel_scope)
-                delivered = await write_stream(
-                    send,
-                    connection,
-                    outlet,
-                    after=after,
-                    preference="sse",
-                    headers=[(b"mcp-session-id", session.id.encode())],
-                    retry_ms=self.retry_ms,
-                    keepalive=self.keepalive,
-                    replay=replay,
-                )
-                tg.cancel_scope.cancel()
-        finally:
-            outlet.disconnect(connection)
-            session.active -= 1
-            session.touch()
-            with anyio.CancelScope(shield=True):
-                await session.settle(outlet, delivered)
+        await self.handshake.get(headers, version, receive, send)
 
     async def _delete(self, headers: Headers, send: Send) -> None:
         version = _header_version(headers)
         if version in STATELESS_VERSIONS:
             await send_error(send, 405, "Method Not Allowed: 2026-07-28 has no sessions", headers=_ALLOW_POST)
             return
-        session = await self._session_of(headers, version, send)
-        if session is None:
-            return
-        self._sessions.pop(session.id, None)
-        session.terminate()
-        logger.debug("session ended by DELETE (%d open)", len(self._sessions))
-        await send_empty(send, 200)
-
-    async def _session_of(self, headers: Headers, version: str | None, send: Send) -> HttpSession | None:
-        sid = headers.get("mcp-session-id")
-        if sid is None:
-            await send_error(send, 400, "Bad Request: the Mcp-Session-Id header is required")
-            return None
-        if version is not None and version not in HANDSHAKE_VERSIONS:
-            await send_error(send, 400, f"Bad Request: unsupported MCP-Protocol-Version {version!r}")
-            return None
-        session = self._session(sid)
-        if session is None:
-            await send_error(send, 404, "Not Found: this session does not exist or has ended")
-            return None
-        session.touch()
-        return session
+        await self.handshake.delete(headers, version, send)
 
     # --- helpers -------------------------------------------------------------------------------------------
 
@@ -695,22 +341,3 @@ def _names_version(msg: Request | Notification) -> bool:
         return False
     meta = params.get("_meta") if params is not None else None
     return isinstance(meta, dict) and META_PROTOCOL_VERSION in meta
-
-
-async def _busy(send: Send, status: int, message: str, ident: RequestId | None, retry_after: int = 1) -> None:
-    await send_error(send, status, message, code=BUSY, ident=ident, headers=[(b"retry-after", b"%d" % retry_after)])
-
-
-def _spawn_detached(fn: Callable[[], Coroutine[Any, Any, None]]) -> Any:
-    """Start ``fn()`` in the background of the running event loop, outside any request's task (an asyncio task,
-    or a trio system task); returns the task handle to keep (asyncio only holds weak references)."""
-    import asyncio
-
-    try:
-        loop = asyncio.get_running_loop()
-    except RuntimeError:
-        import trio
-
-        trio.lowlevel.spawn_system_task(fn)
-        return None
-    return loop.create_task(fn())

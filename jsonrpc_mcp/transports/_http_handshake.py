@@ -1,0 +1,326 @@
+"""Streamable HTTP, handshake era (2024-11-05 .. 2025-11-25): what a session's requests get (L6 helper).
+
+:class:`HandshakeEndpoint` serves the requests the app has routed to this era: ``initialize`` (which mints a
+session), POSTs of requests (an exchange answered as JSON or a resumable SSE stream), notifications and
+responses (202), 2025-03-26 batches, ``GET`` (the standalone stream, or a resumption with ``Last-Event-ID``)
+and ``DELETE``. Sessions live in the app's :class:`~._http_sessions.SessionTable`.
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+import anyio
+
+from ..errors import RpcError
+from ..jsonrpc import codes
+from ..jsonrpc.wire import Message, Request, RequestId, classify, decode_batch, decode_frame, encode_error
+from ..mcp.versions import BATCH_VERSIONS, HANDSHAKE_VERSIONS, STATELESS_VERSIONS
+from ._http_events import EventStore
+from ._http_io import HeaderList, Headers, Receive, Send, send_busy, send_bytes, send_empty, send_error
+from ._http_outlet import FINAL, RESPONSE, Item, Preference, answer_at_once, write_stream
+from ._http_session import Exchange, HttpSession
+from ._http_sessions import SessionTable
+from ._http_stateless import watch_disconnect
+
+if TYPE_CHECKING:
+    from ..mcp.session import ServerApp
+
+__all__ = ("HandshakeEndpoint",)
+
+logger = logging.getLogger(__name__)
+
+
+class HandshakeEndpoint:
+    """The handshake-era half of the app (its settings are the app's)."""
+
+    def __init__(
+        self,
+        server: ServerApp,
+        table: SessionTable,
+        store: EventStore,
+        *,
+        max_in_flight: int,
+        preference: Preference,
+        retry_ms: int,
+        keepalive: float,
+        request_timeout: float | None,
+    ) -> None:
+        self.server = server
+        self.table = table
+        self.store = store
+        self.max_in_flight = max_in_flight
+        self.preference = preference
+        self.retry_ms = retry_ms
+        self.keepalive = keepalive
+        self.request_timeout = request_timeout
+
+    async def post(
+        self, headers: Headers, version: str | None, msg: Message, body: bytes, receive: Receive, send: Send
+    ) -> None:
+        """One JSON-RPC message POSTed outside the stateless era."""
+        if version is not None and version not in HANDSHAKE_VERSIONS:
+            await send_error(send, 400, f"Bad Request: unsupported MCP-Protocol-Version {version!r}")
+            return
+        sid = headers.get("mcp-session-id")
+        if sid is None:
+            if type(msg) is Request and msg.method == "initialize":
+                await self._initialize(msg, body, send)
+                return
+            await send_error(send, 400, "Bad Request: the Mcp-Session-Id header is required (initialize first)")
+            return
+        session = self.table.get(sid)
+        if session is None:
+            await send_error(send, 404, "Not Found: this session does not exist or has ended")
+            return
+        session.touch()
+        if not isinstance(msg, Request):
+            await self._push_or_404(session, [body], send)
+            return
+        request = msg
+        if request.id in session.exchanges:
+            await send_error(send, 400, "Invalid Request: this id is already in use", ident=request.id)
+            return
+        if len(session.exchanges) >= self.max_in_flight:
+            await send_busy(send, 429, "Too Many Requests: too many requests in flight for this session", request.id)
+            return
+        exchange = self._open_exchange(session, [request.id], batch=False)
+        await self._serve_exchange(session, exchange, [body], receive, send)
+
+    async def _initialize(self, request: Request, body: bytes, send: Send) -> None:
+        if self.table.full():
+            wait = self.table.retry_after()
+            await send_busy(send, 503, "Service Unavailable: too many sessions", request.id, retry_after=wait)
+            return
+        session = HttpSession(
+            self.server,
+            secrets.token_urlsafe(24),
+            store=self.store,
+            max_in_flight=self.max_in_flight,
+            request_timeout=self.request_timeout,
+        )
+        await self.table.start(session)
+        exchange = session.open_exchange([request.id], resumable=False, json_only=True, batch=False)
+        connection = exchange.outlet.connect()
+        session.active += 1
+        answer: bytes | None = None
+        try:
+            await session.push([body])
+            async for item in connection:
+                if item.kind == FINAL:
+                    answer = item.frame
+                    break
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+            answer = None
+        finally:
+            session.active -= 1
+            exchange.outlet.disconnect(connection)
+            session.touch()
+        if answer is None:
+            self.table.end(session)
+            await send_error(send, 503, "Service Unavailable: the session ended during initialize", ident=request.id)
+            return
+        extra: HeaderList = []
+        if session.mcp.initialized:
+            extra.append((b"mcp-session-id", session.id.encode()))
+            logger.debug("session started (%d open)", len(self.table))
+        else:
+            self.table.end(session)  # a failed initialize mints no session
+        await send_bytes(send, 200, answer, extra)
+
+    def _open_exchange(self, session: HttpSession, ids: Sequence[RequestId], *, batch: bool) -> Exchange:
+        json_only = self.preference == "json"
+        return session.open_exchange(ids, resumable=not json_only, json_only=json_only, batch=batch)
+
+    async def _serve_exchange(
+        self,
+        session: HttpSession,
+        exchange: Exchange,
+        frames: Sequence[bytes],
+        receive: Receive,
+        send: Send,
+        answered: Sequence[bytes] = (),
+    ) -> None:
+        """Push the frames to the session and write what the exchange yields (``answered``: batch replies
+        made here, e.g. errors for malformed items)."""
+        outlet = exchange.outlet
+        after = outlet.seq
+        connection = outlet.connect()
+        session.active += 1
+        delivered = False
+        try:
+            for reply in answered:
+                await outlet.put(reply, RESPONSE)
+            try:
+                await session.push(frames, exchange)
+            except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+                await send_error(send, 404, "Not Found: this session has ended")
+                return
+            headers = [(b"mcp-session-id", session.id.encode())]
+            early: list[Item | None] = []
+            if self.preference != "sse":
+                delivered, early = await answer_at_once(send, connection, outlet, headers=headers)
+                if delivered:
+                    return
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(watch_disconnect, receive, tg.cancel_scope)
+                delivered = await write_stream(
+                    send,
+                    connection,
+                    outlet,
+                    after=after,
+                    preference=self.preference,
+                    headers=headers,
+                    retry_ms=self.retry_ms,
+                    keepalive=self.keepalive,
+                    early=early,
+                )
+                tg.cancel_scope.cancel()
+        finally:
+            outlet.disconnect(connection)
+            session.active -= 1
+            session.touch()
+            with anyio.CancelScope(shield=True):
+                await session.settle(outlet, delivered)
+
+    async def _push_or_404(self, session: HttpSession, frames: Sequence[bytes], send: Send) -> None:
+        try:
+            await session.push(frames)
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+            await send_error(send, 404, "Not Found: this session has ended")
+            return
+        await send_empty(send, 202)
+
+    async def post_batch(
+        self, headers: Headers, version: str | None, body: bytes, receive: Receive, send: Send
+    ) -> None:
+        sid = headers.get("mcp-session-id")
+        session = self.table.get(sid) if sid is not None else None
+        if sid is not None and session is None:
+            await send_error(send, 404, "Not Found: this session does not exist or has ended")
+            return
+        if session is None or session.mcp.version not in BATCH_VERSIONS or version in STATELESS_VERSIONS:
+            await send_error(send, 400, "Invalid Request: batches exist only in 2025-03-26 sessions")
+            return
+        try:
+            items = decode_batch(body)
+        except RpcError as exc:
+            await send_error(send, 400, exc.message, code=exc.code)
+            return
+        if not items:
+            await send_error(send, 400, "Invalid Request: empty batch")
+            return
+        session.touch()
+        frames: list[bytes] = []
+        errors: list[bytes] = []
+        ids: list[RequestId] = []
+        for raw in items:
+            frame = bytes(raw)
+            try:
+                msg = classify(decode_frame(frame))
+            except RpcError as exc:
+                errors.append(encode_error(getattr(exc, "request_id", None), exc.code, exc.message))
+                continue
+            if type(msg) is Request:
+                if msg.method == "initialize":
+                    errors.append(
+                        encode_error(msg.id, codes.INVALID_REQUEST, "Invalid Request: initialize is never batched")
+                    )
+                    continue
+                if msg.id in session.exchanges or msg.id in ids:
+                    errors.append(
+                        encode_error(msg.id, codes.INVALID_REQUEST, "Invalid Request: this id is already in use")
+                    )
+                    continue
+                ids.append(msg.id)
+            frames.append(frame)
+        if not ids:
+            await self._push_or_empty(session, frames, errors, send)
+            return
+        if len(session.exchanges) + len(ids) > self.max_in_flight:
+            await send_busy(send, 429, "Too Many Requests: too many requests in flight for this session", None)
+            return
+        exchange = self._open_exchange(session, ids, batch=True)
+        await self._serve_exchange(session, exchange, frames, receive, send, answered=errors)
+
+    async def _push_or_empty(self, session: HttpSession, frames: list[bytes], errors: list[bytes], send: Send) -> None:
+        try:
+            await session.push(frames)
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+            await send_error(send, 404, "Not Found: this session has ended")
+            return
+        if errors:
+            await send_bytes(send, 200, b"[" + b",".join(errors) + b"]")
+        else:
+            await send_empty(send, 202)
+
+    async def get(self, headers: Headers, version: str | None, receive: Receive, send: Send) -> None:
+        """The standalone stream, or the resumption of any stream of the session with ``Last-Event-ID``."""
+        session = await self._session_of(headers, version, send)
+        if session is None:
+            return
+        last_event_id = headers.get("last-event-id")
+        if last_event_id is not None:
+            found = session.resumable_outlet(last_event_id)
+            if found is None:
+                await send_error(send, 400, "Bad Request: Last-Event-ID names no resumable stream of this session")
+                return
+            outlet, after = found
+        else:
+            outlet = session.standalone
+            if outlet.connected:
+                await send_error(send, 409, "Conflict: this session's GET stream is already open")
+                return
+            after = outlet.written
+        connection = outlet.connect()
+        session.active += 1
+        delivered = False
+        try:
+            replay = await self.store.replay(outlet.store_key, after) if outlet.seq > after else []
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(watch_disconnect, receive, tg.cancel_scope)
+                delivered = await write_stream(
+                    send,
+                    connection,
+                    outlet,
+                    after=after,
+                    preference="sse",
+                    headers=[(b"mcp-session-id", session.id.encode())],
+                    retry_ms=self.retry_ms,
+                    keepalive=self.keepalive,
+                    replay=replay,
+                )
+                tg.cancel_scope.cancel()
+        finally:
+            outlet.disconnect(connection)
+            session.active -= 1
+            session.touch()
+            with anyio.CancelScope(shield=True):
+                await session.settle(outlet, delivered)
+
+    async def delete(self, headers: Headers, version: str | None, send: Send) -> None:
+        """End the session."""
+        session = await self._session_of(headers, version, send)
+        if session is None:
+            return
+        self.table.end(session)
+        logger.debug("session ended by DELETE (%d open)", len(self.table))
+        await send_empty(send, 200)
+
+    async def _session_of(self, headers: Headers, version: str | None, send: Send) -> HttpSession | None:
+        sid = headers.get("mcp-session-id")
+        if sid is None:
+            await send_error(send, 400, "Bad Request: the Mcp-Session-Id header is required")
+            return None
+        if version is not None and version not in HANDSHAKE_VERSIONS:
+            await send_error(send, 400, f"Bad Request: unsupported MCP-Protocol-Version {version!r}")
+            return None
+        session = self.table.get(sid)
+        if session is None:
+            await send_error(send, 404, "Not Found: this session does not exist or has ended")
+            return None
+        session.touch()
+        return session

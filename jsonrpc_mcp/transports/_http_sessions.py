@@ -1,0 +1,182 @@
+"""The handshake-era sessions of the Streamable HTTP app and the task group they run in (L6 helper).
+
+:class:`SessionTable` owns both. The task group is entered by :meth:`SessionTable.running` — from the ASGI
+lifespan, or by an embedder — or, when neither happened by the time the first session starts, lazily in a
+background task of the running event loop (an asyncio task, or a trio system task) that :meth:`aclose` stops.
+A sweeper in the task group ends sessions idle for ``idle_timeout`` seconds; lookups check expiry too, so an
+expired session answers 404 even between sweeps.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import AsyncIterator, Callable, Coroutine, Mapping
+from contextlib import asynccontextmanager
+from types import MappingProxyType
+from typing import Any
+
+import anyio
+import anyio.abc
+
+from ._http_session import HttpSession
+
+__all__ = ("SessionTable",)
+
+logger = logging.getLogger(__name__)
+
+
+class SessionTable:
+    def __init__(self, *, idle_timeout: float, max_sessions: int) -> None:
+        self.idle_timeout = idle_timeout
+        self.max_sessions = max_sessions
+        self._sessions: dict[str, HttpSession] = {}
+        self.view: Mapping[str, HttpSession] = MappingProxyType(self._sessions)
+        self._tg: anyio.abc.TaskGroup | None = None
+        self._ready: anyio.Event | None = None
+        self._stop: anyio.Event | None = None
+        self._stopped: anyio.Event | None = None
+        self._detached: Any = None
+
+    def __len__(self) -> int:
+        return len(self._sessions)
+
+    @property
+    def running(self) -> bool:
+        return self._tg is not None
+
+    # --- the task group ----------------------------------------------------------------------------------
+
+    @asynccontextmanager
+    async def run(self) -> AsyncIterator[None]:
+        """Own the task group for the duration of the block; every session ends when it exits."""
+        if self._tg is not None:
+            raise RuntimeError("the sessions' task group is already running")
+        async with anyio.create_task_group() as tg:
+            self._tg = tg
+            if self._ready is None:
+                self._ready = anyio.Event()
+            self._ready.set()
+            tg.start_soon(self._sweep)
+            try:
+                yield
+            finally:
+                self._tg = None
+                self._ready = None
+                self.end_all()
+                tg.cancel_scope.cancel()
+
+    async def aclose(self) -> None:
+        """End every session, and stop the task group if it was started lazily (waiting until it has)."""
+        stop, stopped = self._stop, self._stopped
+        if stop is not None:
+            stop.set()
+        if stopped is not None:
+            await stopped.wait()
+        self.end_all()
+
+    async def _task_group(self) -> anyio.abc.TaskGroup:
+        if self._tg is not None:
+            return self._tg
+        if self._ready is None:
+            self._ready = anyio.Event()
+            self._stop = anyio.Event()
+            self._stopped = anyio.Event()
+            self._detached = _spawn_detached(self._run_detached)
+            logger.debug("no ASGI lifespan: started the session task group lazily")
+        await self._ready.wait()
+        if self._tg is None:
+            raise RuntimeError("the session task group stopped")
+        return self._tg
+
+    async def _run_detached(self) -> None:
+        ready, stop, stopped = self._ready, self._stop, self._stopped
+        try:
+            async with self.run():
+                if stop is not None:
+                    await stop.wait()
+        except Exception:
+            logger.exception("the lazily started session task group failed")
+        finally:
+            self._stop = self._stopped = self._detached = None
+            if ready is not None:
+                ready.set()  # anyone still waiting sees that it is not running
+            if stopped is not None:
+                stopped.set()
+
+    # --- sessions ----------------------------------------------------------------------------------------
+
+    def full(self) -> bool:
+        """True when no session can be added (after ending the expired ones)."""
+        if len(self._sessions) < self.max_sessions:
+            return False
+        self.expire()
+        return len(self._sessions) >= self.max_sessions
+
+    async def start(self, session: HttpSession) -> None:
+        tg = await self._task_group()
+        self._sessions[session.id] = session
+        tg.start_soon(self._run_session, session)
+
+    async def _run_session(self, session: HttpSession) -> None:
+        try:
+            await session.run()
+        except Exception:
+            logger.exception("a session ended with an error")
+        finally:
+            if self._sessions.get(session.id) is session:
+                del self._sessions[session.id]
+
+    def get(self, sid: str) -> HttpSession | None:
+        """The live session with this id (an expired one is ended here and now)."""
+        session = self._sessions.get(sid.strip())
+        if session is None:
+            return None
+        if session.closed or session.idle(anyio.current_time(), self.idle_timeout):
+            self.end(session)
+            return None
+        return session
+
+    def end(self, session: HttpSession) -> None:
+        if self._sessions.get(session.id) is session:
+            del self._sessions[session.id]
+        session.terminate()
+
+    def end_all(self) -> None:
+        for session in list(self._sessions.values()):
+            session.terminate()
+        self._sessions.clear()
+
+    def expire(self) -> None:
+        now = anyio.current_time()
+        for session in list(self._sessions.values()):
+            if session.closed or session.idle(now, self.idle_timeout):
+                self.end(session)
+                logger.debug("session expired after %.1f s idle", self.idle_timeout)
+
+    async def _sweep(self) -> None:
+        interval = min(max(self.idle_timeout / 4, 0.05), 30.0)
+        while True:
+            await anyio.sleep(interval)
+            self.expire()
+
+    def retry_after(self) -> int:
+        """Seconds until an idle session could expire (a ``Retry-After`` for a refused initialize)."""
+        now = anyio.current_time()
+        waits = [s.last_seen + self.idle_timeout - now for s in self._sessions.values() if s.active == 0]
+        return max(1, math.ceil(min(waits))) if waits else max(1, math.ceil(self.idle_timeout))
+
+
+def _spawn_detached(fn: Callable[[], Coroutine[Any, Any, None]]) -> Any:
+    """Start ``fn()`` in the background of the running event loop, outside any request's task (an asyncio task,
+    or a trio system task); returns the task handle to keep (asyncio only holds weak references)."""
+    import asyncio
+
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:
+        import trio
+
+        trio.lowlevel.spawn_system_task(fn)
+        return None
+    return loop.create_task(fn())
