@@ -6,7 +6,8 @@
 
     app = McpAsgiApp(server)                     # uvicorn module:app, hypercorn module:app, ...
 
-    # inside Starlette / FastAPI, which do not pass the lifespan on to mounted apps:
+    # inside Starlette / FastAPI, which do not pass the lifespan on to mounted apps
+    # (the endpoint is then /mcp/; Starlette answers /mcp with a 307 to it):
     mcp = McpAsgiApp(server, path=None)
     web = Starlette(routes=[Mount("/mcp", app=mcp)], lifespan=lambda _: mcp.lifespan())
 
