@@ -22,6 +22,7 @@ import json
 import os
 import platform
 import shutil
+import signal
 import socket
 import statistics
 import subprocess
@@ -60,6 +61,7 @@ TARGETS = (
     ("64 KiB calls/s ≥ 0.5x floor (stdio)", "stdio_64k_vs_floor", 0.5, ">="),
     ("1,000 concurrent HTTP sessions all succeed", "sessions_all_ok", 1.0, ">="),
     ("memory returns after the sessions end (after DELETE ≤ before + 25%)", "sessions_mem_returns", 1.0, ">="),
+    ("no growth when 1,000 more sessions come and go (2nd round ≤ 1st + 5%)", "sessions_no_growth", 1.0, ">="),
 )
 
 
@@ -214,17 +216,58 @@ def coldstart(target: Target, server_log: str) -> dict[str, Any]:
     return res
 
 
-def sessions(target: Target, n: int, calls: int, server_log: str) -> dict[str, Any]:
+def sessions(target: Target, n: int, calls: int, server_log: str, rounds: int = 2) -> dict[str, Any]:
+    """``rounds`` times: n concurrent HTTP sessions x ``calls`` calls, then DELETE each, against one server process.
+
+    The first round's figures are the result; the later rounds tell a leak (RSS after DELETE growing round after
+    round) from memory the allocator keeps for reuse (the same RSS after every round)."""
     port = free_port()
     cmd = target.cmd("http", str(port))
     assert cmd is not None
-    argv = [
-        PY, MCPLOAD, "sessions", f"http://127.0.0.1:{port}/mcp", "--sessions", str(n), "--calls", str(calls),
-        "--delete", "-p", "1k", "--max-seconds", "120", "--io-timeout", "30", "--server-log", server_log,
-        "--", *cmd,
-    ]  # fmt: skip
-    res = _run_json(argv, 300)
-    res.update({"target": target.name})
+    url = f"http://127.0.0.1:{port}/mcp"
+    with open(server_log, "ab") as errf:
+        proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=errf, stderr=errf, start_new_session=True)
+    res: dict[str, Any] = {"target": target.name}
+    try:
+        end = time.monotonic() + 30
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                if proc.poll() is not None or time.monotonic() > end:
+                    return {**res, "errors": 1, "error_samples": ["the server did not start listening"]}
+                time.sleep(0.01)
+        argv = [
+            PY, MCPLOAD, "sessions", url, "--sessions", str(n), "--calls", str(calls), "--delete", "-p", "1k",
+            "--max-seconds", "120", "--io-timeout", "30", "--server-pid", str(proc.pid),
+        ]  # fmt: skip
+        history = []
+        for _ in range(rounds):
+            one = _run_json(argv, 300)
+            history.append(one)
+            if one.get("errors"):
+                break
+        res.update(history[0])
+        res["target"] = target.name
+        res["rounds"] = [
+            {k: r.get(k) for k in ("sessions_ok", "errors", "wall_s", "server_rss_before_kb", "server_rss_after_kb",
+                                   "server_rss_after_delete_kb")}
+            for r in history
+        ]  # fmt: skip
+        res["errors"] = sum(r.get("errors") or 0 for r in history)
+    finally:
+        for sig, wait in ((signal.SIGTERM, 5), (signal.SIGKILL, 5)):
+            if proc.poll() is not None:
+                break
+            try:
+                os.killpg(proc.pid, sig)
+            except ProcessLookupError:
+                break
+            try:
+                proc.wait(wait)
+            except subprocess.TimeoutExpired:
+                pass
     return res
 
 
@@ -398,6 +441,8 @@ def run_bench(args: argparse.Namespace, server_log: str) -> dict[str, Any]:
             f" after {res.get('server_rss_after_kb')} kB, after DELETE {res.get('server_rss_after_delete_kb')} kB,"
             f" errors {res.get('errors')} {res.get('error_samples') or ''}"
         )
+        for i, r in enumerate(res.get("rounds") or []):
+            log(f"    round {i + 1}: {r}")
     return out
 
 
@@ -549,6 +594,11 @@ def targets_report(summary: dict[str, Any], out: dict[str, Any]) -> dict[str, An
         before, after_del = sess.get("server_rss_before_kb"), sess.get("server_rss_after_delete_kb")
         # "before" is read right after the server started listening, before any session; allow 25% (allocator)
         vals["sessions_mem_returns"] = 1.0 if before and after_del and after_del <= before * 1.25 else 0.0
+        rounds = sess.get("rounds") or []
+        if len(rounds) >= 2 and all(r.get("server_rss_after_delete_kb") for r in rounds):
+            first, last = rounds[0]["server_rss_after_delete_kb"], rounds[-1]["server_rss_after_delete_kb"]
+            # a leak grows round after round; memory kept for reuse does not (5% slack)
+            vals["sessions_no_growth"] = 1.0 if last <= first * 1.05 else 0.0
     rows = []
     report: dict[str, Any] = {}
     for text, key, bound, op in TARGETS:
