@@ -6,7 +6,8 @@ types, and the wire types module :mod:`jsonrpc_mcp.types`.
 
 from __future__ import annotations
 
-from .client import Client
+from typing import TYPE_CHECKING, Any
+
 from .errors import (
     ConnectionClosed,
     InternalError,
@@ -20,7 +21,6 @@ from .errors import (
     ToolError,
 )
 from .mcp import types
-from .mcp.client import ClientSession, NoStructuredData, structured_data
 from .mcp.context import Context, InputRequired, MissingClientCapability
 from .mcp.server import CacheHint, Server
 
@@ -49,3 +49,30 @@ __all__ = (
     "MissingClientCapability",
     "__version__",
 )
+
+if TYPE_CHECKING:
+    from .client import Client
+    from .mcp.client import ClientSession, NoStructuredData, structured_data
+
+#: The client side is imported on first use, so a server process never loads it (start-up time and memory).
+_LAZY = {
+    "Client": "client",
+    "ClientSession": "mcp.client",
+    "NoStructuredData": "mcp.client",
+    "structured_data": "mcp.client",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))

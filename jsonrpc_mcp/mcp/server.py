@@ -17,14 +17,13 @@ from __future__ import annotations
 
 import base64
 import logging
+import os
 import re
-import secrets
 import weakref
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Annotated, Any, Final, Literal, TypeVar, get_args, get_origin
-from urllib.parse import parse_qsl
 
 import msgspec
 from msgspec import UNSET, Raw, UnsetType
@@ -179,7 +178,7 @@ class Server:
         self.icons = icons
         self.page_size = page_size
         self.cache = cache
-        self.request_state_key = request_state_key or secrets.token_bytes(32)
+        self.request_state_key = request_state_key or os.urandom(32)
         self.request_state_ttl = request_state_ttl
         self._extra_capabilities = dict(capabilities or {})
         self._tools: dict[str, ToolDef] = {}
@@ -544,7 +543,7 @@ class Server:
         kwargs: dict[str, Any] = {}
         if entry is not None:
             if entry.wants_query:
-                kwargs["query"] = dict(parse_qsl(query))
+                kwargs["query"] = dict(_parse_qsl(query))
             if entry.wants_ctx:
                 kwargs[entry.wants_ctx] = None
             mime = entry.resource.mime_type
@@ -555,7 +554,7 @@ class Server:
                 continue
             kwargs.update(values)
             if tpl.wants_query:
-                kwargs["query"] = dict(parse_qsl(query))
+                kwargs["query"] = dict(_parse_qsl(query))
             if tpl.wants_ctx:
                 kwargs[tpl.wants_ctx] = None
             mime = tpl.template.mime_type
@@ -933,6 +932,12 @@ def _cursor(params: _CursorParams | None) -> str | None:
     if params is None or params.cursor is UNSET:
         return None
     return params.cursor
+
+
+def _parse_qsl(query: str) -> list[tuple[str, str]]:
+    from urllib.parse import parse_qsl  # only resource templates with a query need it: imported on first use
+
+    return parse_qsl(query)
 
 
 def _hints(fn: Callable[..., Any]) -> dict[str, Any]:

@@ -26,7 +26,6 @@ from ..errors import InternalError, InvalidParams, InvalidRequest, MethodNotFoun
 from ..jsonrpc import codes
 from ..jsonrpc.dispatch import Dispatcher
 from ..jsonrpc.wire import Notification, Request, RequestId
-from . import request_state
 from .context import LOG_LEVELS, Context, InputRequired
 from .methods import INPUT_METHODS, MethodSpec
 from .versions import (
@@ -307,6 +306,8 @@ class ServerSession:
         return encode_result(out, stateless=True, server_info=self.app.server_info())
 
     def _gather_answers(self, method: str, raw: Raw | None) -> tuple[dict[str, Any], str]:
+        from . import request_state  # hmac and hashlib: loaded by the first stateless input round only
+
         whole = msgspec.json.decode(raw) if raw is not None else {}
         digest = request_state.request_digest(method, whole)
         try:
@@ -330,6 +331,8 @@ class ServerSession:
         return answers, digest
 
     def _input_required(self, method: str, need: InputRequired, answers: dict[str, Any], digest: str) -> bytes:
+        from . import request_state
+
         if method not in INPUT_METHODS:
             logger.error("%s asked the client for input; only %s may", method, ", ".join(sorted(INPUT_METHODS)))
             raise InternalError()

@@ -7,7 +7,6 @@ characters other than ``/``, ``?`` and ``#``. Matching decodes the percent-encod
 from __future__ import annotations
 
 import re
-from urllib.parse import quote, unquote
 
 __all__ = ("UriTemplate", "is_template")
 
@@ -42,9 +41,13 @@ class UriTemplate:
         m = self._regex.fullmatch(uri)
         if m is None:
             return None
+        from urllib.parse import unquote  # imported on first use: a server without templates never loads it
+
         return {k: unquote(v) for k, v in m.groupdict().items()}
 
     def expand(self, **values: str) -> str:
+        from urllib.parse import quote
+
         return _VAR.sub(lambda m: quote(str(values[m.group(1)]), safe=""), self.template)
 
     def __repr__(self) -> str:
