@@ -49,11 +49,10 @@ class NdjsonStream(MessageStream):
         if len(frames) == 1:
             await self._bytes.send(frames[0][0] + b"\n")
             return
-        buf = bytearray()
-        for frame, _ in frames:
-            buf += frame
-            buf += b"\n"
-        await self._bytes.send(bytes(buf))
+        # One allocation of the exact size (a growing bytearray over-allocates, then bytes() copies it again).
+        parts = [frame for frame, _ in frames]
+        parts.append(b"")
+        await self._bytes.send(b"\n".join(parts))
 
     async def aclose(self) -> None:
         await self._bytes.aclose()
