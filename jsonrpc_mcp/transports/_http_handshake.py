@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 import secrets
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 import anyio
@@ -87,7 +87,7 @@ class HandshakeEndpoint:
         if len(session.exchanges) >= self.max_in_flight:
             await send_busy(send, 429, "Too Many Requests: too many requests in flight for this session", request.id)
             return
-        exchange = self._open_exchange(session, [request.id], batch=False)
+        exchange = self._open_exchange(session, [request.id], batch=False, headers=headers.as_dict())
         await self._serve_exchange(session, exchange, [body], receive, send)
 
     async def _initialize(self, request: Request, body: bytes, send: Send) -> None:
@@ -131,9 +131,16 @@ class HandshakeEndpoint:
             self.table.end(session)  # a failed initialize mints no session
         await send_bytes(send, 200, answer, extra)
 
-    def _open_exchange(self, session: HttpSession, ids: Sequence[RequestId], *, batch: bool) -> Exchange:
+    def _open_exchange(
+        self,
+        session: HttpSession,
+        ids: Sequence[RequestId],
+        *,
+        batch: bool,
+        headers: Mapping[str, str] | None = None,
+    ) -> Exchange:
         json_only = self.preference == "json"
-        return session.open_exchange(ids, resumable=not json_only, json_only=json_only, batch=batch)
+        return session.open_exchange(ids, resumable=not json_only, json_only=json_only, batch=batch, headers=headers)
 
     async def _serve_exchange(
         self,
@@ -243,7 +250,7 @@ class HandshakeEndpoint:
         if len(session.exchanges) + len(ids) > self.max_in_flight:
             await send_busy(send, 429, "Too Many Requests: too many requests in flight for this session", None)
             return
-        exchange = self._open_exchange(session, ids, batch=True)
+        exchange = self._open_exchange(session, ids, batch=True, headers=headers.as_dict())
         await self._serve_exchange(session, exchange, frames, receive, send, answered=errors)
 
     async def _push_or_empty(self, session: HttpSession, frames: list[bytes], errors: list[bytes], send: Send) -> None:

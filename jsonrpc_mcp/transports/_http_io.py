@@ -64,6 +64,10 @@ class Headers:
     def names(self) -> Iterable[str]:
         return self._items.keys()
 
+    def as_dict(self) -> dict[str, str]:
+        """Each header once (its first value), names in lower case: what ``Context.request_headers`` shows."""
+        return {name: values[0] for name, values in self._items.items() if values}
+
 
 class BodyTooLarge(Exception):
     pass

@@ -16,7 +16,7 @@ client resumes them with ``GET`` + ``Last-Event-ID``, or the session ends.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Final
 
 import anyio
@@ -44,12 +44,15 @@ STANDALONE: Final = "0"
 class Exchange:
     """The requests of one POST body (one, or several in a 2025-03-26 batch) awaiting their responses."""
 
-    __slots__ = ("json_only", "outlet", "waiting")
+    __slots__ = ("headers", "json_only", "outlet", "waiting")
 
-    def __init__(self, outlet: Outlet, ids: Iterable[RequestId], *, json_only: bool) -> None:
+    def __init__(
+        self, outlet: Outlet, ids: Iterable[RequestId], *, json_only: bool, headers: Mapping[str, str] | None = None
+    ) -> None:
         self.outlet = outlet
         self.waiting = set(ids)
         self.json_only = json_only
+        self.headers: Mapping[str, str] = headers or {}
 
 
 def _is_response(frame: bytes) -> bool:
@@ -112,6 +115,11 @@ class SessionStream(MessageStream):
         exchange.waiting.discard(request_id)
         if not exchange.waiting:
             exchange.outlet.finish()
+
+    def request_headers(self, request_id: RequestId) -> Mapping[str, str] | None:
+        """The HTTP headers of the POST that carried ``request_id`` (read by ``Context.request_headers``)."""
+        exchange = self.owner.exchanges.get(request_id)
+        return exchange.headers if exchange is not None else None
 
     def close_sse_stream(self, request_id: RequestId) -> None:
         """SEP-1699 polling: close the connection of this request's SSE stream; the client resumes with GET."""
@@ -211,10 +219,19 @@ class HttpSession:
             self.outlets[key] = outlet
         return outlet
 
-    def open_exchange(self, ids: Sequence[RequestId], *, resumable: bool, json_only: bool, batch: bool) -> Exchange:
+    def open_exchange(
+        self,
+        ids: Sequence[RequestId],
+        *,
+        resumable: bool,
+        json_only: bool,
+        batch: bool,
+        headers: Mapping[str, str] | None = None,
+    ) -> Exchange:
         key = str(self._next_key)
         self._next_key += 1
-        exchange = Exchange(self._outlet(key, resumable=resumable, batch=batch), ids, json_only=json_only)
+        outlet = self._outlet(key, resumable=resumable, batch=batch)
+        exchange = Exchange(outlet, ids, json_only=json_only, headers=headers)
         for ident in ids:
             self.exchanges[ident] = exchange
         return exchange

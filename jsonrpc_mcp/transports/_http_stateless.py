@@ -195,11 +195,18 @@ def status_of(frame: bytes) -> int:
 class _OneRequestStream(MessageStream):
     """The session's stream for one stateless request: its frame in, its notifications and response out."""
 
-    def __init__(self, frame: bytes, request_id: RequestId, outlet: Outlet) -> None:
+    def __init__(
+        self, frame: bytes, request_id: RequestId, outlet: Outlet, headers: Mapping[str, str] | None = None
+    ) -> None:
         self._frame: bytes | None = frame
         self.request_id = request_id
         self.outlet = outlet
+        self.headers: Mapping[str, str] = headers or {}
         self._ended = anyio.Event()
+
+    def request_headers(self, request_id: RequestId) -> Mapping[str, str] | None:
+        """The HTTP headers of this request (read by ``Context.request_headers``)."""
+        return self.headers if request_id == self.request_id else None
 
     async def receive(self) -> Sequence[bytes]:
         frame = self._frame
@@ -251,6 +258,7 @@ async def serve_one(
     preference: Preference,
     keepalive: float,
     buffer: int = 64,
+    headers: Mapping[str, str] | None = None,
 ) -> None:
     """Serve one validated stateless request as this HTTP response; the client disconnecting cancels it.
 
@@ -260,7 +268,7 @@ async def serve_one(
     write path, which needs no running dispatcher).
     """
     outlet = Outlet(None, buffer=buffer)
-    stream = _OneRequestStream(frame, request.id, outlet)
+    stream = _OneRequestStream(frame, request.id, outlet, headers)
     dispatcher = Dispatcher(stream, max_in_flight=1, request_timeout=None, drain_timeout=0.0)
     session = ServerSession(server, dispatcher, stateless=True)
     listen = request.method == "subscriptions/listen"

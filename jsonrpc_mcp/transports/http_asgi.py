@@ -293,7 +293,16 @@ class McpAsgiApp:
         if problem is not None:
             await send_error(send, 400, problem, code=codes.HEADER_MISMATCH, ident=request.id)
             return
-        await serve_one(self.server, body, request, receive, send, preference=self.preference, keepalive=self.keepalive)
+        await serve_one(
+            self.server,
+            body,
+            request,
+            receive,
+            send,
+            preference=self.preference,
+            keepalive=self.keepalive,
+            headers=headers.as_dict(),
+        )
 
     # --- GET and DELETE ------------------------------------------------------------------------------------
 
