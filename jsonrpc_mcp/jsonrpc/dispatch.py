@@ -130,6 +130,7 @@ class Dispatcher:
         self._write_lock = anyio.Lock()
         self._inflight: dict[RequestId, anyio.CancelScope] = {}
         self._tasks = 0  # handler tasks not yet done, their reply included
+        self._replies: Outgoing = []  # answers of handler tasks waiting for the one write (see _reply)
         self._idle = anyio.Event()
         self._capacity = anyio.Event()
         self._pending: dict[RequestId, _Waiter] = {}
@@ -325,11 +326,26 @@ class Dispatcher:
             await self._reply(reply, ident)
 
     async def _reply(self, frame: bytes, related: RequestId | None) -> None:
-        """Write an answer. A peer gone meanwhile has nobody left to tell: the late answer is dropped."""
+        """Write an answer. A peer gone meanwhile has nobody left to tell: the late answer is dropped.
+
+        Answers of handlers that finish in the same pass of the event loop go out in one write: the first one
+        queues its answer and yields once; the others add theirs to its queue and return. That first task is
+        still counted in ``_tasks`` until all of them are written, so a draining ``run()`` waits for every one.
+        """
+        queue = self._replies
+        queue.append((frame, related))
+        if len(queue) > 1:
+            return
         try:
-            await self._write(frame, related)
+            await anyio.lowlevel.cancel_shielded_checkpoint()
+            self._replies = []
+            await self._lock_writes()
+            try:
+                await self.stream.send_many(queue)
+            finally:
+                self._write_lock.release()
         except (anyio.BrokenResourceError, anyio.ClosedResourceError):
-            logger.debug("peer went away before the answer to %r could be written", related)
+            logger.debug("peer went away before %d answers could be written", len(queue))
 
     def _handle_notification(self, note: Notification) -> None:
         if self.on_notification is None:
