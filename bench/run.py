@@ -569,9 +569,20 @@ def compare_tables(out: dict[str, Any]) -> dict[str, Any]:
 def targets_report(summary: dict[str, Any], out: dict[str, Any]) -> dict[str, Any]:
     med = summary.get("medians", {})
 
+    # Each round runs the servers back to back, so a round's ratio compares runs made under the same load; the
+    # median of the per-round ratios is steadier than the ratio of the medians on a shared machine.
+    paired: dict[tuple[str, str, int], dict[str, dict[str, Any]]] = {}
+    for r in out.get("runs", []):
+        paired.setdefault((f"{r['transport']}/{r['payload']}/c{r['concurrency']}", r["target"], r.get("round", 0)), {})
+        paired[(f"{r['transport']}/{r['payload']}/c{r['concurrency']}", r["target"], r.get("round", 0))] = summarize(r)
+
     def ratio(scn: str, a: str, b: str, key: str = "rps") -> float | None:
-        x, y = (med.get(scn) or {}).get(a) or {}, (med.get(scn) or {}).get(b) or {}
-        return round(x[key] / y[key], 2) if x.get(key) and y.get(key) else None
+        per_round = []
+        for (name, target, rnd), x in paired.items():
+            y = paired.get((name, b, rnd)) or {}
+            if name == scn and target == a and x.get(key) and y.get(key):
+                per_round.append(x[key] / y[key])
+        return round(statistics.median(per_round), 2) if per_round else None
 
     vals: dict[str, float | None] = {
         "stdio_vs_py_lowlevel": ratio("stdio/1k/c64", "ours", "py-lowlevel"),
@@ -635,7 +646,17 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--sessions", type=int, default=1000, help="concurrent HTTP sessions (default 1000)")
     p.add_argument("--only", default="", help="comma-separated substrings of run names (stdio/1k/c64/ours ...)")
     p.add_argument("--no-fastmcp", action="store_true", help="--compare: skip FastMCP")
+    p.add_argument("--from-json", metavar="FILE", help="print the tables and targets of a saved run, run nothing")
     args = p.parse_args(argv)
+    if args.from_json:
+        with open(args.from_json) as f:
+            saved = json.load(f)
+        if "targets_run" in saved:
+            targets_report(compare_tables(saved), saved)
+        else:
+            bench_tables(saved)
+            targets_report(saved["summary"], saved)
+        return 0
     os.makedirs(RESULTS, exist_ok=True)
     stamp = time.strftime("%Y%m%d-%H%M%S")
     server_log = os.path.join(RESULTS, f"servers-{stamp}.log")
