@@ -160,7 +160,7 @@ def _banner(args: argparse.Namespace, url: str) -> None:
         "  both protocol eras (2026-07-28 and the 2024-11-05 .. 2025-11-25 handshake) on this one URL",
         f"  try it:   jsonrpc-mcp list --url {url}",
         f"            jsonrpc-mcp call --url {url} tools/call "
-        + ("store '{\"topic\": \"demo\", \"content\": \"hello\"}'" if not app else "TOOL '{}'"),
+        + ('store \'{"topic": "demo", "content": "hello"}\'' if not app else "TOOL '{}'"),
         "  stdio client configuration:",
         *("    " + line for line in json.dumps(config, indent=2).splitlines()),
         "  stop with Ctrl-C",

@@ -94,9 +94,7 @@ class FdByteStream(anyio.abc.ByteStream):
         while True:
             try:
                 if self._r_mode == "thread":
-                    data = await anyio.to_thread.run_sync(
-                        os.read, self._rfd, max_bytes, abandon_on_cancel=True
-                    )
+                    data = await anyio.to_thread.run_sync(os.read, self._rfd, max_bytes, abandon_on_cancel=True)
                 else:
                     data = os.read(self._rfd, max_bytes)
             except BlockingIOError:

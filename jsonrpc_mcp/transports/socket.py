@@ -96,9 +96,7 @@ def _remove_stale_socket(path: str) -> None:
 
 
 @asynccontextmanager
-async def connect_tcp(
-    host: str, port: int, *, max_frame: int = DEFAULT_MAX_FRAME
-) -> AsyncIterator[NdjsonStream]:
+async def connect_tcp(host: str, port: int, *, max_frame: int = DEFAULT_MAX_FRAME) -> AsyncIterator[NdjsonStream]:
     stream = await anyio.connect_tcp(host, port)
     async with stream:
         yield NdjsonStream(stream, max_frame=max_frame)
