@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 import anyio
+from anyio.streams.memory import MemoryObjectReceiveStream
 
 from ..errors import RpcError
 from ..jsonrpc import codes
@@ -21,7 +22,7 @@ from ..jsonrpc.wire import Message, Request, RequestId, classify, decode_batch, 
 from ..mcp.versions import BATCH_VERSIONS, HANDSHAKE_VERSIONS, STATELESS_VERSIONS
 from ._http_events import EventStore
 from ._http_io import HeaderList, Headers, Receive, Send, send_busy, send_bytes, send_empty, send_error
-from ._http_outlet import FINAL, RESPONSE, Item, Preference, answer_at_once, write_stream
+from ._http_outlet import FINAL, RESPONSE, Item, Outlet, Preference, answer_at_once, write_stream
 from ._http_session import Exchange, HttpSession
 from ._http_sessions import SessionTable
 from ._http_stateless import watch_disconnect
@@ -187,11 +188,7 @@ class HandshakeEndpoint:
                 )
                 tg.cancel_scope.cancel()
         finally:
-            outlet.disconnect(connection)
-            session.active -= 1
-            session.touch()
-            with anyio.CancelScope(shield=True):
-                await session.settle(outlet, delivered)
+            await _release(session, outlet, connection, delivered)
 
     async def _push_or_404(self, session: HttpSession, frames: Sequence[bytes], send: Send) -> None:
         try:
@@ -302,11 +299,7 @@ class HandshakeEndpoint:
                 )
                 tg.cancel_scope.cancel()
         finally:
-            outlet.disconnect(connection)
-            session.active -= 1
-            session.touch()
-            with anyio.CancelScope(shield=True):
-                await session.settle(outlet, delivered)
+            await _release(session, outlet, connection, delivered)
 
     async def delete(self, headers: Headers, version: str | None, send: Send) -> None:
         """End the session."""
@@ -331,3 +324,14 @@ class HandshakeEndpoint:
             return None
         session.touch()
         return session
+
+
+async def _release(
+    session: HttpSession, outlet: Outlet, connection: MemoryObjectReceiveStream[Item], delivered: bool
+) -> None:
+    """After one HTTP response of ``session`` ended: detach it from its outlet and settle the outlet's fate."""
+    outlet.disconnect(connection)
+    session.active -= 1
+    session.touch()
+    with anyio.CancelScope(shield=True):
+        await session.settle(outlet, delivered)
