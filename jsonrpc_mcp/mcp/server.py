@@ -28,11 +28,11 @@ from typing import Annotated, Any, Final, Literal, TypeVar, get_args, get_origin
 import msgspec
 from msgspec import UNSET, Raw, UnsetType
 
-from ..errors import InvalidParams, ResourceNotFound, RpcError, ToolError
+from ..errors import InvalidParams, ResourceNotFound, RpcError
 from ..jsonrpc.dispatch import Dispatcher
 from ..jsonrpc.streams import MessageStream
 from . import types as t
-from .context import LOG_LEVELS, Context, InputRequired
+from .context import LOG_LEVELS, Context
 from .methods import BOTH, HANDSHAKE_ONLY, STATELESS_ONLY, MethodSpec
 from .pagination import paginate
 from .session import ServerSession
@@ -945,7 +945,8 @@ def _hints(fn: Callable[..., Any]) -> dict[str, Any]:
 
     try:
         return typing.get_type_hints(fn)
-    except Exception:
+    except Exception as exc:  # an annotation that cannot be resolved: no Context injection by type
+        logger.debug("cannot resolve the type hints of %r: %s", fn, exc)
         return {}
 
 
@@ -984,6 +985,3 @@ async def _await_logged(pending: Awaitable[Any], what: str) -> None:
         await pending
     except Exception:
         logger.exception("handler for %s failed", what)
-
-
-_ = (ToolError, InputRequired)
