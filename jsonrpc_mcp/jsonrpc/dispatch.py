@@ -375,6 +375,18 @@ class Dispatcher:
         scope.cancel()
         return True
 
+    def adopt(self, req: Request, coro: Coroutine[Any, Any, bytes]) -> bool:
+        """Run a handler coroutine that a transport obtained by calling ``on_request`` itself (an HTTP request
+        answered in its own task when the handler does not block) as if the read loop had started it: in this
+        connection's task group, cancellable by ``notifications/cancelled``, answered through the stream."""
+        if self._tg is None or self._closed or req.id in self._inflight:
+            coro.close()
+            return False
+        scope = anyio.CancelScope()
+        self._inflight[req.id] = scope
+        self._tg.start_soon(self._run_request, req, coro, scope, None)
+        return True
+
     def spawn(self, fn: Callable[..., Coroutine[Any, Any, Any]], *args: Any) -> bool:
         """Run ``fn(*args)`` in this connection's task group (ended with the connection). False if not running."""
         if self._tg is None or self._closed:

@@ -18,7 +18,16 @@ from anyio.streams.memory import MemoryObjectReceiveStream
 
 from ..errors import RpcError
 from ..jsonrpc import codes
-from ..jsonrpc.wire import Message, Request, RequestId, classify, decode_batch, decode_frame, encode_error
+from ..jsonrpc.wire import (
+    Message,
+    Request,
+    RequestId,
+    classify,
+    decode_batch,
+    decode_frame,
+    encode_error,
+    encode_result,
+)
 from ..mcp.versions import BATCH_VERSIONS, HANDSHAKE_VERSIONS, STATELESS_VERSIONS
 from ._http_events import EventStore
 from ._http_io import HeaderList, Headers, Receive, Send, send_busy, send_bytes, send_empty, send_error
@@ -89,7 +98,31 @@ class HandshakeEndpoint:
             await send_busy(send, 429, "Too Many Requests: too many requests in flight for this session", request.id)
             return
         exchange = self._open_exchange(session, [request.id], batch=False, headers=headers.as_dict())
-        await self._serve_exchange(session, exchange, [body], receive, send)
+        if self.preference == "sse" or request.method == "initialize" or not session.mcp.initialized:
+            await self._serve_exchange(session, exchange, [body], receive, send)
+            return
+        # The fast path: call the handler here. An answer ready at once is written as JSON without a hop through
+        # the session's dispatcher task; a handler that has to wait is handed to the dispatcher (SSE).
+        reply: bytes | None = None
+        try:
+            result = session.mcp.on_request(request)
+        except RpcError as exc:
+            reply = encode_error(request.id, exc.code, exc.message, exc.data)
+        except Exception:
+            logger.exception("handler for %r failed", request.method)
+            reply = encode_error(request.id, codes.INTERNAL_ERROR, "Internal error")
+        else:
+            if isinstance(result, bytes):
+                reply = encode_result(request.id, result)
+            elif not session.dispatcher.adopt(request, result):
+                reply = encode_error(request.id, codes.INTERNAL_ERROR, "Internal error")
+        if reply is None:
+            await self._serve_exchange(session, exchange, [], receive, send, pending=True)
+            return
+        session.exchanges.pop(request.id, None)
+        await session.settle(exchange.outlet, True)
+        session.touch()
+        await send_bytes(send, 200, reply, [(b"mcp-session-id", session.id.encode())])
 
     async def _initialize(self, request: Request, body: bytes, send: Send) -> None:
         if self.table.full():
@@ -151,6 +184,8 @@ class HandshakeEndpoint:
         receive: Receive,
         send: Send,
         answered: Sequence[bytes] = (),
+        *,
+        pending: bool = False,
     ) -> None:
         """Push the frames to the session and write what the exchange yields (``answered``: batch replies
         made here, e.g. errors for malformed items)."""
@@ -162,6 +197,8 @@ class HandshakeEndpoint:
         try:
             for reply in answered:
                 await outlet.put(reply, RESPONSE)
+            if pending:
+                outlet.hint_pending()  # the handler was handed to the dispatcher: it is running already
             try:
                 await session.push(frames, exchange)
             except (anyio.ClosedResourceError, anyio.BrokenResourceError):
