@@ -183,7 +183,7 @@ class Dispatcher:
     def _process(self, frame: bytes, out: Outgoing, batch: _Batch | None = None) -> None:
         """Handle one frame; immediate answers go to ``out``. Never raises."""
         try:
-            if batch is None and is_batch(frame):
+            if batch is None and not frame.startswith(b"{") and is_batch(frame):
                 self._process_batch(frame, out)
                 return
             msg = classify(decode_frame(frame))
@@ -257,7 +257,10 @@ class Dispatcher:
             self._queue(encode_error(ident, internal.code, internal.message), ident, out, batch)
             return
         if type(result) is bytes:
-            self._queue(encode_result(ident, result), ident, out, batch)
+            if batch is None:
+                out.append((encode_result(ident, result), ident))
+            else:
+                batch.replies.append(encode_result(ident, result))
             return
         if type(result) is not CoroutineType and not isinstance(result, Coroutine):
             logger.error("handler for %r returned %s, not bytes or a coroutine", req.method, type(result).__name__)

@@ -125,7 +125,7 @@ class Context:
         token = self.meta.get("progressToken") if meta else None
         self.progress_token: str | int | None = token if type(token) in (str, int) else None
         self._log_level = log_level
-        self._answers: dict[str, Any] = dict(answers or {})
+        self._answers: dict[str, Any] = dict(answers) if answers else {}
         self._asked: dict[str, dict[str, Any]] = {}
         self._auto_keys = 0
         self._progress_last: float | None = None

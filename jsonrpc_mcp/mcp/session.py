@@ -27,7 +27,7 @@ from ..jsonrpc import codes
 from ..jsonrpc.dispatch import Dispatcher
 from ..jsonrpc.wire import Notification, Request, RequestId
 from .context import LOG_LEVELS, Context, InputRequired
-from .methods import INPUT_METHODS, MethodSpec
+from .methods import BOTH, INPUT_METHODS, MethodSpec
 from .versions import (
     BATCH_VERSIONS,
     HANDSHAKE_VERSIONS,
@@ -116,6 +116,27 @@ def _decoder(kind: Any) -> msgspec.json.Decoder[Any]:
     return dec
 
 
+_UNDECODED: Final = object()
+_typed_meta_decoders: dict[Any, msgspec.json.Decoder[Any] | None] = {}
+
+
+def _typed_meta(kind: Any) -> msgspec.json.Decoder[Any] | None:
+    """The decoder of a params Struct that has a ``meta`` field (``_meta`` on the wire), else None."""
+    try:
+        return _typed_meta_decoders[kind]
+    except KeyError:
+        pass
+    dec = None
+    if (
+        isinstance(kind, type)
+        and issubclass(kind, msgspec.Struct)
+        and any(f.name == "meta" and f.encode_name == "_meta" for f in msgspec.structs.fields(kind))
+    ):
+        dec = _decoder(kind)
+    _typed_meta_decoders[kind] = dec
+    return dec
+
+
 def encode_result(result: Any, *, stateless: bool = False, server_info: dict[str, Any] | None = None) -> bytes:
     """Encode a handler's result; in the stateless era add ``resultType`` and our identity in ``_meta``."""
     if type(result) is bytes and not stateless:
@@ -176,11 +197,27 @@ class ServerSession:
         raw = req.params
         if self.force_stateless:
             return self._stateless(req, _read_meta(raw) if raw is not None else {})
-        if raw is not None and _may_name_version(raw):
-            meta = _read_meta(raw)
-            if META_PROTOCOL_VERSION in meta:
-                return self._stateless(req, meta)
         method = req.method
+        spec = self.app.methods.get(method)
+        params: Any = _UNDECODED
+        if raw is not None:
+            typed = _typed_meta(spec.params_type) if spec is not None else None
+            if typed is not None:
+                # Params with a ``_meta`` field: decode them once, and read the era from the decoded ``_meta``
+                # (no scan of the raw bytes). Params that do not decode take the general route below, which
+                # reports their problem in the usual order.
+                try:
+                    params = typed.decode(raw)
+                except msgspec.ValidationError:
+                    params = _UNDECODED
+                else:
+                    meta = params.meta
+                    if type(meta) is dict and META_PROTOCOL_VERSION in meta:
+                        return self._stateless(req, meta)
+            if params is _UNDECODED and _may_name_version(raw):
+                meta = _read_meta(raw)
+                if META_PROTOCOL_VERSION in meta:
+                    return self._stateless(req, meta)
         if method == "initialize":
             return self._initialize(req)
         if method == "ping":
@@ -189,15 +226,20 @@ class ServerSession:
             raise InvalidRequest("Invalid Request: the session is not initialized; send initialize first")
         version = self.version
         assert version is not None
-        spec = self.app.methods.get(method)
         if (
             spec is None
-            or Era.HANDSHAKE not in spec.eras
+            or (spec.eras is not BOTH and Era.HANDSHAKE not in spec.eras)
             or version < spec.min_version
             or (spec.capability is not None and not self.app.advertises(spec.capability))
         ):
             raise MethodNotFound(f"Method not found: {method}")
-        params = self._decode_params(spec, raw)
+        if params is _UNDECODED:
+            params = self._decode_params(spec, raw)
+            meta = _meta_of(params)
+        else:
+            meta = params.meta
+            if type(meta) is not dict:
+                meta = None
         ctx = Context(
             self,
             req.id,
@@ -206,12 +248,12 @@ class ServerSession:
             version=version,
             client_capabilities=self.client_capabilities,
             client_info=self.client_info,
-            meta=_meta_of(params),
+            meta=meta,
         )
         out = spec.handler(ctx, params)
         if type(out) is CoroutineType:
             return self._await_handshake(out)
-        return encode_result(out)
+        return out if type(out) is bytes else _encode(out)
 
     async def _await_handshake(self, coro: Coroutine[Any, Any, Any]) -> bytes:
         return encode_result(await coro)

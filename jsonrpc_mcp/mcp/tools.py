@@ -50,6 +50,8 @@ def error_result(message: str, structured: Any = None) -> t.CallToolResult:
 def _check_object(raw: Raw | None) -> Raw | bytes:
     if raw is None:
         return b"{}"
+    if raw and memoryview(raw)[0] == 0x7B:  # "{": the usual case, decided without a copy
+        return raw
     if bytes(memoryview(raw)[:64]).lstrip()[:1] != b"{":
         raise InvalidParams('Invalid params: "arguments" must be an object')
     return raw
@@ -221,6 +223,8 @@ def _failure(exc: BaseException, tool_name: str) -> t.CallToolResult:
 
 def tool_result(value: Any, sig: Signature | None, tool_name: str = "tool") -> t.CallToolResult:
     """A tool's return value as a ``CallToolResult``, checked against its ``outputSchema``."""
+    if type(value) is str and (sig is None or sig.output_kind != "structured"):
+        return t.CallToolResult(content=[t.TextContent(text=value)])
     if isinstance(value, t.CallToolResult):
         return value
     kind = sig.output_kind if sig is not None else "auto"

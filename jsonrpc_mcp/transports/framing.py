@@ -44,28 +44,27 @@ class LineFramer:
             self._skipping = False
             self._skip_prefix = b""
             data = data[nl + 1 :]
+        # Split the whole chunk at once (C speed); the last piece is an unfinished line, kept for the next chunk.
+        lines = data.split(b"\n")
+        rest = lines.pop()
         buf = self._buf
-        if not buf and data.endswith(b"\n") and len(data) <= self.max_frame:
-            # Fast path: the chunk ends on a frame boundary and fits the limit.
-            for line in data.split(b"\n"):
-                self._append(frames, line)
-            return frames
-        buf += data
-        start = 0
-        while True:
-            nl = buf.find(b"\n", start)
-            if nl < 0:
-                break
-            if nl - start > self.max_frame:
-                frames.append(self._oversized(bytes(buf[start : min(nl, start + _KEEP)])))
-            else:
-                self._append(frames, bytes(buf[start:nl]))
-            start = nl + 1
-        del buf[:start]
-        if len(buf) > self.max_frame:
-            self._skipping = True
-            self._skip_prefix = bytes(buf[:_KEEP])
+        if lines and buf:
+            lines[0] = bytes(buf) + lines[0]
             buf.clear()
+        max_frame = self.max_frame
+        for line in lines:
+            if len(line) > max_frame:
+                frames.append(self._oversized(line[:_KEEP]))
+            elif line.startswith(b"{") and not line.endswith(b"\r"):
+                frames.append(line)  # the usual frame: nothing to trim, not blank
+            else:
+                self._append(frames, line)
+        if rest:
+            buf += rest
+            if len(buf) > max_frame:
+                self._skipping = True
+                self._skip_prefix = bytes(buf[:_KEEP])
+                buf.clear()
         return frames
 
     def _append(self, frames: list[bytes], line: bytes) -> None:
