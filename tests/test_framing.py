@@ -183,3 +183,29 @@ async def test_oversized_response_fails_the_pending_call_at_once() -> None:
                 await client.call_tool("echo", {"text": "x" * 5000})  # the answer is over the client's limit
             assert not isinstance(info.value, RequestTimeout)
         tg.cancel_scope.cancel()
+
+
+def test_a_line_split_across_chunks_is_joined_before_the_next_frames() -> None:
+    framer = LineFramer()
+    assert framer.feed(b'{"a":1}\n{"b":') == [b'{"a":1}']
+    assert framer.feed(b'2}\n{"c":3}\n{"d"') == [b'{"b":2}', b'{"c":3}']
+    assert framer.pending() == 4
+    assert framer.feed(b":4}\r\n \n") == [b'{"d":4}']
+    assert framer.pending() == 0
+
+
+def test_pipe_reads_ask_no_more_than_the_pipe_holds() -> None:
+    import os
+    import tempfile
+
+    from jsonrpc_mcp.transports.ndjson import _pipe_capacity
+
+    r, w = os.pipe()
+    try:
+        cap = _pipe_capacity(r)
+        assert 4096 <= cap <= 1 << 20  # 64 KiB by default on Linux
+    finally:
+        os.close(r)
+        os.close(w)
+    with tempfile.TemporaryFile() as f:
+        assert _pipe_capacity(f.fileno()) > 1 << 40  # a regular file: no cap

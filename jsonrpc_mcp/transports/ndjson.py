@@ -72,6 +72,7 @@ class FdByteStream(anyio.abc.ByteStream):
         self._close_fds = close_fds
         self._r_mode = self._prepare(read_fd)
         self._w_mode = self._prepare(write_fd)
+        self._read_cap = _pipe_capacity(read_fd)
         self._eof = False
         self._closed = False
 
@@ -96,7 +97,7 @@ class FdByteStream(anyio.abc.ByteStream):
                 if self._r_mode == "thread":
                     data = await anyio.to_thread.run_sync(os.read, self._rfd, max_bytes, abandon_on_cancel=True)
                 else:
-                    data = os.read(self._rfd, max_bytes)
+                    data = os.read(self._rfd, min(max_bytes, self._read_cap))
             except BlockingIOError:
                 await anyio.wait_readable(self._rfd)
                 continue
@@ -139,3 +140,19 @@ class FdByteStream(anyio.abc.ByteStream):
                     os.close(fd)
                 except OSError:
                     pass
+
+
+def _pipe_capacity(fd: int) -> int:
+    """How much one read of ``fd`` can return: a pipe's capacity (64 KiB unless enlarged), else no limit.
+
+    Asking a pipe for more than it can hold gains nothing and costs an mmap/mremap/munmap per read (glibc serves
+    a 256 KiB buffer from mmap, then shrinks and frees it).
+    """
+    if stat.S_ISFIFO(os.fstat(fd).st_mode):
+        try:
+            import fcntl
+
+            return int(fcntl.fcntl(fd, fcntl.F_GETPIPE_SZ))
+        except (ImportError, OSError, AttributeError):  # not Linux
+            return 65536
+    return 1 << 62
