@@ -109,6 +109,10 @@ def test_content_type_and_headers() -> None:
     assert not is_json_content("application/json-seq") and not is_json_content(None)
     headers = Headers([(b"Mcp-Name", b"a"), (b"mcp-name", b"b")])
     assert headers.get("mcp-name") == "a" and headers.get_all("mcp-name") == ["a", "b"]
+    lower = Headers(iter([(b"host", b"h"), (b"x-a", b"1"), (b"x-a", b"2"), (b"accept", b"*/*")]))
+    assert lower.get("x-a") == "1" and lower.get_all("x-a") == ["1", "2"] and lower.get("nope") is None
+    assert list(lower.as_dict().items()) == [("host", "h"), ("x-a", "1"), ("accept", "*/*")]
+    assert Headers([]).as_dict() == {} and Headers([]).get("host") is None
 
 
 # --- the event store -----------------------------------------------------------------------------------------------

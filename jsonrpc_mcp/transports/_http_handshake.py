@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 import secrets
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import anyio
@@ -97,8 +97,11 @@ class HandshakeEndpoint:
         if len(session.exchanges) >= self.max_in_flight:
             await send_busy(send, 429, "Too Many Requests: too many requests in flight for this session", request.id)
             return
-        exchange = self._open_exchange(session, [request.id], batch=False, headers=headers.as_dict())
+        # The outlet is registered with the session only when the answer has to wait (SSE, resumable); an answer
+        # written at once never needs it.
+        exchange = self._open_exchange(session, [request.id], batch=False, headers=headers, register=False)
         if self.preference == "sse" or request.method == "initialize" or not session.mcp.initialized:
+            session.register(exchange.outlet)
             await self._serve_exchange(session, exchange, [body], receive, send)
             return
         # The fast path: call the handler here. An answer ready at once is written as JSON without a hop through
@@ -117,12 +120,12 @@ class HandshakeEndpoint:
             elif not session.dispatcher.adopt(request, result):
                 reply = encode_error(request.id, codes.INTERNAL_ERROR, "Internal error")
         if reply is None:
+            session.register(exchange.outlet)
             await self._serve_exchange(session, exchange, [], receive, send, pending=True)
             return
         session.exchanges.pop(request.id, None)
-        await session.settle(exchange.outlet, True)
         session.touch()
-        await send_bytes(send, 200, reply, [(b"mcp-session-id", session.id.encode())])
+        await send_bytes(send, 200, reply, session.id_header)
 
     async def _initialize(self, request: Request, body: bytes, send: Send) -> None:
         if self.table.full():
@@ -171,10 +174,13 @@ class HandshakeEndpoint:
         ids: Sequence[RequestId],
         *,
         batch: bool,
-        headers: Mapping[str, str] | None = None,
+        headers: Headers | None = None,
+        register: bool = True,
     ) -> Exchange:
         json_only = self.preference == "json"
-        return session.open_exchange(ids, resumable=not json_only, json_only=json_only, batch=batch, headers=headers)
+        return session.open_exchange(
+            ids, resumable=not json_only, json_only=json_only, batch=batch, headers=headers, register=register
+        )
 
     async def _serve_exchange(
         self,
@@ -204,7 +210,7 @@ class HandshakeEndpoint:
             except (anyio.ClosedResourceError, anyio.BrokenResourceError):
                 await send_error(send, 404, "Not Found: this session has ended")
                 return
-            headers = [(b"mcp-session-id", session.id.encode())]
+            headers = session.id_header
             early: list[Item | None] = []
             if self.preference != "sse":
                 delivered, early = await answer_at_once(send, connection, outlet, headers=headers)
@@ -284,7 +290,7 @@ class HandshakeEndpoint:
         if len(session.exchanges) + len(ids) > self.max_in_flight:
             await send_busy(send, 429, "Too Many Requests: too many requests in flight for this session", None)
             return
-        exchange = self._open_exchange(session, ids, batch=True, headers=headers.as_dict())
+        exchange = self._open_exchange(session, ids, batch=True, headers=headers)
         await self._serve_exchange(session, exchange, frames, receive, send, answered=errors)
 
     async def _push_or_empty(self, session: HttpSession, frames: list[bytes], errors: list[bytes], send: Send) -> None:

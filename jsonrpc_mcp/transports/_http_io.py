@@ -43,30 +43,47 @@ BUSY: Final = -32010
 
 
 class Headers:
-    """Request headers, looked up case-insensitively (ASGI servers already send the names lower-cased)."""
+    """Request headers, looked up case-insensitively (ASGI servers already send the names lower-cased).
 
-    __slots__ = ("_items",)
+    Built once per request on the hot path, so it does the least up front: one dict of the raw names (first value
+    wins) made in C; values are decoded when asked for, and :meth:`as_dict` is built (once) only when a handler
+    reads ``Context.request_headers``. Names that are not all lower case take the slow path and are folded.
+    """
+
+    __slots__ = ("_dict", "_first", "_raw")
 
     def __init__(self, raw: Iterable[tuple[bytes, bytes]]) -> None:
-        items: dict[str, list[str]] = {}
-        for name, value in raw:
-            items.setdefault(name.decode("latin-1").lower(), []).append(value.decode("latin-1"))
-        self._items = items
+        pairs = raw if type(raw) is list else list(raw)
+        first: dict[bytes, bytes] = dict(reversed(pairs))
+        if first and not b"".join(first).islower():
+            pairs = [(name.lower(), value) for name, value in pairs]
+            first = dict(reversed(pairs))
+        self._raw = pairs
+        self._first = first
+        self._dict: dict[str, str] | None = None
 
     def get(self, name: str) -> str | None:
-        """The value of a header sent once; the first value when sent several times."""
-        values = self._items.get(name)
-        return values[0] if values else None
+        """The value of a header sent once; the first value when sent several times (``name`` in lower case)."""
+        value = self._first.get(name.encode("latin-1"))
+        return value.decode("latin-1") if value is not None else None
 
     def get_all(self, name: str) -> list[str]:
-        return self._items.get(name, [])
+        key = name.encode("latin-1")
+        return [value.decode("latin-1") for raw_name, value in self._raw if raw_name == key]
 
     def names(self) -> Iterable[str]:
-        return self._items.keys()
+        return self.as_dict().keys()
 
     def as_dict(self) -> dict[str, str]:
         """Each header once (its first value), names in lower case: what ``Context.request_headers`` shows."""
-        return {name: values[0] for name, values in self._items.items() if values}
+        if self._dict is None:
+            items: dict[str, str] = {}
+            for name, value in self._raw:
+                key = name.decode("latin-1")
+                if key not in items:
+                    items[key] = value.decode("latin-1")
+            self._dict = items
+        return self._dict
 
 
 class BodyTooLarge(Exception):
@@ -154,10 +171,27 @@ def _media_ranges(accept: str) -> set[str]:
     return ranges
 
 
+#: ``accepts`` answers by (Accept value, media types): a client sends the same Accept on every request, so parsing
+#: it once is enough. Bounded: emptied when it holds ``_ACCEPT_CACHE_SIZE`` answers.
+_accept_cache: dict[tuple[str, tuple[str, ...]], bool] = {}
+_ACCEPT_CACHE_SIZE: Final = 256
+
+
 def accepts(accept: str | None, *media_types: str) -> bool:
     """True when the ``Accept`` header admits every one of ``media_types`` (wildcards count, ``q=0`` refuses)."""
     if accept is None:
         return False
+    key = (accept, media_types)
+    answer = _accept_cache.get(key)
+    if answer is None:
+        answer = _accepts(accept, media_types)
+        if len(_accept_cache) >= _ACCEPT_CACHE_SIZE:
+            _accept_cache.clear()
+        _accept_cache[key] = answer
+    return answer
+
+
+def _accepts(accept: str, media_types: tuple[str, ...]) -> bool:
     ranges = _media_ranges(accept)
     if "*/*" in ranges:
         return True
@@ -171,6 +205,8 @@ def accepts(accept: str | None, *media_types: str) -> bool:
 def is_json_content(content_type: str | None) -> bool:
     if content_type is None:
         return False
+    if content_type == "application/json":
+        return True
     return content_type.partition(";")[0].strip().lower() == "application/json"
 
 

@@ -20,6 +20,7 @@ from urllib.parse import urlsplit
 __all__ = ("HostGuard", "LOOPBACK_HOSTS", "split_host")
 
 LOOPBACK_HOSTS: Final = frozenset({"localhost", "127.0.0.1", "[::1]"})
+_HOST_CACHE_SIZE: Final = 256
 
 
 def split_host(value: str) -> tuple[str, str | None]:
@@ -51,6 +52,7 @@ class HostGuard:
                 self._host_ports.add((host, port))
             else:
                 self._names.add(host)
+        self._host_cache: dict[str, bool] = {}  # Host header -> verdict (clients send the same one every time)
         self.any_origin = False
         self._origins: set[str] = set()
         for entry in allowed_origins or ():
@@ -65,7 +67,13 @@ class HostGuard:
     def host_ok(self, host_header: str | None) -> bool:
         if host_header is None or self.any_host:
             return True
-        return self._named(*split_host(host_header))
+        ok = self._host_cache.get(host_header)
+        if ok is None:
+            ok = self._named(*split_host(host_header))
+            if len(self._host_cache) >= _HOST_CACHE_SIZE:
+                self._host_cache.clear()
+            self._host_cache[host_header] = ok
+        return ok
 
     def origin_ok(self, origin: str | None, host_header: str | None) -> bool:
         if origin is None:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable, Mapping, Sequence
+from time import monotonic
 from typing import TYPE_CHECKING, Final
 
 import anyio
@@ -29,6 +30,7 @@ from ..jsonrpc.streams import MessageStream
 from ..jsonrpc.wire import RequestId, decode_frame
 from ..mcp.session import ServerSession
 from ._http_events import EventStore
+from ._http_io import HeaderList, Headers
 from ._http_outlet import FINAL, OTHER, RESPONSE, Outlet
 
 if TYPE_CHECKING:
@@ -47,12 +49,24 @@ class Exchange:
     __slots__ = ("headers", "json_only", "outlet", "waiting")
 
     def __init__(
-        self, outlet: Outlet, ids: Iterable[RequestId], *, json_only: bool, headers: Mapping[str, str] | None = None
+        self,
+        outlet: Outlet,
+        ids: Iterable[RequestId],
+        *,
+        json_only: bool,
+        headers: Headers | Mapping[str, str] | None = None,
     ) -> None:
         self.outlet = outlet
         self.waiting = set(ids)
         self.json_only = json_only
-        self.headers: Mapping[str, str] = headers or {}
+        self.headers = headers
+
+    def request_headers(self) -> Mapping[str, str]:
+        """The POST's headers as ``Context.request_headers`` shows them (built on first use)."""
+        headers = self.headers
+        if headers is None:
+            return {}
+        return headers.as_dict() if isinstance(headers, Headers) else headers
 
 
 def _is_response(frame: bytes) -> bool:
@@ -119,7 +133,7 @@ class SessionStream(MessageStream):
     def request_headers(self, request_id: RequestId) -> Mapping[str, str] | None:
         """The HTTP headers of the POST that carried ``request_id`` (read by ``Context.request_headers``)."""
         exchange = self.owner.exchanges.get(request_id)
-        return exchange.headers if exchange is not None else None
+        return exchange.request_headers() if exchange is not None else None
 
     def close_sse_stream(self, request_id: RequestId) -> None:
         """SEP-1699 polling: close the connection of this request's SSE stream; the client resumes with GET."""
@@ -147,6 +161,7 @@ class HttpSession:
         max_parked: int = 64,
     ) -> None:
         self.id = session_id
+        self.id_header: HeaderList = [(b"mcp-session-id", session_id.encode())]  # never mutated: shared by answers
         self.store = store
         self.buffer = buffer
         self.max_parked = max_parked
@@ -160,11 +175,11 @@ class HttpSession:
         self.mcp = ServerSession(server, self.dispatcher)
         self.exchanges: dict[RequestId, Exchange] = {}
         self.outlets: dict[str, Outlet] = {}
+        self.closed = False
         self.standalone = self._outlet(STANDALONE)
         self._next_key = 1
         self.active = 0  # HTTP requests of this session being served right now
-        self.last_seen = anyio.current_time()
-        self.closed = False
+        self.last_seen = monotonic()
         self.scope = anyio.CancelScope()
 
     # --- lifetime ------------------------------------------------------------------------------------------
@@ -200,14 +215,14 @@ class HttpSession:
             outlet.finish()
 
     def touch(self) -> None:
-        self.last_seen = anyio.current_time()
+        self.last_seen = monotonic()
 
     def idle(self, now: float, timeout: float) -> bool:
         return self.active == 0 and self.dispatcher.in_flight() == 0 and now - self.last_seen > timeout
 
     # --- streams -------------------------------------------------------------------------------------------
 
-    def _outlet(self, key: str, *, resumable: bool = True, batch: bool = False) -> Outlet:
+    def _outlet(self, key: str, *, resumable: bool = True, batch: bool = False, register: bool = True) -> Outlet:
         outlet = Outlet(
             key if resumable else None,
             store=self.store,
@@ -215,9 +230,18 @@ class HttpSession:
             buffer=self.buffer,
             batch=batch,
         )
-        if resumable:
-            self.outlets[key] = outlet
+        if register:
+            self.register(outlet)
         return outlet
+
+    def register(self, outlet: Outlet) -> None:
+        """Make a resumable outlet known to the session (resumption, ending with the session). An exchange answered
+        at once in its POST's task never needs it: its outlet is registered only when the answer has to wait."""
+        if outlet.key is None:
+            return
+        self.outlets[outlet.key] = outlet
+        if self.closed:
+            outlet.finish()
 
     def open_exchange(
         self,
@@ -226,11 +250,12 @@ class HttpSession:
         resumable: bool,
         json_only: bool,
         batch: bool,
-        headers: Mapping[str, str] | None = None,
+        headers: Headers | Mapping[str, str] | None = None,
+        register: bool = True,
     ) -> Exchange:
         key = str(self._next_key)
         self._next_key += 1
-        outlet = self._outlet(key, resumable=resumable, batch=batch)
+        outlet = self._outlet(key, resumable=resumable, batch=batch, register=register)
         exchange = Exchange(outlet, ids, json_only=json_only, headers=headers)
         for ident in ids:
             self.exchanges[ident] = exchange

@@ -196,17 +196,22 @@ class _OneRequestStream(MessageStream):
     """The session's stream for one stateless request: its frame in, its notifications and response out."""
 
     def __init__(
-        self, frame: bytes, request_id: RequestId, outlet: Outlet, headers: Mapping[str, str] | None = None
+        self, frame: bytes, request_id: RequestId, outlet: Outlet, headers: Headers | Mapping[str, str] | None = None
     ) -> None:
         self._frame: bytes | None = frame
         self.request_id = request_id
         self.outlet = outlet
-        self.headers: Mapping[str, str] = headers or {}
+        self.headers = headers
         self._ended = anyio.Event()
 
     def request_headers(self, request_id: RequestId) -> Mapping[str, str] | None:
         """The HTTP headers of this request (read by ``Context.request_headers``)."""
-        return self.headers if request_id == self.request_id else None
+        if request_id != self.request_id:
+            return None
+        headers = self.headers
+        if headers is None:
+            return {}
+        return headers.as_dict() if isinstance(headers, Headers) else headers
 
     async def receive(self) -> Sequence[bytes]:
         frame = self._frame
@@ -258,7 +263,7 @@ async def serve_one(
     preference: Preference,
     keepalive: float,
     buffer: int = 64,
-    headers: Mapping[str, str] | None = None,
+    headers: Headers | Mapping[str, str] | None = None,
 ) -> None:
     """Serve one validated stateless request as this HTTP response; the client disconnecting cancels it.
 

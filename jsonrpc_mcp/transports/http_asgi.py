@@ -87,6 +87,7 @@ logger = logging.getLogger(__name__)
 
 _PV_NEEDLE: Final = META_PROTOCOL_VERSION.encode()
 _JSON_AND_SSE: Final = ("application/json", "text/event-stream")
+_CALLS: Final = (Request, Notification)
 _ALLOW_ALL: Final[HeaderList] = [(b"allow", b"GET, POST, DELETE")]
 _ALLOW_POST: Final[HeaderList] = [(b"allow", b"POST")]
 
@@ -270,7 +271,7 @@ class McpAsgiApp:
             await send_error(send, 400, exc.message, code=exc.code, ident=getattr(exc, "request_id", None))
             return
         if version in STATELESS_VERSIONS or (
-            isinstance(msg, Request | Notification) and _PV_NEEDLE in body and _names_version(msg)
+            isinstance(msg, _CALLS) and _may_name_version(msg) and _names_version(msg)
         ):
             await self._post_stateless(headers, body, msg, receive, send)
             return
@@ -301,7 +302,7 @@ class McpAsgiApp:
             send,
             preference=self.preference,
             keepalive=self.keepalive,
-            headers=headers.as_dict(),
+            headers=headers,
         )
 
     # --- GET and DELETE ------------------------------------------------------------------------------------
@@ -339,6 +340,17 @@ class McpAsgiApp:
 def _header_version(headers: Headers) -> str | None:
     value = headers.get("mcp-protocol-version")
     return value.strip(" \t") if value is not None else None
+
+
+def _may_name_version(msg: Request | Notification) -> bool:
+    """Could the params carry the stateless-era version key? The key holds a ``/``, and the params (unlike the
+    body, whose method may hold one) seldom do: a memchr for it rules most requests out before the substring search,
+    which costs ~5 µs on 1 KiB of repetitive arguments."""
+    params = msg.params
+    if params is None:
+        return False
+    data = bytes(params)
+    return b"/" in data and _PV_NEEDLE in data
 
 
 def _names_version(msg: Request | Notification) -> bool:
