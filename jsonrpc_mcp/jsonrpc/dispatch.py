@@ -39,14 +39,13 @@ from .wire import (
     Request,
     RequestId,
     Response,
-    classify,
     decode_batch,
-    decode_frame,
     encode_error,
     encode_notification,
     encode_request,
     encode_result,
     is_batch,
+    read_message,
 )
 
 __all__ = ("Dispatcher", "RequestHandler", "NotificationHandler")
@@ -186,7 +185,7 @@ class Dispatcher:
             if batch is None and not frame.startswith(b"{") and is_batch(frame):
                 self._process_batch(frame, out)
                 return
-            msg = classify(decode_frame(frame))
+            msg = read_message(frame)
         except RpcError as exc:
             ident = getattr(exc, "request_id", None)
             logger.debug("rejected frame: %s", exc.message)

@@ -39,6 +39,7 @@ __all__ = (
     "Message",
     "decode_frame",
     "classify",
+    "read_message",
     "is_batch",
     "encode",
     "encode_request",
@@ -144,7 +145,7 @@ def decode_frame(frame: bytes | bytearray | memoryview) -> Envelope:
         raise ParseError("Parse error: invalid JSON") from None
     except RecursionError:
         raise _too_deep(frame) from None
-    if not _strings_ok(frame):
+    if not (type(frame) is bytes and frame.isascii()) and not _strings_ok(frame):
         # Found only now, inside params/result (skipped as Raw): answer with the id we did read, and never
         # answer a notification.
         bad = ParseError("Parse error: invalid UTF-8 in a string")
@@ -240,6 +241,26 @@ def classify(env: Envelope) -> Message:
             _invalid('Invalid Request: a response needs a string or integer "id"', ident)
         return Response(ident, env.result)  # type: ignore[arg-type]
     return _invalid("Invalid Request: not a request, notification or response", ident)
+
+
+def read_message(frame: bytes | bytearray | memoryview) -> Message:
+    """:func:`decode_frame` then :func:`classify`; a well-formed request (the common case) is recognised inline.
+
+    Raises what they raise.
+    """
+    env = decode_frame(frame)
+    ident = env.id
+    method = env.method
+    params = env.params
+    kind = type(ident)
+    if (
+        (kind is int or kind is str)
+        and type(method) is str
+        and env.jsonrpc == "2.0"
+        and (params is UNSET or memoryview(params)[0] == 0x7B)  # "{"
+    ):
+        return Request(ident, method, None if params is UNSET else params)
+    return classify(env)
 
 
 def _first_byte(raw: Raw) -> int:
