@@ -17,6 +17,7 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Mapping
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Final, Literal
 
 import anyio
@@ -36,6 +37,7 @@ __all__ = ("Context", "InputRequired", "MissingClientCapability", "LOG_LEVELS")
 logger = logging.getLogger(__name__)
 
 LOG_LEVELS: Final = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
+_NO_ANSWERS: Final[Mapping[str, Any]] = MappingProxyType({})
 _LEVEL_RANK: Final = {name: i for i, name in enumerate(LOG_LEVELS)}
 
 LogLevel = Literal["debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"]
@@ -84,7 +86,6 @@ class Context:
 
     __slots__ = (
         "_answers",
-        "_asked",
         "_auto_keys",
         "_log_level",
         "_progress_last",
@@ -125,8 +126,7 @@ class Context:
         token = self.meta.get("progressToken") if meta else None
         self.progress_token: str | int | None = token if type(token) in (str, int) else None
         self._log_level = log_level
-        self._answers: dict[str, Any] = dict(answers) if answers else {}
-        self._asked: dict[str, dict[str, Any]] = {}
+        self._answers: Mapping[str, Any] = dict(answers) if answers else _NO_ANSWERS
         self._auto_keys = 0
         self._progress_last: float | None = None
         self._request_headers: Mapping[str, str] | None = None
