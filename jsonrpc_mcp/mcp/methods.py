@@ -8,8 +8,9 @@ stateless era is -32601 there), and whether it may answer with an ``InputRequire
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any, Final
+
+import msgspec
 
 from .versions import Era
 
@@ -37,12 +38,14 @@ CLIENT_METHOD_CAPABILITY: Final = {
 }
 
 
-@dataclass(frozen=True, slots=True)
-class MethodSpec:
+class MethodSpec(msgspec.Struct, frozen=True):
     """One request method a server answers.
 
     ``handler(ctx, params)`` gets the decoded params (``params_type``; ``None`` when absent) and returns the
     result (a Struct, a dict, or already-encoded ``bytes``), or a coroutine producing it.
+
+    A frozen Struct, not a frozen dataclass: the same constructor, ``==``, hash and ``repr``, for ~30 us at import
+    instead of ~1 ms (``dataclasses`` generates its methods as source and runs ``exec`` on it).
     """
 
     name: str
@@ -51,4 +54,4 @@ class MethodSpec:
     capability: str | None = None
     eras: frozenset[Era] = BOTH
     min_version: str = "2024-11-05"
-    extra: dict[str, Any] = field(default_factory=dict)
+    extra: dict[str, Any] = msgspec.field(default_factory=dict)

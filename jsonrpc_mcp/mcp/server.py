@@ -21,7 +21,6 @@ import os
 import re
 import weakref
 from collections.abc import Awaitable, Callable, Iterable, Mapping
-from dataclasses import dataclass, field
 from enum import Enum
 from typing import Annotated, Any, Final, Literal, TypeVar, get_args, get_origin
 
@@ -52,8 +51,7 @@ TOOL_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,128}$")
 _encode = msgspec.json.Encoder().encode
 
 
-@dataclass(frozen=True, slots=True)
-class CacheHint:
+class CacheHint(msgspec.Struct, frozen=True):
     """2026-07-28 caching hints (SEP-2549): how long a client may reuse a result, and who may share it."""
 
     ttl_ms: int = 0
@@ -62,6 +60,9 @@ class CacheHint:
     def __post_init__(self) -> None:
         if self.ttl_ms < 0:
             raise ValueError("ttl_ms must be >= 0")
+
+
+_DEFAULT_CACHE: Final = CacheHint()
 
 
 # --- params Structs the server decodes (lean: only what the handlers read) ----------------------------------
@@ -109,11 +110,10 @@ class _ListenParams(msgspec.Struct, rename="camel"):
     meta: dict[str, Any] | UnsetType = msgspec.field(default=UNSET, name="_meta")
 
 
-# --- registry entries ---------------------------------------------------------------------------------------
+# --- registry entries (Structs, not dataclasses: ~30 us each to define at import instead of ~1 ms) ----------
 
 
-@dataclass(slots=True)
-class ResourceDef:
+class ResourceDef(msgspec.Struct):
     resource: t.Resource
     read: Callable[..., Any]
     cache: CacheHint | None = None
@@ -121,23 +121,21 @@ class ResourceDef:
     wants_query: bool = False
 
 
-@dataclass(slots=True)
-class ResourceTemplateDef:
+class ResourceTemplateDef(msgspec.Struct):
     template: t.ResourceTemplate
     matcher: UriTemplate
     read: Callable[..., Any]
     cache: CacheHint | None = None
     wants_ctx: str | None = None
     wants_query: bool = False
-    complete: dict[str, Callable[..., Any]] = field(default_factory=dict)
+    complete: dict[str, Callable[..., Any]] = msgspec.field(default_factory=dict)
 
 
-@dataclass(slots=True)
-class PromptDef:
+class PromptDef(msgspec.Struct):
     prompt: t.Prompt
     render: Callable[..., Any]
     signature: Any
-    complete: dict[str, Callable[..., Any]] = field(default_factory=dict)
+    complete: dict[str, Callable[..., Any]] = msgspec.field(default_factory=dict)
 
 
 class Server:
@@ -162,7 +160,7 @@ class Server:
         website_url: str | None = None,
         icons: list[t.Icon] | None = None,
         page_size: int | None = 100,
-        cache: CacheHint = CacheHint(),
+        cache: CacheHint = _DEFAULT_CACHE,
         request_state_key: bytes | None = None,
         request_state_ttl: float = 600.0,
         capabilities: Mapping[str, Any] | None = None,
