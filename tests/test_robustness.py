@@ -278,6 +278,31 @@ async def test_client_vanishing_over_tcp_leaves_other_clients_served(caplog: pyt
     assert not [r for r in caplog.records if r.levelno >= logging.ERROR], caplog.text
 
 
+async def test_a_connection_reset_by_its_client_ends_quietly(caplog: pytest.LogCaptureFixture) -> None:
+    """A TCP client resets its connection (RST, not FIN) mid-session: that session ends like an end of stream,
+    nothing is logged as an error, and the server goes on accepting and serving."""
+    import socket
+    import struct
+
+    server = make_server()
+    tracker = ConnectionTracker(server)
+    async with anyio.create_task_group() as tg:
+        port = await tg.start(lambda task_status: serve_tcp(server, port=0, task_status=task_status))
+        conn = await anyio.connect_tcp("127.0.0.1", port)
+        await conn.send(request_frame(1, "ping") + b"\n")
+        with anyio.fail_after(10):
+            while b'"id":1' not in await conn.receive():
+                pass
+        raw = conn.extra(anyio.abc.SocketAttribute.raw_socket)
+        raw.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))  # close with a reset
+        await conn.aclose()  # while the server waits to read
+        async with Client.connect_tcp("127.0.0.1", port, protocol_version="2025-11-25") as other:
+            assert (await other.call_tool("add", {"a": 3})).structured_content == {"result": 3}
+        await tracker.wait_idle()
+        tg.cancel_scope.cancel()
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR], caplog.text
+
+
 async def test_late_answer_to_a_vanished_client_is_dropped() -> None:
     """The handler finishes after its client closed the stream: Server.serve returns normally, nothing raised."""
     server = Server("s")

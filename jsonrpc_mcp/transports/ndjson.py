@@ -102,7 +102,7 @@ class FdByteStream(anyio.abc.ByteStream):
                 await anyio.wait_readable(self._rfd)
                 continue
             except OSError as exc:
-                if exc.errno in (errno.EBADF, errno.EIO):
+                if exc.errno in (errno.EBADF, errno.EIO, errno.ECONNRESET, errno.ENOTCONN, errno.ETIMEDOUT):
                     raise anyio.EndOfStream from None
                 raise
             if not data:
@@ -143,10 +143,10 @@ class FdByteStream(anyio.abc.ByteStream):
 
 
 def _pipe_capacity(fd: int) -> int:
-    """How much one read of ``fd`` can return: a pipe's capacity (64 KiB unless enlarged), else no limit.
+    """How much one read of ``fd`` asks for: a pipe's capacity (64 KiB unless enlarged), else 64 KiB.
 
-    Asking a pipe for more than it can hold gains nothing and costs an mmap/mremap/munmap per read (glibc serves
-    a 256 KiB buffer from mmap, then shrinks and frees it).
+    A bigger read gains little and costs an mmap/mremap/munmap each time: glibc serves a 256 KiB buffer from
+    mmap, then shrinks it to what was read and frees it.
     """
     if stat.S_ISFIFO(os.fstat(fd).st_mode):
         try:
@@ -154,5 +154,5 @@ def _pipe_capacity(fd: int) -> int:
 
             return int(fcntl.fcntl(fd, fcntl.F_GETPIPE_SZ))
         except (ImportError, OSError, AttributeError):  # not Linux
-            return 65536
-    return 1 << 62
+            pass
+    return 65536

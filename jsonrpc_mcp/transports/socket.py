@@ -2,18 +2,20 @@
 
 from __future__ import annotations
 
+import errno
 import logging
 import os
+import socket
 import stat
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import anyio.abc
 
 from .framing import DEFAULT_MAX_FRAME
-from .ndjson import NdjsonStream
+from .ndjson import FdByteStream, NdjsonStream
 
 if TYPE_CHECKING:
     from ..mcp.server import Server
@@ -56,13 +58,8 @@ async def serve_tcp(
     listener = await anyio.create_tcp_listener(local_host=host, local_port=port)
     bound = listener.extra(anyio.abc.SocketAttribute.local_port)
     logger.info("serving MCP on tcp://%s:%d", host, bound)
-
-    async def ready(task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
-        await serve_listener(server, listener, max_frame=max_frame, task_status=task_status)
-
-    async with anyio.create_task_group() as tg:
-        await tg.start(ready)
-        task_status.started(bound)
+    async with listener:
+        await _serve_sockets(server, _raw_sockets(listener), max_frame, tcp=True, task_status=task_status, ready=bound)
 
 
 async def serve_unix(
@@ -77,12 +74,70 @@ async def serve_unix(
     listener = await anyio.create_unix_listener(path)
     logger.info("serving MCP on unix:%s", path)
     try:
-        await serve_listener(server, listener, max_frame=max_frame, task_status=task_status)
+        async with listener:
+            await _serve_sockets(server, _raw_sockets(listener), max_frame, tcp=False, task_status=task_status)
     finally:
         try:
             os.unlink(path)
         except FileNotFoundError:
             pass
+
+
+def _raw_sockets(listener: anyio.abc.Listener[Any]) -> list[socket.socket]:
+    """The listening sockets behind an anyio listener (one, or several for a host with IPv4 and IPv6)."""
+    parts = getattr(listener, "listeners", None) or [listener]
+    return [part.extra(anyio.abc.SocketAttribute.raw_socket) for part in parts]
+
+
+async def _serve_sockets(
+    server: Server,
+    socks: list[socket.socket],
+    max_frame: int,
+    *,
+    tcp: bool,
+    task_status: anyio.abc.TaskStatus[Any],
+    ready: Any = None,
+) -> None:
+    """Accept on the listening sockets ourselves and serve each connection on its file descriptor directly.
+
+    The connection is read and written with ``os.read``/``os.write`` when the event loop says it is ready (as on
+    stdio), not through the event loop's stream transport: no protocol object, buffer copy or future per read.
+    """
+
+    async def handle(conn: socket.socket) -> None:
+        fd = conn.detach()  # the stream owns the descriptor from now on, and closes it
+        stream = FdByteStream(fd, fd, close_fds=True)
+        try:
+            await server.serve(NdjsonStream(stream, max_frame=max_frame))
+        except Exception:
+            logger.exception("connection ended with an error")
+        finally:
+            await stream.aclose()
+
+    async def accept_loop(sock: socket.socket) -> None:
+        sock.setblocking(False)
+        while True:
+            await anyio.wait_readable(sock)
+            try:
+                conn, _ = sock.accept()
+            except (BlockingIOError, InterruptedError, ConnectionAbortedError):
+                continue  # another accept took it, or the peer gave up before we got to it
+            except OSError as exc:
+                if exc.errno not in (errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM):
+                    raise
+                # Out of descriptors: connections wait in the backlog until one of ours closes.
+                logger.error("cannot accept a connection: %s", exc)
+                await anyio.sleep(0.1)
+                continue
+            conn.setblocking(False)
+            if tcp:
+                conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            tg.start_soon(handle, conn)
+
+    async with anyio.create_task_group() as tg:
+        for sock in socks:
+            tg.start_soon(accept_loop, sock)
+        task_status.started(ready)
 
 
 def _remove_stale_socket(path: str) -> None:
