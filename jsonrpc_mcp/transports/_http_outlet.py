@@ -50,6 +50,9 @@ OTHER: Final = 0
 RESPONSE: Final = 1
 FINAL: Final = 2
 PENDING: Final = 3
+#: Made by :func:`answer_at_once` for :func:`write_stream`, never put: the handler was pending and did not answer
+#: within its patience (an ``"auto"`` answer becomes SSE at once).
+_SPENT: Final = 4
 
 #: How many scheduler passes an "auto" answer waits, after the pending hint, for a quick async handler.
 _PATIENCE: Final = 8
@@ -140,8 +143,15 @@ class Outlet:
             self.final_seq = seq
         conn = self._conn
         if conn is not None:
+            # Without a trip through the event loop when the connection has room: the dispatcher writes the
+            # answers of one loop pass in a row, and with a checkpoint per answer the last of 64 would reach its
+            # POST only 64 passes later (past the patience of "auto", so as SSE).
+            item = Item(seq, frame, kind)
             try:
-                await conn[0].send(Item(seq, frame, kind))
+                try:
+                    conn[0].send_nowait(item)
+                except anyio.WouldBlock:
+                    await conn[0].send(item)
             except (anyio.BrokenResourceError, anyio.ClosedResourceError):
                 if self._conn is conn:
                     self._conn = None
@@ -250,6 +260,10 @@ async def write_stream(
                 if not lookahead:
                     await start()
             continue
+        if item is not None and item.kind == _SPENT:
+            if not started and preference == "auto":
+                await start()
+            continue
         if timed_out:
             if not started:
                 if preference != "json":
@@ -295,8 +309,16 @@ async def answer_at_once(
     status_of: Callable[[bytes], int] | None = None,
 ) -> tuple[bool, list[Item | None]]:
     """The fast path of a synchronous handler: when the answer arrives within a few scheduler passes, write it
-    as JSON at once, without the machinery of a streamed answer. Returns (answered, what was taken otherwise)."""
+    as JSON at once, without the machinery of a streamed answer. Returns (answered, what was taken otherwise).
+
+    When the first thing taken is the hint that the handler is asynchronous, it is given its patience here (what
+    :func:`write_stream` would give it), so a quick async handler is answered without a task group and a
+    disconnect watcher; an answer that does not come in time is handed on as the sign to start SSE."""
     early = await _glance(receive)
+    if early and early[0] is not None and early[0].kind == PENDING:
+        early = await _glance(receive)
+        if not early:
+            early = [Item(0, b"", _SPENT)]
     if early and early[0] is not None and early[0].kind == FINAL and not outlet.batch:
         await _write_json(send, outlet, [early[0]], headers, status_of)
         return True, []
