@@ -168,6 +168,18 @@ CASES = [
     Case("not-an-object", V4, b"42", [err(None, -32600, "Invalid Request: a message must be a JSON object")]),
     Case("string-frame", V4, b'"ping"', [err(None, -32600, "Invalid Request: a message must be a JSON object")]),
     Case(
+        "id-out-of-range",
+        V4,
+        b'{"jsonrpc":"2.0","id":1e400,"method":"ping"}',
+        [err(None, -32600, 'Invalid Request: "id" must be a string or an integer')],
+    ),
+    Case(
+        "method-out-of-range",
+        V4,
+        b'{"jsonrpc":"2.0","id":3,"method":-1e999}',
+        [err(None, -32600, "Invalid Request: a number is out of range")],
+    ),
+    Case(
         "bad-jsonrpc-version",
         V4,
         b'{"jsonrpc":"1.0","id":7,"method":"ping"}',

@@ -137,7 +137,12 @@ def decode_frame(frame: bytes | bytearray | memoryview) -> Envelope:
         raise err
     try:
         env = _envelope_decoder.decode(frame)
-    except msgspec.ValidationError:
+    except msgspec.ValidationError as exc:
+        if str(exc).startswith("Number out of range"):
+            # An object, with a number no float can hold (1e400) in one of the envelope's own fields.
+            if str(exc).endswith("`$.id`"):
+                raise InvalidRequest('Invalid Request: "id" must be a string or an integer') from None
+            raise InvalidRequest("Invalid Request: a number is out of range") from None
         # Well-formed JSON of the wrong shape: the envelope must be an object.
         raise InvalidRequest("Invalid Request: a message must be a JSON object") from None
     except (msgspec.DecodeError, UnicodeDecodeError):
