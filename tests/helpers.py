@@ -19,9 +19,7 @@ from typing import Any
 import anyio
 
 from jsonrpc_mcp import Server
-from jsonrpc_mcp.jsonrpc.dispatch import Dispatcher
 from jsonrpc_mcp.jsonrpc.streams import MessageStream
-from jsonrpc_mcp.mcp.session import ServerSession
 from jsonrpc_mcp.transports.memory import memory_pair
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -137,20 +135,7 @@ async def raw_server(
     """Serve ``server`` over a memory pair and yield a raw peer (initialized when ``version`` is given)."""
     ours, theirs = memory_pair(buffer)
     async with anyio.create_task_group() as tg:
-        if drain_timeout == 5.0:
-            tg.start_soon(lambda: server.serve(theirs, max_in_flight=max_in_flight))
-        else:
-            # Server.serve does not expose the drain timeout; build what it builds.
-            dispatcher = Dispatcher(theirs, drain_timeout=drain_timeout, max_in_flight=max_in_flight)
-            session = ServerSession(server, dispatcher)
-
-            async def run() -> None:
-                try:
-                    await dispatcher.run()
-                finally:
-                    session.close()
-
-            tg.start_soon(run)
+        tg.start_soon(lambda: server.serve(theirs, max_in_flight=max_in_flight, drain_timeout=drain_timeout))
         peer = RawPeer(ours)
         if version is not None:
             await peer.initialize(version, capabilities)

@@ -194,10 +194,22 @@ class Server:
     # --- serving -------------------------------------------------------------------------------------------
 
     async def serve(
-        self, stream: MessageStream, *, max_in_flight: int = 128, request_timeout: float | None = 300.0
+        self,
+        stream: MessageStream,
+        *,
+        max_in_flight: int = 128,
+        request_timeout: float | None = 300.0,
+        drain_timeout: float = 5.0,
     ) -> None:
-        """Serve one connection until the peer ends it (both eras, as each request decides)."""
-        dispatcher = Dispatcher(stream, max_in_flight=max_in_flight, request_timeout=request_timeout)
+        """Serve one connection until the peer ends it (both eras, as each request decides).
+
+        ``max_in_flight``: requests handled at once before reading pauses; ``request_timeout``: how long our own
+        requests to the client (sampling, elicitation, roots) wait for an answer; ``drain_timeout``: after the
+        client's end of stream, how long handlers still running may finish (their answers are still written).
+        """
+        dispatcher = Dispatcher(
+            stream, max_in_flight=max_in_flight, request_timeout=request_timeout, drain_timeout=drain_timeout
+        )
         session = ServerSession(self, dispatcher)
         self.attach(session)
         try:
