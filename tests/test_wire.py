@@ -25,6 +25,7 @@ from jsonrpc_mcp.jsonrpc import wire
 from jsonrpc_mcp.jsonrpc.wire import (
     ErrorResponse,
     Notification,
+    OversizedFrame,
     Request,
     Response,
     classify,
@@ -163,7 +164,12 @@ CASES = [
         b'{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"\xff","progress":1}}',
         [],
     ),
-    Case("valid-utf8-inside-params", V4, '{"jsonrpc":"2.0","id":"v","method":"ping","params":{"x":"é☃"}}'.encode(), [ok(b'"v"')]),
+    Case(
+        "valid-utf8-inside-params",
+        V4,
+        '{"jsonrpc":"2.0","id":"v","method":"ping","params":{"x":"é☃"}}'.encode(),
+        [ok(b'"v"')],
+    ),
     # --- JSON, but not a valid request: -32600, the id echoed when it is readable ----------------------------
     Case("not-an-object", V4, b"42", [err(None, -32600, "Invalid Request: a message must be a JSON object")]),
     Case("string-frame", V4, b'"ping"', [err(None, -32600, "Invalid Request: a message must be a JSON object")]),
@@ -626,3 +632,22 @@ def test_is_batch_looks_past_whitespace() -> None:
     assert wire.is_batch(b" \r\n\t[1]")
     assert not wire.is_batch(b' {"a":[1]}')
     assert not wire.is_batch(b"")
+
+
+@pytest.mark.parametrize(
+    ("prefix", "expected"),
+    [
+        (b'{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"arguments":{"text":"xxx', 7),
+        (b'{"jsonrpc":"2.0","method":"tools/call","params":{"id":99,"text":"xxx', None),  # params' own "id"
+        (b'{"method":"m","params":{"id":99,"s":"}"},"id":"abc","pad":"xx', "abc"),  # past a brace in a string
+        (b'{"params":{"s":"\\"id\\":5"},"id":3,"pad":"', 3),  # an escaped "id" inside a string
+        (b'{"x":"id","id":"q","pad":"', "q"),  # "id" as a value is not the key
+        (b'[{"id":1},{"id":2},', None),  # a batch has no one id
+    ],
+)
+def test_an_oversized_frame_is_answered_with_its_top_level_id_only(prefix: bytes, expected: Any) -> None:
+    frame = OversizedFrame(prefix)
+    frame.limit = 16
+    with pytest.raises(InvalidRequest) as caught:
+        decode_frame(frame)
+    assert getattr(caught.value, "request_id", None) == expected

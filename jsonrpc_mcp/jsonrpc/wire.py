@@ -180,19 +180,34 @@ def _too_deep(frame: bytes | bytearray | memoryview) -> InvalidRequest:
     return err
 
 
-_ID_PATTERN: Final = re.compile(rb'"id"\s*:\s*(-?\d{1,40}|"(?:[^"\\]|\\.){0,256}")\s*[,}]')
+_TOKEN: Final = re.compile(rb'"(?:[^"\\]|\\.)*"|[{}\[\]]')
+_ID_VALUE: Final = re.compile(rb'\s*:\s*(-?\d{1,40}|"(?:[^"\\]|\\.){0,256}")\s*[,}]')
 
 
 def _sniff_id(prefix: bytes) -> RequestId | None:
-    """Best effort: the id of a frame we refused to read whole, so its sender learns which call failed."""
-    match = _ID_PATTERN.search(prefix)
-    if match is None:
-        return None
-    try:
-        ident = msgspec.json.decode(match.group(1))
-    except msgspec.DecodeError:
-        return None
-    return ident if valid_id(ident) else None
+    """Best effort: the id of a frame we refused to read whole, so its sender learns which call failed.
+
+    Only an ``"id"`` key of the top-level object counts (strings and nesting are followed, so an ``"id"`` inside
+    ``params`` is never taken for the request's).
+    """
+    depth = 0
+    for token in _TOKEN.finditer(prefix):
+        text = token.group()
+        first = text[:1]
+        if first in (b"{", b"["):
+            depth += 1
+        elif first in (b"}", b"]"):
+            depth -= 1
+        elif depth == 1 and text == b'"id"':
+            value = _ID_VALUE.match(prefix, token.end())
+            if value is None:
+                continue  # "id" as a string value, or an id we cannot read: keep looking
+            try:
+                ident = msgspec.json.decode(value.group(1))
+            except msgspec.DecodeError:
+                return None
+            return ident if valid_id(ident) else None
+    return None
 
 
 def decode_batch(frame: bytes | bytearray | memoryview) -> list[Raw]:
