@@ -150,10 +150,28 @@ def check_headers(
     return None
 
 
-def _check_params(headers: Headers, schema: Mapping[str, Any], params: Mapping[str, Any] | None) -> str | None:
+#: ``tool_header_params`` of the schemas seen, by identity (a tool's schema is built once, when it is registered).
+_annotations: dict[int, tuple[Mapping[str, Any], dict[tuple[str, ...], str] | None]] = {}
+
+
+def _header_params(schema: Mapping[str, Any]) -> dict[tuple[str, ...], str] | None:
+    """The ``x-mcp-header`` annotations of a tool's schema, ``None`` when unusable (computed once per schema)."""
+    cached = _annotations.get(id(schema))
+    if cached is not None and cached[0] is schema:
+        return cached[1]
     try:
-        annotations = tool_header_params(schema)
+        annotations: dict[tuple[str, ...], str] | None = tool_header_params(schema)
     except InvalidHeaderAnnotation:
+        annotations = None
+    if len(_annotations) >= 1024:
+        _annotations.clear()
+    _annotations[id(schema)] = (schema, annotations)
+    return annotations
+
+
+def _check_params(headers: Headers, schema: Mapping[str, Any], params: Mapping[str, Any] | None) -> str | None:
+    annotations = _header_params(schema)
+    if annotations is None:
         return None  # our own tool's annotation is unusable: nothing to hold the client to
     arguments = params.get("arguments") if params is not None else None
     for path, name in annotations.items():
@@ -202,7 +220,8 @@ class _OneRequestStream(MessageStream):
         self.request_id = request_id
         self.outlet = outlet
         self.headers = headers
-        self._ended = anyio.Event()
+        self._ended: anyio.Event | None = None  # made when the dispatcher waits (subscriptions/listen) only
+        self._closed = False
 
     def request_headers(self, request_id: RequestId) -> Mapping[str, str] | None:
         """The HTTP headers of this request (read by ``Context.request_headers``)."""
@@ -219,7 +238,9 @@ class _OneRequestStream(MessageStream):
             self._frame = None
             return [frame]
         self.outlet.hint_pending()  # handled, not answered at once: an async handler
-        await self._ended.wait()
+        if not self._closed:
+            self._ended = anyio.Event()
+            await self._ended.wait()
         raise anyio.EndOfStream
 
     async def send(self, frame: bytes, related: RequestId | None = None) -> None:
@@ -241,7 +262,9 @@ class _OneRequestStream(MessageStream):
         self.outlet.finish()
 
     async def aclose(self) -> None:
-        self._ended.set()
+        self._closed = True
+        if self._ended is not None:
+            self._ended.set()
 
 
 async def watch_disconnect(receive: Receive, scope: anyio.CancelScope) -> None:
