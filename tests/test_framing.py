@@ -192,20 +192,3 @@ def test_a_line_split_across_chunks_is_joined_before_the_next_frames() -> None:
     assert framer.pending() == 4
     assert framer.feed(b":4}\r\n \n") == [b'{"d":4}']
     assert framer.pending() == 0
-
-
-def test_pipe_reads_ask_no_more_than_the_pipe_holds() -> None:
-    import os
-    import tempfile
-
-    from jsonrpc_mcp.transports.ndjson import _pipe_capacity
-
-    r, w = os.pipe()
-    try:
-        cap = _pipe_capacity(r)
-        assert 4096 <= cap <= 1 << 20  # 64 KiB by default on Linux
-    finally:
-        os.close(r)
-        os.close(w)
-    with tempfile.TemporaryFile() as f:
-        assert _pipe_capacity(f.fileno()) == 65536  # a regular file

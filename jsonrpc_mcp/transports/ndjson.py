@@ -72,7 +72,6 @@ class FdByteStream(anyio.abc.ByteStream):
         self._close_fds = close_fds
         self._r_mode = self._prepare(read_fd)
         self._w_mode = self._prepare(write_fd)
-        self._read_cap = _pipe_capacity(read_fd)
         self._eof = False
         self._closed = False
 
@@ -97,7 +96,7 @@ class FdByteStream(anyio.abc.ByteStream):
                 if self._r_mode == "thread":
                     data = await anyio.to_thread.run_sync(os.read, self._rfd, max_bytes, abandon_on_cancel=True)
                 else:
-                    data = os.read(self._rfd, min(max_bytes, self._read_cap))
+                    data = os.read(self._rfd, max_bytes)
             except BlockingIOError:
                 await anyio.wait_readable(self._rfd)
                 continue
@@ -140,19 +139,3 @@ class FdByteStream(anyio.abc.ByteStream):
                     os.close(fd)
                 except OSError:
                     pass
-
-
-def _pipe_capacity(fd: int) -> int:
-    """How much one read of ``fd`` asks for: a pipe's capacity (64 KiB unless enlarged), else 64 KiB.
-
-    A bigger read gains little and costs an mmap/mremap/munmap each time: glibc serves a 256 KiB buffer from
-    mmap, then shrinks it to what was read and frees it.
-    """
-    if stat.S_ISFIFO(os.fstat(fd).st_mode):
-        try:
-            import fcntl
-
-            return int(fcntl.fcntl(fd, fcntl.F_GETPIPE_SZ))
-        except (ImportError, OSError, AttributeError):  # not Linux
-            pass
-    return 65536
