@@ -36,6 +36,7 @@ LAYERS: dict[str, int] = {
     # L2: sans-I/O
     "jsonrpc.protocol": 2,
     "mcp.types": 2,
+    "mcp._types_lazy": 2,  # the rarely used part of mcp.types, created on first use
     "mcp.methods": 2,
     "mcp.versions": 2,
     "mcp.lifecycle": 2,

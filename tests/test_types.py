@@ -1476,3 +1476,27 @@ def test_module_constants_and_exports() -> None:
     assert all(hasattr(t, name) for name in t.__all__)
     assert t.ResourceReference is t.ResourceTemplateReference
     assert t.EmptyResult is t.Result
+
+
+def test_the_rarely_used_types_are_created_on_first_use_and_belong_to_types() -> None:
+    from jsonrpc_mcp.mcp import _types_lazy
+
+    assert set(_types_lazy.__all__) == t._LAZY
+    assert set(t.__all__) >= t._LAZY
+    for name in t._LAZY:
+        obj = getattr(t, name)
+        assert obj is getattr(_types_lazy, name)
+        if isinstance(obj, type):
+            assert obj.__module__ == t.__name__
+    assert set(dir(t)) >= t._LAZY
+    with pytest.raises(AttributeError):
+        t.NoSuchType  # noqa: B018
+
+
+def test_a_server_process_does_not_create_the_rarely_used_types() -> None:
+    import subprocess
+    import sys
+
+    code = "import sys, jsonrpc_mcp, jsonrpc_mcp.transports.stdio; print('jsonrpc_mcp.mcp._types_lazy' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "False"
