@@ -3,11 +3,15 @@ event store, and the stateless-era checks (no sockets)."""
 
 from __future__ import annotations
 
+from typing import Any, cast
+
+import anyio
 import pytest
 
 from jsonrpc_mcp.transports._http_events import EventStore, InMemoryEventStore
 from jsonrpc_mcp.transports._http_io import Headers, accepts, is_json_content
 from jsonrpc_mcp.transports._http_security import HostGuard, split_host
+from jsonrpc_mcp.transports._http_session import SessionStream
 from jsonrpc_mcp.transports._http_stateless import check_headers, check_meta, status_of
 from jsonrpc_mcp.transports._sse import SseParser, SseTooLarge, encode_comment, encode_event, encode_retry
 
@@ -113,6 +117,48 @@ def test_content_type_and_headers() -> None:
     assert lower.get("x-a") == "1" and lower.get_all("x-a") == ["1", "2"] and lower.get("nope") is None
     assert list(lower.as_dict().items()) == [("host", "h"), ("x-a", "1"), ("accept", "*/*")]
     assert Headers([]).as_dict() == {} and Headers([]).get("host") is None
+
+
+# --- a session's inbound queue ---
+
+
+@pytest.mark.anyio
+async def test_session_inbound_queue_waits_for_room_and_ends() -> None:
+    stream = SessionStream(cast(Any, None), buffer=2)
+    await stream.push(b"1", None)
+    await stream.push(b"2", None)
+    pushed: list[bytes] = []
+
+    async def push(frame: bytes) -> None:
+        await stream.push(frame, None)
+        pushed.append(frame)
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(push, b"3")
+        await anyio.wait_all_tasks_blocked()
+        assert pushed == []  # full: the POST waits for the dispatcher
+        assert await stream.receive() == [b"1", b"2"]
+    assert pushed == [b"3"]
+    received: list[Any] = []
+
+    async def receive() -> None:
+        received.append(await stream.receive())
+        try:
+            await stream.receive()
+        except anyio.EndOfStream:
+            received.append("end")
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(receive)
+        await anyio.wait_all_tasks_blocked()
+        assert received == [[b"3"]]  # waiting for more
+        stream.end_input()
+    assert received == [[b"3"], "end"]
+    with pytest.raises(anyio.ClosedResourceError):
+        await stream.push(b"4", None)
+    stream.close_input()
+    with pytest.raises(anyio.BrokenResourceError):
+        await stream.push(b"5", None)
 
 
 # --- the event store -----------------------------------------------------------------------------------------------

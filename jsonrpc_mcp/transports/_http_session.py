@@ -81,7 +81,15 @@ class SessionStream(MessageStream):
 
     def __init__(self, owner: HttpSession, buffer: int) -> None:
         self.owner = owner
-        self.inbound_send, self.inbound = anyio.create_memory_object_stream[tuple[bytes, Exchange | None]](buffer)
+        self.buffer = buffer
+        # The inbound queue: a list and an event made only while someone waits. (An anyio memory object stream
+        # costs ~4.5 KiB per session, mostly for the machinery of its waiting receiver, and every session's
+        # dispatcher waits in receive while the session is idle.)
+        self._queue: list[tuple[bytes, Exchange | None]] = []
+        self._arrived: anyio.Event | None = None  # the dispatcher waits for frames
+        self._room: anyio.Event | None = None  # a POST waits for room in a full queue
+        self._ended = False  # no more frames will be pushed (the session ended)
+        self._closed = False  # the dispatcher is gone: frames pushed now are refused
         self._handed: list[Exchange] = []
 
     async def receive(self) -> Sequence[bytes]:
@@ -91,20 +99,64 @@ class SessionStream(MessageStream):
             if handed.waiting:
                 handed.outlet.hint_pending()
         self._handed.clear()
-        try:
-            item = await self.inbound.receive()
-        except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
-            raise anyio.EndOfStream from None
+        while not self._queue:
+            if self._ended or self._closed:
+                raise anyio.EndOfStream
+            arrived = self._arrived = anyio.Event()
+            await arrived.wait()
+        items, self._queue = self._queue, []
+        self._wake_senders()
         frames: list[bytes] = []
-        while True:
-            frame, exchange = item
+        for frame, exchange in items:
             frames.append(frame)
             if exchange is not None and (not self._handed or self._handed[-1] is not exchange):
                 self._handed.append(exchange)
-            try:
-                item = self.inbound.receive_nowait()
-            except (anyio.WouldBlock, anyio.EndOfStream, anyio.ClosedResourceError):
-                return frames
+        return frames
+
+    async def push(self, frame: bytes, exchange: Exchange | None) -> None:
+        """Queue one inbound frame (waiting while ``buffer`` frames are queued); ClosedResourceError once the
+        session has ended, BrokenResourceError once its dispatcher is gone."""
+        while True:
+            if self._closed:
+                raise anyio.BrokenResourceError
+            if self._ended:
+                raise anyio.ClosedResourceError
+            if len(self._queue) < self.buffer:
+                break
+            room = self._room
+            if room is None:
+                room = self._room = anyio.Event()
+            await room.wait()
+        self._queue.append((frame, exchange))
+        arrived = self._arrived
+        if arrived is not None:
+            self._arrived = None
+            arrived.set()
+
+    def end_input(self) -> None:
+        """No more frames: the dispatcher gets what is queued, then the end of the stream."""
+        self._ended = True
+        self._wake_receiver()
+        self._wake_senders()
+
+    def close_input(self) -> None:
+        """The dispatcher is gone: what is queued is dropped, later pushes are refused."""
+        self._closed = True
+        self._queue = []
+        self._wake_receiver()
+        self._wake_senders()
+
+    def _wake_receiver(self) -> None:
+        arrived = self._arrived
+        if arrived is not None:
+            self._arrived = None
+            arrived.set()
+
+    def _wake_senders(self) -> None:
+        room = self._room
+        if room is not None:
+            self._room = None
+            room.set()
 
     async def send(self, frame: bytes, related: RequestId | None = None) -> None:
         owner = self.owner
@@ -142,8 +194,8 @@ class SessionStream(MessageStream):
             exchange.outlet.drop_connection()
 
     async def aclose(self) -> None:
-        self.inbound_send.close()
-        self.inbound.close()
+        self.end_input()
+        self.close_input()
 
 
 class HttpSession:
@@ -191,7 +243,7 @@ class HttpSession:
                 await self.dispatcher.run()
         finally:
             self.terminate()
-            self.stream.inbound.close()
+            self.stream.close_input()
             self.mcp.close()
             with anyio.CancelScope(shield=True):
                 for outlet in list(self.outlets.values()):
@@ -207,7 +259,7 @@ class HttpSession:
             return
         self.closed = True
         self.scope.cancel()
-        self.stream.inbound_send.close()
+        self.stream.end_input()
         for exchange in self.exchanges.values():
             exchange.outlet.finish()
         self.exchanges.clear()
@@ -290,4 +342,4 @@ class HttpSession:
 
     async def push(self, frames: Iterable[bytes], exchange: Exchange | None = None) -> None:
         for frame in frames:
-            await self.stream.inbound_send.send((frame, exchange))
+            await self.stream.push(frame, exchange)
