@@ -1,0 +1,113 @@
+"""The dispatcher's read loop in-process: CPU per frame without pipes, sockets or a load driver.
+
+A fake byte stream hands the server pre-built NDJSON chunks of ``--batch`` ``tools/call echo`` requests (what a
+read of a busy pipe returns) and drops what is written back. The figure is the process CPU time per frame,
+measured over ``--frames`` frames, ``--rounds`` times (min and median printed): stable enough on a noisy machine
+to compare two checkouts of the library, e.g.::
+
+    python bench/inproc.py                                  # this checkout
+    PYTHONPATH=/path/to/other/checkout python bench/inproc.py
+
+Run both a few times, alternately; compare the minimums.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+from typing import Any
+
+import anyio
+import anyio.abc
+import anyio.lowlevel
+import msgspec
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "servers"))
+
+INIT = (
+    b'{"jsonrpc":"2.0","id":"init","method":"initialize","params":{"protocolVersion":"2025-11-25",'
+    b'"capabilities":{},"clientInfo":{"name":"inproc","version":"1"}}}\n'
+    b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n'
+)
+
+
+class _Feed(anyio.abc.ByteStream):
+    """Hands out the chunks, one per receive (with a checkpoint, as a real read has), and counts writes."""
+
+    def __init__(self, chunks: list[bytes]) -> None:
+        self.chunks = chunks
+        self.i = 0
+        self.writes = 0
+        self.t0 = 0.0
+        self.t1 = 0.0
+
+    async def receive(self, max_bytes: int = 65536) -> bytes:
+        if self.i == 1:
+            self.t0 = time.process_time()  # the handshake is not measured
+        if self.i >= len(self.chunks):
+            self.t1 = time.process_time()
+            raise anyio.EndOfStream
+        chunk = self.chunks[self.i]
+        self.i += 1
+        await anyio.lowlevel.checkpoint()
+        return chunk
+
+    async def send(self, item: bytes) -> None:
+        self.writes += 1
+
+    async def send_eof(self) -> None:
+        pass
+
+    async def aclose(self) -> None:
+        pass
+
+
+def build(frames: int, batch: int, payload: int) -> list[bytes]:
+    text = "x" * payload
+
+    def frame(i: int) -> bytes:
+        params = {"name": "echo", "arguments": {"text": text}}
+        return msgspec.json.encode({"jsonrpc": "2.0", "id": i, "method": "tools/call", "params": params}) + b"\n"
+
+    return [INIT] + [
+        b"".join(frame(i) for i in range(base, min(base + batch, frames))) for base in range(0, frames, batch)
+    ]
+
+
+async def measure(server: Any, chunks: list[bytes], frames: int, rounds: int) -> list[float]:
+    from jsonrpc_mcp.transports.ndjson import NdjsonStream
+
+    out = []
+    for _ in range(rounds):
+        feed = _Feed(chunks)
+        await server.serve(NdjsonStream(feed))
+        out.append((feed.t1 - feed.t0) / frames * 1e6)
+    return out
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--server", default="echo", help="echo (a sync tool) or echo_async (bench/servers/*.py)")
+    p.add_argument("--frames", type=int, default=8000)
+    p.add_argument("--batch", type=int, default=32, help="frames per chunk read")
+    p.add_argument("--payload", type=int, default=1024, help="bytes of text echoed")
+    p.add_argument("--rounds", type=int, default=15)
+    p.add_argument("--backend", default="asyncio", choices=("asyncio", "trio"))
+    args = p.parse_args()
+    module = __import__(args.server)
+    import jsonrpc_mcp
+
+    chunks = build(args.frames, args.batch, args.payload)
+    res = anyio.run(measure, module.server, chunks, args.frames, args.rounds, backend=args.backend)
+    print(
+        f"{args.server} {args.payload} B x {args.batch} per read, {args.backend}: "
+        f"min {min(res):.2f} median {statistics.median(res):.2f} us CPU per frame "
+        f"({jsonrpc_mcp.__file__})"
+    )
+
+
+if __name__ == "__main__":
+    main()
