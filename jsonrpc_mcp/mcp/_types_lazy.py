@@ -1,11 +1,10 @@
-"""The MCP types that few programs touch, created on first use (L2: msgspec only).
+"""The MCP types a server does not need to start, created on first use (L2: msgspec only).
 
 Part of :mod:`jsonrpc_mcp.mcp.types` and only reached through it: the first access to one of these names there
 (``t.Task``, ``from jsonrpc_mcp.mcp.types import StringSchema``) imports this module, which puts every class and
 alias below into that module and makes it their ``__module__`` (so annotations resolve, reprs and pickles name
-``types``). A process that never touches tasks, completions, ``subscriptions/listen``, the logging params, the
-elicitation schema builders or the error data Structs does not create these 40 Structs: about a third of what
-importing ``types`` costs.
+``types``). A server answering ``initialize``, ``tools/list`` and ``tools/call`` never looks them up, and does not
+create these 76 Structs: well over half of what importing ``types`` costs. See the ``types`` docstring.
 """
 
 from __future__ import annotations
@@ -17,20 +16,51 @@ from msgspec import UNSET, UnsetType
 
 from . import types as _types
 from .types import (
-    ClientCapabilities,
-    ElicitRequestParams,
+    AudioContent,
+    BaseMetadata,
+    CacheableResult,
+    ContentBlock,
+    ElicitAction,
+    Icon,
+    ImageContent,
+    IncludeContext,
+    JSONObject,
     LoggingLevel,
     MCPModel,
+    Meta,
     NotificationParams,
     PaginatedResult,
+    ProgressToken,
     RequestId,
     RequestParams,
     Result,
-    ResultMetaObject,
+    ResultType,
+    Role,
+    StopReason,
+    TaskAugmentedRequestParams,
     TaskStatus,
+    TextContent,
+    Tool,
 )
 
 __all__ = (
+    "RequestMetaObject",
+    "NotificationMetaObject",
+    "ResultMetaObject",
+    "RootsCapability",
+    "SamplingCapability",
+    "ElicitationCapability",
+    "ClientTasksCapability",
+    "ClientCapabilities",
+    "PromptsCapability",
+    "ResourcesCapability",
+    "ToolsCapability",
+    "ServerTasksCapability",
+    "ServerCapabilities",
+    "Implementation",
+    "InitializeRequestParams",
+    "InitializeResult",
+    "DiscoverResult",
     "SubscriptionsListenResultMetaObject",
     "SubscriptionFilter",
     "SubscriptionsListenRequestParams",
@@ -49,6 +79,16 @@ __all__ = (
     "TaskStatusNotificationParams",
     "SetLevelRequestParams",
     "LoggingMessageNotificationParams",
+    "ToolUseContent",
+    "ToolResultContent",
+    "SamplingContent",
+    "SamplingMessageContentBlock",
+    "ModelHint",
+    "ModelPreferences",
+    "ToolChoice",
+    "SamplingMessage",
+    "CreateMessageRequestParams",
+    "CreateMessageResult",
     "PromptReference",
     "ResourceTemplateReference",
     "ResourceReference",
@@ -58,6 +98,13 @@ __all__ = (
     "CompleteRequestParams",
     "Completion",
     "CompleteResult",
+    "Root",
+    "ListRootsResult",
+    "ElicitRequestParams",
+    "ElicitRequestFormParams",
+    "ElicitRequestURLParams",
+    "ElicitResult",
+    "ElicitationCompleteNotificationParams",
     "StringSchema",
     "NumberSchema",
     "BooleanSchema",
@@ -73,10 +120,149 @@ __all__ = (
     "MultiSelectEnumSchema",
     "EnumSchema",
     "PrimitiveSchemaDefinition",
+    "CreateMessageRequest",
+    "ListRootsRequest",
+    "ElicitRequest",
+    "InputRequest",
+    "InputRequests",
+    "InputResponse",
+    "InputResponses",
+    "InputRequiredResult",
     "UnsupportedProtocolVersionErrorData",
     "MissingRequiredClientCapabilityErrorData",
     "URLElicitationRequiredErrorData",
 )
+
+
+# --- Typed views of `_meta` (2026-07-28) ---------------------------------------------------------------
+
+
+class RequestMetaObject(MCPModel):
+    """Typed view of a 2026-07-28 request's ``_meta`` (``convert(params.meta, RequestMetaObject)``).
+
+    ``_meta`` itself stays a plain dict on the params, so keys this view does not know survive.
+    """
+
+    protocol_version: str = msgspec.field(name="io.modelcontextprotocol/protocolVersion")
+    client_capabilities: ClientCapabilities = msgspec.field(name="io.modelcontextprotocol/clientCapabilities")
+    client_info: Implementation | UnsetType = msgspec.field(default=UNSET, name="io.modelcontextprotocol/clientInfo")
+    log_level: LoggingLevel | UnsetType = msgspec.field(default=UNSET, name="io.modelcontextprotocol/logLevel")
+    progress_token: ProgressToken | UnsetType = UNSET
+    traceparent: str | UnsetType = UNSET
+    tracestate: str | UnsetType = UNSET
+    baggage: str | UnsetType = UNSET
+
+
+class NotificationMetaObject(MCPModel):
+    """Typed view of a notification's ``_meta`` (2026-07-28)."""
+
+    subscription_id: RequestId | UnsetType = msgspec.field(default=UNSET, name="io.modelcontextprotocol/subscriptionId")
+
+
+class ResultMetaObject(MCPModel):
+    """Typed view of a result's ``_meta`` (2026-07-28)."""
+
+    server_info: Implementation | UnsetType = msgspec.field(default=UNSET, name="io.modelcontextprotocol/serverInfo")
+
+
+# --- Capabilities --------------------------------------------------------------------------------------
+
+
+class RootsCapability(MCPModel):
+    list_changed: bool | UnsetType = UNSET  # dropped in 2026-07-28 (`roots: {}`)
+
+
+class SamplingCapability(MCPModel):
+    context: JSONObject | UnsetType = UNSET
+    tools: JSONObject | UnsetType = UNSET
+
+
+class ElicitationCapability(MCPModel):
+    """An empty object means form mode only (2025-11-25)."""
+
+    form: JSONObject | UnsetType = UNSET
+    url: JSONObject | UnsetType = UNSET
+
+
+class ClientTasksCapability(MCPModel):
+    """2025-11-25. ``requests``, e.g. ``{"sampling": {"createMessage": {}}, "elicitation": {"create": {}}}``,
+    stays a dict."""
+
+    list: JSONObject | UnsetType = UNSET
+    cancel: JSONObject | UnsetType = UNSET
+    requests: JSONObject | UnsetType = UNSET
+
+
+class ClientCapabilities(MCPModel):
+    experimental: dict[str, JSONObject] | UnsetType = UNSET
+    roots: RootsCapability | UnsetType = UNSET
+    sampling: SamplingCapability | UnsetType = UNSET
+    elicitation: ElicitationCapability | UnsetType = UNSET
+    tasks: ClientTasksCapability | UnsetType = UNSET
+    extensions: dict[str, JSONObject] | UnsetType = UNSET
+
+
+class PromptsCapability(MCPModel):
+    list_changed: bool | UnsetType = UNSET
+
+
+class ResourcesCapability(MCPModel):
+    subscribe: bool | UnsetType = UNSET
+    list_changed: bool | UnsetType = UNSET
+
+
+class ToolsCapability(MCPModel):
+    list_changed: bool | UnsetType = UNSET
+
+
+class ServerTasksCapability(MCPModel):
+    """2025-11-25. ``requests`` is e.g. ``{"tools": {"call": {}}}``."""
+
+    list: JSONObject | UnsetType = UNSET
+    cancel: JSONObject | UnsetType = UNSET
+    requests: JSONObject | UnsetType = UNSET
+
+
+class ServerCapabilities(MCPModel):
+    experimental: dict[str, JSONObject] | UnsetType = UNSET
+    logging: JSONObject | UnsetType = UNSET
+    completions: JSONObject | UnsetType = UNSET
+    prompts: PromptsCapability | UnsetType = UNSET
+    resources: ResourcesCapability | UnsetType = UNSET
+    tools: ToolsCapability | UnsetType = UNSET
+    tasks: ServerTasksCapability | UnsetType = UNSET
+    extensions: dict[str, JSONObject] | UnsetType = UNSET
+
+
+# --- Identity, lifecycle (2024-11-05 … 2025-11-25) and discovery (2026-07-28) --------------------------
+
+
+class Implementation(BaseMetadata):
+    version: str
+    description: str | UnsetType = UNSET
+    website_url: str | UnsetType = UNSET
+    icons: list[Icon] | UnsetType = UNSET
+
+
+class InitializeRequestParams(RequestParams):
+    protocol_version: str
+    capabilities: ClientCapabilities
+    client_info: Implementation
+
+
+class InitializeResult(Result):
+    protocol_version: str
+    capabilities: ServerCapabilities
+    server_info: Implementation
+    instructions: str | UnsetType = UNSET
+
+
+class DiscoverResult(CacheableResult):
+    """``server/discover`` (2026-07-28); identity goes in ``_meta["io.modelcontextprotocol/serverInfo"]``."""
+
+    supported_versions: list[str]
+    capabilities: ServerCapabilities
+    instructions: str | UnsetType = UNSET
 
 
 # --- Subscriptions (2026-07-28) ------------------------------------------------------------------------
@@ -197,6 +383,77 @@ class LoggingMessageNotificationParams(NotificationParams):
     data: Any
 
 
+# --- Sampling ------------------------------------------------------------------------------------------
+
+
+class ToolUseContent(MCPModel, tag_field="type", tag="tool_use"):
+    """Sampling only (2025-11-25+): the model asks to call a tool."""
+
+    id: str
+    name: str
+    input: JSONObject
+    meta: Meta | UnsetType = msgspec.field(default=UNSET, name="_meta")
+
+
+class ToolResultContent(MCPModel, tag_field="type", tag="tool_result"):
+    """Sampling only (2025-11-25+): the outcome of a ``tool_use``."""
+
+    tool_use_id: str
+    content: list[ContentBlock]
+    structured_content: Any | UnsetType = UNSET
+    is_error: bool | UnsetType = UNSET
+    meta: Meta | UnsetType = msgspec.field(default=UNSET, name="_meta")
+
+
+SamplingContent: TypeAlias = TextContent | ImageContent | AudioContent | ToolUseContent | ToolResultContent
+SamplingMessageContentBlock: TypeAlias = SamplingContent
+
+
+class ModelHint(MCPModel):
+    name: str | UnsetType = UNSET
+
+
+class ModelPreferences(MCPModel):
+    hints: list[ModelHint] | UnsetType = UNSET
+    cost_priority: float | UnsetType = UNSET
+    speed_priority: float | UnsetType = UNSET
+    intelligence_priority: float | UnsetType = UNSET
+
+
+class ToolChoice(MCPModel):
+    mode: Literal["auto", "required", "none"] | UnsetType = UNSET
+
+
+class SamplingMessage(MCPModel):
+    """``content`` is one block or (2025-11-25+) a list of blocks."""
+
+    role: Role
+    content: SamplingContent | list[SamplingContent]
+    meta: Meta | UnsetType = msgspec.field(default=UNSET, name="_meta")
+
+
+class CreateMessageRequestParams(TaskAugmentedRequestParams):
+    messages: list[SamplingMessage]
+    model_preferences: ModelPreferences | UnsetType = UNSET
+    system_prompt: str | UnsetType = UNSET
+    include_context: IncludeContext | UnsetType = UNSET
+    temperature: float | UnsetType = UNSET
+    max_tokens: int
+    stop_sequences: list[str] | UnsetType = UNSET
+    metadata: JSONObject | UnsetType = UNSET
+    tools: list[Tool] | UnsetType = UNSET
+    tool_choice: ToolChoice | UnsetType = UNSET
+
+
+class CreateMessageResult(Result):
+    """Result & SamplingMessage. As a 2026-07-28 input response it carries no ``resultType``."""
+
+    role: Role
+    content: SamplingContent | list[SamplingContent]
+    model: str
+    stop_reason: StopReason | UnsetType = UNSET
+
+
 # --- Completion ----------------------------------------------------------------------------------------
 
 
@@ -236,6 +493,78 @@ class Completion(MCPModel):
 
 class CompleteResult(Result):
     completion: Completion
+
+
+# --- Roots ---------------------------------------------------------------------------------------------
+
+
+class Root(MCPModel):
+    uri: str
+    name: str | UnsetType = UNSET
+    meta: Meta | UnsetType = msgspec.field(default=UNSET, name="_meta")
+
+
+class ListRootsResult(Result):
+    roots: list[Root]
+
+
+# --- Elicitation ---------------------------------------------------------------------------------------
+
+
+class ElicitRequestParams(TaskAugmentedRequestParams):
+    """``elicitation/create`` params as decoded: form mode (``requested_schema``) or URL mode (``url``).
+
+    The spec's union ``ElicitRequestFormParams | ElicitRequestURLParams`` cannot be tagged (``mode`` is
+    optional in form mode), so this superset decodes and :meth:`narrow` gives the spec-named variant.
+    ``elicitation_id`` is 2025-11-25 only (required there in URL mode); ``_meta``/``task`` are 2025-11-25.
+    """
+
+    mode: Literal["form", "url"] | UnsetType = UNSET
+    message: str
+    requested_schema: JSONObject | UnsetType = UNSET
+    url: str | UnsetType = UNSET
+    elicitation_id: str | UnsetType = UNSET
+
+    def __post_init__(self) -> None:
+        if self.mode == "url":
+            if self.url is UNSET:
+                raise ValueError("URL-mode elicitation needs `url`")
+        elif self.requested_schema is UNSET:
+            raise ValueError("form-mode elicitation needs `requestedSchema`")
+
+    def narrow(self) -> ElicitRequestFormParams | ElicitRequestURLParams:
+        if isinstance(self, ElicitRequestFormParams | ElicitRequestURLParams):
+            return self
+        common: dict[str, Any] = {"message": self.message, "meta": self.meta, "task": self.task}
+        if self.mode == "url":
+            assert isinstance(self.url, str)
+            return ElicitRequestURLParams(url=self.url, elicitation_id=self.elicitation_id, **common)
+        assert isinstance(self.requested_schema, dict)
+        mode: Literal["form"] | UnsetType = UNSET if self.mode is UNSET else "form"
+        return ElicitRequestFormParams(mode=mode, requested_schema=self.requested_schema, **common)
+
+
+class ElicitRequestFormParams(ElicitRequestParams):
+    mode: Literal["form"] | UnsetType = UNSET
+    requested_schema: JSONObject
+
+
+class ElicitRequestURLParams(ElicitRequestParams, omit_defaults=False):
+    mode: Literal["url"] = "url"
+    url: str
+
+
+class ElicitResult(Result):
+    """``content`` only for ``accept`` in form mode. As a 2026-07-28 input response: no ``resultType``."""
+
+    action: ElicitAction
+    content: dict[str, str | int | float | bool | list[str]] | UnsetType = UNSET
+
+
+class ElicitationCompleteNotificationParams(NotificationParams):
+    """``notifications/elicitation/complete`` (2025-11-25 only)."""
+
+    elicitation_id: str
 
 
 # --- Elicitation: primitive schemas --------------------------------------------------------------------
@@ -328,6 +657,39 @@ SingleSelectEnumSchema: TypeAlias = UntitledSingleSelectEnumSchema | TitledSingl
 MultiSelectEnumSchema: TypeAlias = UntitledMultiSelectEnumSchema | TitledMultiSelectEnumSchema
 EnumSchema: TypeAlias = SingleSelectEnumSchema | MultiSelectEnumSchema | LegacyTitledEnumSchema
 PrimitiveSchemaDefinition: TypeAlias = StringSchema | NumberSchema | BooleanSchema | EnumSchema
+
+
+# --- Multi round-trip requests (2026-07-28) ------------------------------------------------------------
+# Server-to-client requests embedded in `InputRequiredResult.inputRequests`: `{method, params}`, no id.
+
+
+class CreateMessageRequest(MCPModel, tag_field="method", tag="sampling/createMessage"):
+    params: CreateMessageRequestParams
+
+
+class ListRootsRequest(MCPModel, tag_field="method", tag="roots/list"):
+    params: RequestParams | UnsetType = UNSET
+
+
+class ElicitRequest(MCPModel, tag_field="method", tag="elicitation/create"):
+    params: ElicitRequestParams
+
+
+InputRequest: TypeAlias = CreateMessageRequest | ListRootsRequest | ElicitRequest
+InputRequests: TypeAlias = dict[str, InputRequest]
+InputResponse: TypeAlias = CreateMessageResult | ListRootsResult | ElicitResult  # annotations only
+InputResponses: TypeAlias = dict[str, Any]
+
+
+class InputRequiredResult(Result, omit_defaults=False):
+    """The server needs answers before it can complete ``tools/call``, ``prompts/get`` or ``resources/read``.
+
+    At least one of ``input_requests`` / ``request_state`` must be present.
+    """
+
+    result_type: ResultType = "input_required"
+    input_requests: InputRequests | UnsetType = UNSET
+    request_state: str | UnsetType = UNSET
 
 
 # --- Error data ----------------------------------------------------------------------------------------

@@ -48,10 +48,11 @@ _CAPABILITY_OF: Final = {
     "elicitation/create": "elicitation",
     "roots/list": "roots",
 }
-_RESULT_TYPE_OF: Final[dict[str, type[Any]]] = {
-    "sampling/createMessage": t.CreateMessageResult,
-    "elicitation/create": t.ElicitResult,
-    "roots/list": t.ListRootsResult,
+#: Names in :mod:`.types`, looked up when needed: these types are created on first use (see ``_types_lazy``).
+_RESULT_TYPE_OF: Final = {
+    "sampling/createMessage": "CreateMessageResult",
+    "elicitation/create": "ElicitResult",
+    "roots/list": "ListRootsResult",
 }
 
 
@@ -314,7 +315,7 @@ class Context:
                 return _typed(method, self._answers[key])
             raise InputRequired({key: _input_request(method, params)})
         raw = await self.session.send_request(method, params, related=self.request_id, timeout=timeout)
-        return msgspec.json.decode(raw, type=_RESULT_TYPE_OF[method])
+        return msgspec.json.decode(raw, type=getattr(t, _RESULT_TYPE_OF[method]))
 
     def _check_capability(self, method: str, sub: str | None) -> None:
         cap = _CAPABILITY_OF.get(method)
@@ -353,6 +354,6 @@ def _typed(method: str, value: Any) -> Any:
     if kind is None:
         return value
     try:
-        return msgspec.convert(value, kind)
+        return msgspec.convert(value, getattr(t, kind))
     except msgspec.ValidationError as exc:
         raise RpcError(f"Invalid input response for {method}: {exc}", code=codes.INVALID_PARAMS) from None

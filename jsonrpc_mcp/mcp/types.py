@@ -43,11 +43,13 @@ msgspec decodes a union of several object types only when they are tagged. Three
 
 Created on first use
 --------------------
-The types few programs touch (tasks, completion, ``subscriptions/listen``, logging params, the elicitation schema
-builders, error data: 40 Structs and 5 aliases, listed in :data:`_LAZY`) live in ``_types_lazy`` and are created
-the first time one of them is looked up here; they are this module's names all the same (``__module__``,
-``__all__``, ``from ... import``). Creating a Struct class costs ~50 us here, so this is ~2 ms less at every
-server's start.
+What a server does not need to answer ``initialize``, ``tools/list`` and ``tools/call`` (the ``_meta`` views,
+capabilities, ``Implementation`` and the initialize/discover types, which it builds as dicts; sampling, roots,
+elicitation and the input requests, which only the client side and :class:`~jsonrpc_mcp.Context`'s requests use;
+tasks, completion, ``subscriptions/listen``, logging, error data: 76 Structs and 12 aliases, listed in
+:data:`_LAZY`) lives in ``_types_lazy`` and is created the first time one of these names is looked up here. They
+are this module's names all the same (``__module__``, ``__all__``, ``from ... import``). Creating a Struct class
+costs ~50 us on a slow machine, so a server starts ~4 ms sooner.
 """
 
 from __future__ import annotations
@@ -274,34 +276,6 @@ class MCPModel(
     optional fields left out."""
 
 
-class RequestMetaObject(MCPModel):
-    """Typed view of a 2026-07-28 request's ``_meta`` (``convert(params.meta, RequestMetaObject)``).
-
-    ``_meta`` itself stays a plain dict on the params, so keys this view does not know survive.
-    """
-
-    protocol_version: str = msgspec.field(name="io.modelcontextprotocol/protocolVersion")
-    client_capabilities: ClientCapabilities = msgspec.field(name="io.modelcontextprotocol/clientCapabilities")
-    client_info: Implementation | UnsetType = msgspec.field(default=UNSET, name="io.modelcontextprotocol/clientInfo")
-    log_level: LoggingLevel | UnsetType = msgspec.field(default=UNSET, name="io.modelcontextprotocol/logLevel")
-    progress_token: ProgressToken | UnsetType = UNSET
-    traceparent: str | UnsetType = UNSET
-    tracestate: str | UnsetType = UNSET
-    baggage: str | UnsetType = UNSET
-
-
-class NotificationMetaObject(MCPModel):
-    """Typed view of a notification's ``_meta`` (2026-07-28)."""
-
-    subscription_id: RequestId | UnsetType = msgspec.field(default=UNSET, name="io.modelcontextprotocol/subscriptionId")
-
-
-class ResultMetaObject(MCPModel):
-    """Typed view of a result's ``_meta`` (2026-07-28)."""
-
-    server_info: Implementation | UnsetType = msgspec.field(default=UNSET, name="io.modelcontextprotocol/serverInfo")
-
-
 class RequestParams(MCPModel):
     """Params every request may carry (2026-07-28 requires ``_meta`` with the protocol keys)."""
 
@@ -355,76 +329,7 @@ class ProgressNotificationParams(NotificationParams):
     message: str | UnsetType = UNSET
 
 
-# --- Capabilities ----------------------------------------------------------------------------------------
-
-
-class RootsCapability(MCPModel):
-    list_changed: bool | UnsetType = UNSET  # dropped in 2026-07-28 (`roots: {}`)
-
-
-class SamplingCapability(MCPModel):
-    context: JSONObject | UnsetType = UNSET
-    tools: JSONObject | UnsetType = UNSET
-
-
-class ElicitationCapability(MCPModel):
-    """An empty object means form mode only (2025-11-25)."""
-
-    form: JSONObject | UnsetType = UNSET
-    url: JSONObject | UnsetType = UNSET
-
-
-class ClientTasksCapability(MCPModel):
-    """2025-11-25. ``requests``, e.g. ``{"sampling": {"createMessage": {}}, "elicitation": {"create": {}}}``,
-    stays a dict."""
-
-    list: JSONObject | UnsetType = UNSET
-    cancel: JSONObject | UnsetType = UNSET
-    requests: JSONObject | UnsetType = UNSET
-
-
-class ClientCapabilities(MCPModel):
-    experimental: dict[str, JSONObject] | UnsetType = UNSET
-    roots: RootsCapability | UnsetType = UNSET
-    sampling: SamplingCapability | UnsetType = UNSET
-    elicitation: ElicitationCapability | UnsetType = UNSET
-    tasks: ClientTasksCapability | UnsetType = UNSET
-    extensions: dict[str, JSONObject] | UnsetType = UNSET
-
-
-class PromptsCapability(MCPModel):
-    list_changed: bool | UnsetType = UNSET
-
-
-class ResourcesCapability(MCPModel):
-    subscribe: bool | UnsetType = UNSET
-    list_changed: bool | UnsetType = UNSET
-
-
-class ToolsCapability(MCPModel):
-    list_changed: bool | UnsetType = UNSET
-
-
-class ServerTasksCapability(MCPModel):
-    """2025-11-25. ``requests`` is e.g. ``{"tools": {"call": {}}}``."""
-
-    list: JSONObject | UnsetType = UNSET
-    cancel: JSONObject | UnsetType = UNSET
-    requests: JSONObject | UnsetType = UNSET
-
-
-class ServerCapabilities(MCPModel):
-    experimental: dict[str, JSONObject] | UnsetType = UNSET
-    logging: JSONObject | UnsetType = UNSET
-    completions: JSONObject | UnsetType = UNSET
-    prompts: PromptsCapability | UnsetType = UNSET
-    resources: ResourcesCapability | UnsetType = UNSET
-    tools: ToolsCapability | UnsetType = UNSET
-    tasks: ServerTasksCapability | UnsetType = UNSET
-    extensions: dict[str, JSONObject] | UnsetType = UNSET
-
-
-# --- Identity, lifecycle (2024-11-05 … 2025-11-25) and discovery (2026-07-28) ----------------------------
+# --- Identity (Implementation, capabilities, initialize and discover are in _types_lazy) ----------------
 
 
 class Icon(MCPModel):
@@ -439,26 +344,6 @@ class BaseMetadata(MCPModel):
 
     name: str
     title: str | UnsetType = UNSET
-
-
-class Implementation(BaseMetadata):
-    version: str
-    description: str | UnsetType = UNSET
-    website_url: str | UnsetType = UNSET
-    icons: list[Icon] | UnsetType = UNSET
-
-
-class InitializeRequestParams(RequestParams):
-    protocol_version: str
-    capabilities: ClientCapabilities
-    client_info: Implementation
-
-
-class InitializeResult(Result):
-    protocol_version: str
-    capabilities: ServerCapabilities
-    server_info: Implementation
-    instructions: str | UnsetType = UNSET
 
 
 # --- Pagination and caching ------------------------------------------------------------------------------
@@ -483,14 +368,6 @@ class _PaginatedCacheableResult(PaginatedResult):
     # PaginatedResult & CacheableResult: msgspec Structs with fields cannot inherit from two bases.
     ttl_ms: int | UnsetType = UNSET
     cache_scope: CacheScope | UnsetType = UNSET
-
-
-class DiscoverResult(CacheableResult):
-    """``server/discover`` (2026-07-28); identity goes in ``_meta["io.modelcontextprotocol/serverInfo"]``."""
-
-    supported_versions: list[str]
-    capabilities: ServerCapabilities
-    instructions: str | UnsetType = UNSET
 
 
 # --- Content -------------------------------------------------------------------------------------------
@@ -577,28 +454,7 @@ class EmbeddedResource(MCPModel, tag_field="type", tag="resource"):
     meta: Meta | UnsetType = msgspec.field(default=UNSET, name="_meta")
 
 
-class ToolUseContent(MCPModel, tag_field="type", tag="tool_use"):
-    """Sampling only (2025-11-25+): the model asks to call a tool."""
-
-    id: str
-    name: str
-    input: JSONObject
-    meta: Meta | UnsetType = msgspec.field(default=UNSET, name="_meta")
-
-
-class ToolResultContent(MCPModel, tag_field="type", tag="tool_result"):
-    """Sampling only (2025-11-25+): the outcome of a ``tool_use``."""
-
-    tool_use_id: str
-    content: list[ContentBlock]
-    structured_content: Any | UnsetType = UNSET
-    is_error: bool | UnsetType = UNSET
-    meta: Meta | UnsetType = msgspec.field(default=UNSET, name="_meta")
-
-
 ContentBlock: TypeAlias = TextContent | ImageContent | AudioContent | ResourceLink | EmbeddedResource
-SamplingContent: TypeAlias = TextContent | ImageContent | AudioContent | ToolUseContent | ToolResultContent
-SamplingMessageContentBlock: TypeAlias = SamplingContent
 
 # --- Resources (the subscriptions/listen types are in _types_lazy) ------------------------------------
 
@@ -739,163 +595,27 @@ class TaskMetadata(MCPModel):
     ttl: int | UnsetType = UNSET
 
 
-# --- Sampling ------------------------------------------------------------------------------------------
-
-
-class ModelHint(MCPModel):
-    name: str | UnsetType = UNSET
-
-
-class ModelPreferences(MCPModel):
-    hints: list[ModelHint] | UnsetType = UNSET
-    cost_priority: float | UnsetType = UNSET
-    speed_priority: float | UnsetType = UNSET
-    intelligence_priority: float | UnsetType = UNSET
-
-
-class ToolChoice(MCPModel):
-    mode: Literal["auto", "required", "none"] | UnsetType = UNSET
-
-
-class SamplingMessage(MCPModel):
-    """``content`` is one block or (2025-11-25+) a list of blocks."""
-
-    role: Role
-    content: SamplingContent | list[SamplingContent]
-    meta: Meta | UnsetType = msgspec.field(default=UNSET, name="_meta")
-
-
-class CreateMessageRequestParams(TaskAugmentedRequestParams):
-    messages: list[SamplingMessage]
-    model_preferences: ModelPreferences | UnsetType = UNSET
-    system_prompt: str | UnsetType = UNSET
-    include_context: IncludeContext | UnsetType = UNSET
-    temperature: float | UnsetType = UNSET
-    max_tokens: int
-    stop_sequences: list[str] | UnsetType = UNSET
-    metadata: JSONObject | UnsetType = UNSET
-    tools: list[Tool] | UnsetType = UNSET
-    tool_choice: ToolChoice | UnsetType = UNSET
-
-
-class CreateMessageResult(Result):
-    """Result & SamplingMessage. As a 2026-07-28 input response it carries no ``resultType``."""
-
-    role: Role
-    content: SamplingContent | list[SamplingContent]
-    model: str
-    stop_reason: StopReason | UnsetType = UNSET
-
-
-# --- Roots ---------------------------------------------------------------------------------------------
-
-
-class Root(MCPModel):
-    uri: str
-    name: str | UnsetType = UNSET
-    meta: Meta | UnsetType = msgspec.field(default=UNSET, name="_meta")
-
-
-class ListRootsResult(Result):
-    roots: list[Root]
-
-
-# --- Elicitation (the primitive schema builders are in _types_lazy) ------------------------------------
-
-
-class ElicitRequestParams(TaskAugmentedRequestParams):
-    """``elicitation/create`` params as decoded: form mode (``requested_schema``) or URL mode (``url``).
-
-    The spec's union ``ElicitRequestFormParams | ElicitRequestURLParams`` cannot be tagged (``mode`` is
-    optional in form mode), so this superset decodes and :meth:`narrow` gives the spec-named variant.
-    ``elicitation_id`` is 2025-11-25 only (required there in URL mode); ``_meta``/``task`` are 2025-11-25.
-    """
-
-    mode: Literal["form", "url"] | UnsetType = UNSET
-    message: str
-    requested_schema: JSONObject | UnsetType = UNSET
-    url: str | UnsetType = UNSET
-    elicitation_id: str | UnsetType = UNSET
-
-    def __post_init__(self) -> None:
-        if self.mode == "url":
-            if self.url is UNSET:
-                raise ValueError("URL-mode elicitation needs `url`")
-        elif self.requested_schema is UNSET:
-            raise ValueError("form-mode elicitation needs `requestedSchema`")
-
-    def narrow(self) -> ElicitRequestFormParams | ElicitRequestURLParams:
-        if isinstance(self, ElicitRequestFormParams | ElicitRequestURLParams):
-            return self
-        common: dict[str, Any] = {"message": self.message, "meta": self.meta, "task": self.task}
-        if self.mode == "url":
-            assert isinstance(self.url, str)
-            return ElicitRequestURLParams(url=self.url, elicitation_id=self.elicitation_id, **common)
-        assert isinstance(self.requested_schema, dict)
-        mode: Literal["form"] | UnsetType = UNSET if self.mode is UNSET else "form"
-        return ElicitRequestFormParams(mode=mode, requested_schema=self.requested_schema, **common)
-
-
-class ElicitRequestFormParams(ElicitRequestParams):
-    mode: Literal["form"] | UnsetType = UNSET
-    requested_schema: JSONObject
-
-
-class ElicitRequestURLParams(ElicitRequestParams, omit_defaults=False):
-    mode: Literal["url"] = "url"
-    url: str
-
-
-class ElicitResult(Result):
-    """``content`` only for ``accept`` in form mode. As a 2026-07-28 input response: no ``resultType``."""
-
-    action: ElicitAction
-    content: dict[str, str | int | float | bool | list[str]] | UnsetType = UNSET
-
-
-class ElicitationCompleteNotificationParams(NotificationParams):
-    """``notifications/elicitation/complete`` (2025-11-25 only)."""
-
-    elicitation_id: str
-
-
-# --- Multi round-trip requests (2026-07-28) -------------------------------------------------------------
-# Server-to-client requests embedded in `InputRequiredResult.inputRequests`: `{method, params}`, no id.
-
-
-class CreateMessageRequest(MCPModel, tag_field="method", tag="sampling/createMessage"):
-    params: CreateMessageRequestParams
-
-
-class ListRootsRequest(MCPModel, tag_field="method", tag="roots/list"):
-    params: RequestParams | UnsetType = UNSET
-
-
-class ElicitRequest(MCPModel, tag_field="method", tag="elicitation/create"):
-    params: ElicitRequestParams
-
-
-InputRequest: TypeAlias = CreateMessageRequest | ListRootsRequest | ElicitRequest
-InputRequests: TypeAlias = dict[str, InputRequest]
-InputResponse: TypeAlias = CreateMessageResult | ListRootsResult | ElicitResult  # annotations only
-InputResponses: TypeAlias = dict[str, Any]
-
-
-class InputRequiredResult(Result, omit_defaults=False):
-    """The server needs answers before it can complete ``tools/call``, ``prompts/get`` or ``resources/read``.
-
-    At least one of ``input_requests`` / ``request_state`` must be present.
-    """
-
-    result_type: ResultType = "input_required"
-    input_requests: InputRequests | UnsetType = UNSET
-    request_state: str | UnsetType = UNSET
-
-
 # --- Created on first use (see the module docstring) --------------------------------------------------
 
 _LAZY: Final = frozenset(
     (
+        "RequestMetaObject",
+        "NotificationMetaObject",
+        "ResultMetaObject",
+        "RootsCapability",
+        "SamplingCapability",
+        "ElicitationCapability",
+        "ClientTasksCapability",
+        "ClientCapabilities",
+        "PromptsCapability",
+        "ResourcesCapability",
+        "ToolsCapability",
+        "ServerTasksCapability",
+        "ServerCapabilities",
+        "Implementation",
+        "InitializeRequestParams",
+        "InitializeResult",
+        "DiscoverResult",
         "SubscriptionsListenResultMetaObject",
         "SubscriptionFilter",
         "SubscriptionsListenRequestParams",
@@ -914,6 +634,16 @@ _LAZY: Final = frozenset(
         "TaskStatusNotificationParams",
         "SetLevelRequestParams",
         "LoggingMessageNotificationParams",
+        "ToolUseContent",
+        "ToolResultContent",
+        "SamplingContent",
+        "SamplingMessageContentBlock",
+        "ModelHint",
+        "ModelPreferences",
+        "ToolChoice",
+        "SamplingMessage",
+        "CreateMessageRequestParams",
+        "CreateMessageResult",
         "PromptReference",
         "ResourceTemplateReference",
         "ResourceReference",
@@ -923,6 +653,13 @@ _LAZY: Final = frozenset(
         "CompleteRequestParams",
         "Completion",
         "CompleteResult",
+        "Root",
+        "ListRootsResult",
+        "ElicitRequestParams",
+        "ElicitRequestFormParams",
+        "ElicitRequestURLParams",
+        "ElicitResult",
+        "ElicitationCompleteNotificationParams",
         "StringSchema",
         "NumberSchema",
         "BooleanSchema",
@@ -938,6 +675,14 @@ _LAZY: Final = frozenset(
         "MultiSelectEnumSchema",
         "EnumSchema",
         "PrimitiveSchemaDefinition",
+        "CreateMessageRequest",
+        "ListRootsRequest",
+        "ElicitRequest",
+        "InputRequest",
+        "InputRequests",
+        "InputResponse",
+        "InputResponses",
+        "InputRequiredResult",
         "UnsupportedProtocolVersionErrorData",
         "MissingRequiredClientCapabilityErrorData",
         "URLElicitationRequiredErrorData",
@@ -949,30 +694,68 @@ if TYPE_CHECKING:
         BooleanSchema,
         CancelTaskRequestParams,
         CancelTaskResult,
+        ClientCapabilities,
+        ClientTasksCapability,
         CompleteRequestParams,
         CompleteResult,
         Completion,
         CompletionArgument,
         CompletionContext,
         CompletionReference,
+        CreateMessageRequest,
+        CreateMessageRequestParams,
+        CreateMessageResult,
         CreateTaskResult,
+        DiscoverResult,
+        ElicitationCapability,
+        ElicitationCompleteNotificationParams,
+        ElicitRequest,
+        ElicitRequestFormParams,
+        ElicitRequestParams,
+        ElicitRequestURLParams,
+        ElicitResult,
         EnumOption,
         EnumSchema,
         GetTaskPayloadRequestParams,
         GetTaskPayloadResult,
         GetTaskRequestParams,
         GetTaskResult,
+        Implementation,
+        InitializeRequestParams,
+        InitializeResult,
+        InputRequest,
+        InputRequests,
+        InputRequiredResult,
+        InputResponse,
+        InputResponses,
         LegacyTitledEnumSchema,
+        ListRootsRequest,
+        ListRootsResult,
         ListTasksResult,
         LoggingMessageNotificationParams,
         MissingRequiredClientCapabilityErrorData,
+        ModelHint,
+        ModelPreferences,
         MultiSelectEnumSchema,
+        NotificationMetaObject,
         NumberSchema,
         PrimitiveSchemaDefinition,
         PromptReference,
+        PromptsCapability,
         RelatedTaskMetadata,
+        RequestMetaObject,
         ResourceReference,
+        ResourcesCapability,
         ResourceTemplateReference,
+        ResultMetaObject,
+        Root,
+        RootsCapability,
+        SamplingCapability,
+        SamplingContent,
+        SamplingMessage,
+        SamplingMessageContentBlock,
+        ServerCapabilities,
+        ServerTasksCapability,
         SetLevelRequestParams,
         SingleSelectEnumSchema,
         StringSchema,
@@ -986,6 +769,10 @@ if TYPE_CHECKING:
         TitledEnumItems,
         TitledMultiSelectEnumSchema,
         TitledSingleSelectEnumSchema,
+        ToolChoice,
+        ToolResultContent,
+        ToolsCapability,
+        ToolUseContent,
         UnsupportedProtocolVersionErrorData,
         UntitledEnumItems,
         UntitledMultiSelectEnumSchema,
