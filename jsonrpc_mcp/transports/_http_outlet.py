@@ -73,6 +73,20 @@ class Item(NamedTuple):
 class Outlet:
     """One logical stream of frames. Not thread-safe; all use is in one event loop."""
 
+    __slots__ = (
+        "_conn",
+        "answered",
+        "batch",
+        "buffer",
+        "done",
+        "final_seq",
+        "key",
+        "seq",
+        "store",
+        "store_key",
+        "written",
+    )
+
     def __init__(
         self,
         key: str | None,

@@ -228,7 +228,7 @@ class HttpSession:
         self.exchanges: dict[RequestId, Exchange] = {}
         self.outlets: dict[str, Outlet] = {}
         self.closed = False
-        self.standalone = self._outlet(STANDALONE)
+        self._standalone: Outlet | None = None  # made on first use: most sessions never have a GET stream
         self._next_key = 1
         self.active = 0  # HTTP requests of this session being served right now
         self.last_seen = monotonic()
@@ -273,6 +273,14 @@ class HttpSession:
         return self.active == 0 and self.dispatcher.in_flight() == 0 and now - self.last_seen > timeout
 
     # --- streams -------------------------------------------------------------------------------------------
+
+    @property
+    def standalone(self) -> Outlet:
+        """The session's standalone stream (the GET stream), for messages unrelated to any request."""
+        outlet = self._standalone
+        if outlet is None:
+            outlet = self._standalone = self._outlet(STANDALONE)
+        return outlet
 
     def _outlet(self, key: str, *, resumable: bool = True, batch: bool = False, register: bool = True) -> Outlet:
         outlet = Outlet(
@@ -332,7 +340,7 @@ class HttpSession:
         key, sep, number = last_event_id.strip().rpartition("-")
         if not sep or not number.isdigit():
             return None
-        outlet = self.outlets.get(key)
+        outlet = self.standalone if key == STANDALONE else self.outlets.get(key)
         if outlet is None:
             return None
         seq = int(number)
