@@ -8,6 +8,7 @@ from typing import Any, cast
 import anyio
 import pytest
 
+from jsonrpc_mcp.transports import _http_sessions
 from jsonrpc_mcp.transports._http_events import EventStore, InMemoryEventStore
 from jsonrpc_mcp.transports._http_io import Headers, accepts, is_json_content
 from jsonrpc_mcp.transports._http_security import HostGuard, split_host
@@ -159,6 +160,43 @@ async def test_session_inbound_queue_waits_for_room_and_ends() -> None:
     stream.close_input()
     with pytest.raises(anyio.BrokenResourceError):
         await stream.push(b"5", None)
+
+
+@pytest.mark.anyio
+async def test_memory_is_released_when_a_burst_of_sessions_has_ended(monkeypatch: pytest.MonkeyPatch) -> None:
+    releases: list[int] = []
+    monkeypatch.setattr(_http_sessions, "TRIM_AFTER", 2)
+    monkeypatch.setattr(_http_sessions, "release_memory", lambda: releases.append(1))
+
+    class Fake:
+        def __init__(self, sid: str) -> None:
+            self.id = sid
+            self.done = anyio.Event()
+
+        async def run(self) -> None:
+            await self.done.wait()
+
+    table = _http_sessions.SessionTable(idle_timeout=60.0, max_sessions=10)
+    async with table.run():
+        first, second = Fake("a"), Fake("b")
+        await table.start(cast(Any, first))
+        await table.start(cast(Any, second))
+        first.done.set()
+        await anyio.wait_all_tasks_blocked()
+        assert releases == []  # one still runs
+        second.done.set()
+        await anyio.wait_all_tasks_blocked()
+        assert releases == [1]  # the burst is over
+        lone = Fake("c")
+        await table.start(cast(Any, lone))
+        lone.done.set()
+        await anyio.wait_all_tasks_blocked()
+        assert releases == [1]  # one session is no burst
+
+
+def test_release_memory_runs_anywhere() -> None:
+    _http_sessions.release_memory()
+    _http_sessions.release_memory()
 
 
 # --- the event store -----------------------------------------------------------------------------------------------
