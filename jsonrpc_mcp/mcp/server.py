@@ -22,7 +22,7 @@ import re
 import weakref
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from enum import Enum
-from typing import Annotated, Any, Final, Literal, TypeVar, get_args, get_origin
+from typing import TYPE_CHECKING, Annotated, Any, Final, Literal, TypeVar, get_args, get_origin
 
 import msgspec
 from msgspec import UNSET, Raw, UnsetType
@@ -37,8 +37,10 @@ from .pagination import paginate
 from .session import ServerSession
 from .signature import describe_validation_error, inspect_function
 from .tools import ToolDef, make_tool
-from .uri_template import UriTemplate, is_template
 from .versions import META_SUBSCRIPTION_ID, SUPPORTED_VERSIONS
+
+if TYPE_CHECKING:
+    from .uri_template import UriTemplate
 
 __all__ = ("Server", "ToolDef", "ResourceDef", "ResourceTemplateDef", "PromptDef", "CacheHint", "TOOL_NAME")
 
@@ -513,6 +515,8 @@ class Server:
             "icons": icons or UNSET,
             "meta": dict(meta) if meta else UNSET,
         }
+        from .uri_template import UriTemplate, is_template  # only servers with resources need it
+
         if is_template(uri):
             matcher = UriTemplate(uri)
             unknown = set(matcher.variables) - set(sig.parameters)

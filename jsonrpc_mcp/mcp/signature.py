@@ -184,7 +184,8 @@ def _summary(doc: str | None) -> str | None:
     return text or None
 
 
-_PARAM_LINE = re.compile(r"^\s*(?::param\s+)?(\w+)\s*(?:\([^)]*\))?\s*:\s*(.+)$")
+# Patterns are compiled on first use (`re` caches them), not at import: most processes never need them.
+_PARAM_LINE = r"^\s*(?::param\s+)?(\w+)\s*(?:\([^)]*\))?\s*:\s*(.+)$"
 
 
 def _param_docs(doc: str) -> dict[str, str]:
@@ -197,7 +198,7 @@ def _param_docs(doc: str) -> dict[str, str]:
             in_args = True
             continue
         if stripped.startswith(":param"):
-            m = _PARAM_LINE.match(stripped)
+            m = re.match(_PARAM_LINE, stripped)
             if m:
                 out[m.group(1)] = m.group(2).strip()
             continue
@@ -207,24 +208,25 @@ def _param_docs(doc: str) -> dict[str, str]:
             if stripped.endswith(":") and " " not in stripped:
                 in_args = False
                 continue
-            m = _PARAM_LINE.match(stripped)
+            m = re.match(_PARAM_LINE, stripped)
             if m and line.startswith((" ", "\t")):
                 out[m.group(1)] = m.group(2).strip()
     return out
 
 
 def _camel(name: str) -> str:
-    parts = re.split(r"[^A-Za-z0-9]+", name)
-    return "".join(p[:1].upper() + p[1:] for p in parts if p) or "Tool"
+    # Words are the runs of ASCII letters and digits (no regex: this runs for every tool at start-up).
+    words = "".join(c if c.isascii() and c.isalnum() else " " for c in name).split()
+    return "".join(w[:1].upper() + w[1:] for w in words) or "Tool"
 
 
-_AT = re.compile(r" - at `\$\.?([^`]*)`$")
+_AT = r" - at `\$\.?([^`]*)`$"
 
 
 def describe_validation_error(exc: msgspec.ValidationError) -> str:
     """msgspec's message, reworded to name the argument first: ``b: Expected `int`, got `str```."""
     text = str(exc)
-    m = _AT.search(text)
+    m = re.search(_AT, text)
     if m is None:
         return text
     where = m.group(1) or "arguments"
