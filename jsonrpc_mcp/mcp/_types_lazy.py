@@ -4,7 +4,7 @@ Part of :mod:`jsonrpc_mcp.mcp.types` and only reached through it: the first acce
 (``t.Task``, ``from jsonrpc_mcp.mcp.types import StringSchema``) imports this module, which puts every class and
 alias below into that module and makes it their ``__module__`` (so annotations resolve, reprs and pickles name
 ``types``). A server answering ``initialize``, ``tools/list`` and ``tools/call`` never looks them up, and does not
-create these 76 Structs: well over half of what importing ``types`` costs. See the ``types`` docstring.
+create these 98 Structs: most of what importing ``types`` used to cost. See the ``types`` docstring.
 """
 
 from __future__ import annotations
@@ -16,10 +16,12 @@ from msgspec import UNSET, UnsetType
 
 from . import types as _types
 from .types import (
+    Annotations,
     AudioContent,
     BaseMetadata,
     CacheableResult,
     ContentBlock,
+    Cursor,
     ElicitAction,
     Icon,
     ImageContent,
@@ -33,17 +35,25 @@ from .types import (
     ProgressToken,
     RequestId,
     RequestParams,
+    Resource,
+    ResourceContents,
     Result,
     ResultType,
     Role,
     StopReason,
-    TaskAugmentedRequestParams,
     TaskStatus,
     TextContent,
     Tool,
+    _PaginatedCacheableResult,
 )
 
 __all__ = (
+    "TaskMetadata",
+    "TaskAugmentedRequestParams",
+    "InputResponseRequestParams",
+    "CancelledNotificationParams",
+    "ProgressNotificationParams",
+    "PaginatedRequestParams",
     "RequestMetaObject",
     "NotificationMetaObject",
     "ResultMetaObject",
@@ -61,11 +71,27 @@ __all__ = (
     "InitializeRequestParams",
     "InitializeResult",
     "DiscoverResult",
+    "ResourceTemplate",
+    "ListResourcesResult",
+    "ListResourceTemplatesResult",
+    "ResourceRequestParams",
+    "ReadResourceRequestParams",
+    "ReadResourceResult",
+    "SubscribeRequestParams",
+    "UnsubscribeRequestParams",
+    "ResourceUpdatedNotificationParams",
     "SubscriptionsListenResultMetaObject",
     "SubscriptionFilter",
     "SubscriptionsListenRequestParams",
     "SubscriptionsListenResult",
     "SubscriptionsAcknowledgedNotificationParams",
+    "PromptArgument",
+    "Prompt",
+    "PromptMessage",
+    "ListPromptsResult",
+    "GetPromptRequestParams",
+    "GetPromptResult",
+    "CallToolRequestParams",
     "RelatedTaskMetadata",
     "Task",
     "CreateTaskResult",
@@ -132,6 +158,50 @@ __all__ = (
     "MissingRequiredClientCapabilityErrorData",
     "URLElicitationRequiredErrorData",
 )
+
+
+# --- Request and notification params (the server decodes its own lean Structs) -------------------------
+
+
+class TaskMetadata(MCPModel):
+    """``params.task``: run the request as a task, kept ``ttl`` ms after creation."""
+
+    ttl: int | UnsetType = UNSET
+
+
+class TaskAugmentedRequestParams(RequestParams):
+    """2025-11-25: a request that may ask to run as a task."""
+
+    task: TaskMetadata | UnsetType = UNSET
+
+
+class InputResponseRequestParams(RequestParams):
+    """2026-07-28: a retried request carrying the client's answers and the server's opaque state.
+
+    ``input_responses`` values are plain dicts (see the module docstring); convert each with the type that
+    was requested under its key.
+    """
+
+    input_responses: dict[str, Any] | UnsetType = UNSET
+    request_state: str | UnsetType = UNSET
+
+
+class CancelledNotificationParams(NotificationParams):
+    """``request_id`` is optional in 2025-11-25 (task cancellation), required everywhere else."""
+
+    request_id: RequestId | UnsetType = UNSET
+    reason: str | UnsetType = UNSET
+
+
+class ProgressNotificationParams(NotificationParams):
+    progress_token: ProgressToken
+    progress: float
+    total: float | UnsetType = UNSET
+    message: str | UnsetType = UNSET
+
+
+class PaginatedRequestParams(RequestParams):
+    cursor: Cursor | UnsetType = UNSET
 
 
 # --- Typed views of `_meta` (2026-07-28) ---------------------------------------------------------------
@@ -265,6 +335,50 @@ class DiscoverResult(CacheableResult):
     instructions: str | UnsetType = UNSET
 
 
+# --- Resources -----------------------------------------------------------------------------------------
+
+
+class ResourceTemplate(BaseMetadata):
+    uri_template: str
+    description: str | UnsetType = UNSET
+    mime_type: str | UnsetType = UNSET
+    annotations: Annotations | UnsetType = UNSET
+    icons: list[Icon] | UnsetType = UNSET
+    meta: Meta | UnsetType = msgspec.field(default=UNSET, name="_meta")
+
+
+class ListResourcesResult(_PaginatedCacheableResult):
+    resources: list[Resource]
+
+
+class ListResourceTemplatesResult(_PaginatedCacheableResult):
+    resource_templates: list[ResourceTemplate]
+
+
+class ResourceRequestParams(RequestParams):
+    uri: str
+
+
+class ReadResourceRequestParams(InputResponseRequestParams):
+    uri: str
+
+
+class ReadResourceResult(CacheableResult):
+    contents: list[ResourceContents]
+
+
+class SubscribeRequestParams(ResourceRequestParams):
+    """``resources/subscribe`` (2024-11-05 … 2025-11-25)."""
+
+
+class UnsubscribeRequestParams(ResourceRequestParams):
+    """``resources/unsubscribe`` (2024-11-05 … 2025-11-25)."""
+
+
+class ResourceUpdatedNotificationParams(NotificationParams):
+    uri: str
+
+
 # --- Subscriptions (2026-07-28) ------------------------------------------------------------------------
 
 
@@ -293,6 +407,49 @@ class SubscriptionsListenResult(Result):
 
 class SubscriptionsAcknowledgedNotificationParams(NotificationParams):
     notifications: SubscriptionFilter
+
+
+# --- Prompts -------------------------------------------------------------------------------------------
+
+
+class PromptArgument(BaseMetadata):
+    description: str | UnsetType = UNSET
+    required: bool | UnsetType = UNSET
+
+
+class Prompt(BaseMetadata):
+    description: str | UnsetType = UNSET
+    arguments: list[PromptArgument] | UnsetType = UNSET
+    icons: list[Icon] | UnsetType = UNSET
+    meta: Meta | UnsetType = msgspec.field(default=UNSET, name="_meta")
+
+
+class PromptMessage(MCPModel):
+    role: Role
+    content: ContentBlock
+
+
+class ListPromptsResult(_PaginatedCacheableResult):
+    prompts: list[Prompt]
+
+
+class GetPromptRequestParams(InputResponseRequestParams):
+    name: str
+    arguments: dict[str, str] | UnsetType = UNSET
+
+
+class GetPromptResult(Result):
+    description: str | UnsetType = UNSET
+    messages: list[PromptMessage]
+
+
+# --- Tools ---------------------------------------------------------------------------------------------
+
+
+class CallToolRequestParams(InputResponseRequestParams):
+    name: str
+    arguments: JSONObject | UnsetType = UNSET
+    task: TaskMetadata | UnsetType = UNSET  # 2025-11-25
 
 
 # --- Tasks (2025-11-25; an extension since 2026-07-28) -------------------------------------------------

@@ -43,13 +43,15 @@ msgspec decodes a union of several object types only when they are tagged. Three
 
 Created on first use
 --------------------
-What a server does not need to answer ``initialize``, ``tools/list`` and ``tools/call`` (the ``_meta`` views,
-capabilities, ``Implementation`` and the initialize/discover types, which it builds as dicts; sampling, roots,
-elicitation and the input requests, which only the client side and :class:`~jsonrpc_mcp.Context`'s requests use;
-tasks, completion, ``subscriptions/listen``, logging, error data: 76 Structs and 12 aliases, listed in
-:data:`_LAZY`) lives in ``_types_lazy`` and is created the first time one of these names is looked up here. They
-are this module's names all the same (``__module__``, ``__all__``, ``from ... import``). Creating a Struct class
-costs ~50 us on a slow machine, so a server starts ~4 ms sooner.
+What a server does not need to answer ``initialize``, ``tools/list`` and ``tools/call`` lives in ``_types_lazy``
+and is created the first time one of these names is looked up here: request and notification params (the server
+decodes its own lean Structs), the ``_meta`` views, capabilities, ``Implementation`` and the initialize/discover
+types (it builds those answers as dicts), resource and prompt types (created with the first resource or prompt
+registered), sampling, roots, elicitation and the input requests (the client side and
+:class:`~jsonrpc_mcp.Context`'s requests), tasks, completion, ``subscriptions/listen``, logging, error data: 98
+Structs and 12 aliases, listed in :data:`_LAZY`. They are this module's names all the same (``__module__``,
+``__all__``, ``from ... import``). Importing this module creates 24 Structs; creating one costs ~50 us on a slow
+machine.
 """
 
 from __future__ import annotations
@@ -282,23 +284,6 @@ class RequestParams(MCPModel):
     meta: Meta | UnsetType = msgspec.field(default=UNSET, name="_meta")
 
 
-class TaskAugmentedRequestParams(RequestParams):
-    """2025-11-25: a request that may ask to run as a task."""
-
-    task: TaskMetadata | UnsetType = UNSET
-
-
-class InputResponseRequestParams(RequestParams):
-    """2026-07-28: a retried request carrying the client's answers and the server's opaque state.
-
-    ``input_responses`` values are plain dicts (see the module docstring); convert each with the type that
-    was requested under its key.
-    """
-
-    input_responses: dict[str, Any] | UnsetType = UNSET
-    request_state: str | UnsetType = UNSET
-
-
 class NotificationParams(MCPModel):
     meta: Meta | UnsetType = msgspec.field(default=UNSET, name="_meta")
 
@@ -311,23 +296,6 @@ class Result(MCPModel):
 
 
 EmptyResult: TypeAlias = Result
-
-# --- Cancellation and progress ---------------------------------------------------------------------------
-
-
-class CancelledNotificationParams(NotificationParams):
-    """``request_id`` is optional in 2025-11-25 (task cancellation), required everywhere else."""
-
-    request_id: RequestId | UnsetType = UNSET
-    reason: str | UnsetType = UNSET
-
-
-class ProgressNotificationParams(NotificationParams):
-    progress_token: ProgressToken
-    progress: float
-    total: float | UnsetType = UNSET
-    message: str | UnsetType = UNSET
-
 
 # --- Identity (Implementation, capabilities, initialize and discover are in _types_lazy) ----------------
 
@@ -347,10 +315,6 @@ class BaseMetadata(MCPModel):
 
 
 # --- Pagination and caching ------------------------------------------------------------------------------
-
-
-class PaginatedRequestParams(RequestParams):
-    cursor: Cursor | UnsetType = UNSET
 
 
 class PaginatedResult(Result):
@@ -456,85 +420,7 @@ class EmbeddedResource(MCPModel, tag_field="type", tag="resource"):
 
 ContentBlock: TypeAlias = TextContent | ImageContent | AudioContent | ResourceLink | EmbeddedResource
 
-# --- Resources (the subscriptions/listen types are in _types_lazy) ------------------------------------
-
-
-class ResourceTemplate(BaseMetadata):
-    uri_template: str
-    description: str | UnsetType = UNSET
-    mime_type: str | UnsetType = UNSET
-    annotations: Annotations | UnsetType = UNSET
-    icons: list[Icon] | UnsetType = UNSET
-    meta: Meta | UnsetType = msgspec.field(default=UNSET, name="_meta")
-
-
-class ListResourcesResult(_PaginatedCacheableResult):
-    resources: list[Resource]
-
-
-class ListResourceTemplatesResult(_PaginatedCacheableResult):
-    resource_templates: list[ResourceTemplate]
-
-
-class ResourceRequestParams(RequestParams):
-    uri: str
-
-
-class ReadResourceRequestParams(InputResponseRequestParams):
-    uri: str
-
-
-class ReadResourceResult(CacheableResult):
-    contents: list[ResourceContents]
-
-
-class SubscribeRequestParams(ResourceRequestParams):
-    """``resources/subscribe`` (2024-11-05 … 2025-11-25)."""
-
-
-class UnsubscribeRequestParams(ResourceRequestParams):
-    """``resources/unsubscribe`` (2024-11-05 … 2025-11-25)."""
-
-
-class ResourceUpdatedNotificationParams(NotificationParams):
-    uri: str
-
-
-# --- Prompts -------------------------------------------------------------------------------------------
-
-
-class PromptArgument(BaseMetadata):
-    description: str | UnsetType = UNSET
-    required: bool | UnsetType = UNSET
-
-
-class Prompt(BaseMetadata):
-    description: str | UnsetType = UNSET
-    arguments: list[PromptArgument] | UnsetType = UNSET
-    icons: list[Icon] | UnsetType = UNSET
-    meta: Meta | UnsetType = msgspec.field(default=UNSET, name="_meta")
-
-
-class PromptMessage(MCPModel):
-    role: Role
-    content: ContentBlock
-
-
-class ListPromptsResult(_PaginatedCacheableResult):
-    prompts: list[Prompt]
-
-
-class GetPromptRequestParams(InputResponseRequestParams):
-    name: str
-    arguments: dict[str, str] | UnsetType = UNSET
-
-
-class GetPromptResult(Result):
-    description: str | UnsetType = UNSET
-    messages: list[PromptMessage]
-
-
-# --- Tools ---------------------------------------------------------------------------------------------
+# --- Tools (the resource, prompt and request params types are in _types_lazy) -------------------------
 
 
 class ToolAnnotations(MCPModel):
@@ -571,12 +457,6 @@ class ListToolsResult(_PaginatedCacheableResult):
     tools: list[Tool]
 
 
-class CallToolRequestParams(InputResponseRequestParams):
-    name: str
-    arguments: JSONObject | UnsetType = UNSET
-    task: TaskMetadata | UnsetType = UNSET  # 2025-11-25
-
-
 class CallToolResult(Result):
     """``content`` is required even with ``structured_content`` (any JSON value in 2026-07-28, an object
     before)."""
@@ -586,19 +466,16 @@ class CallToolResult(Result):
     is_error: bool | UnsetType = UNSET
 
 
-# --- Tasks (2025-11-25; an extension since 2026-07-28): the rest is in _types_lazy ---------------------
-
-
-class TaskMetadata(MCPModel):
-    """``params.task``: run the request as a task, kept ``ttl`` ms after creation."""
-
-    ttl: int | UnsetType = UNSET
-
-
 # --- Created on first use (see the module docstring) --------------------------------------------------
 
 _LAZY: Final = frozenset(
     (
+        "TaskMetadata",
+        "TaskAugmentedRequestParams",
+        "InputResponseRequestParams",
+        "CancelledNotificationParams",
+        "ProgressNotificationParams",
+        "PaginatedRequestParams",
         "RequestMetaObject",
         "NotificationMetaObject",
         "ResultMetaObject",
@@ -616,11 +493,27 @@ _LAZY: Final = frozenset(
         "InitializeRequestParams",
         "InitializeResult",
         "DiscoverResult",
+        "ResourceTemplate",
+        "ListResourcesResult",
+        "ListResourceTemplatesResult",
+        "ResourceRequestParams",
+        "ReadResourceRequestParams",
+        "ReadResourceResult",
+        "SubscribeRequestParams",
+        "UnsubscribeRequestParams",
+        "ResourceUpdatedNotificationParams",
         "SubscriptionsListenResultMetaObject",
         "SubscriptionFilter",
         "SubscriptionsListenRequestParams",
         "SubscriptionsListenResult",
         "SubscriptionsAcknowledgedNotificationParams",
+        "PromptArgument",
+        "Prompt",
+        "PromptMessage",
+        "ListPromptsResult",
+        "GetPromptRequestParams",
+        "GetPromptResult",
+        "CallToolRequestParams",
         "RelatedTaskMetadata",
         "Task",
         "CreateTaskResult",
@@ -692,6 +585,8 @@ _LAZY: Final = frozenset(
 if TYPE_CHECKING:
     from ._types_lazy import (
         BooleanSchema,
+        CallToolRequestParams,
+        CancelledNotificationParams,
         CancelTaskRequestParams,
         CancelTaskResult,
         ClientCapabilities,
@@ -716,6 +611,8 @@ if TYPE_CHECKING:
         ElicitResult,
         EnumOption,
         EnumSchema,
+        GetPromptRequestParams,
+        GetPromptResult,
         GetTaskPayloadRequestParams,
         GetTaskPayloadResult,
         GetTaskRequestParams,
@@ -727,8 +624,12 @@ if TYPE_CHECKING:
         InputRequests,
         InputRequiredResult,
         InputResponse,
+        InputResponseRequestParams,
         InputResponses,
         LegacyTitledEnumSchema,
+        ListPromptsResult,
+        ListResourcesResult,
+        ListResourceTemplatesResult,
         ListRootsRequest,
         ListRootsResult,
         ListTasksResult,
@@ -739,14 +640,24 @@ if TYPE_CHECKING:
         MultiSelectEnumSchema,
         NotificationMetaObject,
         NumberSchema,
+        PaginatedRequestParams,
         PrimitiveSchemaDefinition,
+        ProgressNotificationParams,
+        Prompt,
+        PromptArgument,
+        PromptMessage,
         PromptReference,
         PromptsCapability,
+        ReadResourceRequestParams,
+        ReadResourceResult,
         RelatedTaskMetadata,
         RequestMetaObject,
         ResourceReference,
+        ResourceRequestParams,
         ResourcesCapability,
+        ResourceTemplate,
         ResourceTemplateReference,
+        ResourceUpdatedNotificationParams,
         ResultMetaObject,
         Root,
         RootsCapability,
@@ -759,12 +670,15 @@ if TYPE_CHECKING:
         SetLevelRequestParams,
         SingleSelectEnumSchema,
         StringSchema,
+        SubscribeRequestParams,
         SubscriptionFilter,
         SubscriptionsAcknowledgedNotificationParams,
         SubscriptionsListenRequestParams,
         SubscriptionsListenResult,
         SubscriptionsListenResultMetaObject,
         Task,
+        TaskAugmentedRequestParams,
+        TaskMetadata,
         TaskStatusNotificationParams,
         TitledEnumItems,
         TitledMultiSelectEnumSchema,
@@ -773,6 +687,7 @@ if TYPE_CHECKING:
         ToolResultContent,
         ToolsCapability,
         ToolUseContent,
+        UnsubscribeRequestParams,
         UnsupportedProtocolVersionErrorData,
         UntitledEnumItems,
         UntitledMultiSelectEnumSchema,
