@@ -254,6 +254,22 @@ async def _client_command(args: argparse.Namespace) -> int:
     except TimeoutError:
         sys.stderr.write(f"jsonrpc-mcp: no answer within {args.timeout} s\n")
         return 3
+    except OSError as exc:  # nothing listening, no such socket file, no such program
+        raise SystemExit(_unreachable(args, command, exc)) from None
+
+
+def _unreachable(args: argparse.Namespace, command: list[str], exc: OSError) -> str:
+    reason = exc.strerror or str(exc) or type(exc).__name__
+    if args.tcp:
+        return f"jsonrpc-mcp: cannot connect to tcp {args.tcp[0]}:{args.tcp[1]}: {reason}"
+    if args.unix:
+        return f"jsonrpc-mcp: cannot connect to unix socket {args.unix}: {reason}"
+    if command:
+        hint = ""
+        if "://" in command[0]:
+            hint = " (to reach a Streamable HTTP server, give --url URL)"
+        return f"jsonrpc-mcp: cannot start {command[0]!r}: {reason}{hint}"
+    return f"jsonrpc-mcp: {reason}"
 
 
 async def _list_everything(client: Any) -> dict[str, Any]:
