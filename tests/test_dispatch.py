@@ -410,3 +410,33 @@ async def test_max_in_flight_must_be_positive() -> None:
         memory_pair(0)
     await a.aclose()
     await b.aclose()
+
+
+async def test_an_adopted_request_is_drained_and_answered_after_the_end_of_stream() -> None:
+    """A request a transport handed over with ``adopt`` counts as running: when the peer ends its side, run()
+    waits for it (up to the drain timeout) and its answer is still written, as for one the read loop started."""
+    from anyio.lowlevel import checkpoint
+
+    ours, theirs = memory_pair(8)
+    server = Dispatcher(theirs, lambda req: b"{}", drain_timeout=30.0)
+    release = anyio.Event()
+
+    async def work() -> bytes:
+        await release.wait()
+        return b'{"late":true}'
+
+    async with anyio.create_task_group() as tg:
+        await tg.start(server.run)
+        assert server.adopt(Request(7, "tools/call", None), work())
+        await ours._send.aclose()  # the peer ends its side; the server's answers can still reach it
+        await anyio.wait_all_tasks_blocked()  # the read loop has seen the end and run() decided what to wait for
+        release.set()
+        with anyio.fail_after(10):
+            frames = await ours.receive()
+        assert frames == [b'{"jsonrpc":"2.0","id":7,"result":{"late":true}}']
+        with anyio.fail_after(10):
+            while server._tg is not None:  # run() returns once the adopted request is done
+                await checkpoint()
+    assert server.in_flight() == 0
+    await ours.aclose()
+    await theirs.aclose()

@@ -398,6 +398,7 @@ class Dispatcher:
             return False
         scope = anyio.CancelScope()
         self._inflight[req.id] = scope
+        self._tasks += 1  # counted like the read loop's own (a draining run() waits for it; _run_request uncounts)
         self._tg.start_soon(self._run_request, req, coro, scope, None)
         return True
 
