@@ -333,32 +333,34 @@ class ServerSession:
         try:
             out = spec.handler(ctx, params)
         except InputRequired as need:
-            return self._input_required(method, need, answers, digest)
+            return self._input_required(method, need, answers, digest, req.params)
         if type(out) is CoroutineType:
-            return self._await_stateless(ctx, out, answers, digest)
+            return self._await_stateless(ctx, out, answers, digest, req.params)
         return encode_result(out, stateless=True, server_info=self.app.server_info())
 
     async def _await_stateless(
-        self, ctx: Context, coro: Coroutine[Any, Any, Any], answers: dict[str, Any], digest: str
+        self, ctx: Context, coro: Coroutine[Any, Any, Any], answers: dict[str, Any], digest: str, raw: Raw | None
     ) -> bytes:
         try:
             out = await coro
         except InputRequired as need:
-            return self._input_required(ctx.method, need, answers, digest)
+            return self._input_required(ctx.method, need, answers, digest, raw)
         return encode_result(out, stateless=True, server_info=self.app.server_info())
 
     def _gather_answers(self, method: str, raw: Raw | None) -> tuple[dict[str, Any], str]:
-        from . import request_state  # hmac and hashlib: loaded by the first stateless input round only
-
-        whole = msgspec.json.decode(raw) if raw is not None else {}
-        digest = request_state.request_digest(method, whole)
+        """The answers a request carries (``inputResponses``, and those sealed in its ``requestState``), and the
+        request's digest when it was needed to open that state ("" otherwise: made only when it is needed)."""
         try:
             inputs = _inputs_decoder.decode(raw) if raw is not None else _Inputs()
         except msgspec.ValidationError as exc:
             raise InvalidParams(f"Invalid params: {exc}") from None
         answers: dict[str, Any] = {}
         asked: list[str] | None = None
+        digest = ""
         if inputs.request_state is not UNSET:
+            from . import request_state  # hmac and hashlib: loaded by the first stateless input round only
+
+            digest = _digest(method, raw)
             state = request_state.open_state(
                 self.app.request_state_key, inputs.request_state, digest=digest, now=time.time()
             )
@@ -372,14 +374,16 @@ class ServerSession:
                     answers[key] = value
         return answers, digest
 
-    def _input_required(self, method: str, need: InputRequired, answers: dict[str, Any], digest: str) -> bytes:
+    def _input_required(
+        self, method: str, need: InputRequired, answers: dict[str, Any], digest: str, raw: Raw | None
+    ) -> bytes:
         from . import request_state
 
         if method not in INPUT_METHODS:
             logger.error("%s asked the client for input; only %s may", method, ", ".join(sorted(INPUT_METHODS)))
             raise InternalError()
         payload = request_state.StatePayload(
-            digest=digest,
+            digest=digest or _digest(method, raw),
             expires=time.time() + self.app.request_state_ttl,
             answers=answers,
             asked=list(need.requests),
@@ -457,6 +461,14 @@ def _may_name_version(raw: Raw) -> bool:
     """
     data = bytes(raw)
     return b"/" in data and _PV_NEEDLE in data
+
+
+def _digest(method: str, raw: Raw | None) -> str:
+    """What a ``requestState`` is bound to: the request minus the fields that change between rounds. Computed
+    only when a state is opened or sealed (a decode, a re-encode and a hash of the whole params)."""
+    from . import request_state
+
+    return request_state.request_digest(method, msgspec.json.decode(raw) if raw is not None else {})
 
 
 def _read_meta(raw: Raw) -> dict[str, Any]:
