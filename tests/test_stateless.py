@@ -333,3 +333,47 @@ async def test_client_listen_receives_tagged_changes() -> None:
         with anyio.fail_after(5):
             await arrived.wait()
     assert got[-1][1]["_meta"]["io.modelcontextprotocol/subscriptionId"] is not None
+
+
+def _dict_route(result: Any, server_info: dict[str, Any] | None) -> bytes:
+    """How a stateless result was always encoded: to builtins, add ``resultType`` and our ``_meta``, encode."""
+    import msgspec
+
+    if getattr(result, "result_type", msgspec.UNSET) is msgspec.UNSET:
+        result.result_type = "complete"
+    data = dict(msgspec.to_builtins(result))
+    data.setdefault("resultType", "complete")
+    if server_info is not None:
+        meta = dict(data.get("_meta") or {})
+        meta.setdefault("io.modelcontextprotocol/serverInfo", server_info)
+        data["_meta"] = meta
+    return msgspec.json.encode(data)
+
+
+@pytest.mark.parametrize("with_info", [True, False])
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: types.CallToolResult(content=[types.TextContent(text="é☃ " * 50)]),
+        lambda: types.CallToolResult(
+            content=[types.TextContent(text="{}", annotations=types.Annotations(priority=0.5))],
+            structured_content={"a": [1, 2.5, None]},
+            is_error=True,
+        ),
+        lambda: types.CallToolResult(content=[], meta={}),
+        lambda: types.CallToolResult(content=[], meta={"x": 1}),
+        lambda: types.CallToolResult(content=[], meta={"io.modelcontextprotocol/serverInfo": {"name": "kept"}}),
+        lambda: types.ListToolsResult(tools=[types.Tool(name="t", input_schema={"type": "object"})], next_cursor="c2"),
+        lambda: types.GetPromptResult(
+            messages=[types.PromptMessage(role="user", content=types.TextContent(text="hi"))]
+        ),
+        lambda: types.ReadResourceResult(contents=[types.BlobResourceContents(uri="x://1", blob="AAAA")]),
+    ],
+)
+def test_a_stateless_result_struct_is_encoded_as_the_dict_route_encodes_it(make: Any, with_info: bool) -> None:
+    """Result Structs go straight to the encoder in the stateless era; the bytes stay those of the dict route
+    (``_meta`` in its place when the result has one, last when it does not)."""
+    from jsonrpc_mcp.mcp.session import encode_result
+
+    info = {"name": "srv", "version": "1"} if with_info else None
+    assert encode_result(make(), stateless=True, server_info=info) == _dict_route(make(), info)

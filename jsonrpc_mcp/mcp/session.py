@@ -144,6 +144,8 @@ def encode_result(result: Any, *, stateless: bool = False, server_info: dict[str
     if stateless:
         if type(result) is bytes:
             result = msgspec.json.decode(result)
+        elif type(result) in _STATELESS_READY or _stateless_ready(type(result)):
+            return _encode_stateless_struct(result, server_info)
         if isinstance(result, msgspec.Struct):
             if getattr(result, "result_type", UNSET) is UNSET and hasattr(result, "result_type"):
                 result.result_type = "complete"
@@ -155,6 +157,37 @@ def encode_result(result: Any, *, stateless: bool = False, server_info: dict[str
                 meta = dict(result.get("_meta") or {})
                 meta.setdefault(META_SERVER_INFO, server_info)
                 result["_meta"] = meta
+    return _encode(result)
+
+
+_STATELESS_READY: set[type] = set()  # result Structs with both a ``resultType`` and a ``_meta`` field
+_NOT_READY: set[type] = set()
+
+
+def _stateless_ready(kind: type) -> bool:
+    if kind in _NOT_READY:
+        return False
+    names = {f.encode_name for f in msgspec.structs.fields(kind)} if issubclass(kind, msgspec.Struct) else set()
+    if "resultType" in names and "_meta" in names:
+        _STATELESS_READY.add(kind)
+        return True
+    _NOT_READY.add(kind)
+    return False
+
+
+def _encode_stateless_struct(result: Any, server_info: dict[str, Any] | None) -> bytes:
+    """The bytes the dict route of :func:`encode_result` gives (``to_builtins``, add the keys, encode), without
+    building the dict: ``_meta`` keeps its place when the result has one and comes last when it does not."""
+    if result.result_type is UNSET:
+        result.result_type = "complete"
+    if server_info is None:
+        return _encode(result)
+    meta = result.meta
+    if meta is UNSET:
+        body = _encode(result)
+        return b"".join((body[:-1], b',"_meta":', _encode({META_SERVER_INFO: server_info}), b"}"))
+    if META_SERVER_INFO not in (meta or {}):
+        result.meta = {**(meta or {}), META_SERVER_INFO: server_info}
     return _encode(result)
 
 
