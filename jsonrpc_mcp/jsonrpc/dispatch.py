@@ -138,7 +138,7 @@ class Dispatcher:
         self.drain_timeout = drain_timeout
         self.request_timeout = request_timeout
         self._tg: anyio.abc.TaskGroup | None = None
-        self._write_lock = anyio.Lock()
+        self._write_lock: anyio.Lock | None = None  # made by the first write (many dispatchers never write)
         self._inflight: dict[RequestId, anyio.CancelScope] = {}
         self._tasks = 0  # handler tasks not yet done, their reply included
         self._replies: Outgoing = []  # answers of handler tasks waiting for the one write (see _reply)
@@ -353,11 +353,11 @@ class Dispatcher:
         try:
             await anyio.lowlevel.cancel_shielded_checkpoint()
             self._replies = []
-            await self._lock_writes()
+            lock = await self._lock_writes()
             try:
                 await self.stream.send_many(queue)
             finally:
-                self._write_lock.release()
+                lock.release()
         except (anyio.BrokenResourceError, anyio.ClosedResourceError):
             logger.debug("peer went away before %d answers could be written", len(queue))
 
@@ -414,29 +414,34 @@ class Dispatcher:
 
     # --- outbound ----------------------------------------------------------------------------------------------
 
-    async def _lock_writes(self) -> None:
-        """Take the write lock. Uncontended, this costs no trip through the event loop (``anyio.Lock.acquire``
-        yields once even then — an extra loop iteration per write); a cancelled task still stops here."""
+    async def _lock_writes(self) -> anyio.Lock:
+        """Take the write lock (made on first use) and return it. Uncontended, this costs no trip through the
+        event loop (``anyio.Lock.acquire`` yields once even then — an extra loop iteration per write); a cancelled
+        task still stops here."""
         await anyio.lowlevel.checkpoint_if_cancelled()
+        lock = self._write_lock
+        if lock is None:
+            lock = self._write_lock = anyio.Lock()
         try:
-            self._write_lock.acquire_nowait()
+            lock.acquire_nowait()
         except anyio.WouldBlock:
-            await self._write_lock.acquire()
+            await lock.acquire()
+        return lock
 
     async def _write(self, frame: bytes, related: RequestId | None) -> None:
-        await self._lock_writes()
+        lock = await self._lock_writes()
         try:
             await self.stream.send(frame, related)
         finally:
-            self._write_lock.release()
+            lock.release()
 
     async def _write_many(self, frames: Outgoing) -> None:
         try:
-            await self._lock_writes()
+            lock = await self._lock_writes()
             try:
                 await self.stream.send_many(frames)
             finally:
-                self._write_lock.release()
+                lock.release()
         except (anyio.BrokenResourceError, anyio.ClosedResourceError):
             logger.debug("peer went away before %d frames could be written", len(frames))
 
