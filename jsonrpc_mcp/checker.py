@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import re
 import subprocess
 import sys
@@ -86,6 +87,8 @@ __all__ = (
     "run_check",
     "main",
 )
+
+logger = logging.getLogger(__name__)
 
 Mode = Literal["exact", "semantic"]
 Status = Literal["pass", "fail", "differs", "skip"]
@@ -650,7 +653,6 @@ class Channel(Protocol):
     async def send_all(self, frames: Sequence[bytes]) -> None:
         """Send frames back to back (one write where the transport allows: a call and its cancellation then
         reach the server in the same read)."""
-        ...
 
     async def receive(self) -> bytes: ...
 
@@ -866,8 +868,8 @@ class _HttpChannel:
             with anyio.move_on_after(2.0, shield=True):
                 try:
                     await self.client.delete(self.url, headers={"Mcp-Session-Id": self.session_id, **self.base})
-                except Exception:  # closing is best effort
-                    pass
+                except Exception as exc:  # closing is best effort: the checks are done; say why, go on
+                    logger.debug("DELETE of the checked session failed: %r", exc)
         self.send_q.close()
         self.recv_q.close()
 

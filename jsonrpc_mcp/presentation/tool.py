@@ -4,8 +4,8 @@
 
     @presented_tool(server, EntrySearchResults)
     async def query(ctx: Context, text: str, format: Format | None = None) -> EntrySearchResults:
-        ...
-        return EntrySearchResults(summary=..., entries=...)
+        entries = store.search(text)
+        return EntrySearchResults(summary=f"{len(entries)} entries", entries=entries)
 
 Declare a :class:`~jsonrpc_mcp.Context` parameter: without it there are no request headers to read and no way
 to elicit. The function returns a :class:`~jsonrpc_mcp.presentation.payloads.Payload`, a

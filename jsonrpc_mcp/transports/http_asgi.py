@@ -44,6 +44,8 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any, Final
 
+import msgspec
+
 from ..errors import RpcError
 from ..jsonrpc import codes
 from ..jsonrpc.wire import (
@@ -359,7 +361,7 @@ def _names_version(msg: Request | Notification) -> bool:
         return False
     try:
         params = decode_params(msg)
-    except Exception:
-        return False
+    except (msgspec.DecodeError, UnicodeDecodeError):
+        return False  # not readable as JSON: the request's own handling reports it
     meta = params.get("_meta") if params is not None else None
     return isinstance(meta, dict) and META_PROTOCOL_VERSION in meta

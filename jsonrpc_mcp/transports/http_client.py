@@ -3,10 +3,11 @@
 ::
 
     async with Client.connect_http("http://127.0.0.1:8000/mcp") as client:
-        print(await client.list_tools())
+        tools = await client.list_tools()
 
-    async with connect_http(url, headers={"Authorization": "Bearer ..."}) as stream:   # the stream alone
-        ...
+    async with connect_http(url, headers={"Authorization": f"Bearer {token}"}) as stream:  # the stream alone
+        await stream.send(b'{"jsonrpc":"2.0","id":1,"method":"ping"}')
+        frames = await stream.receive()
 
 Every frame the dispatcher writes becomes its own POST, sent from a background task so that a long answer
 never holds up the next request. Whatever the server sends back — a JSON body, an SSE stream carrying
