@@ -120,21 +120,25 @@ _UNDECODED: Final = object()
 _typed_meta_decoders: dict[Any, msgspec.json.Decoder[Any] | None] = {}
 
 
+def _fields(kind: Any) -> frozenset[tuple[str, str]]:
+    """A Struct type's fields as (attribute, wire name) pairs (empty for anything else)."""
+    if isinstance(kind, type) and issubclass(kind, msgspec.Struct):
+        return frozenset((f.name, f.encode_name) for f in msgspec.structs.fields(kind))
+    return frozenset()
+
+
+_META: Final = ("meta", "_meta")
+_RESULT_TYPE: Final = ("result_type", "resultType")
+
+
 def _typed_meta(kind: Any) -> msgspec.json.Decoder[Any] | None:
-    """The decoder of a params Struct that has a ``meta`` field (``_meta`` on the wire), else None."""
+    """The decoder of a params Struct that has a ``_meta`` field, else None (decided once per type)."""
     try:
         return _typed_meta_decoders[kind]
     except KeyError:
-        pass
-    dec = None
-    if (
-        isinstance(kind, type)
-        and issubclass(kind, msgspec.Struct)
-        and any(f.name == "meta" and f.encode_name == "_meta" for f in msgspec.structs.fields(kind))
-    ):
-        dec = _decoder(kind)
-    _typed_meta_decoders[kind] = dec
-    return dec
+        dec = _decoder(kind) if _META in _fields(kind) else None
+        _typed_meta_decoders[kind] = dec
+        return dec
 
 
 def encode_result(result: Any, *, stateless: bool = False, server_info: dict[str, Any] | None = None) -> bytes:
@@ -144,7 +148,7 @@ def encode_result(result: Any, *, stateless: bool = False, server_info: dict[str
     if stateless:
         if type(result) is bytes:
             result = msgspec.json.decode(result)
-        elif type(result) in _STATELESS_READY or _stateless_ready(type(result)):
+        elif _is_stateless_ready(type(result)):
             return _encode_stateless_struct(result, server_info)
         if isinstance(result, msgspec.Struct):
             if getattr(result, "result_type", UNSET) is UNSET and hasattr(result, "result_type"):
@@ -160,19 +164,15 @@ def encode_result(result: Any, *, stateless: bool = False, server_info: dict[str
     return _encode(result)
 
 
-_STATELESS_READY: set[type] = set()  # result Structs with both a ``resultType`` and a ``_meta`` field
-_NOT_READY: set[type] = set()
+_stateless_ready: dict[type, bool] = {}  # result Structs with both a ``resultType`` and a ``_meta`` field
 
 
-def _stateless_ready(kind: type) -> bool:
-    if kind in _NOT_READY:
-        return False
-    names = {f.encode_name for f in msgspec.structs.fields(kind)} if issubclass(kind, msgspec.Struct) else set()
-    if "resultType" in names and "_meta" in names:
-        _STATELESS_READY.add(kind)
-        return True
-    _NOT_READY.add(kind)
-    return False
+def _is_stateless_ready(kind: type) -> bool:
+    try:
+        return _stateless_ready[kind]
+    except KeyError:
+        ready = _stateless_ready[kind] = {_META, _RESULT_TYPE} <= _fields(kind)
+        return ready
 
 
 def _encode_stateless_struct(result: Any, server_info: dict[str, Any] | None) -> bytes:
