@@ -138,9 +138,10 @@ def decode_frame(frame: bytes | bytearray | memoryview) -> Envelope:
     try:
         env = _envelope_decoder.decode(frame)
     except msgspec.ValidationError as exc:
-        if str(exc).startswith("Number out of range"):
+        problem = str(exc)
+        if problem.startswith("Number out of range"):
             # An object, with a number no float can hold (1e400) in one of the envelope's own fields.
-            if str(exc).endswith("`$.id`"):
+            if problem.endswith("`$.id`"):
                 raise InvalidRequest('Invalid Request: "id" must be a string or an integer') from None
             raise InvalidRequest("Invalid Request: a number is out of range") from None
         # Well-formed JSON of the wrong shape: the envelope must be an object.

@@ -147,39 +147,16 @@ def _typed_caller(fn: Callable[..., Any], sig: Signature, tool_name: str) -> Cal
     decoder = msgspec.json.Decoder(sig.args_type)
     as_kwargs = msgspec.structs.asdict  # the arguments Struct has exactly the function's parameters as fields
     ctx_param = sig.context_param
-    if sig.is_async:
-
-        def call_async(ctx: Context, raw: Raw | None) -> Any:
-            try:
-                args = decoder.decode(_check_object(raw))
-            except msgspec.ValidationError as exc:
-                return error_result(f"Invalid arguments for tool {tool_name}: {describe_validation_error(exc)}")
-            kwargs = as_kwargs(args)
-            if ctx_param is not None:
-                kwargs[ctx_param] = ctx
-            return _invoke(fn, sig, kwargs, tool_name)
-
-        return call_async
-
-    text_out = sig.output_kind != "structured"
 
     def call(ctx: Context, raw: Raw | None) -> Any:
-        # The sync path, inline: it runs once per tools/call on the event loop.
-        data = raw if raw and memoryview(raw)[0] == 0x7B else _check_object(raw)  # "{": plainly an object
         try:
-            args = decoder.decode(data)
+            args = decoder.decode(_check_object(raw))
         except msgspec.ValidationError as exc:
             return error_result(f"Invalid arguments for tool {tool_name}: {describe_validation_error(exc)}")
         kwargs = as_kwargs(args)
         if ctx_param is not None:
             kwargs[ctx_param] = ctx
-        try:
-            value = fn(**kwargs)
-        except (ToolError, RpcError, InputRequired, Exception) as exc:
-            return _failure(exc, tool_name)
-        if text_out and type(value) is str:
-            return t.CallToolResult(content=[t.TextContent(text=value)])
-        return tool_result(value, sig, tool_name)
+        return _invoke(fn, sig, kwargs, tool_name)
 
     return call
 
