@@ -268,10 +268,7 @@ class Dispatcher:
             self._queue(encode_error(ident, internal.code, internal.message), ident, out, batch)
             return
         if type(result) is bytes:
-            if batch is None:
-                out.append((encode_result(ident, result), ident))
-            else:
-                batch.replies.append(encode_result(ident, result))
+            self._queue(encode_result(ident, result), ident, out, batch)
             return
         if type(result) is not CoroutineType and not isinstance(result, Coroutine):
             logger.error("handler for %r returned %s, not bytes or a coroutine", req.method, type(result).__name__)
