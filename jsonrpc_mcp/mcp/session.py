@@ -286,7 +286,7 @@ class ServerSession:
         out = spec.handler(ctx, params)
         if type(out) is CoroutineType:
             return self._await_handshake(out)
-        return out if type(out) is bytes else _encode(out)
+        return encode_result(out)
 
     async def _await_handshake(self, coro: Coroutine[Any, Any, Any]) -> bytes:
         return encode_result(await coro)
