@@ -45,6 +45,20 @@ def collect_garbage() -> Iterator[None]:
     gc.collect()
 
 
+@pytest.fixture(scope="module")
+def server() -> Iterator[ServerThread]:
+    """The everything app under a real uvicorn, one per test module that imports this fixture."""
+    thread = start_app()
+    yield thread
+    thread.stop()
+
+
+@pytest.fixture
+async def http() -> AsyncIterator[httpx.AsyncClient]:
+    async with httpx.AsyncClient(timeout=10, verify=False) as client:
+        yield client
+
+
 ACCEPT = "application/json, text/event-stream"
 JSON_HEADERS = {"Accept": ACCEPT, "Content-Type": "application/json"}
 STATELESS = "2026-07-28"

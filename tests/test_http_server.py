@@ -8,7 +8,6 @@ answered by POST, the standalone GET stream, batches on 2025-03-26, and cancella
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from typing import Any
 
 import httpx
@@ -28,21 +27,10 @@ from http_support import (
     unique,
 )
 from http_support import collect_garbage as collect_garbage
+from http_support import http as http
+from http_support import server as server
 
 pytestmark = [pytest.mark.anyio, HTTPX_GENERATORS, pytest.mark.usefixtures("collect_garbage")]
-
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[ServerThread]:
-    thread = start_app()
-    yield thread
-    thread.stop()
-
-
-@pytest.fixture
-async def http() -> Any:
-    async with httpx.AsyncClient(timeout=10, verify=False) as client:
-        yield client
 
 
 # --- sessions ------------------------------------------------------------------------------------------------

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import base64
 import json
-from collections.abc import Iterator
 from typing import Any
 
 import anyio
@@ -32,21 +31,10 @@ from http_support import (
     unique,
 )
 from http_support import collect_garbage as collect_garbage
+from http_support import http as http
+from http_support import server as server
 
 pytestmark = [pytest.mark.anyio, HTTPX_GENERATORS, pytest.mark.usefixtures("collect_garbage")]
-
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[ServerThread]:
-    thread = start_app()
-    yield thread
-    thread.stop()
-
-
-@pytest.fixture
-async def http() -> Any:
-    async with httpx.AsyncClient(timeout=10, verify=False) as client:
-        yield client
 
 
 async def post(http: httpx.AsyncClient, url: str, body: Any, headers: dict[str, str]) -> httpx.Response:
