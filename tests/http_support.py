@@ -193,7 +193,7 @@ def make_server() -> Server:
 class ServerThread:
     """uvicorn serving an ASGI app on a free loopback port, in a thread with its own asyncio loop."""
 
-    def __init__(self, app: Any, *, lifespan: str = "on", host: str = "127.0.0.1") -> None:
+    def __init__(self, app: Any, *, lifespan: str = "on", host: str = "127.0.0.1", uv_server: Any = None) -> None:
         family = socket.AF_INET6 if ":" in host else socket.AF_INET
         self.sock = socket.socket(family, socket.SOCK_STREAM)
         self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -201,10 +201,12 @@ class ServerThread:
         self.sock.listen(1024)
         self.port: int = self.sock.getsockname()[1]
         self.app = app
-        config = uvicorn.Config(
-            app, lifespan=lifespan, log_level="warning", access_log=False, timeout_graceful_shutdown=1
-        )
-        self.server = uvicorn.Server(config)
+        if uv_server is None:  # ``uv_server``: one configured elsewhere (make_uvicorn_server), serving ``app``
+            config = uvicorn.Config(
+                app, lifespan=lifespan, log_level="warning", access_log=False, timeout_graceful_shutdown=1
+            )
+            uv_server = uvicorn.Server(config)
+        self.server = uv_server
         self.thread = threading.Thread(target=self.server.run, kwargs={"sockets": [self.sock]}, daemon=True)
         self.thread.start()
         self.host = f"[{host}]" if ":" in host else host
@@ -407,11 +409,12 @@ async def asgi_request(
     app: Callable[..., Any],
     method: str,
     headers: dict[str, str],
-    body: bytes = b"",
+    body: bytes | list[bytes] = b"",
     path: str = "/mcp",
     timeout: float = TIMEOUT,
 ) -> tuple[int, dict[str, str], bytes]:
-    """One request through the ASGI app, in this event loop; the whole response is returned."""
+    """One request through the ASGI app, in this event loop; the whole response is returned. A list ``body`` is
+    sent as that many ``http.request`` messages."""
     raw_headers = [(k.lower().encode(), v.encode()) for k, v in {"host": "127.0.0.1:9", **headers}.items()]
     scope = {
         "type": "http",
@@ -423,17 +426,15 @@ async def asgi_request(
         "headers": raw_headers,
         "server": ("127.0.0.1", 9),
     }
-    sent_body = False
+    pieces = [body] if isinstance(body, bytes) else list(body)
     finished = anyio.Event()
     status = 0
     out_headers: dict[str, str] = {}
     chunks: list[bytes] = []
 
     async def receive() -> dict[str, Any]:
-        nonlocal sent_body
-        if not sent_body:
-            sent_body = True
-            return {"type": "http.request", "body": body, "more_body": False}
+        if pieces:
+            return {"type": "http.request", "body": pieces.pop(0), "more_body": len(pieces) > 0}
         await finished.wait()
         return {"type": "http.disconnect"}
 

@@ -5,7 +5,9 @@ is sent (driven in-process, so on asyncio *and* trio).
 
 from __future__ import annotations
 
+import asyncio
 import gc
+import importlib.util
 import json
 from typing import Any
 
@@ -22,14 +24,17 @@ from http_support import (
     init_body,
     make_server,
     open_session,
+    response_of,
     start_app,
     unique,
 )
 from http_support import collect_garbage as collect_garbage
 
+from jsonrpc_mcp import Server
 from jsonrpc_mcp.transports._http_events import InMemoryEventStore
 from jsonrpc_mcp.transports._http_session import HttpSession
 from jsonrpc_mcp.transports.http_asgi import McpAsgiApp
+from jsonrpc_mcp.transports.http_serve import make_uvicorn_server
 
 pytestmark = [pytest.mark.anyio, HTTPX_GENERATORS, pytest.mark.usefixtures("collect_garbage")]
 
@@ -156,6 +161,46 @@ async def test_without_lifespan_the_task_group_starts_lazily_under_uvicorn(http:
             assert (await reader.next_message())["method"] == "notifications/progress"
     finally:
         thread.stop()
+
+
+async def test_serve_http_runs_on_uvloop_when_installed_and_sends_no_server_header(http: httpx.AsyncClient) -> None:
+    """What ``serve_http`` runs: uvicorn on uvloop (the http extra installs it), without the X-Forwarded-*
+    middleware or a ``server`` header."""
+    server = Server("loop-probe")
+
+    @server.tool()
+    def loop() -> str:
+        """The module of the event loop serving this request."""
+        return type(asyncio.get_running_loop()).__module__.partition(".")[0]
+
+    uv_server, app = make_uvicorn_server(server, "127.0.0.1", 0)
+    assert uv_server.config.proxy_headers is False
+    thread = ServerThread(app, uv_server=uv_server)
+    try:
+        session = await open_session(http, thread.url)
+        response = await session.post(call_body(2, "loop", {}))
+        assert "server" not in response.headers
+        expected = "uvloop" if importlib.util.find_spec("uvloop") is not None else "asyncio"
+        assert response_of(response, 2)["result"]["content"][0]["text"] == expected
+    finally:
+        thread.stop()
+
+
+async def test_a_body_in_several_messages_is_read_whole_and_bounded() -> None:
+    """ASGI servers hand a large body over in pieces: they are joined, and the limit counts all of them."""
+    app = McpAsgiApp(make_server(), max_body=4096)
+    try:
+        body = json.dumps(init_body()).encode()
+        pieces = [body[:10], body[10:40], body[40:]]
+        status, headers, reply = await asgi_request(app, "POST", JSON_HEADERS, pieces)
+        assert status == 200, reply
+        assert json.loads(reply)["result"]["protocolVersion"] == "2025-11-25" and "mcp-session-id" in headers
+        status, _, reply = await asgi_request(app, "POST", JSON_HEADERS, [b" " * 3000, b" " * 3000, body])
+        assert status == 413 and json.loads(reply)["error"]["code"] == -32600
+        status, _, reply = await asgi_request(app, "POST", JSON_HEADERS, b" " * 5000)
+        assert status == 413
+    finally:
+        await app.aclose()
 
 
 async def test_without_lifespan_in_process_on_this_backend() -> None:

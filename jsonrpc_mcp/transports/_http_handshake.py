@@ -75,14 +75,14 @@ class HandshakeEndpoint:
         if version is not None and version not in HANDSHAKE_VERSIONS:
             await send_error(send, 400, f"Bad Request: unsupported MCP-Protocol-Version {version!r}")
             return
-        sid = headers.get("mcp-session-id")
+        sid = headers.raw(b"mcp-session-id")
         if sid is None:
             if type(msg) is Request and msg.method == "initialize":
                 await self._initialize(msg, body, send)
                 return
             await send_error(send, 400, "Bad Request: the Mcp-Session-Id header is required (initialize first)")
             return
-        session = self.table.get(sid)
+        session = self.table.get(sid.decode("latin-1"))
         if session is None:
             await send_error(send, 404, "Not Found: this session does not exist or has ended")
             return
@@ -99,7 +99,7 @@ class HandshakeEndpoint:
             return
         # The outlet is registered with the session only when the answer has to wait (SSE, resumable); an answer
         # written at once never needs it.
-        exchange = self._open_exchange(session, [request.id], batch=False, headers=headers, register=False)
+        exchange = self._open_exchange(session, (request.id,), batch=False, headers=headers, register=False)
         if self.preference == "sse" or request.method == "initialize" or not session.mcp.initialized:
             session.register(exchange.outlet)
             await self._serve_exchange(session, exchange, [body], receive, send)

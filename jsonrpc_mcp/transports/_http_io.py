@@ -67,6 +67,10 @@ class Headers:
         value = self._first.get(name.encode("latin-1"))
         return value.decode("latin-1") if value is not None else None
 
+    def raw(self, name: bytes) -> bytes | None:
+        """:meth:`get` without the decoding (``name`` in lower case)."""
+        return self._first.get(name)
+
     def get_all(self, name: str) -> list[str]:
         key = name.encode("latin-1")
         return [value.decode("latin-1") for raw_name, value in self._raw if raw_name == key]
@@ -96,7 +100,7 @@ class ClientGone(Exception):
 
 async def read_body(receive: Receive, headers: Headers, limit: int) -> bytes:
     """The whole request body; :class:`BodyTooLarge` past ``limit`` bytes (checked against Content-Length first)."""
-    declared = headers.get("content-length")
+    declared = headers.raw(b"content-length")
     if declared is not None and declared.strip().isdigit() and int(declared) > limit:
         raise BodyTooLarge()
     chunks: list[bytes] = []
@@ -122,9 +126,9 @@ async def read_body(receive: Receive, headers: Headers, limit: int) -> bytes:
 async def send_bytes(
     send: Send, status: int, body: bytes, headers: HeaderList | None = None, content_type: bytes = b"application/json"
 ) -> None:
-    head: HeaderList = [(b"content-type", content_type), (b"content-length", str(len(body)).encode())]
+    head: HeaderList = [(b"content-type", content_type), (b"content-length", b"%d" % len(body))]
     if headers:
-        head.extend(headers)
+        head += headers
     await send({"type": "http.response.start", "status": status, "headers": head})
     await send({"type": "http.response.body", "body": body, "more_body": False})
 

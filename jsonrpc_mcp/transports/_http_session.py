@@ -44,22 +44,37 @@ STANDALONE: Final = "0"
 
 
 class Exchange:
-    """The requests of one POST body (one, or several in a 2025-03-26 batch) awaiting their responses."""
+    """The requests of one POST body (one, or several in a 2025-03-26 batch) awaiting their responses.
 
-    __slots__ = ("headers", "json_only", "outlet", "waiting")
+    Its :attr:`outlet` is made on first use: a request answered at once in its POST never needs one."""
+
+    __slots__ = ("_batch", "_outlet", "_resumable", "_session", "headers", "json_only", "waiting")
 
     def __init__(
         self,
-        outlet: Outlet,
+        session: HttpSession,
         ids: Iterable[RequestId],
         *,
+        resumable: bool,
         json_only: bool,
+        batch: bool,
         headers: Headers | Mapping[str, str] | None = None,
     ) -> None:
-        self.outlet = outlet
+        self._session = session
+        self._resumable = resumable
+        self._batch = batch
+        self._outlet: Outlet | None = None
         self.waiting = set(ids)
         self.json_only = json_only
         self.headers = headers
+
+    @property
+    def outlet(self) -> Outlet:
+        """Where this exchange's frames go (made, and numbered in its session, on first use)."""
+        outlet = self._outlet
+        if outlet is None:
+            outlet = self._outlet = self._session.new_outlet(resumable=self._resumable, batch=self._batch)
+        return outlet
 
     def request_headers(self) -> Mapping[str, str]:
         """The POST's headers as ``Context.request_headers`` shows them (built on first use)."""
@@ -270,7 +285,7 @@ class HttpSession:
         self.last_seen = monotonic()
 
     def idle(self, now: float, timeout: float) -> bool:
-        return self.active == 0 and self.dispatcher.in_flight() == 0 and now - self.last_seen > timeout
+        return now - self.last_seen > timeout and self.active == 0 and self.dispatcher.in_flight() == 0
 
     # --- streams -------------------------------------------------------------------------------------------
 
@@ -303,6 +318,12 @@ class HttpSession:
         if self.closed:
             outlet.finish()
 
+    def new_outlet(self, *, resumable: bool, batch: bool) -> Outlet:
+        """A fresh outlet with the session's next stream number (not registered)."""
+        key = str(self._next_key)
+        self._next_key += 1
+        return self._outlet(key, resumable=resumable, batch=batch, register=False)
+
     def open_exchange(
         self,
         ids: Sequence[RequestId],
@@ -313,10 +334,11 @@ class HttpSession:
         headers: Headers | Mapping[str, str] | None = None,
         register: bool = True,
     ) -> Exchange:
-        key = str(self._next_key)
-        self._next_key += 1
-        outlet = self._outlet(key, resumable=resumable, batch=batch, register=register)
-        exchange = Exchange(outlet, ids, json_only=json_only, headers=headers)
+        """The exchange of a POST's requests; ``register``: make its outlet now and register it (otherwise the
+        outlet is made on first use and registered by the caller when the answer has to wait)."""
+        exchange = Exchange(self, ids, resumable=resumable, json_only=json_only, batch=batch, headers=headers)
+        if register:
+            self.register(exchange.outlet)
         for ident in ids:
             self.exchanges[ident] = exchange
         return exchange

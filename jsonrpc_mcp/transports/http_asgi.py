@@ -51,9 +51,8 @@ from ..jsonrpc import codes
 from ..jsonrpc.wire import (
     Notification,
     Request,
-    classify,
-    decode_frame,
     is_batch,
+    read_message,
 )
 from ..mcp.versions import META_PROTOCOL_VERSION, STATELESS_VERSIONS
 from ._http_events import EventStore, InMemoryEventStore
@@ -63,6 +62,7 @@ from ._http_io import (
     ClientGone,
     HeaderList,
     Headers,
+    Message,
     Receive,
     Scope,
     Send,
@@ -138,6 +138,7 @@ class McpAsgiApp:
             raise ValueError("timeouts and limits must be positive")
         self.server = server
         self.path = None if path is None else "/" + path.strip("/")
+        self._endpoint = None if self.path is None else self.path.rstrip("/")  # what the request path must match
         self.guard = HostGuard(allowed_hosts, allowed_origins)
         self.max_body = max_body
         self.store: EventStore = event_store if event_store is not None else InMemoryEventStore()
@@ -184,10 +185,9 @@ class McpAsgiApp:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         kind = scope["type"]
-        if kind == "lifespan":
-            await self._lifespan_protocol(receive, send)
-            return
         if kind != "http":
+            if kind == "lifespan":
+                await self._lifespan_protocol(receive, send)
             return
         started = False
 
@@ -226,17 +226,22 @@ class McpAsgiApp:
         root = scope.get("root_path", "")
         if root and path.startswith(root):
             path = path[len(root) :]
-        if self.path is not None and path.rstrip("/") != self.path.rstrip("/"):
+        if self._endpoint is not None and path != self._endpoint and path.rstrip("/") != self._endpoint:
             await send_bytes(send, 404, b"Not Found", content_type=b"text/plain; charset=utf-8")
             return
         headers = Headers(scope.get("headers", ()))
-        host = headers.get("host")
-        if not self.guard.host_ok(host):
-            logger.info("refused a request for host %r (DNS rebinding protection; see allowed_hosts)", host)
+        host = headers.raw(b"host")
+        if host is not None and not self.guard.host_ok(host.decode("latin-1")):
+            logger.info(
+                "refused a request for host %r (DNS rebinding protection; see allowed_hosts)", host.decode("latin-1")
+            )
             await send_error(send, 403, "Forbidden: this Host is not allowed")
             return
-        if not self.guard.origin_ok(headers.get("origin"), host):
-            logger.info("refused a request from origin %r (see allowed_origins)", headers.get("origin"))
+        origin = headers.raw(b"origin")
+        if origin is not None and not self.guard.origin_ok(
+            origin.decode("latin-1"), host.decode("latin-1") if host is not None else None
+        ):
+            logger.info("refused a request from origin %r (see allowed_origins)", origin.decode("latin-1"))
             await send_error(send, 403, "Forbidden: this Origin is not allowed")
             return
         method = scope.get("method", "GET")
@@ -252,23 +257,35 @@ class McpAsgiApp:
     # --- POST ----------------------------------------------------------------------------------------------
 
     async def _post(self, headers: Headers, receive: Receive, send: Send) -> None:
-        if not accepts(headers.get("accept"), *_JSON_AND_SSE):
+        accept = headers.raw(b"accept")
+        if accept is None or not accepts(accept.decode("latin-1"), *_JSON_AND_SSE):
             await send_error(send, 406, "Not Acceptable: Accept must list application/json and text/event-stream")
             return
-        if not is_json_content(headers.get("content-type")):
+        content_type = headers.raw(b"content-type")
+        if content_type != b"application/json" and not is_json_content(
+            content_type.decode("latin-1") if content_type is not None else None
+        ):
             await send_error(send, 415, "Unsupported Media Type: the body must be application/json")
             return
-        try:
-            body = await read_body(receive, headers, self.max_body)
-        except BodyTooLarge:
-            await send_error(send, 413, f"Payload Too Large: the body exceeds {self.max_body} bytes")
-            return
+        # The body: usually in the first message (read here), else by read_body (which also checks the length).
+        first = await receive()
+        if first["type"] == "http.request" and not first.get("more_body", False):
+            body = first.get("body", b"")
+            if len(body) > self.max_body:
+                await send_error(send, 413, f"Payload Too Large: the body exceeds {self.max_body} bytes")
+                return
+        else:
+            try:
+                body = await read_body(_replay(first, receive), headers, self.max_body)
+            except BodyTooLarge:
+                await send_error(send, 413, f"Payload Too Large: the body exceeds {self.max_body} bytes")
+                return
         version = _header_version(headers)
         if is_batch(body):
             await self.handshake.post_batch(headers, version, body, receive, send)
             return
         try:
-            msg = classify(decode_frame(body))
+            msg = read_message(body)
         except RpcError as exc:
             await send_error(send, 400, exc.message, code=exc.code, ident=getattr(exc, "request_id", None))
             return
@@ -340,8 +357,18 @@ class McpAsgiApp:
 
 
 def _header_version(headers: Headers) -> str | None:
-    value = headers.get("mcp-protocol-version")
-    return value.strip(" \t") if value is not None else None
+    value = headers.raw(b"mcp-protocol-version")
+    return value.decode("latin-1").strip(" \t") if value is not None else None
+
+
+def _replay(first: Message, receive: Receive) -> Receive:
+    """``receive`` that hands out ``first`` (a message already received) before the ones still to come."""
+    pending: list[Message] = [first]
+
+    async def again() -> Message:
+        return pending.pop() if pending else await receive()
+
+    return again
 
 
 def _may_name_version(msg: Request | Notification) -> bool:

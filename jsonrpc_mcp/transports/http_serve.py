@@ -75,6 +75,10 @@ def make_uvicorn_server(
         log_level=log_level,
         timeout_graceful_shutdown=graceful_timeout,
         access_log=False,
+        # The app reads neither the client's address nor the scheme, so uvicorn's X-Forwarded-* rewriting (a
+        # middleware around every request) has nothing to do; nor is the Server header of use to anyone.
+        proxy_headers=False,
+        server_header=False,
     )
     return uvicorn.Server(config), app
 
