@@ -118,6 +118,19 @@ def test_content_type_and_headers() -> None:
     assert lower.get("x-a") == "1" and lower.get_all("x-a") == ["1", "2"] and lower.get("nope") is None
     assert list(lower.as_dict().items()) == [("host", "h"), ("x-a", "1"), ("accept", "*/*")]
     assert Headers([]).as_dict() == {} and Headers([]).get("host") is None
+    single = Headers([(b"host", b"h"), (b"mcp-name", b"n")])  # no name sent twice: the quick path of get_all
+    assert single.get_all("mcp-name") == ["n"] and single.get_all("mcp-method") == []
+
+
+def test_header_values_may_hold_visible_ascii_and_tabs_only() -> None:
+    def problem(value: bytes) -> str | None:
+        headers = Headers([(b"mcp-protocol-version", b"2026-07-28"), (b"mcp-method", value)])
+        return check_headers(headers, "ping", {"_meta": META}, lambda name: None)
+
+    assert problem(b"ping") is None and problem(b" \tping\t ") is None
+    assert "does not match" in (problem(b"pi\tng") or "")  # a tab inside is a valid character: just not "ping"
+    for bad in (b"pi\x00ng", b"ping\x7f", b"p\xe9ng", b"pi\nng"):
+        assert "characters not allowed" in (problem(bad) or ""), bad
 
 
 # --- a session's inbound queue ---

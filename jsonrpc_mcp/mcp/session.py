@@ -226,10 +226,14 @@ class ServerSession:
 
     # --- inbound requests ----------------------------------------------------------------------------------
 
-    def on_request(self, req: Request) -> bytes | Coroutine[Any, Any, bytes]:
+    def on_request(self, req: Request, meta: dict[str, Any] | None = None) -> bytes | Coroutine[Any, Any, bytes]:
+        """Answer ``req``: bytes at once, or a coroutine to run. ``meta``: its ``params._meta``, when the caller
+        has read it already (a stateless HTTP request, validated before it gets here)."""
         raw = req.params
         if self.force_stateless:
-            return self._stateless(req, _read_meta(raw) if raw is not None else {})
+            if meta is None:
+                meta = _read_meta(raw) if raw is not None else {}
+            return self._stateless(req, meta)
         method = req.method
         spec = self.app.methods.get(method)
         params: Any = _UNDECODED

@@ -73,6 +73,9 @@ class Headers:
 
     def get_all(self, name: str) -> list[str]:
         key = name.encode("latin-1")
+        if len(self._first) == len(self._raw):  # no name was sent twice: the first value is the only one
+            value = self._first.get(key)
+            return [] if value is None else [value.decode("latin-1")]
         return [value.decode("latin-1") for raw_name, value in self._raw if raw_name == key]
 
     def names(self) -> Iterable[str]:

@@ -74,6 +74,8 @@ def check_meta(params: Mapping[str, Any] | None) -> str | None:
 def _clean(raw: str) -> str | None:
     """The header value without optional whitespace; ``None`` when it holds characters a header may not."""
     value = raw.strip(" \t")
+    if value.isascii() and value.isprintable():  # the usual case, checked in C
+        return value
     for ch in value:
         if not (" " <= ch <= "~" or ch == "\t"):
             return None
@@ -287,8 +289,10 @@ async def serve_one(
     keepalive: float,
     buffer: int = 64,
     headers: Headers | Mapping[str, str] | None = None,
+    meta: dict[str, Any] | None = None,
 ) -> None:
     """Serve one validated stateless request as this HTTP response; the client disconnecting cancels it.
+    ``meta``: the request's ``params._meta``, when the caller has read it already.
 
     ``subscriptions/listen`` runs a full dispatcher (change notifications are spawned in its task group). Every
     other request calls the session's handler directly: a synchronous answer is written at once, an async
@@ -305,13 +309,16 @@ async def serve_one(
         server.attach(session)  # change notifications reach the sessions the server knows
     else:
         reply: bytes | None = None
+        status = 200
         try:
-            result = session.on_request(request)
+            result = session.on_request(request, meta)
         except RpcError as exc:
             reply = encode_error(request.id, exc.code, exc.message, exc.data)
+            status = _STATUS.get(exc.code, 200)
         except Exception:
             logger.exception("handler for %r failed", request.method)
             reply = encode_error(request.id, codes.INTERNAL_ERROR, "Internal error")
+            status = _STATUS.get(codes.INTERNAL_ERROR, 200)
         else:
             if type(result) is bytes:
                 reply = encode_result(request.id, result)
@@ -319,7 +326,7 @@ async def serve_one(
                 pending = result  # type: ignore[assignment]
         if reply is not None:
             session.close()
-            await send_bytes(send, status_of(reply), reply)
+            await send_bytes(send, status, reply)
             return
     connection = outlet.connect()
     if not listen:

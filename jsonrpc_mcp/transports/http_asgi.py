@@ -322,6 +322,7 @@ class McpAsgiApp:
             preference=self.preference,
             keepalive=self.keepalive,
             headers=headers,
+            meta=params["_meta"] if params is not None else None,
         )
 
     # --- GET and DELETE ------------------------------------------------------------------------------------
