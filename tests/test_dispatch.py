@@ -16,7 +16,7 @@ from helpers import RawPeer, raw_server, request_frame
 from jsonrpc_mcp import Client, ConnectionClosed, RequestTimeout, RpcError, Server
 from jsonrpc_mcp.errors import InvalidParams
 from jsonrpc_mcp.jsonrpc.dispatch import Dispatcher
-from jsonrpc_mcp.jsonrpc.streams import MemoryMessageStream, memory_pair
+from jsonrpc_mcp.jsonrpc.streams import MemoryMessageStream, MessageStream, memory_pair
 from jsonrpc_mcp.jsonrpc.wire import Request
 
 pytestmark = pytest.mark.anyio
@@ -440,3 +440,46 @@ async def test_an_adopted_request_is_drained_and_answered_after_the_end_of_strea
     assert server.in_flight() == 0
     await ours.aclose()
     await theirs.aclose()
+
+
+class _Writes(MessageStream):
+    """Hands the dispatcher one batch of frames, then the end of the stream; records each ``send_many``."""
+
+    def __init__(self, frames: list[bytes], gathers: bool) -> None:
+        self.gathers_replies = gathers
+        self.frames: list[bytes] | None = frames
+        self.writes: list[list[bytes]] = []
+
+    async def receive(self) -> list[bytes]:
+        frames, self.frames = self.frames, None
+        if frames is None:
+            raise anyio.EndOfStream
+        return frames
+
+    async def send(self, frame: bytes, related: Any = None) -> None:
+        self.writes.append([frame])
+
+    async def send_many(self, frames: Any) -> None:
+        self.writes.append([frame for frame, _ in frames])
+
+    async def aclose(self) -> None:
+        pass
+
+
+@pytest.mark.parametrize("gathers", [True, False])
+async def test_answers_of_one_pass_are_gathered_only_when_the_stream_gathers(gathers: bool) -> None:
+    """Two async handlers that finish in the same pass: one write for both on a gathering stream (a byte stream),
+    one write each, without waiting a pass, on one that does not (a Streamable HTTP session)."""
+
+    async def answer() -> bytes:
+        return b"{}"
+
+    frames = [request_frame(1, "a"), request_frame(2, "b")]
+    stream = _Writes(frames, gathers)
+    server = Dispatcher(stream, lambda req: answer(), drain_timeout=10.0)
+    with anyio.fail_after(10):
+        await server.run()
+    answers = [b'{"jsonrpc":"2.0","id":1,"result":{}}', b'{"jsonrpc":"2.0","id":2,"result":{}}']
+    # (the two tasks may run in either order: trio shuffles them)
+    assert sorted(frame for write in stream.writes for frame in write) == answers
+    assert [len(write) for write in stream.writes] == ([2] if gathers else [1, 1])

@@ -342,13 +342,15 @@ class Dispatcher:
         Answers of handlers that finish in the same pass of the event loop go out in one write: the first one
         queues its answer and yields once; the others add theirs to its queue and return. That first task is
         still counted in ``_tasks`` until all of them are written, so a draining ``run()`` waits for every one.
+        A stream that does not gather (``gathers_replies`` False) gets each answer at once, without the pass.
         """
         queue = self._replies
         queue.append((frame, related))
         if len(queue) > 1:
             return
         try:
-            await anyio.lowlevel.cancel_shielded_checkpoint()
+            if self.stream.gathers_replies:
+                await anyio.lowlevel.cancel_shielded_checkpoint()
             self._replies = []
             lock = await self._lock_writes()
             try:

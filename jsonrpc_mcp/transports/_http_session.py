@@ -94,6 +94,8 @@ def _is_response(frame: bytes) -> bool:
 class SessionStream(MessageStream):
     """The session's side of its dispatcher: inbound frames from POSTs, outbound frames routed to outlets."""
 
+    gathers_replies = False  # every answer goes to its own POST: nothing to gain by waiting for others
+
     def __init__(self, owner: HttpSession, buffer: int) -> None:
         self.owner = owner
         self.buffer = buffer
