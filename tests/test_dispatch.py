@@ -483,3 +483,59 @@ async def test_answers_of_one_pass_are_gathered_only_when_the_stream_gathers(gat
     # (the two tasks may run in either order: trio shuffles them)
     assert sorted(frame for write in stream.writes for frame in write) == answers
     assert [len(write) for write in stream.writes] == ([2] if gathers else [1, 1])
+
+
+async def test_a_cancelled_request_of_a_batch_is_left_out_of_the_batch_answer() -> None:
+    """2025-03-26 batches: the batch is answered once all its requests are done; one the peer cancelled has no
+    answer in it (and the batch is still answered)."""
+    gates = Gates()
+    ours, theirs = memory_pair(8)
+    server = Dispatcher(theirs, gates.handler, allow_batch=lambda: True, drain_timeout=0.0)
+    async with anyio.create_task_group() as tg:
+        await tg.start(server.run)
+        block = json.loads(request_frame(1, "block", {"key": "b1"}))
+        slow_echo = json.loads(request_frame(2, "block", {"key": "b2"}))
+        await ours.send(json.dumps([block, slow_echo]).encode())
+        with anyio.fail_after(10):
+            await gates.event(gates.started, "b1").wait()
+            await gates.event(gates.started, "b2").wait()
+        assert server.cancel_inbound(1)
+        with anyio.fail_after(10):
+            await gates.event(gates.cancelled, "b1").wait()
+        gates.event(gates.release, "b2").set()
+        with anyio.fail_after(10):
+            frames = await ours.receive()
+        assert [json.loads(frame) for frame in frames] == [[{"jsonrpc": "2.0", "id": 2, "result": {"key": "b2"}}]]
+        assert server.in_flight() == 0
+        tg.cancel_scope.cancel()
+    await ours.aclose()
+    await theirs.aclose()
+
+
+async def test_a_request_cancelled_while_its_handler_finishes_unawares_is_not_answered() -> None:
+    """The peer's cancellation arrives while the handler runs, and the handler returns without an await that
+    would have noticed it: the request is still not answered, and the stream hears it ended unanswered."""
+    finished: list[Any] = []
+
+    class _Stream(_Writes):
+        def finished(self, request_id: Any) -> None:
+            finished.append(request_id)
+
+    server: Dispatcher
+
+    async def unaware() -> bytes:
+        server.cancel_inbound(1)  # as if the peer's notifications/cancelled had been read meanwhile
+        return b"{}"
+
+    stream = _Stream([request_frame(1, "a"), request_frame(2, "b")], gathers=True)
+    calls = iter([unaware(), None])
+
+    def handler(req: Request) -> bytes | Coroutine[Any, Any, bytes]:
+        coro = next(calls)
+        return coro if coro is not None else b'{"ok":true}'
+
+    server = Dispatcher(stream, handler, drain_timeout=10.0)
+    with anyio.fail_after(10):
+        await server.run()
+    assert [frame for write in stream.writes for frame in write] == [b'{"jsonrpc":"2.0","id":2,"result":{"ok":true}}']
+    assert finished == [1] and server.in_flight() == 0

@@ -8,9 +8,9 @@ How a request is run (the fast path matters: most requests never block):
 * the handler is called synchronously with the :class:`~.wire.Request`;
 * if it returns ``bytes`` (an encoded result) the response is queued at once, in the reader's task, and written
   together with every other answer produced from the same read;
-* if it returns a coroutine, the coroutine runs in its own task inside its own :class:`anyio.CancelScope`, so a
-  slow request never holds up a fast one and ``cancel_inbound`` can stop exactly that request, which is then never
-  answered.
+* if it returns a coroutine, the coroutine runs in its own task (cancelled through the task's handle, whose
+  cancel scope anyio gives every task), so a slow request never holds up a fast one and ``cancel_inbound`` can stop
+  exactly that request, which is then never answered.
 
 Back-pressure: at most ``max_in_flight`` handler tasks run at once; while that many are busy the reader stops
 reading, so a flooding peer fills its own pipe rather than our memory.
@@ -90,6 +90,7 @@ _NO_WAITER = _NoWaiter()
 
 #: Errors about our own outgoing requests; their codes are local-only and never go on the wire.
 _LOCAL_ONLY = (RequestTimeout, ConnectionClosed)
+_TASK_NAME = "jsonrpc-mcp request handler"  # given, so anyio does not work one out for every task
 
 
 def _local_failure(req: Request, exc: RpcError) -> bytes:
@@ -139,7 +140,8 @@ class Dispatcher:
         self.request_timeout = request_timeout
         self._tg: anyio.abc.TaskGroup | None = None
         self._write_lock: anyio.Lock | None = None  # made by the first write (many dispatchers never write)
-        self._inflight: dict[RequestId, anyio.CancelScope] = {}
+        self._inflight: dict[RequestId, anyio.TaskHandle[None]] = {}  # the handler tasks, by request id
+        self._cancelled: set[RequestId] = set()  # those the peer cancelled (they are never answered)
         self._tasks = 0  # handler tasks not yet done, their reply included
         self._replies: Outgoing = []  # answers of handler tasks waiting for the one write (see _reply)
         self._idle: anyio.Event | _NoWaiter = _NO_WAITER
@@ -274,13 +276,14 @@ class Dispatcher:
             logger.error("handler for %r returned %s, not bytes or a coroutine", req.method, type(result).__name__)
             self._queue(encode_error(ident, codes.INTERNAL_ERROR, "Internal error"), ident, out, batch)
             return
-        scope = anyio.CancelScope()
-        self._inflight[ident] = scope
-        self._tasks += 1
         if batch is not None:
             batch.waiting += 1
+        self._start(req, result, batch)
+
+    def _start(self, req: Request, coro: Coroutine[Any, Any, bytes], batch: _Batch | None) -> None:
         assert self._tg is not None, "Dispatcher.run() is not running"
-        self._tg.start_soon(self._run_request, req, result, scope, batch)
+        self._tasks += 1
+        self._inflight[req.id] = self._tg.create_task(self._run_request(req, coro, batch), name=_TASK_NAME)
 
     def _queue(self, reply: bytes, ident: RequestId, out: Outgoing, batch: _Batch | None) -> None:
         if batch is not None:
@@ -288,53 +291,71 @@ class Dispatcher:
         else:
             out.append((reply, ident))
 
-    async def _run_request(
-        self, req: Request, coro: Coroutine[Any, Any, bytes], scope: anyio.CancelScope, batch: _Batch | None
-    ) -> None:
+    async def _run_request(self, req: Request, coro: Coroutine[Any, Any, bytes], batch: _Batch | None) -> None:
         try:
-            await self._run_and_answer(req, coro, scope, batch)
+            await self._run_and_answer(req, coro, batch)
         finally:
             # Only now, with the reply written, may a draining run() consider this request done.
             self._tasks -= 1
             if not self._tasks:
                 self._idle.set()
 
-    async def _run_and_answer(
-        self, req: Request, coro: Coroutine[Any, Any, bytes], scope: anyio.CancelScope, batch: _Batch | None
-    ) -> None:
+    async def _run_and_answer(self, req: Request, coro: Coroutine[Any, Any, bytes], batch: _Batch | None) -> None:
         ident = req.id
         reply: bytes | None = None
         try:
-            with scope:
-                try:
-                    result = await coro
-                except _LOCAL_ONLY as exc:
-                    reply = _local_failure(req, exc)
-                except RpcError as exc:
-                    reply = encode_error(ident, exc.code, exc.message, exc.data)
-                except Exception:
-                    logger.exception("handler for %r failed", req.method)
-                    reply = encode_error(ident, codes.INTERNAL_ERROR, "Internal error")
-                else:
-                    reply = encode_result(ident, result)
-        finally:
-            del self._inflight[ident]
-            self._capacity.set()
-            if scope.cancel_called:
-                coro.close()
-        if scope.cancel_called:
-            # Cancelled by the peer (or by shutdown): a cancelled request is never answered.
-            reply = None
-            self.stream.finished(ident)
+            try:
+                result = await coro
+            except _LOCAL_ONLY as exc:
+                reply = _local_failure(req, exc)
+            except RpcError as exc:
+                reply = encode_error(ident, exc.code, exc.message, exc.data)
+            except Exception:
+                logger.exception("handler for %r failed", req.method)
+                reply = encode_error(ident, codes.INTERNAL_ERROR, "Internal error")
+            else:
+                reply = encode_result(ident, result)
+        except BaseException:
+            # Cancelled: by the peer (the task's own scope stops the exception) or by shutdown.
+            coro.close()  # (a no-op once it has run; it always has by now)
+            if self._end(ident):
+                await self._unanswered(ident, batch)
+            raise
+        if self._end(ident):
+            # The peer cancelled it while it ran, and it finished without noticing.
+            await self._unanswered(ident, batch)
+            return
         if batch is not None:
-            if reply is not None:
-                batch.replies.append(reply)
-            batch.waiting -= 1
-            if batch.waiting == 0 and batch.replies:
-                await self._reply(b"[" + b",".join(batch.replies) + b"]", None)
+            await self._answered(batch, reply)
             return
         if reply is not None:
             await self._reply(reply, ident)
+
+    def _end(self, ident: RequestId) -> bool:
+        """The handler of ``ident`` is done: it can no longer be cancelled. True when the peer had cancelled it."""
+        del self._inflight[ident]
+        self._capacity.set()
+        if not self._cancelled:
+            return False
+        if ident in self._cancelled:
+            self._cancelled.discard(ident)
+            return True
+        return False
+
+    async def _unanswered(self, ident: RequestId, batch: _Batch | None) -> None:
+        """A request the peer cancelled is never answered: the transport hears it ended; its batch goes on."""
+        self.stream.finished(ident)
+        if batch is not None:
+            with anyio.CancelScope(shield=True):  # the task's own scope is cancelled: only a shield may wait here
+                await self._answered(batch, None)
+
+    async def _answered(self, batch: _Batch, reply: bytes | None) -> None:
+        """One request of a batch is done: the batch's answers go out together once all of them are."""
+        if reply is not None:
+            batch.replies.append(reply)
+        batch.waiting -= 1
+        if batch.waiting == 0 and batch.replies:
+            await self._reply(b"[" + b",".join(batch.replies) + b"]", None)
 
     async def _reply(self, frame: bytes, related: RequestId | None) -> None:
         """Write an answer. A peer gone meanwhile has nobody left to tell: the late answer is dropped.
@@ -382,10 +403,11 @@ class Dispatcher:
         """Cancel the handler of an inbound request; it will not be answered. False if it is not running."""
         if type(request_id) is not str and type(request_id) is not int:
             return False
-        scope = self._inflight.get(request_id)
-        if scope is None:
+        handle = self._inflight.get(request_id)
+        if handle is None:
             return False
-        scope.cancel()
+        self._cancelled.add(request_id)
+        handle.cancel()
         return True
 
     def adopt(self, req: Request, coro: Coroutine[Any, Any, bytes]) -> bool:
@@ -395,10 +417,7 @@ class Dispatcher:
         if self._tg is None or self._closed or req.id in self._inflight:
             coro.close()
             return False
-        scope = anyio.CancelScope()
-        self._inflight[req.id] = scope
-        self._tasks += 1  # counted like the read loop's own (a draining run() waits for it; _run_request uncounts)
-        self._tg.start_soon(self._run_request, req, coro, scope, None)
+        self._start(req, coro, None)  # counted like the read loop's own: a draining run() waits for it
         return True
 
     def spawn(self, fn: Callable[..., Coroutine[Any, Any, Any]], *args: Any) -> bool:

@@ -200,6 +200,7 @@ class HandshakeEndpoint:
         connection = outlet.connect()
         session.active += 1
         delivered = False
+        released = False
         try:
             for reply in answered:
                 await outlet.put(reply, RESPONSE)
@@ -230,8 +231,11 @@ class HandshakeEndpoint:
                     early=early,
                 )
                 tg.cancel_scope.cancel()
+                released = True
+                await _release(session, outlet, connection, delivered)  # before the task group's exit yields
         finally:
-            await _release(session, outlet, connection, delivered)
+            if not released:
+                await _release(session, outlet, connection, delivered)
 
     async def _push_or_404(self, session: HttpSession, frames: Sequence[bytes], send: Send) -> None:
         try:
@@ -325,6 +329,7 @@ class HandshakeEndpoint:
         connection = outlet.connect()
         session.active += 1
         delivered = False
+        released = False
         try:
             replay = await self.store.replay(outlet.store_key, after) if outlet.seq > after else []
             async with anyio.create_task_group() as tg:
@@ -341,8 +346,13 @@ class HandshakeEndpoint:
                     replay=replay,
                 )
                 tg.cancel_scope.cancel()
+                # A delivered stream is forgotten before this task yields again (closing the task group does), so
+                # a client that resumes it right after reading its end finds it gone.
+                released = True
+                await _release(session, outlet, connection, delivered)
         finally:
-            await _release(session, outlet, connection, delivered)
+            if not released:
+                await _release(session, outlet, connection, delivered)
 
     async def delete(self, headers: Headers, version: str | None, send: Send) -> None:
         """End the session."""
