@@ -203,6 +203,40 @@ async def test_a_body_in_several_messages_is_read_whole_and_bounded() -> None:
         await app.aclose()
 
 
+async def test_a_client_gone_before_its_body_gets_nothing_and_the_app_goes_on() -> None:
+    """The first ASGI message is the disconnect (or it comes after part of the body): nothing is sent, nothing is
+    raised to the server, and the next request is served as usual."""
+    app = McpAsgiApp(make_server())
+    scope = {
+        "type": "http",
+        "method": "POST",
+        "path": "/mcp",
+        "root_path": "",
+        "headers": [(k.lower().encode(), v.encode()) for k, v in {"host": "127.0.0.1:9", **JSON_HEADERS}.items()],
+    }
+    try:
+        for messages in (
+            [{"type": "http.disconnect"}],
+            [{"type": "http.request", "body": b'{"jsonrpc":', "more_body": True}, {"type": "http.disconnect"}],
+        ):
+            pending = list(messages)
+            sent: list[Any] = []
+
+            async def receive(pending: list[Any] = pending) -> Any:
+                return pending.pop(0)
+
+            async def send(message: Any, sent: list[Any] = sent) -> None:
+                sent.append(message)
+
+            with anyio.fail_after(10):
+                await app(scope, receive, send)
+            assert sent == [] and pending == []
+        status, _, body = await asgi_request(app, "POST", JSON_HEADERS, json.dumps(init_body()).encode())
+        assert status == 200 and json.loads(body)["result"]["protocolVersion"] == "2025-11-25"
+    finally:
+        await app.aclose()
+
+
 async def test_without_lifespan_in_process_on_this_backend() -> None:
     """No server at all: the ASGI app driven in this event loop (asyncio task or trio system task)."""
     app = McpAsgiApp(make_server())
