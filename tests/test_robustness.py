@@ -11,7 +11,7 @@ import anyio
 import pytest
 from fixtures.everything import make_server
 from helpers import ConnectionTracker, RawPeer, raw_server, request_frame
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from jsonrpc_mcp import Client, Context, Server
@@ -186,6 +186,10 @@ def check_reply(frame: bytes, replies: list[bytes]) -> None:
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture, HealthCheck.data_too_large],
 )
 @given(frames=st.lists(hostile, min_size=1, max_size=8), version=st.sampled_from(["2025-03-26", "2025-11-25"]))
+@example(  # found by this test: an argument the raw-schema tool's function does not take (it was logged as a bug)
+    frames=[b'{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"raw","arguments":{"":null}}}'],
+    version="2025-11-25",
+)
 async def test_hostile_frames_never_break_the_connection(
     frames: list[bytes], version: str, caplog: pytest.LogCaptureFixture
 ) -> None:

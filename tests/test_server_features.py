@@ -306,8 +306,11 @@ async def test_raw_input_schema_basic_fallback(monkeypatch: pytest.MonkeyPatch) 
         assert (await client.call_tool("counted", {"n": 0})).content[0].text == "0:none"  # type: ignore[union-attr]
 
 
-async def test_raw_schema_tool_that_cannot_take_the_arguments_is_a_tool_error() -> None:
-    """The schema allows extra properties the function does not accept: a tool failure (isError), sync or async."""
+async def test_raw_schema_tool_gets_the_arguments_it_takes(caplog: pytest.LogCaptureFixture) -> None:
+    """The schema lets through properties the function does not take: they are left out, as a typed tool leaves
+    out unknown arguments. A parameter without a default that the arguments lack is the caller's mistake (an
+    isError naming it), not a failing tool; a ``**kwargs`` function gets everything. Nothing is logged as an
+    error: none of this is a server bug."""
     server = Server("s")
     schema = {"type": "object", "properties": {"n": {"type": "integer"}}}
 
@@ -319,11 +322,27 @@ async def test_raw_schema_tool_that_cannot_take_the_arguments_is_a_tool_error() 
     def sync_tool(n: int = 0) -> str:
         return str(n)
 
+    @server.tool(input_schema=schema)
+    def needs(n: int, *, label: str) -> str:
+        return f"{label}{n}"
+
+    @server.tool(input_schema=schema)
+    def anything(ctx: Context, **kwargs: Any) -> str:
+        return ",".join(sorted(kwargs))
+
+    caplog.set_level(logging.ERROR, logger="jsonrpc_mcp")
     async with Client.connect_server(server, **V) as client:
         for name in ("async_tool", "sync_tool"):
-            result = await client.call_tool(name, {"n": 1, "extra": True})
-            assert result.is_error is True, name
-            assert result.content[0].text == f"Tool {name} failed: an internal error occurred"  # type: ignore[union-attr]
+            result = await client.call_tool(name, {"n": 1, "extra": True, "": None})
+            assert result.is_error is not True and result.content[0].text == "1", name  # type: ignore[union-attr]
+        missing = await client.call_tool("needs", {"n": 2})
+        assert missing.is_error is True
+        assert missing.content[0].text == "Invalid arguments for tool needs: missing 'label'"  # type: ignore[union-attr]
+        both = await client.call_tool("needs", {"extra": 1})
+        assert both.content[0].text == "Invalid arguments for tool needs: missing 'n', 'label'"  # type: ignore[union-attr]
+        assert (await client.call_tool("needs", {"n": 2, "label": "x", "y": 0})).content[0].text == "x2"  # type: ignore[union-attr]
+        assert (await client.call_tool("anything", {"b": 1, "a": 2})).content[0].text == "a,b"  # type: ignore[union-attr]
+    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR] == []
 
 
 def test_invalid_raw_schema_fails_at_registration() -> None:

@@ -8,6 +8,7 @@ the peer: their traceback goes to the log and the result says only that the tool
 
 from __future__ import annotations
 
+import inspect
 import logging
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Final
@@ -165,6 +166,7 @@ def _raw_schema_caller(
     fn: Callable[..., Any], sig: Signature, validator: RawSchemaValidator, tool_name: str
 ) -> Callable[[Context, Raw | None], Any]:
     ctx_param = sig.context_param
+    accepted, required = _binding(fn, ctx_param)
 
     def call(ctx: Context, raw: Raw | None) -> Any:
         data = _check_object(raw)
@@ -175,12 +177,36 @@ def _raw_schema_caller(
         problem = validator.errors(args)
         if problem is not None:
             return error_result(f"Invalid arguments for tool {tool_name}: {problem}")
-        kwargs = dict(args)
+        # The schema is the contract: arguments it lets through that the function does not take are left out, and
+        # a parameter without a default that the arguments lack is the caller's mistake, not a failing tool.
+        kwargs = dict(args) if accepted is None else {k: v for k, v in args.items() if k in accepted}
+        missing = [name for name in required if name not in kwargs]
+        if missing:
+            names = ", ".join(repr(name) for name in missing)
+            return error_result(f"Invalid arguments for tool {tool_name}: missing {names}")
         if ctx_param is not None:
             kwargs[ctx_param] = ctx
         return _invoke(fn, sig, kwargs, tool_name)
 
     return call
+
+
+def _binding(fn: Callable[..., Any], ctx_param: str | None) -> tuple[frozenset[str] | None, tuple[str, ...]]:
+    """The argument names ``fn`` takes by keyword (None: any, it has ``**kwargs``) and those it requires."""
+    accepted: set[str] = set()
+    required: list[str] = []
+    any_name = False
+    for param in inspect.signature(fn).parameters.values():
+        if param.kind is inspect.Parameter.VAR_KEYWORD:
+            any_name = True
+        elif param.name != ctx_param and param.kind in (
+            inspect.Parameter.POSITIONAL_OR_KEYWORD,
+            inspect.Parameter.KEYWORD_ONLY,
+        ):
+            accepted.add(param.name)
+            if param.default is inspect.Parameter.empty:
+                required.append(param.name)
+    return (None if any_name else frozenset(accepted)), tuple(required)
 
 
 def _invoke(fn: Callable[..., Any], sig: Signature, kwargs: dict[str, Any], tool_name: str) -> Any:
