@@ -335,12 +335,10 @@ class Dispatcher:
         """The handler of ``ident`` is done: it can no longer be cancelled. True when the peer had cancelled it."""
         del self._inflight[ident]
         self._capacity.set()
-        if not self._cancelled:
+        if ident not in self._cancelled:
             return False
-        if ident in self._cancelled:
-            self._cancelled.discard(ident)
-            return True
-        return False
+        self._cancelled.discard(ident)
+        return True
 
     async def _unanswered(self, ident: RequestId, batch: _Batch | None) -> None:
         """A request the peer cancelled is never answered: the transport hears it ended; its batch goes on."""

@@ -102,27 +102,33 @@ class ClientGone(Exception):
 
 
 async def read_body(receive: Receive, headers: Headers, limit: int) -> bytes:
-    """The whole request body; :class:`BodyTooLarge` past ``limit`` bytes (checked against Content-Length first)."""
+    """The whole request body; :class:`BodyTooLarge` past ``limit`` bytes (a body in several messages is checked
+    against Content-Length first, then as it arrives)."""
+    message = await receive()
+    if message["type"] == "http.request" and not message.get("more_body", False):
+        body: bytes = message.get("body", b"")  # the usual case: the whole body in one message
+        if len(body) > limit:
+            raise BodyTooLarge()
+        return body
     declared = headers.raw(b"content-length")
     if declared is not None and declared.strip().isdigit() and int(declared) > limit:
         raise BodyTooLarge()
     chunks: list[bytes] = []
     size = 0
     while True:
-        message = await receive()
         kind = message["type"]
         if kind == "http.disconnect":
             raise ClientGone()
-        if kind != "http.request":
-            continue
-        chunk = message.get("body", b"")
-        if chunk:
-            size += len(chunk)
-            if size > limit:
-                raise BodyTooLarge()
-            chunks.append(chunk)
-        if not message.get("more_body", False):
-            break
+        if kind == "http.request":
+            chunk = message.get("body", b"")
+            if chunk:
+                size += len(chunk)
+                if size > limit:
+                    raise BodyTooLarge()
+                chunks.append(chunk)
+            if not message.get("more_body", False):
+                break
+        message = await receive()
     return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
 

@@ -62,7 +62,6 @@ from ._http_io import (
     ClientGone,
     HeaderList,
     Headers,
-    Message,
     Receive,
     Scope,
     Send,
@@ -262,24 +261,14 @@ class McpAsgiApp:
             await send_error(send, 406, "Not Acceptable: Accept must list application/json and text/event-stream")
             return
         content_type = headers.raw(b"content-type")
-        if content_type != b"application/json" and not is_json_content(
-            content_type.decode("latin-1") if content_type is not None else None
-        ):
+        if not is_json_content(content_type.decode("latin-1") if content_type is not None else None):
             await send_error(send, 415, "Unsupported Media Type: the body must be application/json")
             return
-        # The body: usually in the first message (read here), else by read_body (which also checks the length).
-        first = await receive()
-        if first["type"] == "http.request" and not first.get("more_body", False):
-            body = first.get("body", b"")
-            if len(body) > self.max_body:
-                await send_error(send, 413, f"Payload Too Large: the body exceeds {self.max_body} bytes")
-                return
-        else:
-            try:
-                body = await read_body(_replay(first, receive), headers, self.max_body)
-            except BodyTooLarge:
-                await send_error(send, 413, f"Payload Too Large: the body exceeds {self.max_body} bytes")
-                return
+        try:
+            body = await read_body(receive, headers, self.max_body)
+        except BodyTooLarge:
+            await send_error(send, 413, f"Payload Too Large: the body exceeds {self.max_body} bytes")
+            return
         version = _header_version(headers)
         if is_batch(body):
             await self.handshake.post_batch(headers, version, body, receive, send)
@@ -360,16 +349,6 @@ class McpAsgiApp:
 def _header_version(headers: Headers) -> str | None:
     value = headers.raw(b"mcp-protocol-version")
     return value.decode("latin-1").strip(" \t") if value is not None else None
-
-
-def _replay(first: Message, receive: Receive) -> Receive:
-    """``receive`` that hands out ``first`` (a message already received) before the ones still to come."""
-    pending: list[Message] = [first]
-
-    async def again() -> Message:
-        return pending.pop() if pending else await receive()
-
-    return again
 
 
 def _may_name_version(msg: Request | Notification) -> bool:
