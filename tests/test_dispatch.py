@@ -539,3 +539,53 @@ async def test_a_request_cancelled_while_its_handler_finishes_unawares_is_not_an
         await server.run()
     assert [frame for write in stream.writes for frame in write] == [b'{"jsonrpc":"2.0","id":2,"result":{"ok":true}}']
     assert finished == [1] and server.in_flight() == 0
+
+
+async def test_a_request_cancelled_before_its_task_has_started_is_cancelled_at_its_first_await() -> None:
+    """The cancellation is read in the same chunk as its request, before the request's task has run at all. The
+    handler still starts, so what it holds is cleaned up (here: the coroutine it wraps, which would otherwise be
+    reported as never awaited); it is cancelled at its first await, and the request is never answered."""
+    gates = Gates()
+    finished: list[Any] = []
+
+    class _Stream(_Writes):
+        def finished(self, request_id: Any) -> None:
+            finished.append(request_id)
+
+    async def wrapper(inner: Coroutine[Any, Any, bytes]) -> bytes:
+        return await inner
+
+    server: Dispatcher
+
+    def handler(req: Request) -> bytes | Coroutine[Any, Any, bytes]:
+        if req.method == "cancel-the-first":
+            assert server.cancel_inbound(1)  # as if the peer's notifications/cancelled had been read here
+            return b'{"done":true}'
+        inner = gates.handler(req)
+        assert not isinstance(inner, bytes)
+        return wrapper(inner)
+
+    stream = _Stream([request_frame(1, "block", {"key": "k"}), request_frame(2, "cancel-the-first")], gathers=True)
+    server = Dispatcher(stream, handler, drain_timeout=10.0)
+    with anyio.fail_after(10):
+        await server.run()
+    assert gates.started["k"].is_set() and gates.cancelled["k"].is_set()
+    assert [frame for write in stream.writes for frame in write] == [b'{"jsonrpc":"2.0","id":2,"result":{"done":true}}']
+    assert finished == [1] and server.in_flight() == 0
+
+
+async def test_cancelling_a_running_dispatcher_cancels_its_handlers_at_once() -> None:
+    """A dispatcher cancelled from outside (its server shutting down) does not give running handlers the drain
+    time a peer's end of stream gives them: they are cancelled at once."""
+    gates = Gates()
+    ours, theirs = memory_pair(8)
+    server = Dispatcher(theirs, gates.handler, drain_timeout=60.0)
+    with anyio.fail_after(10):
+        async with anyio.create_task_group() as tg:
+            await tg.start(server.run)
+            await ours.send(request_frame(1, "block", {"key": "k"}))
+            await gates.event(gates.started, "k").wait()
+            tg.cancel_scope.cancel()
+    assert gates.cancelled["k"].is_set() and server.in_flight() == 0
+    await ours.aclose()
+    await theirs.aclose()

@@ -47,6 +47,7 @@ LAYERS: dict[str, int] = {
     "transports.framing": 2,
     # L3: the first anyio import
     "jsonrpc.dispatch": 3,
+    "jsonrpc._tasks": 3,
     "jsonrpc.streams": 3,
     # L4: typed requests over a MessageStream
     "mcp.context": 4,

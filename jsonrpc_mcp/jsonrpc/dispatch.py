@@ -8,9 +8,9 @@ How a request is run (the fast path matters: most requests never block):
 * the handler is called synchronously with the :class:`~.wire.Request`;
 * if it returns ``bytes`` (an encoded result) the response is queued at once, in the reader's task, and written
   together with every other answer produced from the same read;
-* if it returns a coroutine, the coroutine runs in its own task (cancelled through the task's handle, whose
-  cancel scope anyio gives every task), so a slow request never holds up a fast one and ``cancel_inbound`` can stop
-  exactly that request, which is then never answered.
+* if it returns a coroutine, the coroutine runs in its own task, spawned on the event loop directly (see
+  :mod:`._tasks`), so a slow request never holds up a fast one and ``cancel_inbound`` can stop exactly that
+  request, which is then never answered.
 
 Back-pressure: at most ``max_in_flight`` handler tasks run at once; while that many are busy the reader stops
 reading, so a flooding peer fills its own pipe rather than our memory.
@@ -31,6 +31,7 @@ from msgspec import Raw
 
 from ..errors import ConnectionClosed, InternalError, RequestTimeout, RpcError, error_for_code
 from . import codes
+from ._tasks import HandlerTasks, open_handler_tasks
 from .streams import MessageStream
 from .wire import (
     ErrorResponse,
@@ -140,7 +141,8 @@ class Dispatcher:
         self.request_timeout = request_timeout
         self._tg: anyio.abc.TaskGroup | None = None
         self._write_lock: anyio.Lock | None = None  # made by the first write (many dispatchers never write)
-        self._inflight: dict[RequestId, anyio.TaskHandle[None]] = {}  # the handler tasks, by request id
+        self._handlers: HandlerTasks | None = None
+        self._inflight: dict[RequestId, object] = {}  # the handler tasks' cancel tokens, by request id
         self._cancelled: set[RequestId] = set()  # those the peer cancelled (they are never answered)
         self._tasks = 0  # handler tasks not yet done, their reply included
         self._replies: Outgoing = []  # answers of handler tasks waiting for the one write (see _reply)
@@ -154,11 +156,15 @@ class Dispatcher:
 
     async def run(self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
         """Serve the connection until the peer ends it; returns after running handlers have finished."""
-        async with anyio.create_task_group() as tg:
+        async with anyio.create_task_group() as tg, open_handler_tasks() as handlers:
             self._tg = tg
+            self._handlers = handlers
             task_status.started()
             try:
                 await self._read_loop()
+            except anyio.get_cancelled_exc_class():
+                handlers.cancel_all()  # as a task group's children would be: at once, not after the drain
+                raise
             finally:
                 self._closed = True
                 self._fail_pending()
@@ -169,6 +175,7 @@ class Dispatcher:
                             await self._idle.wait()
                 tg.cancel_scope.cancel()
         self._tg = None
+        self._handlers = None
 
     async def _read_loop(self) -> None:
         receive = self.stream.receive
@@ -281,9 +288,9 @@ class Dispatcher:
         self._start(req, result, batch)
 
     def _start(self, req: Request, coro: Coroutine[Any, Any, bytes], batch: _Batch | None) -> None:
-        assert self._tg is not None, "Dispatcher.run() is not running"
+        assert self._handlers is not None, "Dispatcher.run() is not running"
         self._tasks += 1
-        self._inflight[req.id] = self._tg.create_task(self._run_request(req, coro, batch), name=_TASK_NAME)
+        self._inflight[req.id] = self._handlers.spawn(self._run_request(req, coro, batch), _TASK_NAME)
 
     def _queue(self, reply: bytes, ident: RequestId, out: Outgoing, batch: _Batch | None) -> None:
         if batch is not None:
@@ -316,7 +323,7 @@ class Dispatcher:
             else:
                 reply = encode_result(ident, result)
         except BaseException:
-            # Cancelled: by the peer (the task's own scope stops the exception) or by shutdown.
+            # Cancelled: by the peer or by shutdown.
             coro.close()  # (a no-op once it has run; it always has by now)
             if self._end(ident):
                 await self._unanswered(ident, batch)
@@ -401,18 +408,19 @@ class Dispatcher:
         """Cancel the handler of an inbound request; it will not be answered. False if it is not running."""
         if type(request_id) is not str and type(request_id) is not int:
             return False
-        handle = self._inflight.get(request_id)
-        if handle is None:
+        token = self._inflight.get(request_id)
+        if token is None:
             return False
         self._cancelled.add(request_id)
-        handle.cancel()
+        assert self._handlers is not None
+        self._handlers.cancel(token, lambda: self._inflight.get(request_id) is token)
         return True
 
     def adopt(self, req: Request, coro: Coroutine[Any, Any, bytes]) -> bool:
         """Run a handler coroutine that a transport obtained by calling ``on_request`` itself (an HTTP request
         answered in its own task when the handler does not block) as if the read loop had started it: in this
         connection's task group, cancellable by ``notifications/cancelled``, answered through the stream."""
-        if self._tg is None or self._closed or req.id in self._inflight:
+        if self._handlers is None or self._closed or req.id in self._inflight:
             coro.close()
             return False
         self._start(req, coro, None)  # counted like the read loop's own: a draining run() waits for it
