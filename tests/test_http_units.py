@@ -212,6 +212,17 @@ def test_release_memory_runs_anywhere() -> None:
     _http_sessions.release_memory()
 
 
+@pytest.mark.anyio
+async def test_the_heap_trimmer_is_looked_up_before_any_session(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Looked up (importing ctypes on glibc) when the table starts, not in the middle of a burst's end, where the
+    import's long-lived objects would keep the burst's freed arenas from going back to the OS."""
+    monkeypatch.setattr(_http_sessions, "_malloc_trim", None)
+    table = _http_sessions.SessionTable(idle_timeout=60.0, max_sessions=10)
+    async with table.run():
+        assert _http_sessions._malloc_trim is not None
+        assert len(table) == 0
+
+
 # --- the event store -----------------------------------------------------------------------------------------------
 
 
