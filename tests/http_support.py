@@ -55,7 +55,10 @@ def server() -> Iterator[ServerThread]:
 
 @pytest.fixture
 async def http() -> AsyncIterator[httpx.AsyncClient]:
-    async with httpx.AsyncClient(timeout=10, verify=False) as client:
+    # keepalive_expiry below uvicorn's 5 s keep-alive: a request never goes out on a connection the server is
+    # closing as idle (both at 5 s, httpx's default, that race resets the request on a loaded machine)
+    limits = httpx.Limits(keepalive_expiry=2.0)
+    async with httpx.AsyncClient(timeout=10, verify=False, limits=limits) as client:
         yield client
 
 
