@@ -11,25 +11,25 @@ not spawn.
 A task cancelled before it has started still starts: its handler runs up to its first suspension and is
 cancelled there, as in a task group. (asyncio would otherwise throw into the coroutine before its first line,
 where no ``finally`` of ours has begun yet; so that cancellation is put off by one pass of the loop.)
+
+Most dispatchers never spawn a task (sync handlers are answered inline), and every Streamable HTTP session has
+a dispatcher: on asyncio nothing is made before the first spawn.
 """
 
 from __future__ import annotations
 
-import logging
 import sys
-from collections.abc import AsyncIterator, Callable, Coroutine
-from contextlib import asynccontextmanager
+from collections.abc import Callable, Coroutine
+from types import TracebackType
 from typing import Any, Protocol
 
 import anyio
 
 __all__ = ("HandlerTasks", "open_handler_tasks")
 
-logger = logging.getLogger(__name__)
-
 
 class HandlerTasks(Protocol):
-    """Spawns handler tasks; cancels one, or all when the dispatcher stops."""
+    """Spawns handler tasks; cancels one, or all when the dispatcher stops. Entered for the dispatcher's run."""
 
     def spawn(self, coro: Coroutine[Any, Any, None], name: str) -> object:
         """Start ``coro`` in a new task; returns the token :meth:`cancel` takes."""
@@ -42,30 +42,48 @@ class HandlerTasks(Protocol):
 
     def cancel_all(self) -> None: ...
 
+    async def __aenter__(self) -> HandlerTasks: ...
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> bool | None:
+        """Cancel the tasks still running and wait for them (shielded: a handler always gets to clean up)."""
+        ...
+
+
+def open_handler_tasks() -> HandlerTasks:
+    """Handler tasks on the running event loop (to be entered with ``async with``)."""
+    trio = sys.modules.get("trio")
+    if trio is not None and _in_trio(trio):
+        return _TrioTasks(trio)
+    return _AsyncioTasks()
+
+
+def _in_trio(trio: Any) -> bool:
+    try:
+        trio.lowlevel.current_task()
+    except RuntimeError:
+        return False
+    return True
+
 
 class _AsyncioTasks:
-    __slots__ = ("_call_soon", "_create", "_done", "_live")
+    __slots__ = ("_live", "_loop")
 
     def __init__(self) -> None:
-        import asyncio
-
-        loop = asyncio.get_running_loop()
-        self._create = loop.create_task
-        self._call_soon = loop.call_soon
-        self._live: set[asyncio.Task[None]] = set()  # asyncio itself holds tasks only weakly
-        live = self._live
-
-        def done(task: asyncio.Task[None]) -> None:
-            live.discard(task)
-            if not task.cancelled() and task.exception() is not None:  # pragma: no cover - handlers catch all
-                logger.error("handler task failed", exc_info=task.exception())
-
-        self._done = done
+        self._loop: Any = None
+        self._live: set[Any] | None = None  # asyncio itself holds tasks only weakly
 
     def spawn(self, coro: Coroutine[Any, Any, None], name: str) -> object:
-        task = self._create(coro, name=name)
-        self._live.add(task)
-        task.add_done_callback(self._done)
+        live = self._live
+        if live is None:
+            import asyncio
+
+            self._loop = asyncio.get_running_loop()
+            live = self._live = set()
+        task = self._loop.create_task(coro, name=name)
+        live.add(task)
+        task.add_done_callback(live.discard)
         return task
 
     def cancel(self, token: object, still_running: Callable[[], bool]) -> None:
@@ -73,20 +91,33 @@ class _AsyncioTasks:
         if _started(task):
             task.cancel()
         else:  # its first step is already queued: this runs after it
-            self._call_soon(_cancel_later, task, still_running)
+            self._loop.call_soon(_cancel_later, task, still_running)
 
     def cancel_all(self) -> None:
-        for task in self._live:
-            if _started(task):
-                task.cancel()
-            else:
-                self._call_soon(_cancel_later, task, _always)
+        for task in self._live or ():
+            self.cancel(task, _always)
 
-    async def wait_all(self) -> None:
+    async def __aenter__(self) -> _AsyncioTasks:
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        live = self._live
+        if not live:
+            return
         import asyncio
 
-        while self._live:
-            await asyncio.wait(list(self._live))
+        self.cancel_all()
+        with anyio.CancelScope(shield=True):
+            while live:
+                await asyncio.wait(list(live))
+
+
+def _started(task: Any) -> bool:
+    """The task's coroutine has begun and not finished (Python 3.11+ coroutines tell ``cr_suspended``)."""
+    coro = task.get_coro()
+    return bool(coro.cr_running or coro.cr_suspended)
 
 
 def _cancel_later(task: Any, still_running: Callable[[], bool]) -> None:
@@ -98,18 +129,13 @@ def _always() -> bool:
     return True
 
 
-def _started(task: Any) -> bool:
-    """The task's coroutine has begun and not finished (Python 3.11+ coroutines tell ``cr_suspended``)."""
-    coro = task.get_coro()
-    return bool(coro.cr_running or coro.cr_suspended)
-
-
 class _TrioTasks:
-    __slots__ = ("_nursery", "_trio")
+    __slots__ = ("_manager", "_nursery", "_trio")
 
-    def __init__(self, nursery: Any, trio: Any) -> None:
-        self._nursery = nursery
+    def __init__(self, trio: Any) -> None:
         self._trio = trio
+        self._manager = trio.open_nursery()
+        self._nursery: Any = None
 
     def spawn(self, coro: Coroutine[Any, Any, None], name: str) -> object:
         scope = self._trio.CancelScope()
@@ -123,37 +149,18 @@ class _TrioTasks:
     def cancel_all(self) -> None:
         self._nursery.cancel_scope.cancel()
 
+    async def __aenter__(self) -> _TrioTasks:
+        self._nursery = await self._manager.__aenter__()
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> bool | None:
+        self.cancel_all()
+        result: bool | None = await self._manager.__aexit__(exc_type, exc, tb)
+        return result
+
 
 async def _in_scope(scope: Any, coro: Coroutine[Any, Any, None]) -> None:
     with scope:
         await coro
-
-
-@asynccontextmanager
-async def open_handler_tasks() -> AsyncIterator[HandlerTasks]:
-    """Handler tasks on the running event loop. On leaving, those still running are cancelled and waited for
-    (shielded from an outer cancellation: a handler always gets to run its clean-up)."""
-    trio = sys.modules.get("trio")
-    if trio is not None and _in_trio(trio):
-        async with trio.open_nursery() as nursery:
-            tasks = _TrioTasks(nursery, trio)
-            try:
-                yield tasks
-            finally:
-                tasks.cancel_all()
-        return
-    loop_tasks = _AsyncioTasks()
-    try:
-        yield loop_tasks
-    finally:
-        loop_tasks.cancel_all()
-        with anyio.CancelScope(shield=True):
-            await loop_tasks.wait_all()
-
-
-def _in_trio(trio: Any) -> bool:
-    try:
-        trio.lowlevel.current_task()
-    except RuntimeError:
-        return False
-    return True
