@@ -42,6 +42,10 @@ class HandlerTasks(Protocol):
 
     def cancel_all(self) -> None: ...
 
+    def forget(self, token: object) -> None:
+        """The task of ``token`` is finishing (called from its own ``finally``): no need to wait for it."""
+        ...
+
     async def __aenter__(self) -> HandlerTasks: ...
 
     async def __aexit__(
@@ -82,9 +86,11 @@ class _AsyncioTasks:
             self._loop = asyncio.get_running_loop()
             live = self._live = set()
         task = self._loop.create_task(coro, name=name)
-        live.add(task)
-        task.add_done_callback(live.discard)
+        live.add(task)  # until forget(): a done callback would cost a trip through the loop per task
         return task
+
+    def forget(self, token: object) -> None:
+        self._live.discard(token)  # type: ignore[union-attr]  # (spawn made it)
 
     def cancel(self, token: object, still_running: Callable[[], bool]) -> None:
         task: Any = token
@@ -111,7 +117,8 @@ class _AsyncioTasks:
         self.cancel_all()
         with anyio.CancelScope(shield=True):
             while live:
-                await asyncio.wait(list(live))
+                done, _ = await asyncio.wait(list(live))
+                live.difference_update(done)  # (one that never ran its finally, e.g. cancelled by asyncio.run)
 
 
 def _started(task: Any) -> bool:
@@ -148,6 +155,9 @@ class _TrioTasks:
 
     def cancel_all(self) -> None:
         self._nursery.cancel_scope.cancel()
+
+    def forget(self, token: object) -> None:
+        pass  # the nursery keeps track
 
     async def __aenter__(self) -> _TrioTasks:
         self._nursery = await self._manager.__aenter__()

@@ -299,10 +299,13 @@ class Dispatcher:
             out.append((reply, ident))
 
     async def _run_request(self, req: Request, coro: Coroutine[Any, Any, bytes], batch: _Batch | None) -> None:
+        token = self._inflight[req.id]  # (registered by _start before this task could run)
         try:
             await self._run_and_answer(req, coro, batch)
         finally:
             # Only now, with the reply written, may a draining run() consider this request done.
+            assert self._handlers is not None
+            self._handlers.forget(token)
             self._tasks -= 1
             if not self._tasks:
                 self._idle.set()
