@@ -589,3 +589,48 @@ async def test_cancelling_a_running_dispatcher_cancels_its_handlers_at_once() ->
     assert gates.cancelled["k"].is_set() and server.in_flight() == 0
     await ours.aclose()
     await theirs.aclose()
+
+
+async def test_anyio_inside_a_handler_task_works_and_a_cancellation_reaches_its_own_task_group() -> None:
+    """Handler tasks are the event loop's own tasks, not an anyio task group's: anyio's scopes, timeouts and task
+    groups inside a tool work as usual, and the peer's cancellation reaches the tool's own child tasks."""
+    server = Server("anyio-inside", "1")
+    child_started = anyio.Event()
+    child_cancelled = anyio.Event()
+    tool_cancelled = anyio.Event()
+
+    @server.tool()
+    async def timed() -> str:
+        with anyio.move_on_after(0.01) as scope:
+            await anyio.sleep_forever()
+        return f"timed out: {scope.cancelled_caught}"
+
+    @server.tool()
+    async def fan_out() -> str:
+        async def child() -> None:
+            child_started.set()
+            try:
+                await anyio.sleep_forever()
+            except anyio.get_cancelled_exc_class():
+                child_cancelled.set()
+                raise
+
+        try:
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(child)
+        except anyio.get_cancelled_exc_class():
+            tool_cancelled.set()
+            raise
+        return "never"
+
+    async with raw_server(server, version="2025-11-25") as peer:
+        reply = await peer.call(request_frame(1, "tools/call", {"name": "timed", "arguments": {}}))
+        assert reply["result"]["content"][0]["text"] == "timed out: True"
+        await peer.send(request_frame(2, "tools/call", {"name": "fan_out", "arguments": {}}))
+        with anyio.fail_after(5):
+            await child_started.wait()
+        await peer.send(cancel_frame(2, "user"))
+        with anyio.fail_after(5):
+            await child_cancelled.wait()
+            await tool_cancelled.wait()
+        assert await peer.sync() == []  # request 2 is never answered
