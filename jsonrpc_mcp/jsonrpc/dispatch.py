@@ -421,8 +421,8 @@ class Dispatcher:
 
     def adopt(self, req: Request, coro: Coroutine[Any, Any, bytes]) -> bool:
         """Run a handler coroutine that a transport obtained by calling ``on_request`` itself (an HTTP request
-        answered in its own task when the handler does not block) as if the read loop had started it: in this
-        connection's task group, cancellable by ``notifications/cancelled``, answered through the stream."""
+        answered in its own task when the handler does not block) as if the read loop had started it: among this
+        connection's handler tasks, cancellable by ``notifications/cancelled``, answered through the stream."""
         if self._handlers is None or self._closed or req.id in self._inflight:
             coro.close()
             return False
