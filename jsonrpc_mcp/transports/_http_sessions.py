@@ -212,7 +212,7 @@ def _find_malloc_trim() -> Any:
 
                 _malloc_trim = ctypes.CDLL(None).malloc_trim
             except (OSError, AttributeError):  # not glibc (musl has no malloc_trim)
-                pass
+                logger.debug("no malloc_trim here: freed C-heap pages stay with the process")
     return _malloc_trim
 
 
