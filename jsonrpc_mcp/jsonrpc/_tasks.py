@@ -18,6 +18,7 @@ a dispatcher: on asyncio nothing is made before the first spawn.
 
 from __future__ import annotations
 
+import logging
 import sys
 from collections.abc import Callable, Coroutine
 from types import TracebackType
@@ -26,6 +27,8 @@ from typing import Any, Protocol
 import anyio
 
 __all__ = ("HandlerTasks", "open_handler_tasks")
+
+logger = logging.getLogger(__name__)
 
 
 class HandlerTasks(Protocol):
@@ -44,6 +47,11 @@ class HandlerTasks(Protocol):
 
     def forget(self, token: object) -> None:
         """The task of ``token`` is finishing (called from its own ``finally``): no need to wait for it."""
+        ...
+
+    def start_soon(self, coro: Coroutine[Any, Any, None], name: str) -> None:
+        """Start ``coro`` in a task that is neither cancelled alone nor calls :meth:`forget` (a long-lived one:
+        an HTTP session's). It must not raise; on asyncio what escapes it is logged."""
         ...
 
     async def __aenter__(self) -> HandlerTasks: ...
@@ -91,6 +99,15 @@ class _AsyncioTasks:
 
     def forget(self, token: object) -> None:
         self._live.discard(token)  # type: ignore[union-attr]  # (spawn made it)
+
+    def start_soon(self, coro: Coroutine[Any, Any, None], name: str) -> None:
+        task: Any = self.spawn(coro, name)
+        task.add_done_callback(self._finished)
+
+    def _finished(self, task: Any) -> None:
+        self.forget(task)
+        if not task.cancelled() and task.exception() is not None:
+            logger.error("task %r failed", task.get_name(), exc_info=task.exception())
 
     def cancel(self, token: object, still_running: Callable[[], bool]) -> None:
         task: Any = token
@@ -159,6 +176,9 @@ class _TrioTasks:
     def forget(self, token: object) -> None:
         pass  # the nursery keeps track
 
+    def start_soon(self, coro: Coroutine[Any, Any, None], name: str) -> None:
+        self._nursery.start_soon(_awaiting, coro, name=name)
+
     async def __aenter__(self) -> _TrioTasks:
         self._nursery = await self._manager.__aenter__()
         return self
@@ -169,6 +189,10 @@ class _TrioTasks:
         self.cancel_all()
         result: bool | None = await self._manager.__aexit__(exc_type, exc, tb)
         return result
+
+
+async def _awaiting(coro: Coroutine[Any, Any, None]) -> None:
+    await coro
 
 
 async def _in_scope(scope: Any, coro: Coroutine[Any, Any, None]) -> None:

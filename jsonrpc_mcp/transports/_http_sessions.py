@@ -23,6 +23,7 @@ from typing import Any, Final
 import anyio
 import anyio.abc
 
+from ..jsonrpc._tasks import HandlerTasks, open_handler_tasks
 from ._http_session import HttpSession
 
 __all__ = ("SessionTable",)
@@ -37,6 +38,7 @@ class SessionTable:
         self._sessions: dict[str, HttpSession] = {}
         self.view: Mapping[str, HttpSession] = MappingProxyType(self._sessions)
         self._tg: anyio.abc.TaskGroup | None = None
+        self._session_tasks: HandlerTasks | None = None  # spawned on the loop directly: ~2.6 KiB less each
         self._ready: anyio.Event | None = None
         self._stop: anyio.Event | None = None
         self._stopped: anyio.Event | None = None
@@ -59,8 +61,9 @@ class SessionTable:
         if self._tg is not None:
             raise RuntimeError("the sessions' task group is already running")
         _find_malloc_trim()  # now, not after a burst: see there
-        async with anyio.create_task_group() as tg:
+        async with anyio.create_task_group() as tg, open_handler_tasks() as session_tasks:
             self._tg = tg
+            self._session_tasks = session_tasks
             if self._ready is None:
                 self._ready = anyio.Event()
             self._ready.set()
@@ -69,6 +72,7 @@ class SessionTable:
                 yield
             finally:
                 self._tg = None
+                self._session_tasks = None
                 self._ready = None
                 self.end_all()
                 tg.cancel_scope.cancel()
@@ -121,12 +125,13 @@ class SessionTable:
         return len(self._sessions) >= self.max_sessions
 
     async def start(self, session: HttpSession) -> None:
-        tg = await self._task_group()
+        await self._task_group()  # (running from here on)
         self._sessions[session.id] = session
         self._running_sessions += 1
         if self._running_sessions > self._burst:
             self._burst = self._running_sessions
-        tg.start_soon(self._run_session, session)
+        assert self._session_tasks is not None  # (set with the task group)
+        self._session_tasks.start_soon(self._run_session(session), _SESSION_TASK)
 
     async def _run_session(self, session: HttpSession) -> None:
         try:
@@ -180,6 +185,8 @@ class SessionTable:
         waits = [s.last_seen + self.idle_timeout - now for s in self._sessions.values() if s.active == 0]
         return max(1, math.ceil(min(waits))) if waits else max(1, math.ceil(self.idle_timeout))
 
+
+_SESSION_TASK: Final = "jsonrpc-mcp HTTP session"
 
 #: When this many sessions or more ran at once and the last of them has ended, free heap memory is handed back to
 #: the OS (see :func:`release_memory`).
