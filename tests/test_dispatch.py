@@ -435,7 +435,7 @@ async def test_an_adopted_request_is_drained_and_answered_after_the_end_of_strea
             frames = await ours.receive()
         assert frames == [b'{"jsonrpc":"2.0","id":7,"result":{"late":true}}']
         with anyio.fail_after(10):
-            while server._tg is not None:  # run() returns once the adopted request is done
+            while server._handlers is not None:  # run() returns once the adopted request is done
                 await checkpoint()
     assert server.in_flight() == 0
     await ours.aclose()

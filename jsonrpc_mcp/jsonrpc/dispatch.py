@@ -91,7 +91,9 @@ _NO_WAITER = _NoWaiter()
 
 #: Errors about our own outgoing requests; their codes are local-only and never go on the wire.
 _LOCAL_ONLY = (RequestTimeout, ConnectionClosed)
-_TASK_NAME = "jsonrpc-mcp request handler"  # given, so anyio does not work one out for every task
+_TASK_NAME = "jsonrpc-mcp request handler"
+_NOTIFICATION_TASK = "jsonrpc-mcp notification handler"
+_SPAWNED_TASK = "jsonrpc-mcp connection task"
 
 
 def _local_failure(req: Request, exc: RpcError) -> bytes:
@@ -139,9 +141,8 @@ class Dispatcher:
         self.max_in_flight = max_in_flight
         self.drain_timeout = drain_timeout
         self.request_timeout = request_timeout
-        self._tg: anyio.abc.TaskGroup | None = None
         self._write_lock: anyio.Lock | None = None  # made by the first write (many dispatchers never write)
-        self._handlers: HandlerTasks | None = None
+        self._handlers: HandlerTasks | None = None  # every task of this connection (see _tasks), while it runs
         self._inflight: dict[RequestId, object] = {}  # the handler tasks' cancel tokens, by request id
         self._cancelled: set[RequestId] = set()  # those the peer cancelled (they are never answered)
         self._tasks = 0  # handler tasks not yet done, their reply included
@@ -156,8 +157,7 @@ class Dispatcher:
 
     async def run(self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
         """Serve the connection until the peer ends it; returns after running handlers have finished."""
-        async with anyio.create_task_group() as tg, open_handler_tasks() as handlers:
-            self._tg = tg
+        async with open_handler_tasks() as handlers:
             self._handlers = handlers
             task_status.started()
             try:
@@ -173,8 +173,7 @@ class Dispatcher:
                         while self._tasks:
                             self._idle = anyio.Event()
                             await self._idle.wait()
-                tg.cancel_scope.cancel()
-        self._tg = None
+            # (leaving the block cancels and waits for what still runs: notification and spawned tasks too)
         self._handlers = None
 
     async def _read_loop(self) -> None:
@@ -398,8 +397,8 @@ class Dispatcher:
             logger.exception("notification handler for %r failed", note.method)
             return
         if result is not None:
-            assert self._tg is not None
-            self._tg.start_soon(self._run_notification, note, result)
+            assert self._handlers is not None
+            self._handlers.start_soon(self._run_notification(note, result), _NOTIFICATION_TASK)
 
     async def _run_notification(self, note: Notification, coro: Coroutine[Any, Any, None]) -> None:
         try:
@@ -430,10 +429,11 @@ class Dispatcher:
         return True
 
     def spawn(self, fn: Callable[..., Coroutine[Any, Any, Any]], *args: Any) -> bool:
-        """Run ``fn(*args)`` in this connection's task group (ended with the connection). False if not running."""
-        if self._tg is None or self._closed:
+        """Run ``fn(*args)`` in a task of this connection (cancelled when it ends). False if not running. ``fn``
+        must not raise (what escapes is logged on asyncio, and ends the connection on trio)."""
+        if self._handlers is None or self._closed:
             return False
-        self._tg.start_soon(fn, *args)
+        self._handlers.start_soon(fn(*args), _SPAWNED_TASK)
         return True
 
     def in_flight(self) -> int:
