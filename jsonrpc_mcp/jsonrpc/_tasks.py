@@ -1,4 +1,4 @@
-"""Handler tasks of one dispatcher, spawned on the running event loop directly (L3).
+"""The tasks of one dispatcher (and of the HTTP session table), spawned on the running event loop directly (L3).
 
 An anyio task group spawns a task with ~8x the work of the event loop's own primitive (a task state, a cancel
 scope, weak references, a done callback that re-checks every scope). A handler task needs none of it: it is
