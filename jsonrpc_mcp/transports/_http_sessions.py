@@ -5,8 +5,9 @@ lifespan, or by an embedder — or, when neither happened by the time the first 
 background task of the running event loop (an asyncio task, or a trio system task) that :meth:`aclose` stops.
 Each session runs in a task of its own, spawned on the event loop directly (:mod:`..jsonrpc._tasks`), which
 the table cancels and waits for when it stops. A sweeper in the task group ends sessions idle for
-``idle_timeout`` seconds; lookups check expiry too, so an expired session answers 404 even between sweeps. Idle times are measured with :func:`time.monotonic` (the clock
-of asyncio's loop; a fraction of the cost of asking anyio for the backend's clock on every request).
+``idle_timeout`` seconds; lookups check expiry too, so an expired session answers 404 even between sweeps.
+Idle times are measured with :func:`time.monotonic` (the clock of asyncio's loop; a fraction of the cost of
+asking anyio for the backend's clock on every request).
 """
 
 from __future__ import annotations
