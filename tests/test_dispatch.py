@@ -634,3 +634,30 @@ async def test_anyio_inside_a_handler_task_works_and_a_cancellation_reaches_its_
             await child_cancelled.wait()
             await tool_cancelled.wait()
         assert await peer.sync() == []  # request 2 is never answered
+
+
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])
+async def test_handler_tasks_do_not_go_through_the_loops_task_factory() -> None:
+    """A task factory on the loop (an eager one, on Python 3.12+, would run a handler before the dispatcher has
+    registered it) is not used for handler tasks; they start on the loop's next pass."""
+    import asyncio
+
+    loop = asyncio.get_running_loop()
+    made: list[str] = []
+
+    def factory(loop: asyncio.AbstractEventLoop, coro: Any, **kwargs: Any) -> asyncio.Task[Any]:
+        made.append(coro.__qualname__)  # (Python 3.11 passes no name: it is set after)
+        return asyncio.Task(coro, loop=loop, **kwargs)
+
+    previous = loop.get_task_factory()
+    loop.set_task_factory(factory)
+    try:
+        async with peers() as (client, _server, gates), anyio.create_task_group() as tg:
+            tg.start_soon(client.request, "block", b'{"key":"factory"}')
+            with anyio.fail_after(10):
+                await gates.event(gates.started, "factory").wait()
+            gates.event(gates.release, "factory").set()
+    finally:
+        loop.set_task_factory(previous)
+    assert gates.count == 1
+    assert made and "Dispatcher._run_request" not in made  # (the factory did make the client's own tasks)

@@ -14,6 +14,10 @@ where no ``finally`` of ours has begun yet; so that cancellation is put off by o
 
 Most dispatchers never spawn a task (sync handlers are answered inline), and every Streamable HTTP session has
 a dispatcher: on asyncio nothing is made before the first spawn.
+
+On asyncio a task is made with ``asyncio.Task`` itself, not ``loop.create_task``: a task factory set on the
+loop is not used. An eager one (Python 3.12+) would run a handler inside the spawn, before the dispatcher has
+registered it; the tasks here always start at the loop's next pass.
 """
 
 from __future__ import annotations
@@ -80,10 +84,11 @@ def _in_trio(trio: Any) -> bool:
 
 
 class _AsyncioTasks:
-    __slots__ = ("_live", "_loop")
+    __slots__ = ("_live", "_loop", "_task")
 
     def __init__(self) -> None:
         self._loop: Any = None
+        self._task: Any = None
         self._live: set[Any] | None = None  # asyncio itself holds tasks only weakly
 
     def spawn(self, coro: Coroutine[Any, Any, None], name: str) -> object:
@@ -92,8 +97,9 @@ class _AsyncioTasks:
             import asyncio
 
             self._loop = asyncio.get_running_loop()
+            self._task = asyncio.Task
             live = self._live = set()
-        task = self._loop.create_task(coro, name=name)
+        task = self._task(coro, loop=self._loop, name=name)
         live.add(task)  # until forget(): a done callback would cost a trip through the loop per task
         return task
 
