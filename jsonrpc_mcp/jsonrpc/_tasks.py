@@ -26,7 +26,7 @@ import logging
 import sys
 from collections.abc import Callable, Coroutine
 from types import TracebackType
-from typing import Any, Protocol
+from typing import Any
 
 import anyio
 
@@ -35,52 +35,13 @@ __all__ = ("HandlerTasks", "open_handler_tasks")
 logger = logging.getLogger(__name__)
 
 
-class HandlerTasks(Protocol):
-    """Spawns handler tasks; cancels one, or all when the dispatcher stops. Entered for the dispatcher's run."""
-
-    def spawn(self, coro: Coroutine[Any, Any, None], name: str) -> object:
-        """Start ``coro`` in a new task; returns the token :meth:`cancel` takes."""
-        ...
-
-    def cancel(self, token: object, still_running: Callable[[], bool]) -> None:
-        """Cancel the task of ``token`` while its handler runs; ``still_running`` tells, if the cancellation has
-        to wait for the task to start, whether it still applies then."""
-        ...
-
-    def cancel_all(self) -> None: ...
-
-    def forget(self, token: object) -> None:
-        """The task of ``token`` is finishing (called from its own ``finally``): no need to wait for it."""
-        ...
-
-    def start_soon(self, coro: Coroutine[Any, Any, None], name: str) -> None:
-        """Start ``coro`` in a task that is neither cancelled alone nor calls :meth:`forget` (a long-lived one:
-        an HTTP session's). It must not raise; on asyncio what escapes it is logged."""
-        ...
-
-    async def __aenter__(self) -> HandlerTasks: ...
-
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> bool | None:
-        """Cancel the tasks still running and wait for them (shielded: a handler always gets to clean up)."""
-        ...
-
-
 def open_handler_tasks() -> HandlerTasks:
-    """Handler tasks on the running event loop (to be entered with ``async with``)."""
+    """The tasks of one connection on the running event loop (to be entered with ``async with``; leaving cancels
+    the tasks still running and waits for them, shielded: a handler always gets to clean up)."""
     trio = sys.modules.get("trio")
-    if trio is not None and _in_trio(trio):
+    if trio is not None and trio.lowlevel.in_trio_run():
         return _TrioTasks(trio)
     return _AsyncioTasks()
-
-
-def _in_trio(trio: Any) -> bool:
-    try:
-        trio.lowlevel.current_task()
-    except RuntimeError:
-        return False
-    return True
 
 
 class _AsyncioTasks:
@@ -92,6 +53,7 @@ class _AsyncioTasks:
         self._live: set[Any] | None = None  # asyncio itself holds tasks only weakly
 
     def spawn(self, coro: Coroutine[Any, Any, None], name: str) -> object:
+        """Start ``coro`` in a new task; returns the token :meth:`cancel` and :meth:`forget` take."""
         live = self._live
         if live is None:
             import asyncio
@@ -104,9 +66,12 @@ class _AsyncioTasks:
         return task
 
     def forget(self, token: object) -> None:
+        """The task of ``token`` is finishing (called from its own ``finally``): no need to wait for it."""
         self._live.discard(token)  # type: ignore[union-attr]  # (spawn made it)
 
     def start_soon(self, coro: Coroutine[Any, Any, None], name: str) -> None:
+        """Start ``coro`` in a task that is neither cancelled alone nor calls :meth:`forget` (a long-lived one: an
+        HTTP session's). It must not raise; what escapes it is logged (on trio it ends the nursery)."""
         task: Any = self.spawn(coro, name)
         task.add_done_callback(self._finished)
 
@@ -116,6 +81,8 @@ class _AsyncioTasks:
             logger.error("task %r failed", task.get_name(), exc_info=task.exception())
 
     def cancel(self, token: object, still_running: Callable[[], bool]) -> None:
+        """Cancel the task of ``token`` while its handler runs; ``still_running`` tells, if the cancellation has
+        to wait for the task to start, whether it still applies then."""
         task: Any = token
         if _started(task):
             task.cancel()
@@ -204,3 +171,7 @@ async def _awaiting(coro: Coroutine[Any, Any, None]) -> None:
 async def _in_scope(scope: Any, coro: Coroutine[Any, Any, None]) -> None:
     with scope:
         await coro
+
+
+#: The tasks of one connection: the same methods on either event loop.
+HandlerTasks = _AsyncioTasks | _TrioTasks

@@ -54,6 +54,7 @@ class Signature(msgspec.Struct):
     wrap_output: bool
     required: tuple[str, ...]
     param_descriptions: dict[str, str]
+    takes_any: bool = False  # a raw-schema function with ``**kwargs``: it takes every argument
 
 
 def _is_context(annotation: Any) -> bool:
@@ -77,13 +78,15 @@ def inspect_function(
     fn: Callable[..., Any], *, name: str, structured_output: bool | None = None, raw_schema: bool = False
 ) -> Signature:
     """Read ``fn``'s signature. With ``raw_schema`` the arguments are described elsewhere (a raw JSON Schema):
-    only the ``Context`` parameter and the return annotation are read, and ``**kwargs`` is allowed."""
+    besides the ``Context`` parameter and the return annotation only the names ``fn`` takes by keyword (``params``)
+    and those without a default (``required``) are read, and ``**kwargs`` is allowed (``takes_any``)."""
     hints = typing.get_type_hints(fn, include_extras=True)
     sig = inspect.signature(fn)
     fields: list[tuple[Any, ...]] = []
     context_param: str | None = None
     names: list[str] = []
     required: list[str] = []
+    takes_any = False
     param_docs = _param_docs(inspect.getdoc(fn) or "")
     for pname, param in sig.parameters.items():
         annotation = hints.get(pname, Any)
@@ -91,6 +94,12 @@ def inspect_function(
             context_param = pname
             continue
         if raw_schema:
+            if param.kind is inspect.Parameter.VAR_KEYWORD:
+                takes_any = True
+            elif param.kind in (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY):
+                names.append(pname)
+                if param.default is inspect.Parameter.empty:
+                    required.append(pname)
             continue
         if param.kind in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD):
             raise TypeError(f"{name}: *args and **kwargs cannot be described by a schema")
@@ -124,6 +133,7 @@ def inspect_function(
         wrap_output=wrap,
         required=tuple(required),
         param_descriptions=param_docs,
+        takes_any=takes_any,
     )
 
 

@@ -8,7 +8,6 @@ the peer: their traceback goes to the log and the result says only that the tool
 
 from __future__ import annotations
 
-import inspect
 import logging
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Final
@@ -166,7 +165,8 @@ def _raw_schema_caller(
     fn: Callable[..., Any], sig: Signature, validator: RawSchemaValidator, tool_name: str
 ) -> Callable[[Context, Raw | None], Any]:
     ctx_param = sig.context_param
-    accepted, required = _binding(fn, ctx_param)
+    accepted = None if sig.takes_any else frozenset(sig.params)
+    required = sig.required
 
     def call(ctx: Context, raw: Raw | None) -> Any:
         data = _check_object(raw)
@@ -189,24 +189,6 @@ def _raw_schema_caller(
         return _invoke(fn, sig, kwargs, tool_name)
 
     return call
-
-
-def _binding(fn: Callable[..., Any], ctx_param: str | None) -> tuple[frozenset[str] | None, tuple[str, ...]]:
-    """The argument names ``fn`` takes by keyword (None: any, it has ``**kwargs``) and those it requires."""
-    accepted: set[str] = set()
-    required: list[str] = []
-    any_name = False
-    for param in inspect.signature(fn).parameters.values():
-        if param.kind is inspect.Parameter.VAR_KEYWORD:
-            any_name = True
-        elif param.name != ctx_param and param.kind in (
-            inspect.Parameter.POSITIONAL_OR_KEYWORD,
-            inspect.Parameter.KEYWORD_ONLY,
-        ):
-            accepted.add(param.name)
-            if param.default is inspect.Parameter.empty:
-                required.append(param.name)
-    return (None if any_name else frozenset(accepted)), tuple(required)
 
 
 def _invoke(fn: Callable[..., Any], sig: Signature, kwargs: dict[str, Any], tool_name: str) -> Any:
