@@ -72,6 +72,8 @@ MIN_NODE_MAJOR: Final = 22
 NPM_TIMEOUT_S: Final = 600.0
 HELPER_TIMEOUT_S: Final = 60.0
 STOP_GRACE_S: Final = 5.0
+# How many of a failed scenario's last log lines the report shows when no failing check explains it.
+LOG_TAIL_LINES = 8
 # How much longer than the suite's own per-scenario timeout a suite process may take.
 SLACK_S: Final = 60.0
 
@@ -1103,33 +1105,6 @@ def print_report(runs: list[LegRun], opts: Options, reqs: dict[str, RequirementS
     revisions = [rev for rev in REVISIONS if rev in opts.revisions]
     results = [r for run in runs for r in run.results]
 
-    # Details of every unexpected scored result, then the single table.
-    bad = [r for r in results if r.unexpected]
-    leg_errors = {e.splitlines()[0] for run in runs for e in run.errors}
-    if bad or leg_errors:
-        print("\nUnexpected results:")
-        for run in runs:
-            for error in dict.fromkeys(run.errors):
-                first, *rest = error.splitlines()
-                print(f"  {run.leg} {run.revision}: {first}")
-                for line in rest:
-                    print(f"      | {line}")
-        for r in bad:
-            if r.result_dir is None and r.notes and all(n in leg_errors for n in r.notes):
-                continue  # already said once for the whole leg
-            where = r.log or r.result_dir
-            print(f"  {r.leg} {r.revision} {r.scenario}: {r.status}" + (f"  [{_rel(where)}]" if where else ""))
-            for entry in r.stale:
-                print(f"      stale expected-failures entry (now passing): {entry}")
-            shown = [c for c in r.failing if f"{r.scenario}:{c['id']}" not in r.expected]
-            for check in shown[:6]:
-                message = " ".join(check["message"].split())
-                print(f"      {check['status']:<7} {check['id']}: {message[:150]}")
-            if len(shown) > 6:
-                print(f"      ... and {len(shown) - 6} more failing checks")
-            for note in r.notes:
-                print(f"      note: {note}")
-
     scored_rows: dict[tuple[str, str], dict[str, Result]] = {}
     unscored_rows: dict[tuple[str, str], dict[str, Result]] = {}
     reasons: dict[tuple[str, str], str] = {}
@@ -1183,6 +1158,48 @@ def print_report(runs: list[LegRun], opts: Options, reqs: dict[str, RequirementS
             hidden = sum(not r.scored and r.result_dir is not None for r in run.results)
             if hidden:
                 print(f"         ({hidden} not-scored scenarios also ran; --include-unscored shows them)")
+
+
+def print_unexpected(runs: list[LegRun]) -> None:
+    """Details of every unexpected scored result: printed last, so that the tail of a CI log shows them."""
+    results = [r for run in runs for r in run.results]
+    bad = [r for r in results if r.unexpected]
+    leg_errors = {e.splitlines()[0] for run in runs for e in run.errors}
+    if bad or leg_errors:
+        print("\nUnexpected results:")
+        for run in runs:
+            for error in dict.fromkeys(run.errors):
+                first, *rest = error.splitlines()
+                print(f"  {run.leg} {run.revision}: {first}")
+                for line in rest:
+                    print(f"      | {line}")
+        for r in bad:
+            if r.result_dir is None and r.notes and all(n in leg_errors for n in r.notes):
+                continue  # already said once for the whole leg
+            where = r.log or r.result_dir
+            print(f"  {r.leg} {r.revision} {r.scenario}: {r.status}" + (f"  [{_rel(where)}]" if where else ""))
+            for entry in r.stale:
+                print(f"      stale expected-failures entry (now passing): {entry}")
+            shown = [c for c in r.failing if f"{r.scenario}:{c['id']}" not in r.expected]
+            for check in shown[:6]:
+                message = " ".join(check["message"].split())
+                print(f"      {check['status']:<7} {check['id']}: {message[:150]}")
+            if len(shown) > 6:
+                print(f"      ... and {len(shown) - 6} more failing checks")
+            for note in r.notes:
+                print(f"      note: {note}")
+            if not shown and r.log is not None:
+                for line in _log_tail(r.log, LOG_TAIL_LINES):
+                    print(f"      log | {line[:150]}")
+
+
+def _log_tail(log: Path, count: int) -> list[str]:
+    """The last ``count`` non-blank lines of a log (none if it cannot be read)."""
+    try:
+        lines = log.read_text(errors="replace").splitlines()
+    except OSError:
+        return []
+    return [line.rstrip() for line in lines if line.strip()][-count:]
 
 
 def report_json(
@@ -1368,6 +1385,7 @@ def _main(args: argparse.Namespace, started: dt.datetime) -> int:
         runner.run(run)
 
     print_report(runs, opts, reqs)
+    print_unexpected(runs)
     failed = any(r.unexpected for run in runs for r in run.results) or any(run.errors for run in runs)
     exit_code = 1 if failed else 0
     document = report_json(runs, suite, started, exit_code, run_dir)

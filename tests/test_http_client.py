@@ -31,11 +31,37 @@ class Recorder:
     def __init__(self, app: McpAsgiApp) -> None:
         self.app = app
         self.seen: list[tuple[str, dict[str, str]]] = []
+        self.get_answered: set[str] = set()  # sessions whose GET stream has its response headers
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        if scope["type"] == "http":
-            headers = {k.decode().lower(): v.decode() for k, v in scope["headers"]}
-            self.seen.append((scope["method"], headers))
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        headers = {k.decode().lower(): v.decode() for k, v in scope["headers"]}
+        self.seen.append((scope["method"], headers))
+        if scope["method"] != "GET":
+            await self.app(scope, receive, send)
+            return
+
+        async def noting(message: Any) -> None:
+            await send(message)
+            if message["type"] == "http.response.start" and "mcp-session-id" in headers:
+                self.get_answered.add(headers["mcp-session-id"])
+
+        await self.app(scope, receive, noting)
+
+
+class UnansweredGet:
+    """ASGI middleware under which a GET is never answered (it waits for the client to go)."""
+
+    def __init__(self, app: McpAsgiApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http" and scope["method"] == "GET":
+            while (await receive())["type"] != "http.disconnect":
+                pass
+            return
         await self.app(scope, receive, send)
 
 
@@ -121,7 +147,7 @@ async def test_delete_on_close(server: ServerThread, recorder: Recorder) -> None
     assert sid not in app.sessions
 
 
-async def test_standalone_stream_delivers_unrelated_notifications(server: ServerThread) -> None:
+async def test_standalone_stream_delivers_unrelated_notifications(server: ServerThread, recorder: Recorder) -> None:
     changed = anyio.Event()
 
     def on_notification(method: str, params: dict[str, Any]) -> None:
@@ -129,11 +155,23 @@ async def test_standalone_stream_delivers_unrelated_notifications(server: Server
             changed.set()
 
     async with Client.connect_http(server.url, protocol_version="2025-11-25", on_notification=on_notification) as c:
+        # The handshake ends once the server has answered the GET, so the first notification already finds it.
+        assert c.stream.session_id in recorder.get_answered  # type: ignore[attr-defined]
+        await c.call_tool("grow", {"name": unique("tool").replace("-", "_")})
         with anyio.fail_after(10):
-            while not changed.is_set():  # the GET stream opens in the background; grow until it is there
-                await c.call_tool("grow", {"name": unique("tool").replace("-", "_")})
-                with anyio.move_on_after(0.5):
-                    await changed.wait()
+            await changed.wait()
+
+
+async def test_a_get_never_answered_holds_the_handshake_only_so_long() -> None:
+    thread = ServerThread(UnansweredGet(McpAsgiApp(make_server())))
+    try:
+        options = {"http_options": {"get_stream_wait": 0.2}, "protocol_version": "2025-11-25"}
+        with anyio.fail_after(10):
+            async with Client.connect_http(thread.url, **options) as client:  # type: ignore[arg-type]
+                result = await client.call_tool("add", {"a": 2, "b": 3})
+        assert result.structured_content == {"result": 5}
+    finally:
+        thread.stop()
 
 
 async def test_a_closed_stream_is_resumed(server: ServerThread) -> None:

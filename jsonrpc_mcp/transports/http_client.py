@@ -16,10 +16,12 @@ bounded queue that :meth:`HttpClientStream.receive` reads.
 
 Handshake era: ``Mcp-Session-Id`` is taken from the initialize answer and sent from then on, with the negotiated
 ``MCP-Protocol-Version``; after ``notifications/initialized`` the standalone GET stream is opened (405: the
-server offers none, fine). An SSE stream that ends before its response is resumed with ``GET`` +
-``Last-Event-ID`` after the server's ``retry`` delay (a bounded number of times). A 404 on a known session
-means the server ended it: the pending request fails with a clear error and the stream ends. Closing sends
-``DELETE``.
+server offers none, fine), and the handshake ends only once the server has answered that GET (at most
+``get_stream_wait`` seconds): a server may send there what it has for us as soon as our next request arrives
+(a server-to-client request of a tool call, for one) and drop it if the stream is not open yet. An SSE
+stream that ends before its response is resumed with ``GET`` + ``Last-Event-ID`` after the server's ``retry``
+delay (a bounded number of times). A 404 on a known session means the server ended it: the pending request
+fails with a clear error and the stream ends. Closing sends ``DELETE``.
 
 Stateless era (a request whose ``_meta`` names the protocol version): no session; the ``MCP-Protocol-Version``,
 ``Mcp-Method``, ``Mcp-Name`` and ``Mcp-Param-*`` headers mirror the body (``tool_headers`` is filled by
@@ -133,6 +135,7 @@ class HttpClientStream(MessageStream):
         buffer: int = 256,
         max_concurrent_posts: int = 64,
         max_event: int = 16 * 1024 * 1024,
+        get_stream_wait: float = 5.0,
     ) -> None:
         self.http = http
         self.url = url
@@ -140,6 +143,7 @@ class HttpClientStream(MessageStream):
         self.max_reconnects = max_reconnects
         self.default_retry_ms = default_retry_ms
         self.max_event = max_event
+        self.get_stream_wait = get_stream_wait
         self.session_id: str | None = None
         self.protocol_version: str | None = None
         #: tool name -> {property path: x-mcp-header name}; filled by ``Client.list_tools`` (SEP-2243).
@@ -149,6 +153,7 @@ class HttpClientStream(MessageStream):
         self._posts = anyio.Semaphore(max_concurrent_posts)
         self._init_id: RequestId | None = None
         self._get_started = False
+        self._get_answered = anyio.Event()  # the standalone GET stream has its answer (or will never have one)
         self._closed = False
         self._lost: str | None = None  # why the session is gone (HTTP 404): every request fails with it
 
@@ -176,6 +181,14 @@ class HttpClientStream(MessageStream):
             await self._fail(out, self._lost)
             return
         await self._posts.acquire()
+        if out.method == "notifications/initialized" and out.version is None:
+            # Sent inline, and the GET stream it opens is answered before the handshake ends: a server may
+            # send on that stream what it has for us as soon as we make our next request.
+            await self._post(bytes(frame), out)
+            if self._get_started:
+                with anyio.move_on_after(self.get_stream_wait):
+                    await self._get_answered.wait()
+            return
         self._tg.start_soon(self._post, bytes(frame), out)
 
     async def aclose(self) -> None:
@@ -356,6 +369,12 @@ class HttpClientStream(MessageStream):
 
     async def _get_stream(self) -> None:
         """The standalone GET stream: server messages unrelated to our requests; resumed when it drops."""
+        try:
+            await self._run_get_stream()
+        finally:
+            self._get_answered.set()
+
+    async def _run_get_stream(self) -> None:
         parser = SseParser(self.max_event)
         failures = 0
         while not self._closed and self.session_id is not None and failures <= self.max_reconnects:
@@ -365,6 +384,7 @@ class HttpClientStream(MessageStream):
             before = parser.last_event_id
             try:
                 async with self.http.stream("GET", self.url, headers=headers) as response:
+                    self._get_answered.set()
                     kind = response.headers.get("content-type", "").partition(";")[0].strip().lower()
                     if response.status_code == 404:
                         self._session_lost()
@@ -426,6 +446,8 @@ async def connect_http(
     :param max_reconnects: resumption attempts of a dropped SSE stream before its request fails.
     :param auth: an ``httpx.Auth`` (e.g. for OAuth flows).
     :param http_client: an ``httpx.AsyncClient`` of your own (its settings are used as they are, it is not closed).
+    :param stream_options: go to :class:`HttpClientStream`: ``get_stream_wait`` (how long the handshake waits for
+        the server to answer the standalone GET stream, seconds), ``default_retry_ms``, ``max_event``…
     """
     httpx = _httpx()
     owned = http_client is None
