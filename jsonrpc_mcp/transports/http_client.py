@@ -395,6 +395,7 @@ class HttpClientStream(MessageStream):
                     await self._pump(response, parser, None)
             except Exception as exc:
                 logger.debug("the GET stream broke: %r", exc)
+            self._get_answered.set()  # a first attempt that failed does not hold the handshake either
             failures = 0 if parser.last_event_id != before else failures + 1
             await anyio.sleep((parser.retry_ms if parser.retry_ms is not None else self.default_retry_ms) / 1000)
 
