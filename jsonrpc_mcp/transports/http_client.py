@@ -23,6 +23,10 @@ stream that ends before its response is resumed with ``GET`` + ``Last-Event-ID``
 delay (a bounded number of times). A 404 on a known session means the server ended it: the pending request
 fails with a clear error and the stream ends. Closing sends ``DELETE``.
 
+Redirects of the endpoint are followed within its origin, at most five in a row: 307 and 308 by every request
+(a 308 moves the endpoint: later requests go straight to its target), 301, 302 and 303 by a GET only (they
+would turn a POST into a GET). Any other redirect fails the request with an error naming it.
+
 Stateless era (a request whose ``_meta`` names the protocol version): no session; the ``MCP-Protocol-Version``,
 ``Mcp-Method``, ``Mcp-Name`` and ``Mcp-Param-*`` headers mirror the body (``tool_headers`` is filled by
 :meth:`Client.list_tools <jsonrpc_mcp.Client.list_tools>`).
@@ -63,6 +67,9 @@ _PV_NEEDLE: Final = META_PROTOCOL_VERSION.encode()
 _ACCEPT_BOTH: Final = "application/json, text/event-stream"
 _MAX_ERROR_BODY: Final = 64 * 1024
 _LOST: Final = "the server ended this MCP session (HTTP 404); connect again"
+#: The redirects followed, by method: those that keep the method (and the body) and, for GET, any.
+_FOLLOWED: Final = {"POST": (307, 308), "DELETE": (307, 308), "GET": (301, 302, 303, 307, 308)}
+_MAX_REDIRECTS: Final = 5
 
 
 def _httpx() -> Any:
@@ -154,6 +161,7 @@ class HttpClientStream(MessageStream):
         self._init_id: RequestId | None = None
         self._get_started = False
         self._get_answered = anyio.Event()  # the standalone GET stream has its answer (or will never have one)
+        self._redirect_noted = False
         self._closed = False
         self._lost: str | None = None  # why the session is gone (HTTP 404): every request fails with it
 
@@ -200,9 +208,9 @@ class HttpClientStream(MessageStream):
         if sid is not None:
             with anyio.move_on_after(5, shield=True):
                 try:
-                    response = await self.http.delete(self.url, headers=self._session_headers())
-                    if response.status_code not in (200, 202, 204, 404, 405):
-                        logger.debug("DELETE of the session answered %d", response.status_code)
+                    async with self._request("DELETE", self._session_headers()) as response:
+                        if response.status_code not in (200, 202, 204, 404, 405):
+                            logger.debug("DELETE of the session answered %d", response.status_code)
                 except Exception as exc:
                     logger.debug("DELETE of the session failed: %s", exc)
         self._in_send.close()
@@ -239,7 +247,7 @@ class HttpClientStream(MessageStream):
 
     async def _post(self, frame: bytes, out: _Out) -> None:
         try:
-            async with self.http.stream("POST", self.url, content=frame, headers=self._post_headers(out)) as response:
+            async with self._request("POST", self._post_headers(out), frame) as response:
                 await self._answer(response, out)
         except Exception as exc:
             if not self._closed:
@@ -258,6 +266,14 @@ class HttpClientStream(MessageStream):
                 await self._fail(out, f"the server answered the request with HTTP {status} and no response")
             elif out.method == "notifications/initialized":
                 self._open_get_stream()
+            return
+        if 300 <= status < 400:
+            location = response.headers.get("location", "")
+            await self._fail(
+                out,
+                f"the server answered HTTP {status} (to {location!r}), a redirect not followed: a POST follows only "
+                f"307 and 308, to the same origin, at most {_MAX_REDIRECTS} in a row",
+            )
             return
         if status == 404 and self.session_id is not None and out.version is None:
             self._session_lost()
@@ -309,6 +325,48 @@ class HttpClientStream(MessageStream):
         if isinstance(result, dict) and isinstance(result.get("protocolVersion"), str):
             self.protocol_version = result["protocolVersion"]
 
+    @asynccontextmanager
+    async def _request(
+        self, method: str, headers: Mapping[str, str], content: bytes | None = None
+    ) -> AsyncIterator[httpx.Response]:
+        """An HTTP request to the endpoint, following the redirects that keep its method and body (any, for a GET)
+        within the endpoint's origin: the session id and the caller's headers never go to another one."""
+        url = self.url
+        for hop in range(_MAX_REDIRECTS + 1):
+            async with self.http.stream(method, url, headers=headers, content=content) as response:
+                target = self._redirect(method, response) if hop < _MAX_REDIRECTS else None
+                if target is None:
+                    yield response
+                    return
+            url = target
+
+    def _redirect(self, method: str, response: httpx.Response) -> str | None:
+        """Where ``response`` redirects a request to (None: it is not a redirect to follow). A permanent redirect
+        moves the endpoint: later requests go straight to its target."""
+        status = response.status_code
+        location = response.headers.get("location")
+        if status not in _FOLLOWED.get(method, ()) or not location:
+            return None
+        origin = response.url
+        try:
+            target = origin.join(location)
+        except _httpx().InvalidURL:  # reported like any redirect not followed
+            return None
+        if (target.scheme, target.host, target.port) != (origin.scheme, origin.host, origin.port):
+            logger.warning("not following a redirect of the MCP endpoint to another origin: %s", target)
+            return None
+        if status in (301, 308):
+            self.url = str(target)
+        elif not self._redirect_noted:
+            self._redirect_noted = True
+            logger.info(
+                "the MCP endpoint %s redirects (HTTP %d) to %s: using that URL saves a round trip",
+                origin,
+                status,
+                target,
+            )
+        return str(target)
+
     # --- SSE -------------------------------------------------------------------------------------------------
 
     async def _read_post_stream(self, response: httpx.Response, out: _Out) -> None:
@@ -326,7 +384,7 @@ class HttpClientStream(MessageStream):
             before = parser.last_event_id
             headers = {**self._session_headers(), "Accept": "text/event-stream", "Last-Event-ID": before}
             try:
-                async with self.http.stream("GET", self.url, headers=headers) as resumed:
+                async with self._request("GET", headers) as resumed:
                     if resumed.status_code == 404:
                         self._session_lost()
                         await self._fail(out, _LOST)
@@ -383,7 +441,7 @@ class HttpClientStream(MessageStream):
                 headers["Last-Event-ID"] = parser.last_event_id
             before = parser.last_event_id
             try:
-                async with self.http.stream("GET", self.url, headers=headers) as response:
+                async with self._request("GET", headers) as response:
                     self._get_answered.set()
                     kind = response.headers.get("content-type", "").partition(";")[0].strip().lower()
                     if response.status_code == 404:
@@ -454,7 +512,8 @@ async def connect_http(
     owned = http_client is None
     client = http_client
     if client is None:
-        # A plain http:// endpoint never uses TLS (redirects are not followed), so skip loading the CA bundle.
+        # A plain http:// endpoint never uses TLS (redirects are followed within its origin only), so skip loading
+        # the CA bundle.
         tls = url.lower().startswith("https:")
         client = httpx.AsyncClient(
             timeout=httpx.Timeout(timeout, read=sse_read_timeout), auth=auth, follow_redirects=False, verify=tls
