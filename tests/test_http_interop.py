@@ -1,7 +1,8 @@
 """Interop over Streamable HTTP with the official MCP Python SDK (``mcp``, a dev-only dependency).
 
 * the SDK's client against our ASGI app (handshake era and its ``auto`` mode, which probes the stateless era);
-* our client against the SDK's Streamable HTTP server (a Starlette app, here on uvicorn).
+* our client against the SDK's Streamable HTTP server (a Starlette app, here on uvicorn), also mounted in a
+  Starlette app, which redirects ``/mcp`` to ``/mcp/``.
 """
 
 from __future__ import annotations
@@ -81,7 +82,7 @@ class Answer(BaseModel):
     answer: str
 
 
-def _sdk_app() -> Any:
+def _sdk_app(path: str = "/mcp") -> Any:
     server = MCPServer("sdk-server")
 
     @server.tool()
@@ -103,7 +104,7 @@ def _sdk_app() -> Any:
         data = getattr(result, "data", None)
         return f"{result.action}: {data.answer if data is not None else None}"
 
-    return server.streamable_http_app()
+    return server.streamable_http_app(streamable_http_path=path)
 
 
 @pytest.fixture(scope="module")
@@ -134,3 +135,28 @@ async def test_our_client_against_the_sdk_server(theirs: ServerThread, version: 
         with pytest.raises(RpcError):
             await client.request("no/such/method")
     assert steps == [1, 2, 3]
+
+
+@pytest.fixture(scope="module")
+def mounted() -> Iterator[ServerThread]:
+    """The SDK's app mounted at ``/mcp`` in Starlette: a request to ``/mcp`` gets a 307 to ``/mcp/``. (Built
+    outside the async tests: the SDK makes anyio primitives when the app is made, for the loop that serves it.)"""
+    from starlette.applications import Starlette
+    from starlette.routing import Mount
+
+    inner = _sdk_app("/")
+    outer = Starlette(routes=[Mount("/mcp", app=inner)], lifespan=lambda app: inner.router.lifespan_context(inner))
+    thread = ServerThread(outer)
+    yield thread
+    thread.stop()
+
+
+@pytest.mark.parametrize("version", ["2025-11-25", "auto"])
+async def test_our_client_through_a_framework_mount_redirect(mounted: ServerThread, version: str) -> None:
+    async with Client.connect_http(mounted.url, protocol_version=version, elicitation=answer) as client:
+        added = await client.call_tool("add", {"a": 40, "b": 2})
+        assert "42" in _text(added)
+        if not client.stateless:
+            asked = await client.call_tool("ask", {"question": "Who?"})
+            assert _text(asked) == "accept: Lovelace"
+        assert client.stream.url == mounted.url  # type: ignore[attr-defined]  # a 307 does not move the endpoint
