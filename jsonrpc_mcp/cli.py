@@ -249,7 +249,10 @@ async def _client_command(args: argparse.Namespace) -> int:
                 is_error = isinstance(result, dict) and result.get("isError") is True
                 return 1 if is_error else 0
     except RpcError as exc:
-        _print({"error": {"code": exc.code, "message": exc.message, "data": exc.data}})
+        error: dict[str, Any] = {"code": exc.code, "message": exc.message}
+        if exc.data is not None:  # as on the wire: an error without data has no "data" key
+            error["data"] = exc.data
+        _print({"error": error})
         return 2
     except TimeoutError:
         sys.stderr.write(f"jsonrpc-mcp: no answer within {args.timeout} s\n")

@@ -41,6 +41,7 @@ IN_PROCESS: dict[str, list[str]] = {
     "call-tool-error": ["call", "--tcp", TCP, "tools/call", "fail", '{"message": "nope"}'],
     "call-unknown-tool": ["call", "--tcp", TCP, "tools/call", "missing"],
     "call-read": ["call", "--tcp", TCP, "resources/read", "item://7"],
+    "call-read-missing": ["call", "--tcp", TCP, "resources/read", "nope://x"],
     "call-prompt": ["call", "--tcp", TCP, "prompts/get", "greet", '{"name": "Ada", "style": "formal"}'],
     "call-ping": ["call", "--tcp", TCP, "ping"],
     "call-bad-json": ["call", "--tcp", TCP, "tools/call", "add", "{not json"],
@@ -176,7 +177,10 @@ def test_tool_error_exits_1(runs: dict[str, subprocess.CompletedProcess[str]]) -
 def test_protocol_error_exits_2(runs: dict[str, subprocess.CompletedProcess[str]]) -> None:
     proc = runs["call-unknown-tool"]
     assert proc.returncode == 2
-    assert output(proc) == {"error": {"code": -32602, "message": "Unknown tool: missing", "data": None}}
+    assert output(proc) == {"error": {"code": -32602, "message": "Unknown tool: missing"}}  # no "data" sent
+    missing = runs["call-read-missing"]
+    assert missing.returncode == 2
+    assert output(missing)["error"]["data"] == {"uri": "nope://x"}
 
 
 def test_call_resources_and_prompts(runs: dict[str, subprocess.CompletedProcess[str]]) -> None:
