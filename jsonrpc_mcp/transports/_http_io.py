@@ -71,12 +71,11 @@ class Headers:
         """:meth:`get` without the decoding (``name`` in lower case)."""
         return self._first.get(name)
 
-    def get_all(self, name: str) -> list[str]:
-        key = name.encode("latin-1")
-        if len(self._first) == len(self._raw):  # no name was sent twice: the first value is the only one
-            value = self._first.get(key)
-            return [] if value is None else [value.decode("latin-1")]
-        return [value.decode("latin-1") for raw_name, value in self._raw if raw_name == key]
+    def repeated(self, name: bytes) -> bool:
+        """Was the header sent more than once (``name`` in lower case)?"""
+        if len(self._first) == len(self._raw):  # no name was sent twice: decided without a walk
+            return False
+        return [raw_name for raw_name, _ in self._raw].count(name) > 1
 
     def names(self) -> Iterable[str]:
         return self.as_dict().keys()

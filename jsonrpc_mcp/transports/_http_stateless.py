@@ -82,14 +82,14 @@ def _clean(raw: str) -> str | None:
     return value
 
 
-def _one(headers: Headers, name: str, label: str) -> tuple[str | None, str | None]:
+def _one(headers: Headers, name: bytes, label: str) -> tuple[str | None, str | None]:
     """(value, problem) of a header that must appear at most once with valid characters."""
-    values = headers.get_all(name)
-    if not values:
+    raw = headers.raw(name)
+    if raw is None:
         return None, None
-    if len(values) > 1:
+    if headers.repeated(name):
         return None, f"Header mismatch: {label} is sent more than once"
-    value = _clean(values[0])
+    value = _clean(raw.decode("latin-1"))
     if value is None:
         return None, f"Header mismatch: {label} holds characters not allowed in a header value"
     return value, None
@@ -115,14 +115,14 @@ def check_headers(
     """Why the mirrored headers disagree with the body (a -32020 message), or ``None``."""
     meta = params.get("_meta") if params is not None else None
     version = meta.get(META_PROTOCOL_VERSION) if isinstance(meta, dict) else None
-    value, problem = _one(headers, "mcp-protocol-version", "MCP-Protocol-Version")
+    value, problem = _one(headers, b"mcp-protocol-version", "MCP-Protocol-Version")
     if problem:
         return problem
     if value is None:
         return "Header mismatch: the MCP-Protocol-Version header is required"
     if value != version:
         return f"Header mismatch: MCP-Protocol-Version {value!r} does not match the body's protocol version {version!r}"
-    value, problem = _one(headers, "mcp-method", "Mcp-Method")
+    value, problem = _one(headers, b"mcp-method", "Mcp-Method")
     if problem:
         return problem
     if value is None:
@@ -133,7 +133,7 @@ def check_headers(
     if expected is None and method in _TASK_METHODS and params is not None:
         task_id = params.get("taskId")
         expected = task_id if isinstance(task_id, str) else None
-    value, problem = _one(headers, "mcp-name", "Mcp-Name")
+    value, problem = _one(headers, b"mcp-name", "Mcp-Name")
     if problem:
         return problem
     if expected is not None:
@@ -178,7 +178,7 @@ def _check_params(headers: Headers, schema: Mapping[str, Any], params: Mapping[s
     arguments = params.get("arguments") if params is not None else None
     for path, name in annotations.items():
         label = f"Mcp-Param-{name}"
-        raw, problem = _one(headers, f"mcp-param-{name.lower()}", label)
+        raw, problem = _one(headers, f"mcp-param-{name.lower()}".encode("latin-1"), label)
         if problem:
             return problem
         value: Any = arguments
