@@ -8,8 +8,11 @@ answered by POST, the standalone GET stream, batches on 2025-03-26, and cancella
 from __future__ import annotations
 
 import json
+import threading
 from typing import Any
 
+import anyio
+import anyio.lowlevel
 import httpx
 import pytest
 from http_support import (
@@ -29,6 +32,8 @@ from http_support import (
 from http_support import collect_garbage as collect_garbage
 from http_support import http as http
 from http_support import server as server
+
+from jsonrpc_mcp.transports._http_events import InMemoryEventStore
 
 pytestmark = [pytest.mark.anyio, HTTPX_GENERATORS, pytest.mark.usefixtures("collect_garbage")]
 
@@ -272,6 +277,39 @@ async def test_dropped_stream_is_resumed_with_last_event_id(server: ServerThread
         server.url, headers={**session.headers, "Accept": "text/event-stream", "Last-Event-ID": last_id}
     )
     assert gone.status_code == 400
+
+
+class WaitingStore(InMemoryEventStore):
+    """The built-in store, except that discarding waits first, as a store on disk or across a network would."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.discarded = threading.Event()  # set in the server's thread, waited for in the test's
+
+    async def discard(self, stream: str) -> None:
+        await anyio.lowlevel.checkpoint()
+        await super().discard(stream)
+        self.discarded.set()
+
+
+async def test_a_store_that_waits_still_forgets_a_delivered_stream(http: httpx.AsyncClient) -> None:
+    """The stream is forgotten after the response's task group was cancelled: the settling is shielded for any
+    store but the built-in one, whose methods never wait."""
+    store = WaitingStore()
+    thread = start_app(event_store=store)
+    try:
+        session = await open_session(http, thread.url)
+        body = call_body(2, "progress", {"steps": 2})
+        body["params"]["_meta"] = {"progressToken": 1}
+        async with session.stream(body) as response:
+            assert response.headers["content-type"] == "text/event-stream"
+            msgs = messages(await SseReader(response).rest())
+        assert msgs[-1]["id"] == 2
+        with anyio.fail_after(10):
+            assert await anyio.to_thread.run_sync(store.discarded.wait, 10)
+        assert len(store) == 0
+    finally:
+        thread.stop()
 
 
 async def test_server_closes_the_stream_and_the_client_polls(server: ServerThread, http: httpx.AsyncClient) -> None:

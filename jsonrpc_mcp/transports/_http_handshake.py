@@ -29,7 +29,7 @@ from ..jsonrpc.wire import (
     encode_result,
 )
 from ..mcp.versions import BATCH_VERSIONS, HANDSHAKE_VERSIONS, STATELESS_VERSIONS
-from ._http_events import EventStore
+from ._http_events import EventStore, InMemoryEventStore
 from ._http_io import HeaderList, Headers, Receive, Send, send_busy, send_bytes, send_empty, send_error
 from ._http_outlet import FINAL, RESPONSE, Item, Outlet, Preference, answer_at_once, write_stream
 from ._http_session import Exchange, HttpSession
@@ -386,5 +386,10 @@ async def _release(
     outlet.disconnect(connection)
     session.active -= 1
     session.touch()
-    with anyio.CancelScope(shield=True):
+    if type(session.store) is InMemoryEventStore:
+        # Its methods never wait, so nothing can interrupt the settling (a cancellation is delivered only where a
+        # task waits): no shield, whose cancel scope costs ~8% of an async handler's POST.
+        await session.settle(outlet, delivered)
+        return
+    with anyio.CancelScope(shield=True):  # a store of the caller's may wait, even under a cancelled scope
         await session.settle(outlet, delivered)
