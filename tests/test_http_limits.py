@@ -250,6 +250,19 @@ async def test_without_lifespan_in_process_on_this_backend() -> None:
         status, headers, body = await asgi_request(app, "POST", {**JSON_HEADERS, "Mcp-Session-Id": sid}, call)
         assert status == 200
         assert json.loads(body)["result"]["structuredContent"] == {"result": 42}
+        # An async tool answered within the patience given to it (scheduler passes of this loop): JSON.
+        quick = json.dumps(call_body(3, "progress", {"steps": 2})).encode()
+        status, headers, body = await asgi_request(app, "POST", {**JSON_HEADERS, "Mcp-Session-Id": sid}, quick)
+        assert status == 200 and headers["content-type"] == "application/json"
+        assert json.loads(body)["result"]["content"][0]["text"] == "2 steps"
+        # With a progress token its notifications come first: SSE.
+        streamed = call_body(4, "progress", {"steps": 2})
+        streamed["params"]["_meta"] = {"progressToken": "p"}
+        status, headers, body = await asgi_request(
+            app, "POST", {**JSON_HEADERS, "Mcp-Session-Id": sid}, json.dumps(streamed).encode()
+        )
+        assert status == 200 and headers["content-type"] == "text/event-stream"
+        assert b'"progress":2' in body and b'"2 steps"' in body
         assert app.session_count == 1
     finally:
         await app.aclose()

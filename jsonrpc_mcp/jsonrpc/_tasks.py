@@ -24,13 +24,13 @@ from __future__ import annotations
 
 import logging
 import sys
-from collections.abc import Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
 from types import TracebackType
 from typing import Any
 
 import anyio
 
-__all__ = ("HandlerTasks", "open_handler_tasks")
+__all__ = ("HandlerTasks", "loop_sleep", "open_handler_tasks")
 
 logger = logging.getLogger(__name__)
 
@@ -42,6 +42,18 @@ def open_handler_tasks() -> HandlerTasks:
     if trio is not None and trio.lowlevel.in_trio_run():
         return _TrioTasks(trio)
     return _AsyncioTasks()
+
+
+def loop_sleep() -> Callable[[float], Awaitable[None]]:
+    """The running loop's own ``sleep``, whose ``sleep(0)`` is a checkpoint (a pass of the scheduler, where a
+    cancellation is delivered), for a loop that takes several: ``anyio.lowlevel.checkpoint`` looks the event loop
+    up again on every call."""
+    trio = sys.modules.get("trio")
+    if trio is not None and trio.lowlevel.in_trio_run():
+        return trio.sleep  # type: ignore[no-any-return]
+    import asyncio  # loaded already: its loop runs
+
+    return asyncio.sleep
 
 
 class _AsyncioTasks:

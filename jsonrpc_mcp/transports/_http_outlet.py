@@ -24,6 +24,7 @@ import anyio
 import anyio.lowlevel
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
+from ..jsonrpc._tasks import loop_sleep
 from ._http_events import EventStore
 from ._http_io import HeaderList, Send, send_empty
 from ._sse import encode_comment, encode_event, encode_retry
@@ -341,8 +342,9 @@ async def answer_at_once(
 
 async def _glance(receive: MemoryObjectReceiveStream[Item]) -> list[Item | None]:
     """Let a just-started async handler run a little: its first item if one comes (``[None]`` at the end)."""
+    sleep = loop_sleep()
     for _ in range(_PATIENCE):
-        await anyio.lowlevel.checkpoint()
+        await sleep(0)
         try:
             return [receive.receive_nowait()]
         except anyio.WouldBlock:
