@@ -18,6 +18,9 @@ a dispatcher: on asyncio nothing is made before the first spawn.
 On asyncio a task is made with ``asyncio.Task`` itself, not ``loop.create_task``: a task factory set on the
 loop is not used. An eager one (Python 3.12+) would run a handler inside the spawn, before the dispatcher has
 registered it; the tasks here always start at the loop's next pass.
+
+:func:`loop_sleep` is the same idea for waiting: the running loop's own ``sleep``, for code that takes several
+scheduler passes in a row (``anyio.lowlevel.checkpoint`` finds the event loop again on every call).
 """
 
 from __future__ import annotations
