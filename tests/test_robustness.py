@@ -371,4 +371,3 @@ async def test_context_reports_progress_after_the_client_is_gone() -> None:
             while not finished:
                 await anyio.lowlevel.checkpoint()
     assert finished == ["ConnectionClosed"]
-

@@ -178,9 +178,7 @@ async def test_fast_request_overtakes_slow_one(transport: Transport) -> None:
 
 
 @asynccontextmanager
-async def socket_server(
-    kind: str, server: Server | None = None
-) -> AsyncIterator[tuple[Connect, Callable[[], Any]]]:
+async def socket_server(kind: str, server: Server | None = None) -> AsyncIterator[tuple[Connect, Callable[[], Any]]]:
     """A socket server on loopback (port 0) or a short Unix path; yields a client factory and a raw connector."""
     server = server or make_server()
     tracker = ConnectionTracker(server)
