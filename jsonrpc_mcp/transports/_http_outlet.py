@@ -263,12 +263,19 @@ async def write_stream(
         if lookahead:
             item = lookahead.pop()
         else:
-            with anyio.move_on_after(keepalive) as timer:
-                try:
-                    item = await receive.receive()
-                except (anyio.EndOfStream, anyio.ClosedResourceError):
-                    item = None
-            timed_out = timer.cancelled_caught
+            try:
+                # What is queued already is taken without a timeout scope, which costs more than writing the
+                # event: the scope (and the keep-alive it times) is for waiting on an empty queue.
+                item = receive.receive_nowait()
+            except anyio.WouldBlock:
+                with anyio.move_on_after(keepalive) as timer:
+                    try:
+                        item = await receive.receive()
+                    except (anyio.EndOfStream, anyio.ClosedResourceError):
+                        item = None
+                timed_out = timer.cancelled_caught
+            except (anyio.EndOfStream, anyio.ClosedResourceError):
+                item = None
         if item is not None and item.kind == PENDING:
             if not started and preference == "auto":
                 lookahead.extend(await _glance(receive))
