@@ -41,8 +41,8 @@ logger = logging.getLogger(__name__)
 def open_handler_tasks() -> HandlerTasks:
     """The tasks of one connection on the running event loop (to be entered with ``async with``; leaving cancels
     the tasks still running and waits for them, shielded: a handler always gets to clean up)."""
-    trio = sys.modules.get("trio")
-    if trio is not None and trio.lowlevel.in_trio_run():
+    trio = _running_trio()
+    if trio is not None:
         return _TrioTasks(trio)
     return _AsyncioTasks()
 
@@ -51,12 +51,19 @@ def loop_sleep() -> Callable[[float], Awaitable[None]]:
     """The running loop's own ``sleep``, whose ``sleep(0)`` is a checkpoint (a pass of the scheduler, where a
     cancellation is delivered), for a loop that takes several: ``anyio.lowlevel.checkpoint`` looks the event loop
     up again on every call."""
-    trio = sys.modules.get("trio")
-    if trio is not None and trio.lowlevel.in_trio_run():
+    trio = _running_trio()
+    if trio is not None:
         return trio.sleep  # type: ignore[no-any-return]
     import asyncio  # loaded already: its loop runs
 
     return asyncio.sleep
+
+
+def _running_trio() -> Any:
+    """The ``trio`` module when trio runs this code, else None (anything else is asyncio; trio is never imported
+    here if the caller has not)."""
+    trio = sys.modules.get("trio")
+    return trio if trio is not None and trio.lowlevel.in_trio_run() else None
 
 
 class _AsyncioTasks:
