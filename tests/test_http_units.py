@@ -11,6 +11,7 @@ import pytest
 from jsonrpc_mcp.transports import _http_sessions
 from jsonrpc_mcp.transports._http_events import EventStore, InMemoryEventStore
 from jsonrpc_mcp.transports._http_io import Headers, accepts, is_json_content
+from jsonrpc_mcp.transports._http_outlet import FINAL, OTHER, RESPONSE, Feed, Item, Outlet
 from jsonrpc_mcp.transports._http_security import HostGuard, split_host
 from jsonrpc_mcp.transports._http_session import SessionStream
 from jsonrpc_mcp.transports._http_stateless import check_headers, check_meta, status_of
@@ -174,6 +175,115 @@ async def test_session_inbound_queue_waits_for_room_and_ends() -> None:
     stream.close_input()
     with pytest.raises(anyio.BrokenResourceError):
         await stream.push(b"5", None)
+
+
+@pytest.mark.anyio
+async def test_feed_hands_items_in_order_waits_for_room_and_ends_after_draining() -> None:
+    feed = Feed(2)
+    with pytest.raises(anyio.WouldBlock):
+        feed.receive_nowait()
+    feed.send_nowait(Item(1, b"a", OTHER))
+    feed.send_nowait(Item(2, b"b", OTHER))
+    with pytest.raises(anyio.WouldBlock):
+        feed.send_nowait(Item(3, b"c", FINAL))  # full
+    sent: list[int] = []
+
+    async def send_third() -> None:
+        await feed.send(Item(3, b"c", FINAL))
+        sent.append(3)
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(send_third)
+        await anyio.wait_all_tasks_blocked()
+        assert sent == []  # waits for room
+        assert feed.receive_nowait().frame == b"a"
+    assert sent == [3]
+    feed.end()
+    with pytest.raises(anyio.ClosedResourceError):
+        feed.send_nowait(Item(4, b"d", OTHER))
+    assert [item.frame async for item in feed] == [b"b", b"c"]  # what was queued, then the end
+    with pytest.raises(anyio.EndOfStream):
+        feed.receive_nowait()
+
+
+@pytest.mark.anyio
+async def test_feed_wakes_a_waiting_reader_and_refuses_items_once_the_reader_is_gone() -> None:
+    feed = Feed(4)
+    got: list[Any] = []
+
+    async def read() -> None:
+        got.append((await feed.receive()).frame)
+        try:
+            await feed.receive()
+        except anyio.EndOfStream:
+            got.append("end")
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(read)
+        await anyio.wait_all_tasks_blocked()
+        feed.send_nowait(Item(0, b"x", FINAL))
+        await anyio.wait_all_tasks_blocked()
+        assert got == [b"x"]
+        feed.end()
+    assert got == [b"x", "end"]
+
+    feed = Feed(4)
+    feed.send_nowait(Item(0, b"dropped", OTHER))
+    feed.close()
+    with pytest.raises(anyio.ClosedResourceError):
+        feed.receive_nowait()
+    with pytest.raises(anyio.BrokenResourceError):
+        feed.send_nowait(Item(0, b"late", OTHER))
+
+
+@pytest.mark.anyio
+async def test_a_blocked_outlet_put_ends_when_its_connection_goes() -> None:
+    outlet = Outlet(None, buffer=1)
+    feed = outlet.connect()
+    await outlet.put(b"1")
+    done: list[bool] = []
+
+    async def put() -> None:
+        await outlet.put(b"2")  # no room: waits for the reader
+        done.append(outlet.connected)
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(put)
+        await anyio.wait_all_tasks_blocked()
+        assert done == []
+        outlet.disconnect(feed)
+    assert done == [False]  # the frame had nowhere to go, and the put did not hang
+    again = outlet.connect()
+    await outlet.put(b"3", FINAL)
+    assert outlet.done and not outlet.connected
+    assert [item.frame async for item in again] == [b"3"]
+
+
+@pytest.mark.anyio
+async def test_session_stream_routes_answers_without_reading_them() -> None:
+    class Owner:
+        def __init__(self) -> None:
+            self.exchanges: dict[Any, Any] = {}
+            self.standalone = Outlet(None)
+
+    class Exchange:
+        def __init__(self, ids: set[Any]) -> None:
+            self.waiting = ids
+            self.outlet = Outlet(None)
+
+    owner = Owner()
+    stream = SessionStream(cast(Any, owner), buffer=4)
+    batch = Exchange({1, 2})
+    owner.exchanges.update({1: batch, 2: batch})
+    first, last = batch.outlet.connect(), owner.standalone.connect()
+    # Answers are routed by the id they answer: the first of a batch is not the exchange's last frame.
+    await stream.send_replies([(b"answer-1", 1), (b"[parse error]", None), (b"answer-2", 2)])
+    assert [(i.frame, i.kind) for i in (first.receive_nowait(), first.receive_nowait())] == [
+        (b"answer-1", RESPONSE),
+        (b"answer-2", FINAL),
+    ]
+    assert last.receive_nowait().frame == b"[parse error]"
+    assert owner.exchanges == {} and batch.outlet.done
 
 
 @pytest.mark.anyio

@@ -188,7 +188,7 @@ class Dispatcher:
             for frame in frames:
                 process(frame, out)
             if out:
-                await self._write_many(out)
+                await self._write_replies(out)
             while len(self._inflight) >= self.max_in_flight:
                 self._capacity = anyio.Event()
                 await self._capacity.wait()
@@ -382,7 +382,7 @@ class Dispatcher:
             self._replies = []
             lock = await self._lock_writes()
             try:
-                await self.stream.send_many(queue)
+                await self.stream.send_replies(queue)
             finally:
                 lock.release()
         except (anyio.BrokenResourceError, anyio.ClosedResourceError):
@@ -462,11 +462,11 @@ class Dispatcher:
         finally:
             lock.release()
 
-    async def _write_many(self, frames: Outgoing) -> None:
+    async def _write_replies(self, frames: Outgoing) -> None:
         try:
             lock = await self._lock_writes()
             try:
-                await self.stream.send_many(frames)
+                await self.stream.send_replies(frames)
             finally:
                 lock.release()
         except (anyio.BrokenResourceError, anyio.ClosedResourceError):

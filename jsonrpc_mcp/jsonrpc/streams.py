@@ -45,6 +45,12 @@ class MessageStream(ABC):
         for frame, related in frames:
             await self.send(frame, related)
 
+    async def send_replies(self, frames: Sequence[tuple[bytes, RequestId | None]]) -> None:
+        """Write answers (responses and error responses, ``related`` naming the request each answers, or batch
+        answers): what :meth:`send_many` writes. A transport that routes answers otherwise than other frames
+        overrides it to skip reading each frame again to tell which it is."""
+        await self.send_many(frames)
+
     def finished(self, request_id: RequestId) -> None:  # noqa: B027 - optional hook, a no-op by default
         """An inbound request ended without a response (cancelled); multi-channel transports close its channel."""
 

@@ -14,7 +14,6 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import anyio
-from anyio.streams.memory import MemoryObjectReceiveStream
 
 from ..errors import RpcError
 from ..jsonrpc import codes
@@ -31,7 +30,7 @@ from ..jsonrpc.wire import (
 from ..mcp.versions import BATCH_VERSIONS, HANDSHAKE_VERSIONS, STATELESS_VERSIONS
 from ._http_events import EventStore, InMemoryEventStore
 from ._http_io import HeaderList, Headers, Receive, Send, send_busy, send_bytes, send_empty, send_error
-from ._http_outlet import FINAL, RESPONSE, Item, Outlet, Preference, answer_at_once, write_stream
+from ._http_outlet import FINAL, RESPONSE, Feed, Item, Outlet, Preference, answer_at_once, write_stream
 from ._http_session import Exchange, HttpSession
 from ._http_sessions import SessionTable
 from ._http_stateless import watch_disconnect
@@ -204,8 +203,6 @@ class HandshakeEndpoint:
         try:
             for reply in answered:
                 await outlet.put(reply, RESPONSE)
-            if pending:
-                outlet.hint_pending()  # the handler was handed to the dispatcher: it is running already
             try:
                 await session.push(frames, exchange)
             except (anyio.ClosedResourceError, anyio.BrokenResourceError):
@@ -214,7 +211,9 @@ class HandshakeEndpoint:
             headers = session.id_header
             early: list[Item | None] = []
             if self.preference != "sse":
-                delivered, early = await answer_at_once(send, connection, outlet, headers=headers)
+                # pending: the handler was handed to the dispatcher, its task is started (no hint needed, nor the
+                # scheduler pass that taking one costs)
+                delivered, early = await answer_at_once(send, connection, outlet, headers=headers, pending=pending)
                 if delivered:
                     return
             async with anyio.create_task_group() as tg:
@@ -379,9 +378,7 @@ class HandshakeEndpoint:
         return session
 
 
-async def _release(
-    session: HttpSession, outlet: Outlet, connection: MemoryObjectReceiveStream[Item], delivered: bool
-) -> None:
+async def _release(session: HttpSession, outlet: Outlet, connection: Feed, delivered: bool) -> None:
     """After one HTTP response of ``session`` ended: detach it from its outlet and settle the outlet's fate."""
     outlet.disconnect(connection)
     session.active -= 1

@@ -17,12 +17,12 @@ the keep-alive interval — the answer becomes an SSE stream.
 from __future__ import annotations
 
 import logging
+from collections import deque
 from collections.abc import Callable, Sequence
 from typing import Final, Literal, NamedTuple
 
 import anyio
 import anyio.lowlevel
-from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 from ..jsonrpc._tasks import loop_sleep
 from ._http_events import EventStore
@@ -31,6 +31,7 @@ from ._sse import encode_comment, encode_event, encode_retry
 
 __all__ = (
     "Outlet",
+    "Feed",
     "Item",
     "OTHER",
     "RESPONSE",
@@ -71,6 +72,103 @@ class Item(NamedTuple):
     kind: int
 
 
+class Feed:
+    """What one HTTP response reads from its outlet: a bounded queue of items, one writer (the outlet) and one
+    reader (the response's writer task). It raises what an anyio memory object stream pair raises, and is made
+    per exchange at a fraction of its cost (no stream objects, no waiter bookkeeping until someone waits).
+
+    Not thread-safe; all use is in one event loop."""
+
+    __slots__ = ("_arrived", "_ended", "_gone", "_items", "_room", "_size")
+
+    def __init__(self, size: int) -> None:
+        self._items: deque[Item] = deque()
+        self._size = max(1, size)
+        self._ended = False  # the outlet's side is closed: the reader gets what is queued, then EndOfStream
+        self._gone = False  # the reader's side is closed: the outlet's sends fail
+        self._arrived: anyio.Event | None = None  # the reader waits for an item
+        self._room: anyio.Event | None = None  # the outlet waits for room
+
+    # --- the outlet's side ---------------------------------------------------------------------------------
+
+    def send_nowait(self, item: Item) -> None:
+        if self._ended:
+            raise anyio.ClosedResourceError
+        if self._gone:
+            raise anyio.BrokenResourceError
+        if len(self._items) >= self._size:
+            raise anyio.WouldBlock
+        self._items.append(item)
+        arrived = self._arrived
+        if arrived is not None:
+            self._arrived = None
+            arrived.set()
+
+    async def send(self, item: Item) -> None:
+        while True:
+            try:
+                self.send_nowait(item)
+                return
+            except anyio.WouldBlock:
+                room = self._room
+                if room is None:
+                    room = self._room = anyio.Event()
+                await room.wait()
+
+    def end(self) -> None:
+        """No more items: the reader gets what is queued, then :class:`anyio.EndOfStream`."""
+        self._ended = True
+        self._wake()
+
+    # --- the reader's side ---------------------------------------------------------------------------------
+
+    def receive_nowait(self) -> Item:
+        if self._gone:
+            raise anyio.ClosedResourceError
+        items = self._items
+        if items:
+            item = items.popleft()
+            room = self._room
+            if room is not None:
+                self._room = None
+                room.set()
+            return item
+        if self._ended:
+            raise anyio.EndOfStream
+        raise anyio.WouldBlock
+
+    async def receive(self) -> Item:
+        while True:
+            try:
+                return self.receive_nowait()
+            except anyio.WouldBlock:
+                arrived = self._arrived
+                if arrived is None:
+                    arrived = self._arrived = anyio.Event()
+                await arrived.wait()
+
+    def close(self) -> None:
+        """The reader is gone: what is queued is dropped, the outlet's sends fail from now on."""
+        self._gone = True
+        self._items.clear()
+        self._wake()
+
+    def __aiter__(self) -> Feed:
+        return self
+
+    async def __anext__(self) -> Item:
+        try:
+            return await self.receive()
+        except anyio.EndOfStream:
+            raise StopAsyncIteration from None
+
+    def _wake(self) -> None:
+        for event in (self._arrived, self._room):
+            if event is not None:
+                event.set()
+        self._arrived = self._room = None
+
+
 class Outlet:
     """One logical stream of frames. Not thread-safe; all use is in one event loop."""
 
@@ -107,7 +205,7 @@ class Outlet:
         self.final_seq = 0  # the number of the final frame, once put
         self.done = False  # no more frames will come (final frame put, or the request was cancelled)
         self.answered = False  # the final frame was put
-        self._conn: tuple[MemoryObjectSendStream[Item], MemoryObjectReceiveStream[Item]] | None = None
+        self._conn: Feed | None = None
 
     @property
     def resumable(self) -> bool:
@@ -120,27 +218,26 @@ class Outlet:
     def connected(self) -> bool:
         return self._conn is not None
 
-    def connect(self) -> MemoryObjectReceiveStream[Item]:
+    def connect(self) -> Feed:
         """A new connection takes over (a previous one, if any, is ended: its writer stops)."""
         self.drop_connection()
-        send, receive = anyio.create_memory_object_stream[Item](self.buffer)
+        feed = Feed(self.buffer)
         if self.done:
-            send.close()
+            feed.end()
         else:
-            self._conn = (send, receive)
-        return receive
+            self._conn = feed
+        return feed
 
-    def disconnect(self, receive: MemoryObjectReceiveStream[Item]) -> None:
-        """The connection reading ``receive`` is gone; frames put from now on only go to the store."""
-        receive.close()
-        if self._conn is not None and self._conn[1] is receive:
-            self._conn[0].close()
+    def disconnect(self, feed: Feed) -> None:
+        """The connection reading ``feed`` is gone; frames put from now on only go to the store."""
+        feed.close()
+        if self._conn is feed:
             self._conn = None
 
     def drop_connection(self) -> None:
         """Close the current connection without ending the stream (the client resumes with GET)."""
         if self._conn is not None:
-            self._conn[0].close()
+            self._conn.end()
             self._conn = None
 
     async def put(self, frame: bytes, kind: int = OTHER) -> None:
@@ -164,9 +261,9 @@ class Outlet:
             item = Item(seq, frame, kind)
             try:
                 try:
-                    conn[0].send_nowait(item)
+                    conn.send_nowait(item)
                 except anyio.WouldBlock:
-                    await conn[0].send(item)
+                    await conn.send(item)
             except (anyio.BrokenResourceError, anyio.ClosedResourceError):
                 if self._conn is conn:
                     self._conn = None
@@ -177,7 +274,7 @@ class Outlet:
         """The dispatcher has taken the request and did not answer it at once (an async handler)."""
         if self._conn is not None and not self.done:
             try:
-                self._conn[0].send_nowait(Item(0, b"", PENDING))
+                self._conn.send_nowait(Item(0, b"", PENDING))
             except (anyio.WouldBlock, anyio.BrokenResourceError, anyio.ClosedResourceError):
                 pass
 
@@ -193,7 +290,7 @@ class Outlet:
 
 async def write_stream(
     send: Send,
-    receive: MemoryObjectReceiveStream[Item],
+    receive: Feed,
     outlet: Outlet,
     *,
     after: int,
@@ -324,30 +421,33 @@ async def write_stream(
 
 async def answer_at_once(
     send: Send,
-    receive: MemoryObjectReceiveStream[Item],
+    receive: Feed,
     outlet: Outlet,
     *,
     headers: HeaderList,
     status_of: Callable[[bytes], int] | None = None,
+    pending: bool = False,
 ) -> tuple[bool, list[Item | None]]:
     """The fast path of a synchronous handler: when the answer arrives within a few scheduler passes, write it
     as JSON at once, without the machinery of a streamed answer. Returns (answered, what was taken otherwise).
 
-    When the first thing taken is the hint that the handler is asynchronous, it is given its patience here (what
-    :func:`write_stream` would give it), so a quick async handler is answered without a task group and a
-    disconnect watcher; an answer that does not come in time is handed on as the sign to start SSE."""
+    An asynchronous handler (``pending``: the caller knows its task is started; otherwise the hint taken first
+    says so) is given its patience here (what :func:`write_stream` would give it), so a quick one is answered
+    without a task group and a disconnect watcher; an answer that does not come in time is handed on as the sign
+    to start SSE."""
     early = await _glance(receive)
-    if early and early[0] is not None and early[0].kind == PENDING:
+    if not pending and early and early[0] is not None and early[0].kind == PENDING:
+        pending = True
         early = await _glance(receive)
-        if not early:
-            early = [Item(0, b"", _SPENT)]
+    if pending and not early:
+        early = [Item(0, b"", _SPENT)]
     if early and early[0] is not None and early[0].kind == FINAL and not outlet.batch:
         await _write_json(send, outlet, [early[0]], headers, status_of)
         return True, []
     return False, early
 
 
-async def _glance(receive: MemoryObjectReceiveStream[Item]) -> list[Item | None]:
+async def _glance(receive: Feed) -> list[Item | None]:
     """Let a just-started async handler run a little: its first item if one comes (``[None]`` at the end)."""
     sleep = loop_sleep()
     for _ in range(_PATIENCE):

@@ -182,13 +182,26 @@ class SessionStream(MessageStream):
             await owner.standalone.put(frame)
             return
         if _is_response(frame):
-            exchange.waiting.discard(related)
-            del owner.exchanges[related]
-            await exchange.outlet.put(frame, RESPONSE if exchange.waiting else FINAL)
+            await self._answer(exchange, related, frame)
         elif exchange.json_only:
             await owner.standalone.put(frame)
         else:
             await exchange.outlet.put(frame, OTHER)
+
+    async def send_replies(self, frames: Sequence[tuple[bytes, RequestId | None]]) -> None:
+        owner = self.owner
+        for frame, related in frames:
+            exchange = owner.exchanges.get(related) if related is not None else None
+            if exchange is None or related is None:
+                await owner.standalone.put(frame)
+            else:
+                await self._answer(exchange, related, frame)
+
+    async def _answer(self, exchange: Exchange, related: RequestId, frame: bytes) -> None:
+        """The response to ``related``: the exchange's last frame once it awaits nothing else."""
+        exchange.waiting.discard(related)
+        del self.owner.exchanges[related]
+        await exchange.outlet.put(frame, RESPONSE if exchange.waiting else FINAL)
 
     def finished(self, request_id: RequestId) -> None:
         owner = self.owner
