@@ -26,6 +26,8 @@ from http_support import (
     open_session,
     response_of,
     start_app,
+    stateless_body,
+    stateless_headers,
     unique,
 )
 from http_support import collect_garbage as collect_garbage
@@ -267,6 +269,52 @@ async def test_without_lifespan_in_process_on_this_backend() -> None:
     finally:
         await app.aclose()
     assert app.session_count == 0 and not app.running
+
+
+async def test_stateless_async_handlers_in_process_on_this_backend() -> None:
+    """2026-07-28: an async tool's task on this event loop: JSON when quick, SSE when it notifies first, and
+    cancelled (and waited for) when the client goes away mid-call."""
+    app = McpAsgiApp(make_server())
+    try:
+        headers = stateless_headers("tools/call", "progress")
+        quick = stateless_body(1, "tools/call", {"name": "progress", "arguments": {"steps": 2}})
+        status, out, body = await asgi_request(app, "POST", headers, json.dumps(quick).encode())
+        assert status == 200 and out["content-type"] == "application/json"
+        assert json.loads(body)["result"]["content"][0]["text"] == "2 steps"
+        streamed = stateless_body(2, "tools/call", {"name": "progress", "arguments": {"steps": 2}}, progressToken="p")
+        status, out, body = await asgi_request(app, "POST", headers, json.dumps(streamed).encode())
+        assert status == 200 and out["content-type"] == "text/event-stream"
+        assert b'"progress":2' in body and b'"2 steps"' in body
+
+        key = "gone-mid-call"
+        waiting = stateless_body(3, "tools/call", {"name": "wait_for", "arguments": {"key": key}}, progressToken=1)
+        raw = [(k.lower().encode(), v.encode()) for k, v in stateless_headers("tools/call", "wait_for").items()]
+        scope = {"type": "http", "method": "POST", "path": "/mcp", "root_path": "", "http_version": "1.1"}
+        scope["headers"] = [(b"host", b"127.0.0.1:9"), *raw]
+        messages = [{"type": "http.request", "body": json.dumps(waiting).encode(), "more_body": False}]
+        streaming = anyio.Event()
+        sent: list[Any] = []
+
+        async def receive() -> Any:
+            if messages:
+                return messages.pop()
+            await streaming.wait()
+            return {"type": "http.disconnect"}
+
+        async def send(message: Any) -> None:
+            sent.append(message)
+            if b"notifications/progress" in message.get("body", b""):
+                streaming.set()
+
+        with anyio.fail_after(10):
+            await app(scope, receive, send)
+        assert sent[0]["status"] == 200 and sent[-1].get("more_body", True)  # never finished: the client left
+        status_headers = stateless_headers("tools/call", "status")
+        check = stateless_body(4, "tools/call", {"name": "status", "arguments": {"key": key}})
+        _, _, body = await asgi_request(app, "POST", status_headers, json.dumps(check).encode())
+        assert json.loads(body)["result"]["content"][0]["text"] == "cancelled"  # before the POST's task ended
+    finally:
+        await app.aclose()
 
 
 async def test_lifespan_entered_by_an_embedder() -> None:

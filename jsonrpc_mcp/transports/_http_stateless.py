@@ -22,11 +22,13 @@ from collections.abc import Callable, Coroutine, Mapping, Sequence
 from typing import Any, Final
 
 import anyio
+import anyio.abc
 import msgspec
 from msgspec import UNSET
 
 from ..errors import RpcError
 from ..jsonrpc import codes
+from ..jsonrpc._tasks import open_handler_tasks
 from ..jsonrpc.dispatch import Dispatcher
 from ..jsonrpc.streams import MessageStream
 from ..jsonrpc.wire import Notification, Request, RequestId, decode_frame, encode_error, encode_result
@@ -35,7 +37,7 @@ from ..mcp.headers import InvalidHeaderAnnotation, decode_header_value, name_of,
 from ..mcp.session import ServerApp, ServerSession
 from ..mcp.versions import META_CLIENT_CAPABILITIES, META_LOG_LEVEL, META_PROTOCOL_VERSION
 from ._http_io import Headers, Receive, Send, send_bytes
-from ._http_outlet import FINAL, OTHER, Outlet, Preference, write_stream
+from ._http_outlet import FINAL, OTHER, Feed, Item, Outlet, Preference, answer_at_once, write_stream
 
 __all__ = ("check_meta", "check_headers", "serve_one", "status_of", "ToolLookup")
 
@@ -43,6 +45,7 @@ logger = logging.getLogger(__name__)
 
 ToolLookup = Callable[[str], "Mapping[str, Any] | None"]
 
+_HANDLER_TASK: Final = "mcp-stateless-handler"
 _TASK_METHODS: Final = frozenset({"tasks/get", "tasks/update", "tasks/cancel"})
 _NUMBER: Final = re.compile(r"^-?\d+(\.\d+)?([eE][+-]?\d+)?$")
 _STATUS: Final = {
@@ -329,47 +332,86 @@ async def serve_one(
             await send_bytes(send, status, reply)
             return
     connection = outlet.connect()
-    if not listen:
-        outlet.hint_pending()  # an async handler: SSE unless it answers within a few scheduler passes
+    if listen:
+        try:
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(dispatcher.run)
+                await _stream_answer(tg, send, receive, connection, outlet, "sse", keepalive)
+        finally:
+            outlet.disconnect(connection)
+            session.close()
+        return
+    assert pending is not None
+    handler = pending
     started = False
+    token: object = None
 
     async def run_handler() -> None:
         nonlocal started
-        assert pending is not None
         started = True
         try:
-            result = await pending
-        except RpcError as exc:
-            reply = encode_error(request.id, exc.code, exc.message, exc.data)
-        except Exception:
-            logger.exception("handler for %r failed", request.method)
-            reply = encode_error(request.id, codes.INTERNAL_ERROR, "Internal error")
-        else:
-            reply = encode_result(request.id, result)
-        await outlet.put(reply, FINAL)
+            try:
+                result = await handler
+            except RpcError as exc:
+                reply = encode_error(request.id, exc.code, exc.message, exc.data)
+            except Exception:
+                logger.exception("handler for %r failed", request.method)
+                reply = encode_error(request.id, codes.INTERNAL_ERROR, "Internal error")
+            else:
+                reply = encode_result(request.id, result)
+            await outlet.put(reply, FINAL)
+        finally:
+            tasks.forget(token)
 
+    # The handler runs in a task of its own on the event loop (no task group per request): a quick one is answered
+    # as JSON after a few scheduler passes; one that sends notifications first, or takes longer, gets an SSE
+    # response watched for the client going away. Leaving cancels a handler still running and waits for it.
     try:
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(dispatcher.run if listen else run_handler)
-            tg.start_soon(watch_disconnect, receive, tg.cancel_scope)
-            await write_stream(
-                send,
-                connection,
-                outlet,
-                after=0,
-                preference="sse" if listen else preference,
-                headers=[],
-                retry_ms=0,
-                keepalive=keepalive,
-                status_of=status_of,
-                cancelled_status=204,
-            )
-            tg.cancel_scope.cancel()
+        async with open_handler_tasks() as tasks:
+            token = tasks.spawn(run_handler(), _HANDLER_TASK)
+            delivered = False
+            early: list[Item | None] = []
+            if preference != "sse":
+                delivered, early = await answer_at_once(
+                    send, connection, outlet, headers=[], status_of=status_of, pending=True
+                )
+            if not delivered:
+                async with anyio.create_task_group() as tg:
+                    await _stream_answer(tg, send, receive, connection, outlet, preference, keepalive, early)
     finally:
-        if pending is not None and not started:
-            pending.close()  # cancelled before it could start
+        if not started:
+            handler.close()  # cancelled before it could start
         outlet.disconnect(connection)
         session.close()
+
+
+async def _stream_answer(
+    tg: anyio.abc.TaskGroup,
+    send: Send,
+    receive: Receive,
+    connection: Feed,
+    outlet: Outlet,
+    preference: Preference,
+    keepalive: float,
+    early: Sequence[Item | None] = (),
+) -> None:
+    """Write the answer as it comes (JSON or SSE) while a task of ``tg`` watches for the client going away (which
+    cancels ``tg``); once it is written, ``tg``'s tasks are cancelled."""
+    tg.start_soon(watch_disconnect, receive, tg.cancel_scope)
+    await write_stream(
+        send,
+        connection,
+        outlet,
+        after=0,
+        preference=preference,
+        headers=[],
+        retry_ms=0,
+        keepalive=keepalive,
+        status_of=status_of,
+        cancelled_status=204,
+        early=early,
+    )
+    tg.cancel_scope.cancel()
 
 
 def decode_params(request: Request | Notification) -> dict[str, Any] | None:
