@@ -19,7 +19,7 @@ test: $(STAMP)
 
 lint: $(STAMP)
 	$(BIN)/ruff check jsonrpc_mcp tests bench conformance
-	$(BIN)/ruff format --check jsonrpc_mcp tests conformance bench/run.py bench/inproc.py bench/sockload.py bench/servers
+	$(BIN)/ruff format --check jsonrpc_mcp tests conformance bench/run.py bench/inproc.py bench/inproc_http.py bench/sockload.py bench/servers
 	$(BIN)/mypy
 
 bench: $(STAMP)

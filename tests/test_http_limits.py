@@ -317,6 +317,37 @@ async def test_stateless_async_handlers_in_process_on_this_backend() -> None:
         await app.aclose()
 
 
+async def test_quick_async_answers_are_json_with_many_posts_in_flight() -> None:
+    """64 POSTs at once to an async tool that does not wait, in either era: each answer still comes within the
+    patience its POST gives it, as JSON (not SSE)."""
+    app = McpAsgiApp(make_server())
+    try:
+        _, headers, _ = await asgi_request(app, "POST", JSON_HEADERS, json.dumps(init_body()).encode())
+        session = {**JSON_HEADERS, "Mcp-Session-Id": headers["mcp-session-id"]}
+        await asgi_request(app, "POST", session, b'{"jsonrpc":"2.0","method":"notifications/initialized"}')
+        answers: list[tuple[int, str, Any]] = []
+
+        async def call(ident: int, stateless: bool) -> None:
+            if stateless:
+                body = stateless_body(ident, "tools/call", {"name": "progress", "arguments": {"steps": 1}})
+                sent = stateless_headers("tools/call", "progress")
+            else:
+                body, sent = call_body(ident, "progress", {"steps": 1}), session
+            status, headers, raw = await asgi_request(app, "POST", sent, json.dumps(body).encode())
+            answers.append((status, headers["content-type"], json.loads(raw)))
+
+        with anyio.fail_after(20):
+            async with anyio.create_task_group() as tg:
+                for ident in range(128):
+                    tg.start_soon(call, ident, ident % 2 == 1)
+        assert len(answers) == 128
+        assert {(status, kind) for status, kind, _ in answers} == {(200, "application/json")}
+        assert sorted(answer["id"] for _, _, answer in answers) == list(range(128))
+        assert {answer["result"]["content"][0]["text"] for _, _, answer in answers} == {"1 steps"}
+    finally:
+        await app.aclose()
+
+
 async def test_lifespan_entered_by_an_embedder() -> None:
     app = McpAsgiApp(make_server())
     async with app.lifespan():
