@@ -298,9 +298,36 @@ class Dispatcher:
             out.append((reply, ident))
 
     async def _run_request(self, req: Request, coro: Coroutine[Any, Any, bytes], batch: _Batch | None) -> None:
-        token = self._inflight[req.id]  # (registered by _start before this task could run)
+        """A handler task: run the handler, then answer (one coroutine, not two: this is per request)."""
+        ident = req.id
+        token = self._inflight[ident]  # (registered by _start before this task could run)
         try:
-            await self._run_and_answer(req, coro, batch)
+            reply: bytes | None = None
+            try:
+                try:
+                    result = await coro
+                except _LOCAL_ONLY as exc:
+                    reply = _local_failure(req, exc)
+                except RpcError as exc:
+                    reply = encode_error(ident, exc.code, exc.message, exc.data)
+                except Exception:
+                    logger.exception("handler for %r failed", req.method)
+                    reply = encode_error(ident, codes.INTERNAL_ERROR, "Internal error")
+                else:
+                    reply = encode_result(ident, result)
+            except BaseException:
+                # Cancelled: by the peer or by shutdown.
+                coro.close()  # (a no-op once it has run; it always has by now)
+                if self._end(ident):
+                    await self._unanswered(ident, batch)
+                raise
+            if self._end(ident):
+                # The peer cancelled it while it ran, and it finished without noticing.
+                await self._unanswered(ident, batch)
+            elif batch is not None:
+                await self._answered(batch, reply)
+            elif reply is not None:
+                await self._reply(reply, ident)
         finally:
             # Only now, with the reply written, may a draining run() consider this request done.
             assert self._handlers is not None
@@ -308,37 +335,6 @@ class Dispatcher:
             self._tasks -= 1
             if not self._tasks:
                 self._idle.set()
-
-    async def _run_and_answer(self, req: Request, coro: Coroutine[Any, Any, bytes], batch: _Batch | None) -> None:
-        ident = req.id
-        reply: bytes | None = None
-        try:
-            try:
-                result = await coro
-            except _LOCAL_ONLY as exc:
-                reply = _local_failure(req, exc)
-            except RpcError as exc:
-                reply = encode_error(ident, exc.code, exc.message, exc.data)
-            except Exception:
-                logger.exception("handler for %r failed", req.method)
-                reply = encode_error(ident, codes.INTERNAL_ERROR, "Internal error")
-            else:
-                reply = encode_result(ident, result)
-        except BaseException:
-            # Cancelled: by the peer or by shutdown.
-            coro.close()  # (a no-op once it has run; it always has by now)
-            if self._end(ident):
-                await self._unanswered(ident, batch)
-            raise
-        if self._end(ident):
-            # The peer cancelled it while it ran, and it finished without noticing.
-            await self._unanswered(ident, batch)
-            return
-        if batch is not None:
-            await self._answered(batch, reply)
-            return
-        if reply is not None:
-            await self._reply(reply, ident)
 
     def _end(self, ident: RequestId) -> bool:
         """The handler of ``ident`` is done: it can no longer be cancelled. True when the peer had cancelled it."""

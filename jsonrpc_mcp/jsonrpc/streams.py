@@ -28,7 +28,7 @@ class MessageStream(ABC):
     """A bidirectional stream of JSON-RPC frames (bytes without framing)."""
 
     #: The dispatcher gathers the answers of handlers that finish in the same pass of the event loop into one
-    #: :meth:`send_many` (one write on a byte stream), at the cost of one pass. A stream whose frames each go
+    #: :meth:`send_replies` (one write on a byte stream), at the cost of one pass. A stream whose frames each go
     #: their own way anyway (a Streamable HTTP session: one POST each) sets this False: answers go out at once.
     gathers_replies: bool = True
 
