@@ -219,14 +219,23 @@ class _OneRequestStream(MessageStream):
     """The session's stream for one stateless request: its frame in, its notifications and response out."""
 
     def __init__(
-        self, frame: bytes, request_id: RequestId, outlet: Outlet, headers: Headers | Mapping[str, str] | None = None
+        self, frame: bytes, request_id: RequestId, buffer: int, headers: Headers | Mapping[str, str] | None = None
     ) -> None:
         self._frame: bytes | None = frame
         self.request_id = request_id
-        self.outlet = outlet
+        self._buffer = buffer
+        self._outlet: Outlet | None = None  # made on first use: a request answered at once never needs one
         self.headers = headers
         self._ended: anyio.Event | None = None  # made when the dispatcher waits (subscriptions/listen) only
         self._closed = False
+
+    @property
+    def outlet(self) -> Outlet:
+        """Where the request's notifications and response go (made on first use)."""
+        outlet = self._outlet
+        if outlet is None:
+            outlet = self._outlet = Outlet(None, buffer=self._buffer)
+        return outlet
 
     def request_headers(self, request_id: RequestId) -> Mapping[str, str] | None:
         """The HTTP headers of this request (read by ``Context.request_headers``)."""
@@ -302,8 +311,7 @@ async def serve_one(
     handler runs as one task beside the response writer (its notifications go out through the dispatcher's
     write path, which needs no running dispatcher).
     """
-    outlet = Outlet(None, buffer=buffer)
-    stream = _OneRequestStream(frame, request.id, outlet, headers)
+    stream = _OneRequestStream(frame, request.id, buffer, headers)
     dispatcher = Dispatcher(stream, max_in_flight=1, request_timeout=None, drain_timeout=0.0)
     session = ServerSession(server, dispatcher, stateless=True)
     listen = request.method == "subscriptions/listen"
@@ -331,6 +339,7 @@ async def serve_one(
             session.close()
             await send_bytes(send, status, reply)
             return
+    outlet = stream.outlet
     connection = outlet.connect()
     if listen:
         try:
