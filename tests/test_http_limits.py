@@ -12,6 +12,7 @@ import json
 from typing import Any
 
 import anyio
+import anyio.lowlevel
 import httpx
 import pytest
 from http_support import (
@@ -32,7 +33,8 @@ from http_support import (
 )
 from http_support import collect_garbage as collect_garbage
 
-from jsonrpc_mcp import Server
+from jsonrpc_mcp import Context, Server
+from jsonrpc_mcp.errors import RequestTimeout
 from jsonrpc_mcp.transports._http_events import InMemoryEventStore
 from jsonrpc_mcp.transports._http_session import HttpSession
 from jsonrpc_mcp.transports.http_asgi import McpAsgiApp
@@ -344,6 +346,35 @@ async def test_quick_async_answers_are_json_with_many_posts_in_flight() -> None:
         assert {(status, kind) for status, kind, _ in answers} == {(200, "application/json")}
         assert sorted(answer["id"] for _, _, answer in answers) == list(range(128))
         assert {answer["result"]["content"][0]["text"] for _, _, answer in answers} == {"1 steps"}
+    finally:
+        await app.aclose()
+
+
+async def test_a_local_only_error_escaping_a_handler_is_an_internal_error_on_every_http_path() -> None:
+    """A timeout of the handler's own outgoing request has a code that only means something to the server: the
+    client gets -32603 "Internal error", whether the handler answered at once or as a task, in either era."""
+    server = make_server()
+
+    @server.method("custom/local")
+    def local(ctx: Context, params: Any) -> Any:
+        raise RequestTimeout("sampling/createMessage: no response within 1 s")
+
+    @server.method("custom/local-async")
+    async def local_async(ctx: Context, params: Any) -> Any:
+        await anyio.lowlevel.checkpoint()
+        raise RequestTimeout("sampling/createMessage: no response within 1 s")
+
+    app = McpAsgiApp(server)
+    try:
+        _, headers, _ = await asgi_request(app, "POST", JSON_HEADERS, json.dumps(init_body()).encode())
+        session = {**JSON_HEADERS, "Mcp-Session-Id": headers["mcp-session-id"]}
+        await asgi_request(app, "POST", session, b'{"jsonrpc":"2.0","method":"notifications/initialized"}')
+        for ident, method in enumerate(("custom/local", "custom/local-async")):
+            request = {"jsonrpc": "2.0", "id": ident, "method": method}
+            for sent, body in ((session, request), (stateless_headers(method), stateless_body(ident, method))):
+                status, _, raw = await asgi_request(app, "POST", sent, json.dumps(body).encode())
+                assert status == 200
+                assert json.loads(raw)["error"] == {"code": -32603, "message": "Internal error"}, (method, sent)
     finally:
         await app.aclose()
 

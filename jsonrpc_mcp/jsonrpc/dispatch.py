@@ -29,7 +29,7 @@ import anyio.abc
 import anyio.lowlevel
 from msgspec import Raw
 
-from ..errors import ConnectionClosed, InternalError, RequestTimeout, RpcError, error_for_code
+from ..errors import ConnectionClosed, RequestTimeout, RpcError, error_for_code
 from . import codes
 from ._tasks import HandlerTasks, open_handler_tasks
 from .streams import MessageStream
@@ -49,7 +49,7 @@ from .wire import (
     read_message,
 )
 
-__all__ = ("Dispatcher", "RequestHandler", "NotificationHandler")
+__all__ = ("Dispatcher", "RequestHandler", "NotificationHandler", "failure_reply")
 
 logger = logging.getLogger(__name__)
 
@@ -96,9 +96,18 @@ _NOTIFICATION_TASK = "jsonrpc-mcp notification handler"
 _SPAWNED_TASK = "jsonrpc-mcp connection task"
 
 
-def _local_failure(req: Request, exc: RpcError) -> bytes:
-    """A handler let a timeout or a closed connection of its own request escape: an internal error to the peer."""
-    logger.warning("handler for %r failed: %s", req.method, exc.message)
+def failure_reply(req: Request, exc: Exception) -> bytes:
+    """The answer to ``req`` whose handler raised ``exc``: its JSON-RPC error when it is an :class:`RpcError`;
+    otherwise -32603 "Internal error", the exception logged with its traceback and never shown to the peer. A
+    timeout or a closed connection of the handler's own outgoing request (codes that only mean something here)
+    is an internal error too, logged as a warning. Transports that call ``on_request`` themselves use it, so every
+    path answers a failure the same way."""
+    if isinstance(exc, _LOCAL_ONLY):
+        logger.warning("handler for %r failed: %s", req.method, exc.message)
+        return encode_error(req.id, codes.INTERNAL_ERROR, "Internal error")
+    if isinstance(exc, RpcError):
+        return encode_error(req.id, exc.code, exc.message, exc.data)
+    logger.error("handler for %r failed", req.method, exc_info=exc)
     return encode_error(req.id, codes.INTERNAL_ERROR, "Internal error")
 
 
@@ -264,16 +273,8 @@ class Dispatcher:
             return
         try:
             result = self.on_request(req)
-        except _LOCAL_ONLY as exc:
-            self._queue(_local_failure(req, exc), ident, out, batch)
-            return
-        except RpcError as exc:
-            self._queue(encode_error(ident, exc.code, exc.message, exc.data), ident, out, batch)
-            return
-        except Exception:
-            logger.exception("handler for %r failed", req.method)
-            internal = InternalError()
-            self._queue(encode_error(ident, internal.code, internal.message), ident, out, batch)
+        except Exception as exc:
+            self._queue(failure_reply(req, exc), ident, out, batch)
             return
         if type(result) is bytes:
             self._queue(encode_result(ident, result), ident, out, batch)
@@ -306,13 +307,8 @@ class Dispatcher:
             try:
                 try:
                     result = await coro
-                except _LOCAL_ONLY as exc:
-                    reply = _local_failure(req, exc)
-                except RpcError as exc:
-                    reply = encode_error(ident, exc.code, exc.message, exc.data)
-                except Exception:
-                    logger.exception("handler for %r failed", req.method)
-                    reply = encode_error(ident, codes.INTERNAL_ERROR, "Internal error")
+                except Exception as exc:
+                    reply = failure_reply(req, exc)
                 else:
                     reply = encode_result(ident, result)
             except BaseException:

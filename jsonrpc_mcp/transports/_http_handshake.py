@@ -17,6 +17,7 @@ import anyio
 
 from ..errors import RpcError
 from ..jsonrpc import codes
+from ..jsonrpc.dispatch import failure_reply
 from ..jsonrpc.wire import (
     Message,
     Request,
@@ -108,11 +109,8 @@ class HandshakeEndpoint:
         reply: bytes | None = None
         try:
             result = session.mcp.on_request(request)
-        except RpcError as exc:
-            reply = encode_error(request.id, exc.code, exc.message, exc.data)
-        except Exception:
-            logger.exception("handler for %r failed", request.method)
-            reply = encode_error(request.id, codes.INTERNAL_ERROR, "Internal error")
+        except Exception as exc:
+            reply = failure_reply(request, exc)
         else:
             if isinstance(result, bytes):
                 reply = encode_result(request.id, result)

@@ -29,9 +29,9 @@ from msgspec import UNSET
 from ..errors import RpcError
 from ..jsonrpc import codes
 from ..jsonrpc._tasks import open_handler_tasks
-from ..jsonrpc.dispatch import Dispatcher
+from ..jsonrpc.dispatch import Dispatcher, failure_reply
 from ..jsonrpc.streams import MessageStream
-from ..jsonrpc.wire import Notification, Request, RequestId, decode_frame, encode_error, encode_result
+from ..jsonrpc.wire import Notification, Request, RequestId, decode_frame, encode_result
 from ..mcp.context import LOG_LEVELS
 from ..mcp.headers import InvalidHeaderAnnotation, decode_header_value, name_of, tool_header_params
 from ..mcp.session import ServerApp, ServerSession
@@ -323,13 +323,9 @@ async def serve_one(
         status = 200
         try:
             result = session.on_request(request, meta)
-        except RpcError as exc:
-            reply = encode_error(request.id, exc.code, exc.message, exc.data)
-            status = _STATUS.get(exc.code, 200)
-        except Exception:
-            logger.exception("handler for %r failed", request.method)
-            reply = encode_error(request.id, codes.INTERNAL_ERROR, "Internal error")
-            status = _STATUS.get(codes.INTERNAL_ERROR, 200)
+        except Exception as exc:
+            reply = failure_reply(request, exc)
+            status = _STATUS.get(exc.code, 200) if isinstance(exc, RpcError) else 200
         else:
             if type(result) is bytes:
                 reply = encode_result(request.id, result)
@@ -361,11 +357,8 @@ async def serve_one(
         try:
             try:
                 result = await handler
-            except RpcError as exc:
-                reply = encode_error(request.id, exc.code, exc.message, exc.data)
-            except Exception:
-                logger.exception("handler for %r failed", request.method)
-                reply = encode_error(request.id, codes.INTERNAL_ERROR, "Internal error")
+            except Exception as exc:
+                reply = failure_reply(request, exc)
             else:
                 reply = encode_result(request.id, result)
             await outlet.put(reply, FINAL)
