@@ -372,7 +372,9 @@ class Dispatcher:
             if self.stream.gathers_replies:
                 await anyio.lowlevel.cancel_shielded_checkpoint()
             self._replies = []
-            lock = await self._lock_writes()
+            # No cancellation check: the answers are made (some of other tasks, gathered here), and a request the
+            # peer cancelled was already left out; what a cancellation now means is the connection closing.
+            lock = await self._lock_writes(check=False)
             try:
                 await self.stream.send_replies(queue)
             finally:
@@ -433,11 +435,12 @@ class Dispatcher:
 
     # --- outbound ----------------------------------------------------------------------------------------------
 
-    async def _lock_writes(self) -> anyio.Lock:
+    async def _lock_writes(self, *, check: bool = True) -> anyio.Lock:
         """Take the write lock (made on first use) and return it. Uncontended, this costs no trip through the
         event loop (``anyio.Lock.acquire`` yields once even then — an extra loop iteration per write); a cancelled
-        task still stops here."""
-        await anyio.lowlevel.checkpoint_if_cancelled()
+        task still stops here (``check``)."""
+        if check:
+            await anyio.lowlevel.checkpoint_if_cancelled()
         lock = self._write_lock
         if lock is None:
             lock = self._write_lock = anyio.Lock()
