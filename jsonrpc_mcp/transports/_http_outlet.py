@@ -138,6 +138,14 @@ class Feed:
         raise anyio.WouldBlock
 
     async def receive(self) -> Item:
+        try:
+            return self.receive_nowait()
+        except anyio.WouldBlock:
+            pass
+        # One pass first: the writer often puts the item right away (an answer ready at once), and then no event
+        # has to be made and waited on. (With a burst of 1,000 sessions initializing at once, those events and
+        # their waiters raised the peak memory by ~5 KiB a session.)
+        await anyio.lowlevel.checkpoint()
         while True:
             try:
                 return self.receive_nowait()
