@@ -379,6 +379,19 @@ async def test_a_local_only_error_escaping_a_handler_is_an_internal_error_on_eve
         await app.aclose()
 
 
+async def test_an_async_call_right_after_initialize_is_answered() -> None:
+    """initialize is answered in its own POST; the session's dispatcher task may not have run yet when the next
+    request comes (here: with no pass of the event loop in between). An async tool is then answered anyway."""
+    app = McpAsgiApp(make_server())
+    async with app.lifespan():
+        for ident in range(5):
+            _, headers, _ = await asgi_request(app, "POST", JSON_HEADERS, json.dumps(init_body()).encode())
+            session = {**JSON_HEADERS, "Mcp-Session-Id": headers["mcp-session-id"]}
+            call = json.dumps(call_body(ident, "progress", {"steps": 1})).encode()
+            status, _, body = await asgi_request(app, "POST", session, call)
+            assert status == 200 and json.loads(body)["result"]["content"][0]["text"] == "1 steps"
+
+
 async def test_lifespan_entered_by_an_embedder() -> None:
     app = McpAsgiApp(make_server())
     async with app.lifespan():

@@ -206,6 +206,11 @@ class Dispatcher:
     def closed(self) -> bool:
         return self._closed
 
+    @property
+    def running(self) -> bool:
+        """True while :meth:`run` serves the connection: from then on :meth:`adopt` takes handlers."""
+        return self._handlers is not None and not self._closed
+
     # --- inbound -----------------------------------------------------------------------------------------------
 
     def _process(self, frame: bytes, out: Outgoing, batch: _Batch | None = None) -> None:
