@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import logging
 import secrets
-from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Coroutine, Sequence
+from typing import TYPE_CHECKING, Any
 
 import anyio
 
@@ -111,23 +111,16 @@ class HandshakeEndpoint:
             return
         # The fast path: call the handler here. An answer ready at once is written as JSON without a hop through
         # the session's dispatcher task; a handler that has to wait is handed to the dispatcher (SSE).
-        reply: bytes | None = None
-        try:
-            result = session.mcp.on_request(request)
-        except Exception as exc:
-            reply = failure_reply(request, exc)
-        else:
-            if isinstance(result, bytes):
-                reply = encode_result(request.id, result)
-            elif not session.dispatcher.adopt(request, result):
-                reply = encode_error(request.id, codes.INTERNAL_ERROR, "Internal error")
-        if reply is None:
-            session.register(exchange.outlet)
-            await self._serve_exchange(session, exchange, [], receive, send, pending=True)
-            return
+        answer = _answer_now(session, request)
+        if not isinstance(answer, bytes):
+            if session.dispatcher.adopt(request, answer):
+                session.register(exchange.outlet)
+                await self._serve_exchange(session, exchange, [], receive, send, pending=True)
+                return
+            answer = encode_error(request.id, codes.INTERNAL_ERROR, "Internal error")
         session.exchanges.pop(request.id, None)
         session.touch()
-        await send_bytes(send, 200, reply, session.id_header)
+        await send_bytes(send, 200, answer, session.id_header)
 
     async def _initialize(self, request: Request, send: Send) -> None:
         if self.table.full():
@@ -144,16 +137,10 @@ class HandshakeEndpoint:
         await self.table.start(session)
         # ``initialize`` is answered at once (the session answers it synchronously): no trip through the session's
         # dispatcher task, nothing made to wait on (which, for a burst of sessions, is what raises the peak).
-        try:
-            result = session.mcp.on_request(request)
-        except Exception as exc:
-            answer = failure_reply(request, exc)
-        else:
-            if isinstance(result, bytes):
-                answer = encode_result(request.id, result)
-            else:  # pragma: no cover - initialize never has an async handler
-                result.close()
-                answer = encode_error(request.id, codes.INTERNAL_ERROR, "Internal error")
+        answer = _answer_now(session, request)
+        if not isinstance(answer, bytes):  # pragma: no cover - initialize never has an async handler
+            answer.close()
+            answer = encode_error(request.id, codes.INTERNAL_ERROR, "Internal error")
         session.touch()
         extra: HeaderList = []
         if session.mcp.initialized:
@@ -372,6 +359,18 @@ class HandshakeEndpoint:
             return None
         session.touch()
         return session
+
+
+def _answer_now(session: HttpSession, request: Request) -> bytes | Coroutine[Any, Any, bytes]:
+    """Call the session's handler for ``request`` in this task: the encoded answer (a failure included), or the
+    coroutine of a handler that has yet to run."""
+    try:
+        result = session.mcp.on_request(request)
+    except Exception as exc:
+        return failure_reply(request, exc)
+    if isinstance(result, bytes):
+        return encode_result(request.id, result)
+    return result
 
 
 async def _release(session: HttpSession, outlet: Outlet, connection: Feed, delivered: bool) -> None:
