@@ -412,6 +412,27 @@ async def test_max_in_flight_must_be_positive() -> None:
     await b.aclose()
 
 
+async def test_running_tells_whether_adopt_can_take_a_handler() -> None:
+    """``running`` is False before run() has started and after it has ended; ``adopt`` takes handlers only while
+    it is True (a transport that calls handlers itself checks it first)."""
+
+    async def handler() -> bytes:
+        return b"{}"
+
+    ours, theirs = memory_pair(8)
+    server = Dispatcher(ours)
+    early = handler()
+    assert not server.running and not server.adopt(Request(id=1, method="m"), early)
+    with anyio.fail_after(10):
+        async with anyio.create_task_group() as tg:
+            await tg.start(server.run)
+            assert server.running and server.adopt(Request(id=2, method="m"), handler())
+            assert (await theirs.receive()) == [b'{"jsonrpc":"2.0","id":2,"result":{}}']
+            await theirs.aclose()
+    assert not server.running and not server.adopt(Request(id=3, method="m"), handler())
+    await ours.aclose()
+
+
 async def test_an_adopted_request_is_drained_and_answered_after_the_end_of_stream() -> None:
     """A request a transport handed over with ``adopt`` counts as running: when the peer ends its side, run()
     waits for it (up to the drain timeout) and its answer is still written, as for one the read loop started."""
