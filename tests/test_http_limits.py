@@ -392,6 +392,21 @@ async def test_an_async_call_right_after_initialize_is_answered() -> None:
             assert status == 200 and json.loads(body)["result"]["content"][0]["text"] == "1 steps"
 
 
+async def test_stateless_async_answers_with_the_sse_preference_are_streams() -> None:
+    """json_response_preference="sse": a stateless request whose handler is async is answered as an SSE stream
+    at once (no patience for a JSON answer), carrying its response."""
+    app = McpAsgiApp(make_server(), json_response_preference="sse")
+    try:
+        body = stateless_body(1, "tools/call", {"name": "progress", "arguments": {"steps": 1}})
+        sent = stateless_headers("tools/call", "progress")
+        status, headers, raw = await asgi_request(app, "POST", sent, json.dumps(body).encode())
+        assert status == 200 and headers["content-type"] == "text/event-stream"
+        events = [line[len(b"data: ") :] for line in raw.splitlines() if line.startswith(b"data: ")]
+        assert [json.loads(data)["result"]["content"][0]["text"] for data in events if data] == ["1 steps"]
+    finally:
+        await app.aclose()
+
+
 async def test_lifespan_entered_by_an_embedder() -> None:
     app = McpAsgiApp(make_server())
     async with app.lifespan():
