@@ -308,7 +308,6 @@ class Dispatcher:
         ident = req.id
         token = self._inflight[ident]  # (registered by _start before this task could run)
         try:
-            reply: bytes | None = None
             try:
                 try:
                     result = await coro
@@ -327,7 +326,7 @@ class Dispatcher:
                 await self._unanswered(ident, batch)
             elif batch is not None:
                 await self._answered(batch, reply)
-            elif reply is not None:
+            else:
                 await self._reply(reply, ident)
         finally:
             # Only now, with the reply written, may a draining run() consider this request done.

@@ -251,7 +251,6 @@ class _OneRequestStream(MessageStream):
         if frame is not None:
             self._frame = None
             return [frame]
-        self.outlet.hint_pending()  # handled, not answered at once: an async handler
         if not self._closed:
             self._ended = anyio.Event()
             await self._ended.wait()
