@@ -9,6 +9,7 @@ import asyncio
 import gc
 import importlib.util
 import json
+import tracemalloc
 from typing import Any
 
 import anyio
@@ -390,6 +391,39 @@ async def test_an_async_call_right_after_initialize_is_answered() -> None:
             call = json.dumps(call_body(ident, "progress", {"steps": 1})).encode()
             status, _, body = await asgi_request(app, "POST", session, call)
             assert status == 200 and json.loads(body)["result"]["content"][0]["text"] == "1 steps"
+
+
+async def test_an_idle_session_keeps_nothing_of_its_last_request() -> None:
+    """Between requests a session's dispatcher waits for the next one: neither the last request's body nor its
+    POST's headers stay referenced meanwhile (an idle session costs the same whatever it was last sent)."""
+    server = Server("idle")
+
+    @server.tool()
+    def first(text: str) -> str:
+        return text[:1]
+
+    app = McpAsgiApp(server, json_response_preference="sse")  # every request goes through the dispatcher
+    async with app.lifespan():
+        _, headers, _ = await asgi_request(app, "POST", JSON_HEADERS, json.dumps(init_body()).encode())
+        session = {**JSON_HEADERS, "Mcp-Session-Id": headers["mcp-session-id"]}
+        initialized = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+        await asgi_request(app, "POST", session, json.dumps(initialized).encode())
+        await asgi_request(app, "POST", session, json.dumps(call_body(1, "first", {"text": "warm"})).encode())
+        await anyio.wait_all_tasks_blocked()
+        gc.collect()
+        tracemalloc.start()
+        try:
+            before = tracemalloc.get_traced_memory()[0]
+            call = json.dumps(call_body(2, "first", {"text": "b" * 300_000})).encode()
+            status, _, raw = await asgi_request(app, "POST", {**session, "X-Padding": "h" * 300_000}, call)
+            assert status == 200 and b'"text":"b"' in raw
+            await anyio.wait_all_tasks_blocked()  # the dispatcher waits for the next request
+            del call, raw
+            gc.collect()
+            kept = tracemalloc.get_traced_memory()[0] - before
+        finally:
+            tracemalloc.stop()
+        assert kept < 100_000
 
 
 async def test_stateless_async_answers_with_the_sse_preference_are_streams() -> None:

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Sequence
 from types import CoroutineType
 from typing import Any
 
@@ -187,17 +187,16 @@ class Dispatcher:
 
     async def _read_loop(self) -> None:
         receive = self.stream.receive
-        process = self._process
+        process_all = self._process_all
         while True:
             try:
-                frames = await receive()
+                out = process_all(await receive())
             except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
                 return
-            out: Outgoing = []
-            for frame in frames:
-                process(frame, out)
             if out:
                 await self._write_replies(out)
+            # (no frame, request or answer stays referenced while this waits: an idle connection holds none)
+            del out
             while len(self._inflight) >= self.max_in_flight:
                 self._capacity = anyio.Event()
                 await self._capacity.wait()
@@ -212,6 +211,13 @@ class Dispatcher:
         return self._handlers is not None and not self._closed
 
     # --- inbound -----------------------------------------------------------------------------------------------
+
+    def _process_all(self, frames: Sequence[bytes]) -> Outgoing:
+        out: Outgoing = []
+        process = self._process
+        for frame in frames:
+            process(frame, out)
+        return out
 
     def _process(self, frame: bytes, out: Outgoing, batch: _Batch | None = None) -> None:
         """Handle one frame; immediate answers go to ``out``. Never raises."""

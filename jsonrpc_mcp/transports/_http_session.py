@@ -112,10 +112,8 @@ class SessionStream(MessageStream):
     async def receive(self) -> Sequence[bytes]:
         # The dispatcher asks for more only once it has handled what it got (and written the answers it had at
         # once): an exchange among those still unanswered is waiting for an async handler.
-        for handed in self._handed:
-            if handed.waiting:
-                handed.outlet.hint_pending()
-        self._handed.clear()
+        if self._handed:
+            self._hint_handed()
         while not self._queue:
             if self._ended or self._closed:
                 raise anyio.EndOfStream
@@ -129,6 +127,14 @@ class SessionStream(MessageStream):
             if exchange is not None and (not self._handed or self._handed[-1] is not exchange):
                 self._handed.append(exchange)
         return frames
+
+    def _hint_handed(self) -> None:
+        # (a function of its own: a loop variable in ``receive`` would keep the last exchange, its headers
+        # included, alive for as long as the session sits idle)
+        for handed in self._handed:
+            if handed.waiting:
+                handed.outlet.hint_pending()
+        self._handed.clear()
 
     async def push(self, frame: bytes, exchange: Exchange | None) -> None:
         """Queue one inbound frame (waiting while ``buffer`` frames are queued); ClosedResourceError once the
