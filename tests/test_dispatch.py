@@ -9,12 +9,14 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 import anyio
+import anyio.lowlevel
 import pytest
 from fixtures.everything import make_server
 from helpers import RawPeer, raw_server, request_frame
 
 from jsonrpc_mcp import Client, ConnectionClosed, RequestTimeout, RpcError, Server
 from jsonrpc_mcp.errors import InvalidParams
+from jsonrpc_mcp.jsonrpc._tasks import new_signal, open_handler_tasks
 from jsonrpc_mcp.jsonrpc.dispatch import Dispatcher
 from jsonrpc_mcp.jsonrpc.streams import MemoryMessageStream, MessageStream, memory_pair
 from jsonrpc_mcp.jsonrpc.wire import Request
@@ -682,3 +684,90 @@ async def test_handler_tasks_do_not_go_through_the_loops_task_factory() -> None:
         loop.set_task_factory(previous)
     assert gates.count == 1
     assert made and "Dispatcher._run_request" not in made  # (the factory did make the client's own tasks)
+
+
+# --- the wake-up signal and the write lock --------------------------------------------------------------------
+
+
+async def test_a_signal_wakes_its_waiter_and_survives_a_cancelled_one() -> None:
+    signal = new_signal()
+    with anyio.move_on_after(0.05):  # a waiter gives up before it is set...
+        await signal.wait()
+    assert not signal.is_set()
+    woken: list[str] = []
+
+    async def waiter() -> None:
+        await signal.wait()
+        woken.append("woken")
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(waiter)
+        await anyio.wait_all_tasks_blocked()
+        assert woken == []
+        signal.set()  # ...and the next is woken by it
+    assert woken == ["woken"] and signal.is_set()
+    with anyio.fail_after(1):
+        await signal.wait()  # set already: returns at once
+    late = new_signal()
+    with anyio.move_on_after(0.05):
+        await late.wait()
+    late.set()  # set after a waiter was cancelled: the next wait returns
+    with anyio.fail_after(1):
+        await late.wait()
+
+
+async def test_the_write_lock_serves_writers_in_order_and_skips_the_cancelled() -> None:
+    end, other = memory_pair()
+    await other.aclose()
+    await end.aclose()
+    dispatcher = Dispatcher(end)  # (the lock alone: nothing is written)
+    order: list[str] = []
+
+    async def writer(name: str) -> None:
+        await dispatcher._lock_writes()
+        order.append(name)
+        await anyio.lowlevel.checkpoint()  # holds it across a pass of the loop
+        dispatcher._unlock_writes()
+
+    await dispatcher._lock_writes()  # held here
+    async with open_handler_tasks() as tasks:
+        tokens = {}
+        for name in ("b", "c", "d", "e"):  # queued one after the other (trio runs tasks started together in any order)
+            tokens[name] = tasks.spawn(writer(name), name)
+            await anyio.wait_all_tasks_blocked()
+        assert len(dispatcher._writers) == 4
+        tasks.cancel(tokens["d"], lambda: True)  # gives up while it waits: leaves the queue
+        await anyio.wait_all_tasks_blocked()
+        assert len(dispatcher._writers) == 3
+        dispatcher._unlock_writes()
+        await anyio.wait_all_tasks_blocked()
+    assert order == ["b", "c", "e"]
+    assert not dispatcher._writing and dispatcher._writers == []
+
+
+async def test_the_write_lock_passes_on_when_the_writer_it_went_to_is_cancelled() -> None:
+    """A handler task is cancelled (``notifications/cancelled``) just as the lock passes to it: the next writer
+    still gets it, and it ends free."""
+    end, other = memory_pair()
+    await other.aclose()
+    await end.aclose()
+    dispatcher = Dispatcher(end)  # (the lock alone: nothing is written)
+    order: list[str] = []
+
+    async def writer(name: str) -> None:
+        await dispatcher._lock_writes()
+        order.append(name)
+        dispatcher._unlock_writes()
+
+    await dispatcher._lock_writes()
+    async with open_handler_tasks() as tasks:
+        first = tasks.spawn(writer("b"), "b")
+        await anyio.wait_all_tasks_blocked()
+        tasks.spawn(writer("c"), "c")
+        await anyio.wait_all_tasks_blocked()
+        dispatcher._unlock_writes()  # the lock goes to b...
+        tasks.cancel(first, lambda: True)  # ...cancelled before it runs again
+        await anyio.wait_all_tasks_blocked()
+    # (asyncio throws the cancellation into b, which passes the lock on; trio lets b finish its wait first)
+    assert order in (["c"], ["b", "c"])
+    assert not dispatcher._writing and dispatcher._writers == []

@@ -24,7 +24,7 @@ from typing import Final, Literal, NamedTuple
 import anyio
 import anyio.lowlevel
 
-from ..jsonrpc._tasks import loop_sleep
+from ..jsonrpc._tasks import Signal, loop_sleep, new_signal
 from ._http_events import EventStore
 from ._http_io import HeaderList, Send, send_empty
 from ._sse import encode_comment, encode_event, encode_retry
@@ -86,8 +86,8 @@ class Feed:
         self._size = max(1, size)
         self._ended = False  # the outlet's side is closed: the reader gets what is queued, then EndOfStream
         self._gone = False  # the reader's side is closed: the outlet's sends fail
-        self._arrived: anyio.Event | None = None  # the reader waits for an item
-        self._room: anyio.Event | None = None  # the outlet waits for room
+        self._arrived: Signal | None = None  # the reader waits for an item
+        self._room: Signal | None = None  # the outlet waits for room
 
     # --- the outlet's side ---------------------------------------------------------------------------------
 
@@ -112,7 +112,7 @@ class Feed:
             except anyio.WouldBlock:
                 room = self._room
                 if room is None:
-                    room = self._room = anyio.Event()
+                    room = self._room = new_signal()
                 await room.wait()
 
     def end(self) -> None:
@@ -143,7 +143,7 @@ class Feed:
         except anyio.WouldBlock:
             pass
         # One pass first, as the anyio stream this replaced did: a writer that is ready puts the item in that pass,
-        # and no event (with its waiter queue, ~1 KiB on asyncio) is made and waited on.
+        # and nothing is made and waited on.
         await anyio.lowlevel.checkpoint()
         while True:
             try:
@@ -151,7 +151,7 @@ class Feed:
             except anyio.WouldBlock:
                 arrived = self._arrived
                 if arrived is None:
-                    arrived = self._arrived = anyio.Event()
+                    arrived = self._arrived = new_signal()
                 await arrived.wait()
 
     def close(self) -> None:

@@ -25,6 +25,7 @@ import anyio.abc
 from msgspec import UNSET
 
 from ..errors import RpcError
+from ..jsonrpc._tasks import Signal, new_signal
 from ..jsonrpc.dispatch import Dispatcher
 from ..jsonrpc.streams import MessageStream
 from ..jsonrpc.wire import RequestId, decode_frame
@@ -99,12 +100,12 @@ class SessionStream(MessageStream):
     def __init__(self, owner: HttpSession, buffer: int) -> None:
         self.owner = owner
         self.buffer = buffer
-        # The inbound queue: a list and an event made only while someone waits. (An anyio memory object stream
-        # costs ~4.5 KiB per session, mostly for the machinery of its waiting receiver, and every session's
-        # dispatcher waits in receive while the session is idle.)
+        # The inbound queue: a list, and a signal (``_tasks.new_signal``) made only while someone waits. (An anyio
+        # memory object stream costs ~4.5 KiB per session, mostly for the machinery of its waiting receiver, and
+        # every session's dispatcher waits in receive while the session is idle.)
         self._queue: list[tuple[bytes, Exchange | None]] = []
-        self._arrived: anyio.Event | None = None  # the dispatcher waits for frames
-        self._room: anyio.Event | None = None  # a POST waits for room in a full queue
+        self._arrived: Signal | None = None  # the dispatcher waits for frames
+        self._room: Signal | None = None  # a POST waits for room in a full queue
         self._ended = False  # no more frames will be pushed (the session ended)
         self._closed = False  # the dispatcher is gone: frames pushed now are refused
         self._handed: list[Exchange] = []
@@ -117,7 +118,7 @@ class SessionStream(MessageStream):
         while not self._queue:
             if self._ended or self._closed:
                 raise anyio.EndOfStream
-            arrived = self._arrived = anyio.Event()
+            arrived = self._arrived = new_signal()
             await arrived.wait()
         items, self._queue = self._queue, []
         self._wake_senders()
@@ -148,7 +149,7 @@ class SessionStream(MessageStream):
                 break
             room = self._room
             if room is None:
-                room = self._room = anyio.Event()
+                room = self._room = new_signal()
             await room.wait()
         self._queue.append((frame, exchange))
         arrived = self._arrived
