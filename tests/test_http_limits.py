@@ -426,6 +426,36 @@ async def test_an_idle_session_keeps_nothing_of_its_last_request() -> None:
         assert kept < 100_000
 
 
+async def test_delete_cancels_the_sessions_running_handlers_at_once() -> None:
+    """DELETE (like expiry and shutdown) cancels what the session still runs, without the drain a connection
+    that ends gets."""
+    server = Server("delete")
+    started = anyio.Event()
+    ended: list[str] = []
+
+    @server.tool()
+    async def block() -> str:
+        started.set()
+        try:
+            await anyio.sleep_forever()
+        finally:
+            ended.append("cancelled")
+        return "never"
+
+    app = McpAsgiApp(server)
+    async with app.lifespan():
+        _, headers, _ = await asgi_request(app, "POST", JSON_HEADERS, json.dumps(init_body()).encode())
+        session = {**JSON_HEADERS, "Mcp-Session-Id": headers["mcp-session-id"]}
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(asgi_request, app, "POST", session, json.dumps(call_body(1, "block", {})).encode())
+            await started.wait()
+            status, _, _ = await asgi_request(app, "DELETE", session)
+            assert status == 200
+            await anyio.wait_all_tasks_blocked()
+            assert ended == ["cancelled"]
+        assert app.session_count == 0
+
+
 async def test_stateless_async_answers_with_the_sse_preference_are_streams() -> None:
     """json_response_preference="sse": a stateless request whose handler is async is answered as an SSE stream
     at once (no patience for a JSON answer), carrying its response."""

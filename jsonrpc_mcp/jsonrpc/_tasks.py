@@ -130,11 +130,13 @@ class _AsyncioTasks:
         """The task of ``token`` is finishing (called from its own ``finally``): no need to wait for it."""
         self._live.discard(token)  # type: ignore[union-attr]  # (spawn made it)
 
-    def start_soon(self, coro: Coroutine[Any, Any, None], name: str) -> None:
-        """Start ``coro`` in a task that is neither cancelled alone nor calls :meth:`forget` (a long-lived one: an
-        HTTP session's). It must not raise; what escapes it is logged (on trio it ends the nursery)."""
+    def start_soon(self, coro: Coroutine[Any, Any, None], name: str) -> object:
+        """Start ``coro`` in a task that does not call :meth:`forget` (a long-lived one: an HTTP session's); returns
+        the token :meth:`cancel` takes. It must not raise; what escapes it is logged (on trio it ends the nursery).
+        """
         task: Any = self.spawn(coro, name)
         task.add_done_callback(self._finished)
+        return task
 
     def _finished(self, task: Any) -> None:
         self.forget(task)
@@ -210,8 +212,8 @@ class _TrioTasks:
     def forget(self, token: object) -> None:
         pass  # the nursery keeps track
 
-    def start_soon(self, coro: Coroutine[Any, Any, None], name: str) -> None:
-        self._nursery.start_soon(_awaiting, coro, name=name)
+    def start_soon(self, coro: Coroutine[Any, Any, None], name: str) -> object:
+        return self.spawn(coro, name)
 
     async def __aenter__(self) -> _TrioTasks:
         self._nursery = await self._manager.__aenter__()
@@ -223,10 +225,6 @@ class _TrioTasks:
         self.cancel_all()
         result: bool | None = await self._manager.__aexit__(exc_type, exc, tb)
         return result
-
-
-async def _awaiting(coro: Coroutine[Any, Any, None]) -> None:
-    await coro
 
 
 async def _in_scope(scope: Any, coro: Coroutine[Any, Any, None]) -> None:

@@ -18,6 +18,7 @@ import math
 import sys
 from collections.abc import AsyncIterator, Callable, Coroutine, Mapping
 from contextlib import asynccontextmanager
+from functools import partial
 from time import monotonic
 from types import MappingProxyType
 from typing import Any, Final
@@ -132,8 +133,10 @@ class SessionTable:
         self._running_sessions += 1
         if self._running_sessions > self._burst:
             self._burst = self._running_sessions
-        assert self._session_tasks is not None  # (set with the task group)
-        self._session_tasks.start_soon(self._run_session(session), _SESSION_TASK)
+        tasks = self._session_tasks
+        assert tasks is not None  # (set with the task group)
+        token = tasks.start_soon(self._run_session(session), _SESSION_TASK)
+        session.stop_with(partial(tasks.cancel, token, _always))
 
     async def _run_session(self, session: HttpSession) -> None:
         try:
@@ -189,6 +192,11 @@ class SessionTable:
 
 
 _SESSION_TASK: Final = "jsonrpc-mcp HTTP session"
+
+
+def _always() -> bool:
+    return True
+
 
 #: When this many sessions or more ran at once and the last of them has ended, free heap memory is handed back to
 #: the OS (see :func:`release_memory`).
