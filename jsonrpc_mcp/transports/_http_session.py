@@ -282,13 +282,14 @@ class HttpSession:
             self.terminate()
             self.stream.close_input()
             self.mcp.close()
-            with anyio.CancelScope(shield=True):
-                for outlet in list(self.outlets.values()):
-                    try:
-                        await outlet.discard()
-                    except Exception:
-                        logger.exception("the event store failed to discard a stream")
-                self.outlets.clear()
+            if self.outlets:  # (most sessions end with none: no cancel scope, and anyio's state for this task)
+                with anyio.CancelScope(shield=True):
+                    for outlet in list(self.outlets.values()):
+                        try:
+                            await outlet.discard()
+                        except Exception:
+                            logger.exception("the event store failed to discard a stream")
+                    self.outlets.clear()
 
     def stop_with(self, stop: Callable[[], None]) -> None:
         """How :meth:`terminate` cancels the task running :meth:`run` (its handlers with it): set by whoever spawned
