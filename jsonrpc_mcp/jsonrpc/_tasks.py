@@ -85,17 +85,19 @@ class _FutureSignal:
         future = self._future
         if not future.done():
             future.set_result(None)
+        elif future.cancelled():  # its waiter was cancelled: the next wait is to return at once
+            future = self._future = future.get_loop().create_future()
+            future.set_result(None)
 
     def is_set(self) -> bool:
         return self._set
 
-    async def wait(self) -> None:
-        if self._set:
-            return
+    def wait(self) -> Awaitable[None]:
+        """The future itself (no coroutine of its own, which an idle connection would hold while it waits)."""
         future = self._future
         if future.cancelled():  # an earlier waiter was cancelled (which cancels the future it awaited)
             future = self._future = future.get_loop().create_future()
-        await future
+        return future  # type: ignore[no-any-return]
 
 
 def _running_trio() -> Any:

@@ -78,7 +78,7 @@ class _Batch:
 
 
 class _NoWaiter:
-    """Stands for a signal nobody waits on yet: ``run`` and ``_read_loop`` make a real one before waiting. Most
+    """Stands for a signal nobody waits on yet: ``run`` makes a real one before waiting. Most
     dispatchers never wait, and every HTTP session and stateless request has one."""
 
     __slots__ = ()
@@ -167,11 +167,25 @@ class Dispatcher:
 
     async def run(self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
         """Serve the connection until the peer ends it; returns after running handlers have finished."""
+        receive = self.stream.receive
+        process_all = self._process_all
         async with open_handler_tasks() as handlers:
             self._handlers = handlers
             task_status.started()
             try:
-                await self._read_loop()
+                # The read loop (here, not in a coroutine of its own: an idle connection waits with one less).
+                while True:
+                    try:
+                        out = process_all(await receive())
+                    except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
+                        break
+                    if out:
+                        await self._write_replies(out)
+                    # (no frame, request or answer stays referenced while this waits: an idle connection holds none)
+                    del out
+                    while len(self._inflight) >= self.max_in_flight:
+                        self._capacity = new_signal()
+                        await self._capacity.wait()
             except anyio.get_cancelled_exc_class():
                 handlers.cancel_all()  # as a task group's children would be: at once, not after the drain
                 raise
@@ -185,22 +199,6 @@ class Dispatcher:
                             await self._idle.wait()
             # (leaving the block cancels and waits for what still runs: notification and spawned tasks too)
         self._handlers = None
-
-    async def _read_loop(self) -> None:
-        receive = self.stream.receive
-        process_all = self._process_all
-        while True:
-            try:
-                out = process_all(await receive())
-            except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
-                return
-            if out:
-                await self._write_replies(out)
-            # (no frame, request or answer stays referenced while this waits: an idle connection holds none)
-            del out
-            while len(self._inflight) >= self.max_in_flight:
-                self._capacity = new_signal()
-                await self._capacity.wait()
 
     @property
     def closed(self) -> bool:
