@@ -310,9 +310,6 @@ async def test_memory_is_released_when_a_burst_of_sessions_has_ended(monkeypatch
         async def run(self) -> None:
             await self.done.wait()
 
-        def stop_with(self, stop: Any) -> None:
-            pass
-
     table = _http_sessions.SessionTable(idle_timeout=60.0, max_sessions=10)
     async with table.run():
         first, second = Fake("a"), Fake("b")

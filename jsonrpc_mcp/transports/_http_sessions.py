@@ -18,7 +18,6 @@ import math
 import sys
 from collections.abc import AsyncIterator, Callable, Coroutine, Mapping
 from contextlib import asynccontextmanager
-from functools import partial
 from time import monotonic
 from types import MappingProxyType
 from typing import Any, Final
@@ -135,8 +134,7 @@ class SessionTable:
             self._burst = self._running_sessions
         tasks = self._session_tasks
         assert tasks is not None  # (set with the task group)
-        token = tasks.start_soon(self._run_session(session), _SESSION_TASK)
-        session.stop_with(partial(tasks.cancel, token, _always))
+        session.task = tasks.start_soon(self._run_session(session), _SESSION_TASK)
 
     async def _run_session(self, session: HttpSession) -> None:
         try:
@@ -164,12 +162,21 @@ class SessionTable:
     def end(self, session: HttpSession) -> None:
         if self._sessions.get(session.id) is session:
             del self._sessions[session.id]
-        session.terminate()
+        self._terminate(session)
 
     def end_all(self) -> None:
         for session in list(self._sessions.values()):
-            session.terminate()
+            self._terminate(session)
         self._sessions.clear()
+
+    def _terminate(self, session: HttpSession) -> None:
+        """End the session and cancel its task: its running handlers stop now, not after a drain. (Once the task
+        group has stopped there is nothing to cancel: leaving it cancelled every session's task.)"""
+        session.terminate()
+        token, tasks = session.task, self._session_tasks
+        if token is not None and tasks is not None:
+            session.task = None
+            tasks.cancel(token, _always)
 
     def expire(self) -> None:
         now = monotonic()
