@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import AsyncIterator, Coroutine
+from collections.abc import AsyncIterator, Callable, Coroutine
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -716,19 +716,28 @@ async def test_a_signal_wakes_its_waiter_and_survives_a_cancelled_one() -> None:
         await late.wait()
 
 
-async def test_the_write_lock_serves_writers_in_order_and_skips_the_cancelled() -> None:
+async def _lock_users() -> tuple[Dispatcher, list[str], Callable[[str], Coroutine[Any, Any, None]]]:
+    """A dispatcher used for its write lock alone (nothing is written), the order in which writers got the lock,
+    and a writer that holds it across a pass of the loop."""
     end, other = memory_pair()
     await other.aclose()
     await end.aclose()
-    dispatcher = Dispatcher(end)  # (the lock alone: nothing is written)
+    dispatcher = Dispatcher(end)
     order: list[str] = []
 
     async def writer(name: str) -> None:
         await dispatcher._lock_writes()
-        order.append(name)
-        await anyio.lowlevel.checkpoint()  # holds it across a pass of the loop
-        dispatcher._unlock_writes()
+        try:
+            order.append(name)
+            await anyio.lowlevel.checkpoint()
+        finally:
+            dispatcher._unlock_writes()
 
+    return dispatcher, order, writer
+
+
+async def test_the_write_lock_serves_writers_in_order_and_skips_the_cancelled() -> None:
+    dispatcher, order, writer = await _lock_users()
     await dispatcher._lock_writes()  # held here
     async with open_handler_tasks() as tasks:
         tokens = {}
@@ -748,17 +757,7 @@ async def test_the_write_lock_serves_writers_in_order_and_skips_the_cancelled() 
 async def test_the_write_lock_passes_on_when_the_writer_it_went_to_is_cancelled() -> None:
     """A handler task is cancelled (``notifications/cancelled``) just as the lock passes to it: the next writer
     still gets it, and it ends free."""
-    end, other = memory_pair()
-    await other.aclose()
-    await end.aclose()
-    dispatcher = Dispatcher(end)  # (the lock alone: nothing is written)
-    order: list[str] = []
-
-    async def writer(name: str) -> None:
-        await dispatcher._lock_writes()
-        order.append(name)
-        dispatcher._unlock_writes()
-
+    dispatcher, order, writer = await _lock_users()
     await dispatcher._lock_writes()
     async with open_handler_tasks() as tasks:
         first = tasks.spawn(writer("b"), "b")
