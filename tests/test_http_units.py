@@ -270,6 +270,65 @@ async def test_a_blocked_outlet_put_ends_when_its_connection_goes() -> None:
 
 
 @pytest.mark.anyio
+async def test_posts_waiting_for_room_in_a_full_session_queue_are_independent() -> None:
+    """Several POSTs wait for room in a session's full inbound queue; one of them giving up (its client gone)
+    does not wake or fail the others, which get their frames in once the dispatcher takes what is queued."""
+    stream = SessionStream(cast(Any, object()), buffer=1)
+    await stream.push(b"first", None)
+    pushed: list[bytes] = []
+
+    async def push(frame: bytes) -> None:
+        await stream.push(frame, None)
+        pushed.append(frame)
+
+    async with anyio.create_task_group() as tg:
+        gone = anyio.CancelScope()
+
+        async def push_then_go() -> None:
+            with gone:
+                await push(b"gone")
+
+        tg.start_soon(push_then_go)
+        tg.start_soon(push, b"second")
+        await anyio.wait_all_tasks_blocked()
+        gone.cancel()
+        await anyio.wait_all_tasks_blocked()
+        assert pushed == []  # still waiting: no room yet
+        assert await stream.receive() == [b"first"]
+    assert pushed == [b"second"]
+    assert await stream.receive() == [b"second"]
+
+
+@pytest.mark.anyio
+async def test_a_feed_with_several_writers_waiting_for_room() -> None:
+    """The same for a response's feed (a batch's handlers, or several notifications, writing to one stream)."""
+    feed = Feed(1)
+    feed.send_nowait(Item(0, b"first", OTHER))
+    sent: list[bytes] = []
+
+    async def send(frame: bytes) -> None:
+        await feed.send(Item(0, frame, OTHER))
+        sent.append(frame)
+
+    async with anyio.create_task_group() as tg:
+        gone = anyio.CancelScope()
+
+        async def send_then_go() -> None:
+            with gone:
+                await send(b"gone")
+
+        tg.start_soon(send_then_go)
+        tg.start_soon(send, b"second")
+        await anyio.wait_all_tasks_blocked()
+        gone.cancel()
+        await anyio.wait_all_tasks_blocked()
+        assert sent == []
+        assert (await feed.receive()).frame == b"first"
+    assert sent == [b"second"]
+    assert (await feed.receive()).frame == b"second"
+
+
+@pytest.mark.anyio
 async def test_session_stream_routes_answers_without_reading_them() -> None:
     class Owner:
         def __init__(self) -> None:

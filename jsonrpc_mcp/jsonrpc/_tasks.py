@@ -65,7 +65,10 @@ def loop_sleep() -> Callable[[float], Awaitable[None]]:
 
 def new_signal() -> Signal:
     """A wake-up for one task: ``set`` it once; ``wait`` returns once it is set (at once if it is already). A
-    waiter cancelled while it waits leaves it usable."""
+    waiter cancelled while it waits leaves it usable.
+
+    One waiter at a time: on asyncio the waiters would share the future, and cancelling one would cancel it for
+    all. (Where several tasks may wait, an ``anyio.Event`` gives each its own.)"""
     if _running_trio() is not None:
         return anyio.Event()
     import asyncio  # loaded already: its loop runs

@@ -87,7 +87,7 @@ class Feed:
         self._ended = False  # the outlet's side is closed: the reader gets what is queued, then EndOfStream
         self._gone = False  # the reader's side is closed: the outlet's sends fail
         self._arrived: Signal | None = None  # the reader waits for an item
-        self._room: Signal | None = None  # the outlet waits for room
+        self._room: anyio.Event | None = None  # writers wait for room
 
     # --- the outlet's side ---------------------------------------------------------------------------------
 
@@ -112,7 +112,7 @@ class Feed:
             except anyio.WouldBlock:
                 room = self._room
                 if room is None:
-                    room = self._room = new_signal()
+                    room = self._room = anyio.Event()  # (several writers may wait: not a one-waiter signal)
                 await room.wait()
 
     def end(self) -> None:

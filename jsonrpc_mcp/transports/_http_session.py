@@ -105,7 +105,7 @@ class SessionStream(MessageStream):
         # every session's dispatcher waits in receive while the session is idle.)
         self._queue: list[tuple[bytes, Exchange | None]] = []
         self._arrived: Signal | None = None  # the dispatcher waits for frames
-        self._room: Signal | None = None  # a POST waits for room in a full queue
+        self._room: anyio.Event | None = None  # POSTs wait for room in a full queue
         self._ended = False  # no more frames will be pushed (the session ended)
         self._closed = False  # the dispatcher is gone: frames pushed now are refused
         self._handed: list[Exchange] = []
@@ -149,7 +149,7 @@ class SessionStream(MessageStream):
                 break
             room = self._room
             if room is None:
-                room = self._room = new_signal()
+                room = self._room = anyio.Event()  # (several POSTs may wait: not a one-waiter signal)
             await room.wait()
         self._queue.append((frame, exchange))
         arrived = self._arrived
