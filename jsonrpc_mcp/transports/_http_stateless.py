@@ -74,27 +74,20 @@ def check_meta(params: Mapping[str, Any] | None) -> str | None:
     return None
 
 
-def _clean(raw: str) -> str | None:
-    """The header value without optional whitespace; ``None`` when it holds characters a header may not."""
-    value = raw.strip(" \t")
-    if value.isascii() and value.isprintable():  # the usual case, checked in C
-        return value
-    for ch in value:
-        if not (" " <= ch <= "~" or ch == "\t"):
-            return None
-    return value
-
-
 def _one(headers: Headers, name: bytes, label: str) -> tuple[str | None, str | None]:
-    """(value, problem) of a header that must appear at most once with valid characters."""
+    """(value, problem) of a header that must appear at most once with valid characters (the value without
+    optional whitespace)."""
     raw = headers.raw(name)
     if raw is None:
         return None, None
     if headers.repeated(name):
         return None, f"Header mismatch: {label} is sent more than once"
-    value = _clean(raw.decode("latin-1"))
-    if value is None:
-        return None, f"Header mismatch: {label} holds characters not allowed in a header value"
+    value = raw.decode("latin-1").strip(" \t")
+    if value.isascii() and value.isprintable():  # the usual case, checked in C
+        return value, None
+    for ch in value:
+        if not (" " <= ch <= "~" or ch == "\t"):
+            return None, f"Header mismatch: {label} holds characters not allowed in a header value"
     return value, None
 
 
@@ -151,7 +144,9 @@ def check_headers(
     if method == "tools/call" and isinstance(expected, str):
         schema = tool_schema(expected)
         if schema is not None:
-            return _check_params(headers, schema, params)
+            annotations = _header_params(schema)
+            if annotations:  # (None: our own tool's annotation is unusable: nothing to hold the client to)
+                return _check_params(headers, annotations, params)
     return None
 
 
@@ -174,10 +169,9 @@ def _header_params(schema: Mapping[str, Any]) -> dict[tuple[str, ...], str] | No
     return annotations
 
 
-def _check_params(headers: Headers, schema: Mapping[str, Any], params: Mapping[str, Any] | None) -> str | None:
-    annotations = _header_params(schema)
-    if annotations is None:
-        return None  # our own tool's annotation is unusable: nothing to hold the client to
+def _check_params(
+    headers: Headers, annotations: Mapping[tuple[str, ...], str], params: Mapping[str, Any] | None
+) -> str | None:
     arguments = params.get("arguments") if params is not None else None
     for path, name in annotations.items():
         label = f"Mcp-Param-{name}"
