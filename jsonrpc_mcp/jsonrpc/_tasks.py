@@ -148,18 +148,18 @@ class _AsyncioTasks:
         if not task.cancelled() and task.exception() is not None:
             logger.error("task %r failed", task.get_name(), exc_info=task.exception())
 
-    def cancel(self, token: object, still_running: Callable[[], bool]) -> None:
+    def cancel(self, token: object, still_running: Callable[[], bool] | None = None) -> None:
         """Cancel the task of ``token`` while its handler runs; ``still_running`` tells, if the cancellation has
-        to wait for the task to start, whether it still applies then."""
+        to wait for the task to start, whether it still applies then (by default it does)."""
         task: Any = token
         if _started(task):
             task.cancel()
         else:  # its first step is already queued: this runs after it
-            self._loop.call_soon(_cancel_later, task, still_running)
+            self._loop.call_soon(_cancel_later, task, still_running or _always)
 
     def cancel_all(self) -> None:
         for task in self._live or ():
-            self.cancel(task, _always)
+            self.cancel(task)
 
     async def __aenter__(self) -> _AsyncioTasks:
         return self
@@ -207,7 +207,7 @@ class _TrioTasks:
         self._nursery.start_soon(_in_scope, scope, coro, name=name)
         return scope
 
-    def cancel(self, token: object, still_running: Callable[[], bool]) -> None:
+    def cancel(self, token: object, still_running: Callable[[], bool] | None = None) -> None:
         scope: Any = token
         scope.cancel()  # a task not started yet runs up to its first checkpoint, as anyio's would
 

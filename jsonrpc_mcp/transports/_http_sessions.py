@@ -176,7 +176,7 @@ class SessionTable:
         token, tasks = session.task, self._session_tasks
         if token is not None and tasks is not None:
             session.task = None
-            tasks.cancel(token, _always)
+            tasks.cancel(token)
 
     def expire(self) -> None:
         now = monotonic()
@@ -199,10 +199,6 @@ class SessionTable:
 
 
 _SESSION_TASK: Final = "jsonrpc-mcp HTTP session"
-
-
-def _always() -> bool:
-    return True
 
 
 #: When this many sessions or more ran at once and the last of them has ended, free heap memory is handed back to
