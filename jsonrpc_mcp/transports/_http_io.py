@@ -54,7 +54,9 @@ class Headers:
 
     def __init__(self, raw: Iterable[tuple[bytes, bytes]]) -> None:
         pairs = raw if type(raw) is list else list(raw)
-        first: dict[bytes, bytes] = dict(reversed(pairs))
+        first: dict[bytes, bytes] = dict(pairs)
+        if len(first) != len(pairs):  # a name sent twice: the first value wins
+            first = dict(reversed(pairs))
         if first and not b"".join(first).islower():
             pairs = [(name.lower(), value) for name, value in pairs]
             first = dict(reversed(pairs))
