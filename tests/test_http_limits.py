@@ -456,6 +456,76 @@ async def test_delete_cancels_the_sessions_running_handlers_at_once() -> None:
         assert app.session_count == 0
 
 
+async def test_a_session_starts_its_task_only_when_it_needs_one() -> None:
+    """initialize, notifications/initialized and sync tools are answered in their POSTs' own tasks, so a session
+    that only sees those never runs a task (a dispatcher waiting for frames). Work the server spawns into its
+    sessions starts it: here a tools/list_changed, which reaches the session's GET stream."""
+    server = Server("lazy")
+
+    @server.tool()
+    def echo(text: str) -> str:
+        return text
+
+    app = McpAsgiApp(server)
+    async with app.lifespan():
+        _, headers, _ = await asgi_request(app, "POST", JSON_HEADERS, json.dumps(init_body()).encode())
+        sid = headers["mcp-session-id"]
+        session = {**JSON_HEADERS, "Mcp-Session-Id": sid}
+        initialized = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+        assert (await asgi_request(app, "POST", session, json.dumps(initialized).encode()))[0] == 202
+        status, _, body = await asgi_request(
+            app, "POST", session, json.dumps(call_body(2, "echo", {"text": "a"})).encode()
+        )
+        assert status == 200 and json.loads(body)["result"]["content"][0]["text"] == "a"
+        live = app.sessions[sid]
+        await anyio.wait_all_tasks_blocked()
+        assert live.task is None and live.mcp.ready
+
+        announced = anyio.Event()
+        get_headers = [(b"host", b"127.0.0.1:9"), (b"accept", b"text/event-stream"), (b"mcp-session-id", sid.encode())]
+        scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "GET", "path": "/mcp",
+                 "root_path": "", "headers": get_headers, "server": ("127.0.0.1", 9)}  # fmt: skip
+
+        async def receive() -> Any:
+            await anyio.sleep_forever()
+
+        async def send(message: Any) -> None:
+            if b"notifications/tools/list_changed" in message.get("body", b""):
+                announced.set()
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(app, scope, receive, send)
+            await anyio.wait_all_tasks_blocked()
+            assert live.task is None  # a GET stream needs no task either
+
+            @server.tool()
+            def added() -> str:
+                return "x"
+
+            with anyio.fail_after(10):
+                await announced.wait()
+            assert live.task is not None
+            tg.cancel_scope.cancel()
+        deleted, _, _ = await asgi_request(app, "DELETE", session)
+        assert deleted == 200 and app.session_count == 0
+
+
+async def test_a_session_without_a_task_is_wound_up_when_it_ends() -> None:
+    """DELETE of a session that never needed its task: it ends, its ServerSession closes (the server no longer
+    counts it), and a request that names it gets 404."""
+    server = Server("ended")
+    app = McpAsgiApp(server)
+    async with app.lifespan():
+        _, headers, _ = await asgi_request(app, "POST", JSON_HEADERS, json.dumps(init_body()).encode())
+        session = {**JSON_HEADERS, "Mcp-Session-Id": headers["mcp-session-id"]}
+        live = app.sessions[headers["mcp-session-id"]]
+        assert live.task is None and server.sessions() == [live.mcp]
+        assert (await asgi_request(app, "DELETE", session))[0] == 200
+        assert live.closed and live.mcp.closed and live.dispatcher.closed and server.sessions() == []
+        ping = {"jsonrpc": "2.0", "id": 3, "method": "ping"}
+        assert (await asgi_request(app, "POST", session, json.dumps(ping).encode()))[0] == 404
+
+
 async def test_stateless_async_answers_with_the_sse_preference_are_streams() -> None:
     """json_response_preference="sse": a stateless request whose handler is async is answered as an SSE stream
     at once (no patience for a JSON answer), carrying its response."""

@@ -364,26 +364,34 @@ async def test_memory_is_released_when_a_burst_of_sessions_has_ended(monkeypatch
     class Fake:
         def __init__(self, sid: str) -> None:
             self.id = sid
+            self.task: object = None
+            self.closed = False
+            self.outlets: dict[str, Any] = {}
             self.done = anyio.Event()
 
         async def run(self) -> None:
             await self.done.wait()
+
+        def terminate(self) -> None:
+            self.closed = True
+
+        end_untasked = terminate
 
     table = _http_sessions.SessionTable(idle_timeout=60.0, max_sessions=10)
     async with table.run():
         first, second = Fake("a"), Fake("b")
         await table.start(cast(Any, first))
         await table.start(cast(Any, second))
+        table.spawn(cast(Any, first))  # one session with a task (its dispatcher ran)...
+        await anyio.wait_all_tasks_blocked()
         first.done.set()
         await anyio.wait_all_tasks_blocked()
-        assert releases == []  # one still runs
-        second.done.set()
-        await anyio.wait_all_tasks_blocked()
-        assert releases == [1]  # the burst is over
+        assert releases == []  # one still lives
+        table.end(cast(Any, second))  # ...and one without, ended here
+        assert releases == [1] and second.closed  # the burst is over
         lone = Fake("c")
         await table.start(cast(Any, lone))
-        lone.done.set()
-        await anyio.wait_all_tasks_blocked()
+        table.end(cast(Any, lone))
         assert releases == [1]  # one session is no burst
 
 

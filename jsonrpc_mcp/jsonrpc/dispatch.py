@@ -162,6 +162,10 @@ class Dispatcher:
         self._pending: dict[RequestId, _Waiter] = {}
         self._next_id = 0
         self._closed = False
+        #: Called when work needs :meth:`run` and it has not started (a transport that starts it on demand);
+        #: :meth:`spawn` then keeps the work for it.
+        self.wake: Callable[[], None] | None = None
+        self._deferred: list[tuple[Callable[..., Coroutine[Any, Any, Any]], tuple[Any, ...]]] | None = None
 
     # --- running -----------------------------------------------------------------------------------------------
 
@@ -172,6 +176,9 @@ class Dispatcher:
         async with open_handler_tasks() as handlers:
             self._handlers = handlers
             task_status.started()
+            deferred, self._deferred = self._deferred, None
+            for fn, args in deferred or ():
+                handlers.start_soon(fn(*args), _SPAWNED_TASK)
             try:
                 # The read loop (here, not in a coroutine of its own: an idle connection waits with one less).
                 while True:
@@ -432,12 +439,30 @@ class Dispatcher:
         return True
 
     def spawn(self, fn: Callable[..., Coroutine[Any, Any, Any]], *args: Any) -> bool:
-        """Run ``fn(*args)`` in a task of this connection (cancelled when it ends). False if not running. ``fn``
-        must not raise (what escapes is logged on asyncio, and ends the connection on trio)."""
-        if self._handlers is None or self._closed:
+        """Run ``fn(*args)`` in a task of this connection (cancelled when it ends). False if not running (unless
+        :attr:`wake` is set: then it runs once :meth:`run` has started). ``fn`` must not raise (what escapes is
+        logged on asyncio, and ends the connection on trio)."""
+        if self._closed:
             return False
-        self._handlers.start_soon(fn(*args), _SPAWNED_TASK)
+        handlers = self._handlers
+        if handlers is None:
+            wake = self.wake
+            if wake is None:
+                return False
+            if self._deferred is None:
+                self._deferred = []
+            self._deferred.append((fn, args))
+            wake()
+            return True
+        handlers.start_soon(fn(*args), _SPAWNED_TASK)
         return True
+
+    def abandon(self) -> None:
+        """For a dispatcher whose :meth:`run` never started and never will: our pending requests fail with
+        :class:`ConnectionClosed`, work kept for it is dropped, and it counts as closed."""
+        self._closed = True
+        self._deferred = None
+        self._fail_pending()
 
     def in_flight(self) -> int:
         return len(self._inflight)

@@ -20,6 +20,7 @@ from ..jsonrpc import codes
 from ..jsonrpc.dispatch import failure_reply
 from ..jsonrpc.wire import (
     Message,
+    Notification,
     Request,
     RequestId,
     classify,
@@ -88,6 +89,11 @@ class HandshakeEndpoint:
             return
         session.touch()
         if not isinstance(msg, Request):
+            if session.task is None and type(msg) is Notification and msg.method == "notifications/initialized":
+                # Nothing is queued before it (the session has no task yet): handled here, it starts none.
+                session.mcp.on_notification(msg)
+                await send_empty(send, 202)
+                return
             await self._push_or_404(session, [body], send)
             return
         request = msg
@@ -104,15 +110,24 @@ class HandshakeEndpoint:
             self.preference == "sse"
             or request.method == "initialize"
             or not session.mcp.initialized
-            or not session.dispatcher.running  # (its task is spawned with the session: a request may come first)
+            # (a task started but not running yet may have frames queued: this request comes after them)
+            or (session.task is not None and not session.dispatcher.running)
         ):
             session.register(exchange.outlet)
             await self._serve_exchange(session, exchange, [body], receive, send)
             return
         # The fast path: call the handler here. An answer ready at once is written as JSON without a hop through
-        # the session's dispatcher task; a handler that has to wait is handed to the dispatcher (SSE).
+        # the session's dispatcher task; a handler that has to wait is handed to the dispatcher (SSE), whose task
+        # is started for it if the session has none yet.
         answer = _answer_now(session, request)
         if not isinstance(answer, bytes):
+            if not session.dispatcher.running:
+                try:
+                    await session.ensure_running()
+                except BaseException:
+                    answer.close()
+                    session.exchanges.pop(request.id, None)
+                    raise
             if session.dispatcher.adopt(request, answer):
                 session.register(exchange.outlet)
                 await self._serve_exchange(session, exchange, [], receive, send, pending=True)

@@ -1,8 +1,9 @@
 """One handshake-era Streamable HTTP session (2024-11-05 .. 2025-11-25): a ServerSession and its Dispatcher,
 fed by POST bodies and answered on outlets (L6 helper).
 
-:class:`HttpSession` owns the session's :class:`~jsonrpc_mcp.jsonrpc.dispatch.Dispatcher`, which runs as one
-task in the app's task group. POSTed frames go into its inbound queue; every frame it writes arrives at
+:class:`HttpSession` owns the session's :class:`~jsonrpc_mcp.jsonrpc.dispatch.Dispatcher`, which runs in a task
+of the app's session table once the session needs it (until then, and for every request whose handler answers
+at once, the POSTs' own tasks answer). POSTed frames go into its inbound queue; every frame it writes arrives at
 :meth:`SessionStream.send` with the id of the inbound request it belongs to, and is routed:
 
 * to the :class:`Exchange` of that request (the POST waiting for it): notifications and server-to-client
@@ -16,7 +17,7 @@ client resumes them with ``GET`` + ``Last-Event-ID``, or the session ends.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from time import monotonic
 from typing import TYPE_CHECKING, Final
 
@@ -269,28 +270,63 @@ class HttpSession:
         self._next_key = 1
         self.active = 0  # HTTP requests of this session being served right now
         self.last_seen = monotonic()
-        # The token of the task that runs the session, set by whoever spawned it (the session table), which cancels
-        # it when it ends the session. (A cancel scope inside the task would do the same for ~0.8 KiB more.)
+        # The session's task runs its dispatcher, and is started on demand (see need_task) by ``spawner`` (the
+        # session table), which keeps its token here and cancels it when it ends the session. A session answered
+        # only at once, in its POSTs' own tasks, never has one.
+        self.spawner: Callable[[HttpSession], None] | None = None
         self.task: object = None
+        self._running: Signal | None = None  # someone waits for the dispatcher to run (see ensure_running)
+        self.dispatcher.wake = self.need_task  # work the server spawns into the session needs the task too
 
     # --- lifetime ------------------------------------------------------------------------------------------
+
+    def need_task(self) -> None:
+        """Have the session's task started, if it is not yet (and the session has not ended)."""
+        if self.task is None and not self.closed and self.spawner is not None:
+            self.spawner(self)
+
+    async def ensure_running(self) -> None:
+        """Start the session's task if need be and wait until its dispatcher runs (or the session has ended)."""
+        self.need_task()
+        while not (self.dispatcher.running or self.closed or self.dispatcher.closed or self.task is None):
+            running = self._running = new_signal()
+            await running.wait()
+
+    def started(self, value: None = None) -> None:
+        """(the dispatcher's ``task_status``: it runs)"""
+        running = self._running
+        if running is not None:
+            self._running = None
+            running.set()
 
     async def run(self) -> None:
         """The session's task: serve its dispatcher until the session is terminated."""
         try:
-            await self.dispatcher.run()
+            await self.dispatcher.run(task_status=self)
         finally:
+            self.started()  # (anyone still waiting for it to run sees that it has ended)
             self.terminate()
             self.stream.close_input()
             self.mcp.close()
             if self.outlets:  # (most sessions end with none: no cancel scope, and anyio's state for this task)
                 with anyio.CancelScope(shield=True):
-                    for outlet in list(self.outlets.values()):
-                        try:
-                            await outlet.discard()
-                        except Exception:
-                            logger.exception("the event store failed to discard a stream")
-                    self.outlets.clear()
+                    await self.discard_outlets()
+
+    def end_untasked(self) -> None:
+        """What :meth:`run` does when it ends, for a terminated session whose task never started (the outlets'
+        discards excepted: see :meth:`discard_outlets`)."""
+        self.terminate()
+        self.stream.close_input()
+        self.dispatcher.abandon()
+        self.mcp.close()
+
+    async def discard_outlets(self) -> None:
+        for outlet in list(self.outlets.values()):
+            try:
+                await outlet.discard()
+            except Exception:
+                logger.exception("the event store failed to discard a stream")
+        self.outlets.clear()
 
     def terminate(self) -> None:
         """End the session (DELETE, expiry, shutdown): its open streams end, and its dispatcher at its next read
@@ -395,5 +431,6 @@ class HttpSession:
         return outlet, seq
 
     async def push(self, frames: Iterable[bytes], exchange: Exchange | None = None) -> None:
+        self.need_task()  # (the frames wait in the queue until it runs)
         for frame in frames:
             await self.stream.push(frame, exchange)

@@ -3,8 +3,9 @@
 :class:`SessionTable` owns both. The task group is entered by :meth:`SessionTable.running` — from the ASGI
 lifespan, or by an embedder — or, when neither happened by the time the first session starts, lazily in a
 background task of the running event loop (an asyncio task, or a trio system task) that :meth:`aclose` stops.
-Each session runs in a task of its own, spawned on the event loop directly (:mod:`..jsonrpc._tasks`), which
-the table cancels and waits for when it stops. A sweeper in the task group ends sessions idle for
+A session that needs its dispatcher to run (a handler that has to wait, a frame to queue, work the server spawns
+into it) gets a task of its own, spawned on the event loop directly (:mod:`..jsonrpc._tasks`), which the table
+cancels and waits for when it stops; a session answered only at once, in its POSTs' tasks, never has one. A sweeper in the task group ends sessions idle for
 ``idle_timeout`` seconds; lookups check expiry too, so an expired session answers 404 even between sweeps.
 Idle times are measured with :func:`time.monotonic` (the clock of asyncio's loop; a fraction of the cost of
 asking anyio for the backend's clock on every request).
@@ -45,8 +46,8 @@ class SessionTable:
         self._stop: anyio.Event | None = None
         self._stopped: anyio.Event | None = None
         self._detached: Any = None
-        self._running_sessions = 0  # session tasks not yet finished
-        self._burst = 0  # the most session tasks at once since the last time none ran
+        self._live_sessions = 0  # sessions started and not yet finished (their task, if they have one, included)
+        self._burst = 0  # the most live sessions at once since the last time there were none
 
     def __len__(self) -> int:
         return len(self._sessions)
@@ -127,13 +128,20 @@ class SessionTable:
         return len(self._sessions) >= self.max_sessions
 
     async def start(self, session: HttpSession) -> None:
+        """Add the session. Its task (its dispatcher) is started when it first needs one (:meth:`spawn`): a session
+        whose requests are all answered at once in their POSTs never does."""
         await self._task_group()  # (running from here on)
         self._sessions[session.id] = session
-        self._running_sessions += 1
-        if self._running_sessions > self._burst:
-            self._burst = self._running_sessions
+        session.spawner = self.spawn
+        self._live_sessions += 1
+        if self._live_sessions > self._burst:
+            self._burst = self._live_sessions
+
+    def spawn(self, session: HttpSession) -> None:
+        """Start the session's task (once; not after the task group has stopped)."""
         tasks = self._session_tasks
-        assert tasks is not None  # (set with the task group)
+        if tasks is None or session.task is not None:
+            return
         session.task = tasks.start_soon(self._run_session(session), _SESSION_TASK)
 
     async def _run_session(self, session: HttpSession) -> None:
@@ -142,12 +150,15 @@ class SessionTable:
         except Exception:
             logger.exception("a session ended with an error")
         finally:
-            if self._sessions.get(session.id) is session:
-                del self._sessions[session.id]
-            self._running_sessions -= 1
-            if self._running_sessions == 0 and self._burst >= TRIM_AFTER:
-                self._burst = 0
-                release_memory()
+            self._ended(session)
+
+    def _ended(self, session: HttpSession) -> None:
+        if self._sessions.get(session.id) is session:
+            del self._sessions[session.id]
+        self._live_sessions -= 1
+        if self._live_sessions == 0 and self._burst >= TRIM_AFTER:
+            self._burst = 0
+            release_memory()
 
     def get(self, sid: str) -> HttpSession | None:
         """The live session with this id (an expired one is ended here and now)."""
@@ -171,11 +182,19 @@ class SessionTable:
 
     def _terminate(self, session: HttpSession) -> None:
         """End the session and cancel its task: its running handlers stop now, not after a drain. (Once the task
-        group has stopped there is nothing to cancel: leaving it cancelled every session's task.)"""
-        session.terminate()
+        group has stopped there is nothing to cancel: leaving it cancelled every session's task.) A session that
+        never had a task is wound up here."""
+        if session.closed:
+            return
         token, tasks = session.task, self._session_tasks
-        if token is not None and tasks is not None:
-            session.task = None
+        if token is None:
+            session.end_untasked()
+            if session.outlets and tasks is not None:  # (a GET stream's events in the store)
+                session.task = tasks.start_soon(session.discard_outlets(), _SESSION_TASK)
+            self._ended(session)
+            return
+        session.terminate()
+        if tasks is not None:
             tasks.cancel(token)
 
     def expire(self) -> None:
