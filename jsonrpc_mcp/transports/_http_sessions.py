@@ -5,10 +5,10 @@ lifespan, or by an embedder — or, when neither happened by the time the first 
 background task of the running event loop (an asyncio task, or a trio system task) that :meth:`aclose` stops.
 A session that needs its dispatcher to run (a handler that has to wait, a frame to queue, work the server spawns
 into it) gets a task of its own, spawned on the event loop directly (:mod:`..jsonrpc._tasks`), which the table
-cancels and waits for when it stops; a session answered only at once, in its POSTs' tasks, never has one. A sweeper in the task group ends sessions idle for
-``idle_timeout`` seconds; lookups check expiry too, so an expired session answers 404 even between sweeps.
-Idle times are measured with :func:`time.monotonic` (the clock of asyncio's loop; a fraction of the cost of
-asking anyio for the backend's clock on every request).
+cancels and waits for when it stops; a session answered only at once, in its POSTs' tasks, never has one. A
+sweeper in the task group ends sessions idle for ``idle_timeout`` seconds; lookups check expiry too, so an
+expired session answers 404 even between sweeps. Idle times are measured with :func:`time.monotonic` (the clock
+of asyncio's loop; a fraction of the cost of asking anyio for the backend's clock on every request).
 """
 
 from __future__ import annotations
