@@ -3,6 +3,7 @@ event store, and the stateless-era checks (no sockets)."""
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from typing import Any, cast
 
 import anyio
@@ -269,63 +270,56 @@ async def test_a_blocked_outlet_put_ends_when_its_connection_goes() -> None:
     assert await _drain(again) == [b"3"]
 
 
-@pytest.mark.anyio
-async def test_posts_waiting_for_room_in_a_full_session_queue_are_independent() -> None:
-    """Several POSTs wait for room in a session's full inbound queue; one of them giving up (its client gone)
-    does not wake or fail the others, which get their frames in once the dispatcher takes what is queued."""
-    stream = SessionStream(cast(Any, object()), buffer=1)
-    await stream.push(b"first", None)
-    pushed: list[bytes] = []
+async def _writers_waiting_for_room(
+    put: Callable[[bytes], Awaitable[None]], take: Callable[[], Awaitable[bytes]]
+) -> None:
+    """Two writers wait for room in a full queue of one (``put`` fills it first); one of them gives up (its task
+    is cancelled): that does not wake or fail the other, which gets its frame in once the reader ``take``s."""
+    await put(b"first")
+    done: list[bytes] = []
 
-    async def push(frame: bytes) -> None:
-        await stream.push(frame, None)
-        pushed.append(frame)
+    async def write(frame: bytes) -> None:
+        await put(frame)
+        done.append(frame)
 
     async with anyio.create_task_group() as tg:
         gone = anyio.CancelScope()
 
-        async def push_then_go() -> None:
+        async def write_then_go() -> None:
             with gone:
-                await push(b"gone")
+                await write(b"gone")
 
-        tg.start_soon(push_then_go)
-        tg.start_soon(push, b"second")
+        tg.start_soon(write_then_go)
+        tg.start_soon(write, b"second")
         await anyio.wait_all_tasks_blocked()
         gone.cancel()
         await anyio.wait_all_tasks_blocked()
-        assert pushed == []  # still waiting: no room yet
-        assert await stream.receive() == [b"first"]
-    assert pushed == [b"second"]
-    assert await stream.receive() == [b"second"]
+        assert done == []  # still waiting: no room yet
+        assert await take() == b"first"
+    assert done == [b"second"]
+    assert await take() == b"second"
+
+
+@pytest.mark.anyio
+async def test_posts_waiting_for_room_in_a_full_session_queue_are_independent() -> None:
+    """POSTs of one session waiting for room in its inbound queue (one of them gone with its client)."""
+    stream = SessionStream(cast(Any, object()), buffer=1)
+
+    async def take() -> bytes:
+        return (await stream.receive())[0]
+
+    await _writers_waiting_for_room(lambda frame: stream.push(frame, None), take)
 
 
 @pytest.mark.anyio
 async def test_a_feed_with_several_writers_waiting_for_room() -> None:
     """The same for a response's feed (a batch's handlers, or several notifications, writing to one stream)."""
     feed = Feed(1)
-    feed.send_nowait(Item(0, b"first", OTHER))
-    sent: list[bytes] = []
 
-    async def send(frame: bytes) -> None:
-        await feed.send(Item(0, frame, OTHER))
-        sent.append(frame)
+    async def take() -> bytes:
+        return (await feed.receive()).frame
 
-    async with anyio.create_task_group() as tg:
-        gone = anyio.CancelScope()
-
-        async def send_then_go() -> None:
-            with gone:
-                await send(b"gone")
-
-        tg.start_soon(send_then_go)
-        tg.start_soon(send, b"second")
-        await anyio.wait_all_tasks_blocked()
-        gone.cancel()
-        await anyio.wait_all_tasks_blocked()
-        assert sent == []
-        assert (await feed.receive()).frame == b"first"
-    assert sent == [b"second"]
-    assert (await feed.receive()).frame == b"second"
+    await _writers_waiting_for_room(lambda frame: feed.send(Item(0, frame, OTHER)), take)
 
 
 @pytest.mark.anyio
