@@ -184,32 +184,28 @@ class SessionStream(MessageStream):
             room.set()
 
     async def send(self, frame: bytes, related: RequestId | None = None) -> None:
+        await self._route(frame, related, None)
+
+    async def send_replies(self, frames: Sequence[tuple[bytes, RequestId | None]]) -> None:
+        for frame, related in frames:
+            await self._route(frame, related, True)
+
+    async def _route(self, frame: bytes, related: RequestId | None, answer: bool | None) -> None:
+        """Put ``frame`` where it belongs: the exchange of ``related`` (a response is its last frame once it awaits
+        nothing else), else the standalone stream. ``answer``: the frame is known to be a response (``None``: it
+        is read to tell)."""
         owner = self.owner
         exchange = owner.exchanges.get(related) if related is not None else None
         if exchange is None or related is None:
             await owner.standalone.put(frame)
-            return
-        if _is_response(frame):
-            await self._answer(exchange, related, frame)
+        elif answer or (answer is None and _is_response(frame)):
+            exchange.waiting.discard(related)
+            del owner.exchanges[related]
+            await exchange.outlet.put(frame, RESPONSE if exchange.waiting else FINAL)
         elif exchange.json_only:
             await owner.standalone.put(frame)
         else:
             await exchange.outlet.put(frame, OTHER)
-
-    async def send_replies(self, frames: Sequence[tuple[bytes, RequestId | None]]) -> None:
-        owner = self.owner
-        for frame, related in frames:
-            exchange = owner.exchanges.get(related) if related is not None else None
-            if exchange is None or related is None:
-                await owner.standalone.put(frame)
-            else:
-                await self._answer(exchange, related, frame)
-
-    async def _answer(self, exchange: Exchange, related: RequestId, frame: bytes) -> None:
-        """The response to ``related``: the exchange's last frame once it awaits nothing else."""
-        exchange.waiting.discard(related)
-        del self.owner.exchanges[related]
-        await exchange.outlet.put(frame, RESPONSE if exchange.waiting else FINAL)
 
     def finished(self, request_id: RequestId) -> None:
         owner = self.owner
@@ -305,9 +301,7 @@ class HttpSession:
             await self.dispatcher.run(task_status=self)
         finally:
             self.started()  # (anyone still waiting for it to run sees that it has ended)
-            self.terminate()
-            self.stream.close_input()
-            self.mcp.close()
+            self._wind_up()
             if self.outlets:  # (most sessions end with none: no cancel scope, and anyio's state for this task)
                 with anyio.CancelScope(shield=True):
                     await self.discard_outlets()
@@ -315,9 +309,12 @@ class HttpSession:
     def end_untasked(self) -> None:
         """What :meth:`run` does when it ends, for a terminated session whose task never started (the outlets'
         discards excepted: see :meth:`discard_outlets`)."""
+        self.dispatcher.abandon()
+        self._wind_up()
+
+    def _wind_up(self) -> None:
         self.terminate()
         self.stream.close_input()
-        self.dispatcher.abandon()
         self.mcp.close()
 
     async def discard_outlets(self) -> None:
