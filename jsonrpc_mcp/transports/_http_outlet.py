@@ -138,10 +138,8 @@ class Feed:
         raise anyio.WouldBlock
 
     async def receive(self) -> Item:
-        try:
-            return self.receive_nowait()
-        except anyio.WouldBlock:
-            pass
+        if self._items or self._ended or self._gone:
+            return self.receive_nowait()  # (an item, or what ends the stream)
         # One pass first, as the anyio stream this replaced did: a writer that is ready puts the item in that pass,
         # and nothing is made and waited on.
         await anyio.lowlevel.checkpoint()
