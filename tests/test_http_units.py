@@ -139,6 +139,15 @@ def test_header_values_may_hold_visible_ascii_and_tabs_only() -> None:
 # --- a session's inbound queue ---
 
 
+async def _read_then_end(receive: Callable[[], Awaitable[Any]], got: list[Any]) -> None:
+    """What a reader gets: one item, then ``"end"`` once :class:`anyio.EndOfStream` is raised."""
+    got.append(await receive())
+    try:
+        await receive()
+    except anyio.EndOfStream:
+        got.append("end")
+
+
 @pytest.mark.anyio
 async def test_session_inbound_queue_waits_for_room_and_ends() -> None:
     stream = SessionStream(cast(Any, None), buffer=2)
@@ -157,16 +166,8 @@ async def test_session_inbound_queue_waits_for_room_and_ends() -> None:
         assert await stream.receive() == [b"1", b"2"]
     assert pushed == [b"3"]
     received: list[Any] = []
-
-    async def receive() -> None:
-        received.append(await stream.receive())
-        try:
-            await stream.receive()
-        except anyio.EndOfStream:
-            received.append("end")
-
     async with anyio.create_task_group() as tg:
-        tg.start_soon(receive)
+        tg.start_soon(_read_then_end, stream.receive, received)
         await anyio.wait_all_tasks_blocked()
         assert received == [[b"3"]]  # waiting for more
         stream.end_input()
@@ -222,15 +223,11 @@ async def test_feed_wakes_a_waiting_reader_and_refuses_items_once_the_reader_is_
     feed = Feed(4)
     got: list[Any] = []
 
-    async def read() -> None:
-        got.append((await feed.receive()).frame)
-        try:
-            await feed.receive()
-        except anyio.EndOfStream:
-            got.append("end")
+    async def frame() -> bytes:
+        return (await feed.receive()).frame
 
     async with anyio.create_task_group() as tg:
-        tg.start_soon(read)
+        tg.start_soon(_read_then_end, frame, got)
         await anyio.wait_all_tasks_blocked()
         feed.send_nowait(Item(0, b"x", FINAL))
         await anyio.wait_all_tasks_blocked()
