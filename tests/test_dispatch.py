@@ -770,3 +770,51 @@ async def test_the_write_lock_passes_on_when_the_writer_it_went_to_is_cancelled(
     # (asyncio throws the cancellation into b, which passes the lock on; trio lets b finish its wait first)
     assert order in (["c"], ["b", "c"])
     assert not dispatcher._writing and dispatcher._writers == []
+
+
+async def test_work_spawned_before_run_waits_for_it_when_a_wake_is_set() -> None:
+    """A transport that starts ``run`` on demand sets ``wake``: work spawned before then is kept and started by
+    ``run``; ``abandon`` (``run`` never to start) drops it and fails our pending requests."""
+    ours, peer = memory_pair()
+    dispatcher = Dispatcher(ours)
+    assert not dispatcher.spawn(_never)  # no wake: refused, as before
+    woken: list[str] = []
+    dispatcher.wake = lambda: woken.append("wake")
+    ran = anyio.Event()
+
+    async def work(tag: str) -> None:
+        assert tag == "late"
+        ran.set()
+
+    assert dispatcher.spawn(work, "late") and woken == ["wake"]
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(dispatcher.run)
+        with anyio.fail_after(5):
+            await ran.wait()
+        await peer.aclose()  # the peer's end: run returns
+    await ours.aclose()
+
+    idle, other = memory_pair()
+    abandoned = Dispatcher(idle)
+    abandoned.wake = lambda: None
+    failures: list[type[BaseException]] = []
+
+    async def ask() -> None:
+        try:
+            await abandoned.request("ping", timeout=None)
+        except ConnectionClosed as exc:
+            failures.append(type(exc))
+
+    with anyio.fail_after(5):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(ask)
+            assert abandoned.spawn(_never)
+            await anyio.wait_all_tasks_blocked()
+            abandoned.abandon()
+    assert failures == [ConnectionClosed] and abandoned.closed and not abandoned.spawn(_never)
+    await idle.aclose()
+    await other.aclose()
+
+
+async def _never() -> None:
+    raise AssertionError("never started")  # pragma: no cover
