@@ -50,19 +50,19 @@ from .types import (
 # --- Request and notification params (the server decodes its own lean Structs) -------------------------
 
 
-class TaskMetadata(MCPModel):
+class TaskMetadata(MCPModel, kw_only=True):
     """``params.task``: run the request as a task, kept ``ttl`` ms after creation."""
 
     ttl: int | UnsetType = UNSET
 
 
-class TaskAugmentedRequestParams(RequestParams):
+class TaskAugmentedRequestParams(RequestParams, kw_only=True):
     """2025-11-25: a request that may ask to run as a task."""
 
     task: TaskMetadata | UnsetType = UNSET
 
 
-class InputResponseRequestParams(RequestParams):
+class InputResponseRequestParams(RequestParams, kw_only=True):
     """2026-07-28: a retried request carrying the client's answers and the server's opaque state.
 
     ``input_responses`` values are plain dicts (see the module docstring); convert each with the type that
@@ -73,28 +73,28 @@ class InputResponseRequestParams(RequestParams):
     request_state: str | UnsetType = UNSET
 
 
-class CancelledNotificationParams(NotificationParams):
+class CancelledNotificationParams(NotificationParams, kw_only=True):
     """``request_id`` is optional in 2025-11-25 (task cancellation), required everywhere else."""
 
     request_id: RequestId | UnsetType = UNSET
     reason: str | UnsetType = UNSET
 
 
-class ProgressNotificationParams(NotificationParams):
+class ProgressNotificationParams(NotificationParams, kw_only=True):
     progress_token: ProgressToken
     progress: float
     total: float | UnsetType = UNSET
     message: str | UnsetType = UNSET
 
 
-class PaginatedRequestParams(RequestParams):
+class PaginatedRequestParams(RequestParams, kw_only=True):
     cursor: Cursor | UnsetType = UNSET
 
 
 # --- Typed views of `_meta` (2026-07-28) ---------------------------------------------------------------
 
 
-class RequestMetaObject(MCPModel):
+class RequestMetaObject(MCPModel, kw_only=True):
     """Typed view of a 2026-07-28 request's ``_meta`` (``convert(params.meta, RequestMetaObject)``).
 
     ``_meta`` itself stays a plain dict on the params, so keys this view does not know survive.
@@ -110,13 +110,13 @@ class RequestMetaObject(MCPModel):
     baggage: str | UnsetType = UNSET
 
 
-class NotificationMetaObject(MCPModel):
+class NotificationMetaObject(MCPModel, kw_only=True):
     """Typed view of a notification's ``_meta`` (2026-07-28)."""
 
     subscription_id: RequestId | UnsetType = msgspec.field(default=UNSET, name="io.modelcontextprotocol/subscriptionId")
 
 
-class ResultMetaObject(MCPModel):
+class ResultMetaObject(MCPModel, kw_only=True):
     """Typed view of a result's ``_meta`` (2026-07-28)."""
 
     server_info: Implementation | UnsetType = msgspec.field(default=UNSET, name="io.modelcontextprotocol/serverInfo")
@@ -125,23 +125,23 @@ class ResultMetaObject(MCPModel):
 # --- Capabilities --------------------------------------------------------------------------------------
 
 
-class RootsCapability(MCPModel):
+class RootsCapability(MCPModel, kw_only=True):
     list_changed: bool | UnsetType = UNSET  # dropped in 2026-07-28 (`roots: {}`)
 
 
-class SamplingCapability(MCPModel):
+class SamplingCapability(MCPModel, kw_only=True):
     context: JSONObject | UnsetType = UNSET
     tools: JSONObject | UnsetType = UNSET
 
 
-class ElicitationCapability(MCPModel):
+class ElicitationCapability(MCPModel, kw_only=True):
     """An empty object means form mode only (2025-11-25)."""
 
     form: JSONObject | UnsetType = UNSET
     url: JSONObject | UnsetType = UNSET
 
 
-class ClientTasksCapability(MCPModel):
+class ClientTasksCapability(MCPModel, kw_only=True):
     """2025-11-25. ``requests``, e.g. ``{"sampling": {"createMessage": {}}, "elicitation": {"create": {}}}``,
     stays a dict."""
 
@@ -150,7 +150,7 @@ class ClientTasksCapability(MCPModel):
     requests: JSONObject | UnsetType = UNSET
 
 
-class ClientCapabilities(MCPModel):
+class ClientCapabilities(MCPModel, kw_only=True):
     experimental: dict[str, JSONObject] | UnsetType = UNSET
     roots: RootsCapability | UnsetType = UNSET
     sampling: SamplingCapability | UnsetType = UNSET
@@ -159,20 +159,20 @@ class ClientCapabilities(MCPModel):
     extensions: dict[str, JSONObject] | UnsetType = UNSET
 
 
-class PromptsCapability(MCPModel):
+class PromptsCapability(MCPModel, kw_only=True):
     list_changed: bool | UnsetType = UNSET
 
 
-class ResourcesCapability(MCPModel):
+class ResourcesCapability(MCPModel, kw_only=True):
     subscribe: bool | UnsetType = UNSET
     list_changed: bool | UnsetType = UNSET
 
 
-class ToolsCapability(MCPModel):
+class ToolsCapability(MCPModel, kw_only=True):
     list_changed: bool | UnsetType = UNSET
 
 
-class ServerTasksCapability(MCPModel):
+class ServerTasksCapability(MCPModel, kw_only=True):
     """2025-11-25. ``requests`` is e.g. ``{"tools": {"call": {}}}``."""
 
     list: JSONObject | UnsetType = UNSET
@@ -180,7 +180,7 @@ class ServerTasksCapability(MCPModel):
     requests: JSONObject | UnsetType = UNSET
 
 
-class ServerCapabilities(MCPModel):
+class ServerCapabilities(MCPModel, kw_only=True):
     experimental: dict[str, JSONObject] | UnsetType = UNSET
     logging: JSONObject | UnsetType = UNSET
     completions: JSONObject | UnsetType = UNSET
@@ -194,27 +194,27 @@ class ServerCapabilities(MCPModel):
 # --- Identity, lifecycle (2024-11-05 … 2025-11-25) and discovery (2026-07-28) --------------------------
 
 
-class Implementation(BaseMetadata):
+class Implementation(BaseMetadata, kw_only=True):
     version: str
     description: str | UnsetType = UNSET
     website_url: str | UnsetType = UNSET
     icons: list[Icon] | UnsetType = UNSET
 
 
-class InitializeRequestParams(RequestParams):
+class InitializeRequestParams(RequestParams, kw_only=True):
     protocol_version: str
     capabilities: ClientCapabilities
     client_info: Implementation
 
 
-class InitializeResult(Result):
+class InitializeResult(Result, kw_only=True):
     protocol_version: str
     capabilities: ServerCapabilities
     server_info: Implementation
     instructions: str | UnsetType = UNSET
 
 
-class DiscoverResult(CacheableResult):
+class DiscoverResult(CacheableResult, kw_only=True):
     """``server/discover`` (2026-07-28); identity goes in ``_meta["io.modelcontextprotocol/serverInfo"]``."""
 
     supported_versions: list[str]
@@ -225,7 +225,7 @@ class DiscoverResult(CacheableResult):
 # --- Resources -----------------------------------------------------------------------------------------
 
 
-class ResourceTemplate(BaseMetadata):
+class ResourceTemplate(BaseMetadata, kw_only=True):
     uri_template: str
     description: str | UnsetType = UNSET
     mime_type: str | UnsetType = UNSET
@@ -234,48 +234,48 @@ class ResourceTemplate(BaseMetadata):
     meta: Meta | UnsetType = msgspec.field(default=UNSET, name="_meta")
 
 
-class ListResourcesResult(_PaginatedCacheableResult):
+class ListResourcesResult(_PaginatedCacheableResult, kw_only=True):
     resources: list[Resource]
 
 
-class ListResourceTemplatesResult(_PaginatedCacheableResult):
+class ListResourceTemplatesResult(_PaginatedCacheableResult, kw_only=True):
     resource_templates: list[ResourceTemplate]
 
 
-class ResourceRequestParams(RequestParams):
+class ResourceRequestParams(RequestParams, kw_only=True):
     uri: str
 
 
-class ReadResourceRequestParams(InputResponseRequestParams):
+class ReadResourceRequestParams(InputResponseRequestParams, kw_only=True):
     uri: str
 
 
-class ReadResourceResult(CacheableResult):
+class ReadResourceResult(CacheableResult, kw_only=True):
     contents: list[ResourceContents]
 
 
-class SubscribeRequestParams(ResourceRequestParams):
+class SubscribeRequestParams(ResourceRequestParams, kw_only=True):
     """``resources/subscribe`` (2024-11-05 … 2025-11-25)."""
 
 
-class UnsubscribeRequestParams(ResourceRequestParams):
+class UnsubscribeRequestParams(ResourceRequestParams, kw_only=True):
     """``resources/unsubscribe`` (2024-11-05 … 2025-11-25)."""
 
 
-class ResourceUpdatedNotificationParams(NotificationParams):
+class ResourceUpdatedNotificationParams(NotificationParams, kw_only=True):
     uri: str
 
 
 # --- Subscriptions (2026-07-28) ------------------------------------------------------------------------
 
 
-class SubscriptionsListenResultMetaObject(ResultMetaObject):
+class SubscriptionsListenResultMetaObject(ResultMetaObject, kw_only=True):
     """``_meta`` of the result that ends a ``subscriptions/listen`` stream."""
 
     subscription_id: RequestId = msgspec.field(name="io.modelcontextprotocol/subscriptionId")
 
 
-class SubscriptionFilter(MCPModel):
+class SubscriptionFilter(MCPModel, kw_only=True):
     """What a ``subscriptions/listen`` stream should deliver (2026-07-28)."""
 
     tools_list_changed: bool | UnsetType = UNSET
@@ -284,48 +284,48 @@ class SubscriptionFilter(MCPModel):
     resource_subscriptions: list[str] | UnsetType = UNSET
 
 
-class SubscriptionsListenRequestParams(RequestParams):
+class SubscriptionsListenRequestParams(RequestParams, kw_only=True):
     notifications: SubscriptionFilter
 
 
-class SubscriptionsListenResult(Result):
+class SubscriptionsListenResult(Result, kw_only=True):
     """Ends a listen stream; ``_meta`` carries ``io.modelcontextprotocol/subscriptionId`` (required)."""
 
 
-class SubscriptionsAcknowledgedNotificationParams(NotificationParams):
+class SubscriptionsAcknowledgedNotificationParams(NotificationParams, kw_only=True):
     notifications: SubscriptionFilter
 
 
 # --- Prompts -------------------------------------------------------------------------------------------
 
 
-class PromptArgument(BaseMetadata):
+class PromptArgument(BaseMetadata, kw_only=True):
     description: str | UnsetType = UNSET
     required: bool | UnsetType = UNSET
 
 
-class Prompt(BaseMetadata):
+class Prompt(BaseMetadata, kw_only=True):
     description: str | UnsetType = UNSET
     arguments: list[PromptArgument] | UnsetType = UNSET
     icons: list[Icon] | UnsetType = UNSET
     meta: Meta | UnsetType = msgspec.field(default=UNSET, name="_meta")
 
 
-class PromptMessage(MCPModel):
+class PromptMessage(MCPModel, kw_only=True):
     role: Role
     content: ContentBlock
 
 
-class ListPromptsResult(_PaginatedCacheableResult):
+class ListPromptsResult(_PaginatedCacheableResult, kw_only=True):
     prompts: list[Prompt]
 
 
-class GetPromptRequestParams(InputResponseRequestParams):
+class GetPromptRequestParams(InputResponseRequestParams, kw_only=True):
     name: str
     arguments: dict[str, str] | UnsetType = UNSET
 
 
-class GetPromptResult(Result):
+class GetPromptResult(Result, kw_only=True):
     description: str | UnsetType = UNSET
     messages: list[PromptMessage]
 
@@ -333,7 +333,7 @@ class GetPromptResult(Result):
 # --- Tools ---------------------------------------------------------------------------------------------
 
 
-class CallToolRequestParams(InputResponseRequestParams):
+class CallToolRequestParams(InputResponseRequestParams, kw_only=True):
     name: str
     arguments: JSONObject | UnsetType = UNSET
     task: TaskMetadata | UnsetType = UNSET  # 2025-11-25
@@ -342,13 +342,13 @@ class CallToolRequestParams(InputResponseRequestParams):
 # --- Tasks (2025-11-25; an extension since 2026-07-28) -------------------------------------------------
 
 
-class RelatedTaskMetadata(MCPModel):
+class RelatedTaskMetadata(MCPModel, kw_only=True):
     """Value of ``_meta["io.modelcontextprotocol/related-task"]``."""
 
     task_id: str
 
 
-class Task(MCPModel):
+class Task(MCPModel, kw_only=True):
     task_id: str
     status: TaskStatus
     status_message: str | UnsetType = UNSET
@@ -358,23 +358,23 @@ class Task(MCPModel):
     poll_interval: int | UnsetType = UNSET
 
 
-class CreateTaskResult(Result):
+class CreateTaskResult(Result, kw_only=True):
     task: Task
 
 
-class GetTaskRequestParams(RequestParams):
+class GetTaskRequestParams(RequestParams, kw_only=True):
     task_id: str
 
 
-class GetTaskPayloadRequestParams(RequestParams):
+class GetTaskPayloadRequestParams(RequestParams, kw_only=True):
     task_id: str
 
 
-class CancelTaskRequestParams(RequestParams):
+class CancelTaskRequestParams(RequestParams, kw_only=True):
     task_id: str
 
 
-class _TaskResult(Result):
+class _TaskResult(Result, kw_only=True):
     # Result & Task, flattened (see _PaginatedCacheableResult).
     task_id: str
     status: TaskStatus
@@ -385,23 +385,23 @@ class _TaskResult(Result):
     poll_interval: int | UnsetType = UNSET
 
 
-class GetTaskResult(_TaskResult):
+class GetTaskResult(_TaskResult, kw_only=True):
     pass
 
 
-class CancelTaskResult(_TaskResult):
+class CancelTaskResult(_TaskResult, kw_only=True):
     pass
 
 
-class GetTaskPayloadResult(Result):
+class GetTaskPayloadResult(Result, kw_only=True):
     """``tasks/result`` answers with the underlying request's own result: decode with that type instead."""
 
 
-class ListTasksResult(PaginatedResult):
+class ListTasksResult(PaginatedResult, kw_only=True):
     tasks: list[Task]
 
 
-class TaskStatusNotificationParams(NotificationParams):
+class TaskStatusNotificationParams(NotificationParams, kw_only=True):
     # NotificationParams & Task, flattened.
     task_id: str
     status: TaskStatus
@@ -415,13 +415,13 @@ class TaskStatusNotificationParams(NotificationParams):
 # --- Logging -------------------------------------------------------------------------------------------
 
 
-class SetLevelRequestParams(RequestParams):
+class SetLevelRequestParams(RequestParams, kw_only=True):
     """``logging/setLevel`` (2024-11-05 … 2025-11-25)."""
 
     level: LoggingLevel
 
 
-class LoggingMessageNotificationParams(NotificationParams):
+class LoggingMessageNotificationParams(NotificationParams, kw_only=True):
     level: LoggingLevel
     logger: str | UnsetType = UNSET
     data: Any
@@ -430,7 +430,7 @@ class LoggingMessageNotificationParams(NotificationParams):
 # --- Sampling ------------------------------------------------------------------------------------------
 
 
-class ToolUseContent(MCPModel, tag_field="type", tag="tool_use"):
+class ToolUseContent(MCPModel, tag_field="type", tag="tool_use", kw_only=True):
     """Sampling only (2025-11-25+): the model asks to call a tool."""
 
     id: str
@@ -439,7 +439,7 @@ class ToolUseContent(MCPModel, tag_field="type", tag="tool_use"):
     meta: Meta | UnsetType = msgspec.field(default=UNSET, name="_meta")
 
 
-class ToolResultContent(MCPModel, tag_field="type", tag="tool_result"):
+class ToolResultContent(MCPModel, tag_field="type", tag="tool_result", kw_only=True):
     """Sampling only (2025-11-25+): the outcome of a ``tool_use``."""
 
     tool_use_id: str
@@ -453,22 +453,22 @@ SamplingContent: TypeAlias = TextContent | ImageContent | AudioContent | ToolUse
 SamplingMessageContentBlock: TypeAlias = SamplingContent
 
 
-class ModelHint(MCPModel):
+class ModelHint(MCPModel, kw_only=True):
     name: str | UnsetType = UNSET
 
 
-class ModelPreferences(MCPModel):
+class ModelPreferences(MCPModel, kw_only=True):
     hints: list[ModelHint] | UnsetType = UNSET
     cost_priority: float | UnsetType = UNSET
     speed_priority: float | UnsetType = UNSET
     intelligence_priority: float | UnsetType = UNSET
 
 
-class ToolChoice(MCPModel):
+class ToolChoice(MCPModel, kw_only=True):
     mode: Literal["auto", "required", "none"] | UnsetType = UNSET
 
 
-class SamplingMessage(MCPModel):
+class SamplingMessage(MCPModel, kw_only=True):
     """``content`` is one block or (2025-11-25+) a list of blocks."""
 
     role: Role
@@ -476,7 +476,7 @@ class SamplingMessage(MCPModel):
     meta: Meta | UnsetType = msgspec.field(default=UNSET, name="_meta")
 
 
-class CreateMessageRequestParams(TaskAugmentedRequestParams):
+class CreateMessageRequestParams(TaskAugmentedRequestParams, kw_only=True):
     messages: list[SamplingMessage]
     model_preferences: ModelPreferences | UnsetType = UNSET
     system_prompt: str | UnsetType = UNSET
@@ -489,7 +489,7 @@ class CreateMessageRequestParams(TaskAugmentedRequestParams):
     tool_choice: ToolChoice | UnsetType = UNSET
 
 
-class CreateMessageResult(Result):
+class CreateMessageResult(Result, kw_only=True):
     """Result & SamplingMessage. As a 2026-07-28 input response it carries no ``resultType``."""
 
     role: Role
@@ -501,12 +501,12 @@ class CreateMessageResult(Result):
 # --- Completion ----------------------------------------------------------------------------------------
 
 
-class PromptReference(MCPModel, tag_field="type", tag="ref/prompt"):
+class PromptReference(MCPModel, tag_field="type", tag="ref/prompt", kw_only=True):
     name: str
     title: str | UnsetType = UNSET
 
 
-class ResourceTemplateReference(MCPModel, tag_field="type", tag="ref/resource"):
+class ResourceTemplateReference(MCPModel, tag_field="type", tag="ref/resource", kw_only=True):
     uri: str
 
 
@@ -514,48 +514,48 @@ ResourceReference: TypeAlias = ResourceTemplateReference  # its name before 2025
 CompletionReference: TypeAlias = PromptReference | ResourceTemplateReference
 
 
-class CompletionArgument(MCPModel):
+class CompletionArgument(MCPModel, kw_only=True):
     name: str
     value: str
 
 
-class CompletionContext(MCPModel):
+class CompletionContext(MCPModel, kw_only=True):
     arguments: dict[str, str] | UnsetType = UNSET
 
 
-class CompleteRequestParams(RequestParams):
+class CompleteRequestParams(RequestParams, kw_only=True):
     ref: CompletionReference
     argument: CompletionArgument
     context: CompletionContext | UnsetType = UNSET
 
 
-class Completion(MCPModel):
+class Completion(MCPModel, kw_only=True):
     values: list[str]
     total: int | UnsetType = UNSET
     has_more: bool | UnsetType = UNSET
 
 
-class CompleteResult(Result):
+class CompleteResult(Result, kw_only=True):
     completion: Completion
 
 
 # --- Roots ---------------------------------------------------------------------------------------------
 
 
-class Root(MCPModel):
+class Root(MCPModel, kw_only=True):
     uri: str
     name: str | UnsetType = UNSET
     meta: Meta | UnsetType = msgspec.field(default=UNSET, name="_meta")
 
 
-class ListRootsResult(Result):
+class ListRootsResult(Result, kw_only=True):
     roots: list[Root]
 
 
 # --- Elicitation ---------------------------------------------------------------------------------------
 
 
-class ElicitRequestParams(TaskAugmentedRequestParams):
+class ElicitRequestParams(TaskAugmentedRequestParams, kw_only=True):
     """``elicitation/create`` params as decoded: form mode (``requested_schema``) or URL mode (``url``).
 
     The spec's union ``ElicitRequestFormParams | ElicitRequestURLParams`` cannot be tagged (``mode`` is
@@ -588,24 +588,24 @@ class ElicitRequestParams(TaskAugmentedRequestParams):
         return ElicitRequestFormParams(mode=mode, requested_schema=self.requested_schema, **common)
 
 
-class ElicitRequestFormParams(ElicitRequestParams):
+class ElicitRequestFormParams(ElicitRequestParams, kw_only=True):
     mode: Literal["form"] | UnsetType = UNSET
     requested_schema: JSONObject
 
 
-class ElicitRequestURLParams(ElicitRequestParams, omit_defaults=False):
+class ElicitRequestURLParams(ElicitRequestParams, omit_defaults=False, kw_only=True):
     mode: Literal["url"] = "url"
     url: str
 
 
-class ElicitResult(Result):
+class ElicitResult(Result, kw_only=True):
     """``content`` only for ``accept`` in form mode. As a 2026-07-28 input response: no ``resultType``."""
 
     action: ElicitAction
     content: dict[str, str | int | float | bool | list[str]] | UnsetType = UNSET
 
 
-class ElicitationCompleteNotificationParams(NotificationParams):
+class ElicitationCompleteNotificationParams(NotificationParams, kw_only=True):
     """``notifications/elicitation/complete`` (2025-11-25 only)."""
 
     elicitation_id: str
@@ -615,7 +615,7 @@ class ElicitationCompleteNotificationParams(NotificationParams):
 # Builders for `requestedSchema` (a dict): `to_builtins(StringSchema(...))`.
 
 
-class StringSchema(MCPModel, tag_field="type", tag="string"):
+class StringSchema(MCPModel, tag_field="type", tag="string", kw_only=True):
     title: str | UnsetType = UNSET
     description: str | UnsetType = UNSET
     min_length: int | UnsetType = UNSET
@@ -624,7 +624,7 @@ class StringSchema(MCPModel, tag_field="type", tag="string"):
     default: str | UnsetType = UNSET
 
 
-class NumberSchema(MCPModel, omit_defaults=False):
+class NumberSchema(MCPModel, omit_defaults=False, kw_only=True):
     type: Literal["number", "integer"] = "number"
     title: str | UnsetType = UNSET
     description: str | UnsetType = UNSET
@@ -633,42 +633,42 @@ class NumberSchema(MCPModel, omit_defaults=False):
     default: int | float | UnsetType = UNSET
 
 
-class BooleanSchema(MCPModel, tag_field="type", tag="boolean"):
+class BooleanSchema(MCPModel, tag_field="type", tag="boolean", kw_only=True):
     title: str | UnsetType = UNSET
     description: str | UnsetType = UNSET
     default: bool | UnsetType = UNSET
 
 
-class EnumOption(MCPModel):
+class EnumOption(MCPModel, kw_only=True):
     """One ``{const, title}`` choice of a titled enum."""
 
     const: str
     title: str
 
 
-class UntitledSingleSelectEnumSchema(MCPModel, tag_field="type", tag="string"):
+class UntitledSingleSelectEnumSchema(MCPModel, tag_field="type", tag="string", kw_only=True):
     title: str | UnsetType = UNSET
     description: str | UnsetType = UNSET
     enum: list[str]
     default: str | UnsetType = UNSET
 
 
-class TitledSingleSelectEnumSchema(MCPModel, tag_field="type", tag="string"):
+class TitledSingleSelectEnumSchema(MCPModel, tag_field="type", tag="string", kw_only=True):
     title: str | UnsetType = UNSET
     description: str | UnsetType = UNSET
     one_of: list[EnumOption]
     default: str | UnsetType = UNSET
 
 
-class UntitledEnumItems(MCPModel, tag_field="type", tag="string"):
+class UntitledEnumItems(MCPModel, tag_field="type", tag="string", kw_only=True):
     enum: list[str]
 
 
-class TitledEnumItems(MCPModel):
+class TitledEnumItems(MCPModel, kw_only=True):
     any_of: list[EnumOption]
 
 
-class UntitledMultiSelectEnumSchema(MCPModel, tag_field="type", tag="array"):
+class UntitledMultiSelectEnumSchema(MCPModel, tag_field="type", tag="array", kw_only=True):
     title: str | UnsetType = UNSET
     description: str | UnsetType = UNSET
     min_items: int | UnsetType = UNSET
@@ -677,7 +677,7 @@ class UntitledMultiSelectEnumSchema(MCPModel, tag_field="type", tag="array"):
     default: list[str] | UnsetType = UNSET
 
 
-class TitledMultiSelectEnumSchema(MCPModel, tag_field="type", tag="array"):
+class TitledMultiSelectEnumSchema(MCPModel, tag_field="type", tag="array", kw_only=True):
     title: str | UnsetType = UNSET
     description: str | UnsetType = UNSET
     min_items: int | UnsetType = UNSET
@@ -686,7 +686,7 @@ class TitledMultiSelectEnumSchema(MCPModel, tag_field="type", tag="array"):
     default: list[str] | UnsetType = UNSET
 
 
-class LegacyTitledEnumSchema(MCPModel, tag_field="type", tag="string"):
+class LegacyTitledEnumSchema(MCPModel, tag_field="type", tag="string", kw_only=True):
     """Deprecated form (``enumNames``), still accepted."""
 
     title: str | UnsetType = UNSET
@@ -707,15 +707,15 @@ PrimitiveSchemaDefinition: TypeAlias = StringSchema | NumberSchema | BooleanSche
 # Server-to-client requests embedded in `InputRequiredResult.inputRequests`: `{method, params}`, no id.
 
 
-class CreateMessageRequest(MCPModel, tag_field="method", tag="sampling/createMessage"):
+class CreateMessageRequest(MCPModel, tag_field="method", tag="sampling/createMessage", kw_only=True):
     params: CreateMessageRequestParams
 
 
-class ListRootsRequest(MCPModel, tag_field="method", tag="roots/list"):
+class ListRootsRequest(MCPModel, tag_field="method", tag="roots/list", kw_only=True):
     params: RequestParams | UnsetType = UNSET
 
 
-class ElicitRequest(MCPModel, tag_field="method", tag="elicitation/create"):
+class ElicitRequest(MCPModel, tag_field="method", tag="elicitation/create", kw_only=True):
     params: ElicitRequestParams
 
 
@@ -725,7 +725,7 @@ InputResponse: TypeAlias = CreateMessageResult | ListRootsResult | ElicitResult 
 InputResponses: TypeAlias = dict[str, Any]
 
 
-class InputRequiredResult(Result, omit_defaults=False):
+class InputRequiredResult(Result, omit_defaults=False, kw_only=True):
     """The server needs answers before it can complete ``tools/call``, ``prompts/get`` or ``resources/read``.
 
     At least one of ``input_requests`` / ``request_state`` must be present.
@@ -739,20 +739,20 @@ class InputRequiredResult(Result, omit_defaults=False):
 # --- Error data ----------------------------------------------------------------------------------------
 
 
-class UnsupportedProtocolVersionErrorData(MCPModel):
+class UnsupportedProtocolVersionErrorData(MCPModel, kw_only=True):
     """``error.data`` of -32022 (2026-07-28)."""
 
     supported: list[str]
     requested: str
 
 
-class MissingRequiredClientCapabilityErrorData(MCPModel):
+class MissingRequiredClientCapabilityErrorData(MCPModel, kw_only=True):
     """``error.data`` of -32021 (2026-07-28): an object of capabilities, not a list."""
 
     required_capabilities: ClientCapabilities
 
 
-class URLElicitationRequiredErrorData(MCPModel):
+class URLElicitationRequiredErrorData(MCPModel, kw_only=True):
     """``error.data`` of -32042 (2025-11-25 only)."""
 
     elicitations: list[ElicitRequestParams]
