@@ -107,7 +107,6 @@ class Context:
         session: ServerSession,
         request_id: RequestId,
         method: str,
-        *,
         era: Era,
         version: str,
         client_capabilities: Mapping[str, Any],
@@ -116,6 +115,8 @@ class Context:
         log_level: str | None = None,
         answers: Mapping[str, Any] | None = None,
     ) -> None:
+        # (made for every request: the session passes the arguments by position, which costs less than a call
+        # with keywords, and nothing is looked up in an absent ``_meta``)
         self.session = session
         self.request_id = request_id
         self.method = method
@@ -123,9 +124,13 @@ class Context:
         self.version = version
         self.client_capabilities = client_capabilities
         self.client_info = client_info or {}
-        self.meta: Mapping[str, Any] = meta or {}
-        token = self.meta.get("progressToken") if meta else None
-        self.progress_token: str | int | None = token if type(token) in (str, int) else None
+        if meta:
+            self.meta: Mapping[str, Any] = meta
+            token = meta.get("progressToken")
+            self.progress_token: str | int | None = token if type(token) is str or type(token) is int else None
+        else:
+            self.meta = {}
+            self.progress_token = None
         self._log_level = log_level
         self._answers: Mapping[str, Any] = dict(answers) if answers else _NO_ANSWERS
         self._auto_keys = 0

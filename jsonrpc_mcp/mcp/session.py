@@ -277,16 +277,7 @@ class ServerSession:
             meta = params.meta
             if type(meta) is not dict:
                 meta = None
-        ctx = Context(
-            self,
-            req.id,
-            method,
-            era=Era.HANDSHAKE,
-            version=version,
-            client_capabilities=self.client_capabilities,
-            client_info=self.client_info,
-            meta=meta,
-        )
+        ctx = Context(self, req.id, method, Era.HANDSHAKE, version, self.client_capabilities, self.client_info, meta)
         out = spec.handler(ctx, params)
         if type(out) is CoroutineType:
             return self._await_handshake(out)
@@ -355,18 +346,9 @@ class ServerSession:
         if method in INPUT_METHODS:
             answers, digest = self._gather_answers(method, req.params)
         info = meta.get(META_CLIENT_INFO)
-        ctx = Context(
-            self,
-            req.id,
-            method,
-            era=Era.STATELESS,
-            version=version,
-            client_capabilities=caps,
-            client_info=info if isinstance(info, dict) else None,
-            meta=meta,
-            log_level=level,
-            answers=answers,
-        )
+        if not isinstance(info, dict):
+            info = None
+        ctx = Context(self, req.id, method, Era.STATELESS, version, caps, info, meta, level, answers)
         try:
             out = spec.handler(ctx, params)
         except InputRequired as need:
