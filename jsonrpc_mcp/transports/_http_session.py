@@ -56,12 +56,12 @@ class Exchange:
         self,
         session: HttpSession,
         ids: Iterable[RequestId],
-        *,
         resumable: bool,
         json_only: bool,
         batch: bool,
         headers: Headers | Mapping[str, str] | None = None,
     ) -> None:
+        # (one per POST of a request: made with positional arguments, which a class call takes for less)
         self._session = session
         self._resumable = resumable
         self._batch = batch
@@ -393,7 +393,7 @@ class HttpSession:
     ) -> Exchange:
         """The exchange of a POST's requests; ``register``: make its outlet now and register it (otherwise the
         outlet is made on first use and registered by the caller when the answer has to wait)."""
-        exchange = Exchange(self, ids, resumable=resumable, json_only=json_only, batch=batch, headers=headers)
+        exchange = Exchange(self, ids, resumable, json_only, batch, headers)
         if register:
             self.register(exchange.outlet)
         for ident in ids:
