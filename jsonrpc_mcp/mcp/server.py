@@ -30,6 +30,7 @@ from msgspec import UNSET, Raw, UnsetType
 from ..errors import InvalidParams, ResourceNotFound, RpcError
 from ..jsonrpc.dispatch import Dispatcher
 from ..jsonrpc.streams import MessageStream
+from ..jsonrpc.wire import unpack_byte
 from . import types as t
 from .context import LOG_LEVELS, Context
 from .methods import BOTH, HANDSHAKE_ONLY, STATELESS_ONLY, MethodSpec
@@ -439,7 +440,7 @@ class Server:
         args = params.arguments
         if args is _NO_ARGUMENTS:
             return entry.call(ctx, None)
-        if (not args or memoryview(args)[0] in _MAYBE_NULL) and bytes(args).strip() == b"null":  # no big copy
+        if (not args or unpack_byte(args)[0] in _MAYBE_NULL) and bytes(args).strip() == b"null":  # no big copy
             raise InvalidParams('Invalid params: "arguments" must be an object')
         return entry.call(ctx, args)
 

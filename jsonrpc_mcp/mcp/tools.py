@@ -16,6 +16,7 @@ import msgspec
 from msgspec import UNSET, Raw
 
 from ..errors import ConnectionClosed, InvalidParams, RequestTimeout, RpcError, ToolError
+from ..jsonrpc.wire import unpack_byte
 from . import types as t
 from .context import Context, InputRequired
 from .signature import Signature, describe_validation_error, inspect_function
@@ -48,7 +49,7 @@ def error_result(message: str, structured: Any = None) -> t.CallToolResult:
 def _check_object(raw: Raw | None) -> Raw | bytes:
     if raw is None:
         return b"{}"
-    if raw and memoryview(raw)[0] == 0x7B:  # "{": the usual case, decided without a copy
+    if raw and unpack_byte(raw)[0] == 0x7B:  # "{": the usual case, decided without a copy
         return raw
     if bytes(memoryview(raw)[:64]).lstrip()[:1] != b"{":
         raise InvalidParams('Invalid params: "arguments" must be an object')
