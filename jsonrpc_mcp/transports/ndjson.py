@@ -114,16 +114,16 @@ class FdByteStream(anyio.abc.ByteStream):
     async def send(self, item: bytes) -> None:
         if self._closed:
             raise anyio.ClosedResourceError
-        view = memoryview(item)
-        while view:
+        data: bytes | memoryview = item  # a view only once a write was partial (most writes are whole)
+        while data:
             try:
-                written = os.write(self._wfd, view)
+                written = os.write(self._wfd, data)
             except BlockingIOError:
                 await anyio.wait_writable(self._wfd)
                 continue
             except (BrokenPipeError, ConnectionResetError):
                 raise anyio.BrokenResourceError from None
-            view = view[written:]
+            data = memoryview(data)[written:] if written < len(data) else b""
 
     async def send_eof(self) -> None:
         if self._close_fds:
