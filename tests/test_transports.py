@@ -177,7 +177,6 @@ async def test_fast_request_overtakes_slow_one(transport: Transport) -> None:
         assert done == ["released gate"]
 
 
-
 async def test_replies_larger_than_a_pipe_or_socket_buffer_arrive_whole(transport: Transport) -> None:
     # 3 MiB: the server's write of the answer is partial, waits for the reader to drain, and carries on from there
     text = "0123456789abcdef" * (3 * 65536)
@@ -186,6 +185,7 @@ async def test_replies_larger_than_a_pipe_or_socket_buffer_arrive_whole(transpor
             result = await client.call_tool("echo", {"text": text})
             assert isinstance(result.content[0], t.TextContent) and result.content[0].text == text
             assert (await client.call_tool("add", {"a": 7})).structured_content == {"result": 7}
+
 
 @asynccontextmanager
 async def socket_server(kind: str, server: Server | None = None) -> AsyncIterator[tuple[Connect, Callable[[], Any]]]:
