@@ -210,6 +210,36 @@ async def test_a_body_in_several_messages_is_read_whole_and_bounded() -> None:
         await app.aclose()
 
 
+async def test_an_unexpected_failure_is_a_500_before_the_response_and_nothing_more_after_it(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A failure of ours while serving a request: a JSON-RPC shaped 500 that names nothing of it when no response
+    has begun; when one has, no second response start (the server would refuse it), only the log."""
+    app = McpAsgiApp(make_server())
+    body = json.dumps(init_body()).encode()
+
+    async def fails_at_once(*args: Any) -> None:
+        raise RuntimeError("/srv/secret.key")
+
+    async def fails_midway(headers: Any, version: Any, msg: Any, raw: bytes, receive: Any, send: Any) -> None:
+        await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"text/plain")]})
+        await send({"type": "http.response.body", "body": b"partial", "more_body": True})
+        raise RuntimeError("/srv/secret.key")
+
+    try:
+        app.handshake.post = fails_at_once  # type: ignore[method-assign]
+        status, headers, reply = await asgi_request(app, "POST", JSON_HEADERS, body)
+        assert status == 500 and headers["content-type"] == "application/json"
+        assert json.loads(reply)["error"] == {"code": -32603, "message": "Internal error"}
+        app.handshake.post = fails_midway  # type: ignore[method-assign]
+        status, headers, reply = await asgi_request(app, "POST", JSON_HEADERS, body)
+        assert (status, headers["content-type"], reply) == (200, "text/plain", b"partial")
+    finally:
+        await app.aclose()
+    failures = [r for r in caplog.records if r.getMessage().startswith("unexpected failure serving POST")]
+    assert len(failures) == 2 and all(r.exc_info is not None for r in failures)
+
+
 async def test_a_client_gone_before_its_body_gets_nothing_and_the_app_goes_on() -> None:
     """The first ASGI message is the disconnect (or it comes after part of the body): nothing is sent, nothing is
     raised to the server, and the next request is served as usual."""

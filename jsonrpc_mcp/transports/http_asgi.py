@@ -40,7 +40,7 @@ serving other names. Error bodies are JSON-RPC errors with a plain sentence; det
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any, Final
 
@@ -190,11 +190,12 @@ class McpAsgiApp:
             return
         started = False
 
-        async def tracked(message: Any) -> None:
+        def tracked(message: Any) -> Awaitable[None]:
+            # (not a coroutine: it hands back the server's own awaitable, so a send costs no extra coroutine)
             nonlocal started
             if message["type"] == "http.response.start":
                 started = True
-            await send(message)
+            return send(message)
 
         try:
             await self._http(scope, receive, tracked)
