@@ -27,6 +27,7 @@ __all__ = (
     "send_error",
     "send_empty",
     "accepts",
+    "accepts_json_and_sse",
     "is_json_content",
     "BUSY",
     "send_busy",
@@ -102,10 +103,11 @@ class ClientGone(Exception):
     """The client disconnected while we were reading its request."""
 
 
-async def read_body(receive: Receive, headers: Headers, limit: int) -> bytes:
+async def read_body(receive: Receive, headers: Headers, limit: int, first: Message | None = None) -> bytes:
     """The whole request body; :class:`BodyTooLarge` past ``limit`` bytes (a body in several messages is checked
-    against Content-Length first, then as it arrives)."""
-    message = await receive()
+    against Content-Length first, then as it arrives). ``first``: the request's first message, when the caller
+    has received it already."""
+    message = first if first is not None else await receive()
     if message["type"] == "http.request" and not message.get("more_body", False):
         body: bytes = message.get("body", b"")  # the usual case: the whole body in one message
         if len(body) > limit:
@@ -202,6 +204,21 @@ def accepts(accept: str | None, *media_types: str) -> bool:
         if len(_accept_cache) >= _ACCEPT_CACHE_SIZE:
             _accept_cache.clear()
         _accept_cache[key] = answer
+    return answer
+
+
+_JSON_AND_SSE: Final = ("application/json", "text/event-stream")
+_json_and_sse_verdicts: dict[bytes, bool] = {}  # (bounded like _accept_cache)
+
+
+def accepts_json_and_sse(accept: bytes) -> bool:
+    """:func:`accepts` for what every POST must accept, by the header's raw value (read once per value)."""
+    answer = _json_and_sse_verdicts.get(accept)
+    if answer is None:
+        answer = _accepts(accept.decode("latin-1"), _JSON_AND_SSE)
+        if len(_json_and_sse_verdicts) >= _ACCEPT_CACHE_SIZE:
+            _json_and_sse_verdicts.clear()
+        _json_and_sse_verdicts[accept] = answer
     return answer
 
 

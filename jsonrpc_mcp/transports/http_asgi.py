@@ -66,6 +66,7 @@ from ._http_io import (
     Scope,
     Send,
     accepts,
+    accepts_json_and_sse,
     is_json_content,
     read_body,
     send_bytes,
@@ -87,7 +88,6 @@ __all__ = ("McpAsgiApp", "EventStore", "InMemoryEventStore")
 logger = logging.getLogger(__name__)
 
 _PV_NEEDLE: Final = META_PROTOCOL_VERSION.encode()
-_JSON_AND_SSE: Final = ("application/json", "text/event-stream")
 _CALLS: Final = (Request, Notification)
 _ALLOW_ALL: Final[HeaderList] = [(b"allow", b"GET, POST, DELETE")]
 _ALLOW_POST: Final[HeaderList] = [(b"allow", b"POST")]
@@ -256,20 +256,26 @@ class McpAsgiApp:
 
     async def _post(self, headers: Headers, receive: Receive, send: Send) -> None:
         accept = headers.raw(b"accept")
-        if accept is None or not accepts(accept.decode("latin-1"), *_JSON_AND_SSE):
+        if accept is None or not accepts_json_and_sse(accept):
             await send_error(send, 406, "Not Acceptable: Accept must list application/json and text/event-stream")
             return
         content_type = headers.raw(b"content-type")
-        if not is_json_content(content_type.decode("latin-1") if content_type is not None else None):
+        if content_type != b"application/json" and not is_json_content(
+            content_type.decode("latin-1") if content_type is not None else None
+        ):
             await send_error(send, 415, "Unsupported Media Type: the body must be application/json")
             return
-        try:
-            body = await read_body(receive, headers, self.max_body)
-        except BodyTooLarge:
-            await send_error(send, 413, f"Payload Too Large: the body exceeds {self.max_body} bytes")
-            return
+        message = await receive()
+        body = message.get("body", b"")
+        if message["type"] != "http.request" or message.get("more_body", False) or len(body) > self.max_body:
+            # (the usual body comes whole in one message, read above without another coroutine)
+            try:
+                body = await read_body(receive, headers, self.max_body, message)
+            except BodyTooLarge:
+                await send_error(send, 413, f"Payload Too Large: the body exceeds {self.max_body} bytes")
+                return
         version = _header_version(headers)
-        if is_batch(body):
+        if not body.startswith(b"{") and is_batch(body):
             await self.handshake.post_batch(headers, version, body, receive, send)
             return
         try:
