@@ -9,9 +9,9 @@ from typing import Any, cast
 import anyio
 import pytest
 
-from jsonrpc_mcp.transports import _http_sessions
+from jsonrpc_mcp.transports import _http_io, _http_sessions
 from jsonrpc_mcp.transports._http_events import EventStore, InMemoryEventStore
-from jsonrpc_mcp.transports._http_io import Headers, accepts, is_json_content
+from jsonrpc_mcp.transports._http_io import Headers, accepts, accepts_json_and_sse, is_json_content
 from jsonrpc_mcp.transports._http_outlet import FINAL, OTHER, RESPONSE, Feed, Item, Outlet
 from jsonrpc_mcp.transports._http_security import HostGuard, split_host
 from jsonrpc_mcp.transports._http_session import SessionStream
@@ -109,6 +109,16 @@ def test_host_guard_configuration() -> None:
 )
 def test_accepts(accept: str | None, ok: bool) -> None:
     assert accepts(accept, "application/json", "text/event-stream") is ok
+    if accept is not None:  # a POST's check: the same verdict from the raw bytes, cached by them
+        assert accepts_json_and_sse(accept.encode()) is ok
+        assert accepts_json_and_sse(accept.encode()) is ok
+
+
+def test_the_post_accept_verdicts_are_bounded() -> None:
+    for i in range(3 * _http_io._ACCEPT_CACHE_SIZE):
+        assert accepts_json_and_sse(b"application/json, text/event-stream, x/%d" % i)
+    assert len(_http_io._json_and_sse_verdicts) <= _http_io._ACCEPT_CACHE_SIZE
+    assert not accepts_json_and_sse(b"text/event-stream")
 
 
 def test_content_type_and_headers() -> None:
