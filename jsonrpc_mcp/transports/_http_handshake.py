@@ -133,8 +133,8 @@ class HandshakeEndpoint:
                 await self._serve_exchange(session, exchange, [], receive, send, pending=True)
                 return
             answer = encode_error(request.id, codes.INTERNAL_ERROR, "Internal error")
+            session.touch()  # (an answer made at once took no time since the touch above)
         session.exchanges.pop(request.id, None)
-        session.touch()
         await send_bytes(send, 200, answer, session.id_header)
 
     async def _initialize(self, request: Request, send: Send) -> None:
