@@ -51,7 +51,11 @@ class Headers:
     reads ``Context.request_headers``. Names that are not all lower case take the slow path and are folded.
     """
 
-    __slots__ = ("_dict", "_first", "_raw")
+    __slots__ = ("_dict", "_first", "_raw", "raw")
+
+    #: :meth:`get` without the decoding (``name`` in lower case): the first-values dict's own ``get``, so that a
+    #: look-up, several per request, runs no Python frame.
+    raw: Callable[[bytes], bytes | None]
 
     def __init__(self, raw: Iterable[tuple[bytes, bytes]]) -> None:
         pairs = raw if type(raw) is list else list(raw)
@@ -63,16 +67,13 @@ class Headers:
             first = dict(reversed(pairs))
         self._raw = pairs
         self._first = first
+        self.raw = first.get
         self._dict: dict[str, str] | None = None
 
     def get(self, name: str) -> str | None:
         """The value of a header sent once; the first value when sent several times (``name`` in lower case)."""
         value = self._first.get(name.encode("latin-1"))
         return value.decode("latin-1") if value is not None else None
-
-    def raw(self, name: bytes) -> bytes | None:
-        """:meth:`get` without the decoding (``name`` in lower case)."""
-        return self._first.get(name)
 
     def repeated(self, name: bytes) -> bool:
         """Was the header sent more than once (``name`` in lower case)?"""
