@@ -284,7 +284,7 @@ class ServerSession:
         out = spec.handler(ctx, params)
         if type(out) is CoroutineType:
             return self._await_handshake(out)
-        return encode_result(out)
+        return out if type(out) is bytes else _encode(out)  # (encode_result's handshake-era case, inline)
 
     async def _await_handshake(self, coro: Coroutine[Any, Any, Any]) -> bytes:
         return encode_result(await coro)
