@@ -676,3 +676,78 @@ async def test_low_level_method_escape_hatch() -> None:
         with pytest.raises(MethodNotFound):
             await client.request("custom/gated")
         assert await client.request("tools/list") == {"tools": [], "replaced": True}
+
+
+def mixed_content_server() -> Server:
+    server = Server("mixed-content")
+    link = t.ResourceLink(
+        name="entry-42",
+        title="Entry 42",
+        uri="kb://entries/42",
+        description="the whole entry",
+        annotations=t.Annotations(priority=0.5),
+    )
+    audio = t.AudioContent(data="UklGRg==", mime_type="audio/wav")
+
+    @server.tool()
+    def blocks() -> t.CallToolResult:
+        return t.CallToolResult(
+            content=[t.TextContent(text="found"), link, audio, t.ImageContent(data="AA==", mime_type="image/png")]
+        )
+
+    @server.tool()
+    async def blocks_later() -> t.CallToolResult:
+        await anyio.lowlevel.checkpoint()
+        return t.CallToolResult(content=[link, audio])
+
+    @server.prompt()
+    def linked() -> list[t.PromptMessage]:
+        return [
+            t.PromptMessage(role="user", content=t.TextContent(text="read this")),
+            t.PromptMessage(role="user", content=link),
+        ]
+
+    return server
+
+
+LINK_AS_TEXT = {"type": "text", "text": "Entry 42 (kb://entries/42): the whole entry", "annotations": {"priority": 0.5}}
+AUDIO_AS_TEXT = {"type": "text", "text": "[audio/wav audio, not shown: this protocol revision has no audio content]"}
+
+
+@pytest.mark.parametrize(
+    ("version", "kept"),
+    [
+        ("2024-11-05", {"text", "image"}),
+        ("2025-03-26", {"text", "image", "audio"}),
+        ("2025-06-18", {"text", "image", "audio", "resource_link"}),
+        ("2025-11-25", {"text", "image", "audio", "resource_link"}),
+    ],
+)
+async def test_content_blocks_an_older_revision_does_not_define_are_sent_as_text(version: str, kept: set[str]) -> None:
+    """2024-11-05 defines text, image and resource blocks; 2025-03-26 adds audio, 2025-06-18 resource links. A
+    block the session's revision lacks would make the whole result undecodable there: it goes out as text."""
+    async with raw_server(mixed_content_server(), version=version) as peer:
+        sync = (await peer.call(request_frame(1, "tools/call", {"name": "blocks", "arguments": {}})))["result"]
+        later = (await peer.call(request_frame(2, "tools/call", {"name": "blocks_later", "arguments": {}})))["result"]
+        prompt = (await peer.call(request_frame(3, "prompts/get", {"name": "linked"})))["result"]
+    link = (
+        LINK_AS_TEXT
+        if "resource_link" not in kept
+        else {
+            "type": "resource_link",
+            "name": "entry-42",
+            "title": "Entry 42",
+            "uri": "kb://entries/42",
+            "description": "the whole entry",
+            "annotations": {"priority": 0.5},
+        }
+    )
+    audio = AUDIO_AS_TEXT if "audio" not in kept else {"type": "audio", "data": "UklGRg==", "mimeType": "audio/wav"}
+    image = {"type": "image", "data": "AA==", "mimeType": "image/png"}
+    assert sync["content"] == [{"type": "text", "text": "found"}, link, audio, image]
+    assert later["content"] == [link, audio]
+    assert prompt["messages"] == [
+        {"role": "user", "content": {"type": "text", "text": "read this"}},
+        {"role": "user", "content": link},
+    ]
+    assert {block["type"] for block in sync["content"]} <= kept | {"text"}

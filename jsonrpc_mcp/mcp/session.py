@@ -26,6 +26,7 @@ from ..errors import InternalError, InvalidParams, InvalidRequest, MethodNotFoun
 from ..jsonrpc import codes
 from ..jsonrpc.dispatch import Dispatcher
 from ..jsonrpc.wire import Notification, Request, RequestId
+from .compat import FITTED_METHODS, content_types, fit_content
 from .context import LOG_LEVELS, Context, InputRequired
 from .methods import BOTH, INPUT_METHODS, MethodSpec
 from .versions import (
@@ -209,6 +210,8 @@ class ServerSession:
         self.initialized = False  # initialize answered
         self.ready = False  # notifications/initialized received
         self.log_level: str | None = "info"
+        #: The content block types the negotiated revision defines, when it lacks some (see :mod:`.compat`).
+        self.content_types: frozenset[str] | None = None
         self.subscriptions: set[str] = set()
         # Stateless-era listen streams: subscription id -> filter
         self.listeners: dict[RequestId, dict[str, Any]] = {}
@@ -283,11 +286,16 @@ class ServerSession:
         ctx = Context(self, req.id, method, _HANDSHAKE, version, self.client_capabilities, self.client_info, meta)
         out = spec.handler(ctx, params)
         if type(out) is CoroutineType:
-            return self._await_handshake(out)
+            return self._await_handshake(out, method)
+        if self.content_types is not None and method in FITTED_METHODS:
+            out = fit_content(out, self.content_types)
         return out if type(out) is bytes else _encode(out)  # (encode_result's handshake-era case, inline)
 
-    async def _await_handshake(self, coro: Coroutine[Any, Any, Any]) -> bytes:
-        return encode_result(await coro)
+    async def _await_handshake(self, coro: Coroutine[Any, Any, Any], method: str) -> bytes:
+        out = await coro
+        if self.content_types is not None and method in FITTED_METHODS:
+            out = fit_content(out, self.content_types)
+        return encode_result(out)
 
     def _decode_params(self, spec: MethodSpec, raw: Raw | None) -> Any:
         if spec.params_type is None:
@@ -308,6 +316,7 @@ class ServerSession:
             raise InvalidRequest("Invalid Request: the session is already initialized")
         version = negotiate(params.protocol_version, HANDSHAKE_VERSIONS)
         self.version = version
+        self.content_types = content_types(version)
         self.client_capabilities = params.capabilities
         self.client_info = params.client_info
         self.initialized = True
