@@ -49,7 +49,7 @@ logger = logging.getLogger(__name__)
 _PV_NEEDLE: Final = META_PROTOCOL_VERSION.encode()
 _encode: Final = msgspec.json.Encoder().encode
 _EMPTY: Final = b"{}"
-# (an Enum member read through its class costs ~8 attribute reads on Python 3.11: read once here)
+# (an Enum member read through its class costs ~130 ns on Python 3.11, a plain attribute ~17: read once here)
 _HANDSHAKE: Final = Era.HANDSHAKE
 _STATELESS: Final = Era.STATELESS
 

@@ -133,7 +133,7 @@ class HandshakeEndpoint:
                 await self._serve_exchange(session, exchange, [], receive, send, pending=True)
                 return
             answer = encode_error(request.id, codes.INTERNAL_ERROR, "Internal error")
-            session.touch()  # (an answer made at once took no time since the touch above)
+            session.touch()  # (it waited for the dispatcher; an answer made at once took no time since the touch)
         session.exchanges.pop(request.id, None)
         await send_bytes(send, 200, answer, session.id_header)
 
