@@ -466,9 +466,9 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.WARNING, stream=sys.stderr)
     server = create_server()
     if args.stdio:
-        from jsonrpc_mcp.transports.stdio import serve_stdio
+        from jsonrpc_mcp.transports.stdio import run_stdio
 
-        anyio.run(serve_stdio, server)
+        run_stdio(server)
         return 0
     from jsonrpc_mcp.transports.http_serve import serve_http
 

@@ -193,9 +193,9 @@ def _serve(args: argparse.Namespace) -> int:
 
         anyio.run(serve_unix, server, args.unix)
         return 0
-    from .transports.stdio import serve_stdio
+    from .transports.stdio import run_stdio
 
-    anyio.run(serve_stdio, server)
+    run_stdio(server)
     return 0
 
 

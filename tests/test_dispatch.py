@@ -818,3 +818,67 @@ async def test_work_spawned_before_run_waits_for_it_when_a_wake_is_set() -> None
 
 async def _never() -> None:
     raise AssertionError("never started")  # pragma: no cover
+
+
+def _note(method: str) -> bytes:
+    return json.dumps({"jsonrpc": "2.0", "method": method}).encode()
+
+
+async def test_answer_now_answers_at_once_and_keeps_for_run_what_has_to_wait() -> None:
+    """A transport may answer frames before it starts its event loop (``run_stdio``): ``answer_now`` returns what
+    handlers answer at once, in order; a handler that has to wait and a notification handler's coroutine are kept
+    (``needs_run``, ``wake``) and started by ``run``, and a kept request the peer cancels meanwhile is never
+    answered."""
+    ours, peer = memory_pair(8)
+    release = anyio.Event()
+    noted: list[str] = []
+
+    async def later(tag: str) -> bytes:
+        await release.wait()
+        return json.dumps(tag).encode()
+
+    def on_request(req: Request) -> bytes | Coroutine[Any, Any, bytes]:
+        return b'"now"' if req.method == "now" else later(req.method)
+
+    async def note_later() -> None:
+        noted.append("note")
+
+    dispatcher = Dispatcher(ours, on_request)
+
+    def on_notification(note: Any) -> Coroutine[Any, Any, None] | None:
+        if note.method == "cancel":
+            assert dispatcher.cancel_inbound(2)
+            return None
+        return note_later()
+
+    dispatcher.on_notification = on_notification
+    woken: list[int] = []
+    dispatcher.wake = lambda: woken.append(1)
+    assert not dispatcher.needs_run
+    frames = [request_frame(1, "now"), request_frame(2, "slow"), request_frame(3, "later"), _note("cancel")]
+    out = dispatcher.answer_now([*frames, _note("note"), request_frame(4, "now"), request_frame(3, "now")])
+    assert [json.loads(frame) for frame, _ in out] == [
+        {"jsonrpc": "2.0", "id": 1, "result": "now"},
+        {"jsonrpc": "2.0", "id": 4, "result": "now"},
+        {"jsonrpc": "2.0", "id": 3, "error": {"code": -32600, "message": "Invalid Request: id is already in use"}},
+    ]
+    assert dispatcher.needs_run and woken and noted == [] and dispatcher.in_flight() == 2
+    with anyio.fail_after(10):
+        async with anyio.create_task_group() as tg:
+            await tg.start(dispatcher.run)
+            assert not dispatcher.needs_run
+            release.set()
+            assert await peer.receive() == [b'{"jsonrpc":"2.0","id":3,"result":"later"}']  # 2 was cancelled
+            await anyio.wait_all_tasks_blocked()
+            assert noted == ["note"] and dispatcher.in_flight() == 0
+            await peer.aclose()
+    await ours.aclose()
+
+    idle, other = memory_pair(8)
+    abandoned = Dispatcher(idle, on_request)
+    abandoned.wake = lambda: None
+    assert abandoned.answer_now([request_frame(9, "slow")]) == [] and abandoned.needs_run
+    abandoned.abandon()  # run will never start: the kept handler is closed (no "never awaited" warning)
+    assert not abandoned.needs_run and abandoned.in_flight() == 0
+    await idle.aclose()
+    await other.aclose()

@@ -314,3 +314,19 @@ async def test_stdio_frame_size_limit() -> None:
         # and replies larger than the server's own limit are still delivered (the limit is on input)
         big = await client.call_tool("add", {"a": 10**300})
         assert big.structured_content == {"result": 10**300}
+
+
+@pytest.mark.parametrize("first", ["wait_a_little", "add_greeter"])
+async def test_a_stdio_server_starts_its_event_loop_only_when_something_needs_it(first: str) -> None:
+    """``jsonrpc-mcp serve`` (``run_stdio``) answers what handlers answer at once in a plain read loop: no event
+    loop, and no asyncio import, until an async handler or work spawned into the session needs one."""
+    command = serve_command(FIXTURES / "loop_probe.py")
+    with anyio.fail_after(30):
+        async with Client.connect_stdio(command, **HANDSHAKE) as client:
+            assert client.server_info is not None and client.server_info.name == "loop-probe"
+            assert [tool.name for tool in await client.list_tools()] == ["loop_started", "wait_a_little", "add_greeter"]
+            assert (await client.call_tool("loop_started")).structured_content == {"result": False}
+            result = await client.call_tool(first)
+            assert result.content[0].text in ("waited", "added")  # type: ignore[union-attr]
+            assert (await client.call_tool("loop_started")).structured_content == {"result": True}
+            assert (await client.call_tool("wait_a_little")).content[0].text == "waited"  # type: ignore[union-attr]

@@ -11,11 +11,9 @@ def main(server: Any, argv: list[str]) -> None:
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
     mode = argv[0] if argv else "stdio"
     if mode == "stdio":
-        import anyio
+        from jsonrpc_mcp.transports.stdio import run_stdio
 
-        from jsonrpc_mcp.transports.stdio import serve_stdio
-
-        anyio.run(serve_stdio, server)
+        run_stdio(server)
     elif mode == "tcp":
         import anyio
 

@@ -56,6 +56,7 @@ logger = logging.getLogger(__name__)
 RequestHandler = Callable[[Request], "bytes | Coroutine[Any, Any, bytes]"]
 NotificationHandler = Callable[[Notification], "Coroutine[Any, Any, None] | None"]
 Outgoing = list[tuple[bytes, RequestId | None]]
+_NOT_STARTED: Any = object()  # the in-flight token of a handler kept by answer_now until run starts it
 
 
 class _Waiter:
@@ -166,6 +167,8 @@ class Dispatcher:
         #: :meth:`spawn` then keeps the work for it.
         self.wake: Callable[[], None] | None = None
         self._deferred: list[tuple[Callable[..., Coroutine[Any, Any, Any]], tuple[Any, ...]]] | None = None
+        # Handlers that have to wait, met by answer_now before run started: run starts them first.
+        self._waiting: list[tuple[Request, Coroutine[Any, Any, bytes], _Batch | None]] = []
 
     # --- running -----------------------------------------------------------------------------------------------
 
@@ -176,6 +179,12 @@ class Dispatcher:
         async with open_handler_tasks() as handlers:
             self._handlers = handlers
             task_status.started()
+            waiting, self._waiting = self._waiting, []
+            for req, coro, batch in waiting:
+                del self._inflight[req.id]  # (it held _NOT_STARTED)
+                self._start(req, coro, batch)
+                if req.id in self._cancelled:  # cancelled by the peer before it could start
+                    self.cancel_inbound(req.id)
             deferred, self._deferred = self._deferred, None
             for fn, args in deferred or ():
                 handlers.start_soon(fn(*args), _SPAWNED_TASK)
@@ -210,6 +219,18 @@ class Dispatcher:
     @property
     def closed(self) -> bool:
         return self._closed
+
+    def answer_now(self, frames: Sequence[bytes]) -> Outgoing:
+        """Handle frames before :meth:`run` has started, for a transport that answers what it can before it starts
+        an event loop: the answers made at once are returned (to be written in order), and what has to wait — a
+        handler's coroutine, a notification handler's, work spawned meanwhile — is kept for :meth:`run`, which
+        starts it first (:attr:`wake` is called; see :attr:`needs_run`). Never raises for a bad frame."""
+        return self._process_all(frames)
+
+    @property
+    def needs_run(self) -> bool:
+        """True when :meth:`answer_now` or :meth:`spawn` kept work that only :meth:`run` can carry out."""
+        return bool(self._waiting or self._deferred)
 
     @property
     def running(self) -> bool:
@@ -305,7 +326,12 @@ class Dispatcher:
         self._start(req, result, batch)
 
     def _start(self, req: Request, coro: Coroutine[Any, Any, bytes], batch: _Batch | None) -> None:
-        assert self._handlers is not None, "Dispatcher.run() is not running"
+        if self._handlers is None:  # answer_now, before run: run starts it
+            self._waiting.append((req, coro, batch))
+            self._inflight[req.id] = _NOT_STARTED
+            if self.wake is not None:
+                self.wake()
+            return
         self._tasks += 1
         self._inflight[req.id] = self._handlers.spawn(self._run_request(req, coro, batch), _TASK_NAME)
 
@@ -407,7 +433,11 @@ class Dispatcher:
             logger.exception("notification handler for %r failed", note.method)
             return
         if result is not None:
-            assert self._handlers is not None
+            if self._handlers is None:  # answer_now, before run: run starts it
+                if not self.spawn(self._run_notification, note, result):
+                    result.close()
+                    logger.warning("notification %r dropped: the connection is not served", note.method)
+                return
             self._handlers.start_soon(self._run_notification(note, result), _NOTIFICATION_TASK)
 
     async def _run_notification(self, note: Notification, coro: Coroutine[Any, Any, None]) -> None:
@@ -424,6 +454,8 @@ class Dispatcher:
         if token is None:
             return False
         self._cancelled.add(request_id)
+        if token is _NOT_STARTED:
+            return True  # run cancels it as it starts it (its task's own cleanup then runs, batch included)
         assert self._handlers is not None
         self._handlers.cancel(token, lambda: self._inflight.get(request_id) is token)
         return True
@@ -462,6 +494,10 @@ class Dispatcher:
         :class:`ConnectionClosed`, work kept for it is dropped, and it counts as closed."""
         self._closed = True
         self._deferred = None
+        waiting, self._waiting = self._waiting, []
+        for req, coro, _ in waiting:
+            coro.close()
+            self._inflight.pop(req.id, None)
         self._fail_pending()
 
     def in_flight(self) -> int:

@@ -147,7 +147,10 @@ class Context:
     @property
     def cancelled(self) -> bool:
         """True once the client cancelled this request (the handler is also interrupted at its next await)."""
-        return anyio.current_effective_deadline() == -math.inf
+        try:
+            return anyio.current_effective_deadline() == -math.inf
+        except RuntimeError:  # anyio's NoEventLoopError: no event loop runs yet (run_stdio answers sync
+            return False  # handlers before it starts one), so nothing can have been cancelled
 
     @property
     def request_headers(self) -> Mapping[str, str]:

@@ -210,15 +210,31 @@ class Server:
         requests to the client (sampling, elicitation, roots) wait for an answer; ``drain_timeout``: after the
         client's end of stream, how long handlers still running may finish (their answers are still written).
         """
+        session = self.open_session(
+            stream, max_in_flight=max_in_flight, request_timeout=request_timeout, drain_timeout=drain_timeout
+        )
+        try:
+            await session.dispatcher.run()
+        finally:
+            session.close()
+
+    def open_session(
+        self,
+        stream: MessageStream,
+        *,
+        max_in_flight: int = 128,
+        request_timeout: float | None = 300.0,
+        drain_timeout: float = 5.0,
+    ) -> ServerSession:
+        """The session :meth:`serve` runs on ``stream``, for a transport that drives it itself: it runs the
+        session's ``dispatcher`` (perhaps after answering frames with its ``answer_now``), then closes the
+        session. The arguments are :meth:`serve`'s."""
         dispatcher = Dispatcher(
             stream, max_in_flight=max_in_flight, request_timeout=request_timeout, drain_timeout=drain_timeout
         )
         session = ServerSession(self, dispatcher)
         self.attach(session)
-        try:
-            await dispatcher.run()
-        finally:
-            session.close()
+        return session
 
     # --- identity and capabilities -------------------------------------------------------------------------
 

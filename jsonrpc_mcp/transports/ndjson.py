@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import errno
 import os
+import select
 import stat
 from collections.abc import Sequence
 
@@ -53,6 +54,21 @@ class NdjsonStream(MessageStream):
         parts = [frame for frame, _ in frames]
         parts.append(b"")
         await self._bytes.send(b"\n".join(parts))
+
+    def receive_sync(self) -> Sequence[bytes]:
+        """:meth:`receive` without an event loop, blocking (the byte stream must be a :class:`FdByteStream`)."""
+        assert isinstance(self._bytes, FdByteStream)
+        while True:
+            frames = self._framer.feed(self._bytes.receive_sync(_CHUNK))
+            if frames:
+                return frames
+
+    def send_many_sync(self, frames: Sequence[tuple[bytes, RequestId | None]]) -> None:
+        """:meth:`send_many` without an event loop, blocking (the byte stream must be a :class:`FdByteStream`)."""
+        assert isinstance(self._bytes, FdByteStream)
+        parts = [frame for frame, _ in frames]
+        parts.append(b"")
+        self._bytes.send_sync(b"\n".join(parts))
 
     async def aclose(self) -> None:
         await self._bytes.aclose()
@@ -120,6 +136,41 @@ class FdByteStream(anyio.abc.ByteStream):
                 written = os.write(self._wfd, data)
             except BlockingIOError:
                 await anyio.wait_writable(self._wfd)
+                continue
+            except (BrokenPipeError, ConnectionResetError):
+                raise anyio.BrokenResourceError from None
+            data = memoryview(data)[written:] if written < len(data) else b""
+
+    def receive_sync(self, max_bytes: int = 65536) -> bytes:
+        """:meth:`receive` without an event loop: waits in ``select`` (``anyio.EndOfStream`` at the end)."""
+        if self._closed:
+            raise anyio.ClosedResourceError
+        while not self._eof:
+            try:
+                data = os.read(self._rfd, max_bytes)
+            except BlockingIOError:
+                select.select([self._rfd], [], [])
+                continue
+            except OSError as exc:
+                if exc.errno in (errno.EBADF, errno.EIO, errno.ECONNRESET, errno.ENOTCONN, errno.ETIMEDOUT):
+                    break
+                raise
+            if data:
+                return data
+            break
+        self._eof = True
+        raise anyio.EndOfStream
+
+    def send_sync(self, item: bytes) -> None:
+        """:meth:`send` without an event loop: waits in ``select`` while the pipe is full."""
+        if self._closed:
+            raise anyio.ClosedResourceError
+        data: bytes | memoryview = item
+        while data:
+            try:
+                written = os.write(self._wfd, data)
+            except BlockingIOError:
+                select.select([], [self._wfd], [])
                 continue
             except (BrokenPipeError, ConnectionResetError):
                 raise anyio.BrokenResourceError from None

@@ -25,8 +25,9 @@ from .ndjson import FdByteStream, NdjsonStream
 
 if TYPE_CHECKING:
     from ..mcp.server import Server
+    from ..mcp.session import ServerSession
 
-__all__ = ("serve_stdio", "stdio_stream", "spawn")
+__all__ = ("run_stdio", "serve_stdio", "stdio_stream", "spawn")
 
 logger = logging.getLogger(__name__)
 
@@ -40,6 +41,53 @@ async def serve_stdio(server: Server, *, max_frame: int = DEFAULT_MAX_FRAME) -> 
     """Serve ``server`` on stdin/stdout until stdin is closed."""
     sys.stdout.flush()
     await server.serve(stdio_stream(max_frame=max_frame))
+
+
+def run_stdio(server: Server, *, max_frame: int = DEFAULT_MAX_FRAME, backend: str = "asyncio") -> None:
+    """Serve ``server`` on stdin/stdout until stdin is closed, starting the event loop only once it is needed.
+
+    What handlers answer at once (``initialize``, the listings, sync tools, ...) is answered in a plain blocking
+    read loop, as the event loop's read loop would answer it; the event loop (``backend``), and asyncio's import
+    with it, starts at the first thing that needs it: a handler that has to wait, a notification handler's
+    coroutine, work the server spawns into its sessions. From then on this is :func:`serve_stdio`. A client
+    that only asks for what is answered at once never waits for an event loop to start.
+    """
+    sys.stdout.flush()
+    stream = stdio_stream(max_frame=max_frame)
+    session = server.open_session(stream)
+    dispatcher = session.dispatcher
+    dispatcher.wake = _nothing  # work spawned before run is kept for it (answer_now's loop sees needs_run)
+    try:
+        while not dispatcher.needs_run:
+            try:
+                frames = stream.receive_sync()
+            except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
+                break
+            out = dispatcher.answer_now(frames)
+            if out:
+                stream.send_many_sync(out)
+    except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+        logger.debug("the client went away")
+        session.close()
+        return
+    except BaseException:
+        session.close()
+        raise
+    if not dispatcher.needs_run:  # the end of stdin, nothing left to do
+        session.close()
+        return
+    anyio.run(_serve_session, session, backend=backend)
+
+
+async def _serve_session(session: ServerSession) -> None:
+    try:
+        await session.dispatcher.run()
+    finally:
+        session.close()
+
+
+def _nothing() -> None:
+    pass
 
 
 @asynccontextmanager
