@@ -324,9 +324,12 @@ async def test_a_stdio_server_starts_its_event_loop_only_when_something_needs_it
     with anyio.fail_after(30):
         async with Client.connect_stdio(command, **HANDSHAKE) as client:
             assert client.server_info is not None and client.server_info.name == "loop-probe"
-            assert [tool.name for tool in await client.list_tools()] == ["loop_started", "wait_a_little", "add_greeter"]
+            names = [tool.name for tool in await client.list_tools()]
+            assert names == ["loop_started", "was_cancelled", "wait_a_little", "add_greeter"]
+            assert (await client.call_tool("was_cancelled")).structured_content == {"result": False}
             assert (await client.call_tool("loop_started")).structured_content == {"result": False}
             result = await client.call_tool(first)
             assert result.content[0].text in ("waited", "added")  # type: ignore[union-attr]
             assert (await client.call_tool("loop_started")).structured_content == {"result": True}
             assert (await client.call_tool("wait_a_little")).content[0].text == "waited"  # type: ignore[union-attr]
+            assert (await client.call_tool("was_cancelled")).structured_content == {"result": False}
