@@ -24,6 +24,7 @@ from .framing import DEFAULT_MAX_FRAME, LineFramer
 __all__ = ("NdjsonStream", "FdByteStream")
 
 _CHUNK = 256 * 1024
+_GONE = frozenset({errno.EBADF, errno.EIO, errno.ECONNRESET, errno.ENOTCONN, errno.ETIMEDOUT})  # a read's end
 
 
 class NdjsonStream(MessageStream):
@@ -47,13 +48,7 @@ class NdjsonStream(MessageStream):
         await self._bytes.send(frame + b"\n")
 
     async def send_many(self, frames: Sequence[tuple[bytes, RequestId | None]]) -> None:
-        if len(frames) == 1:
-            await self._bytes.send(frames[0][0] + b"\n")
-            return
-        # One allocation of the exact size (a growing bytearray over-allocates, then bytes() copies it again).
-        parts = [frame for frame, _ in frames]
-        parts.append(b"")
-        await self._bytes.send(b"\n".join(parts))
+        await self._bytes.send(_lines(frames))
 
     def receive_sync(self) -> Sequence[bytes]:
         """:meth:`receive` without an event loop, blocking (the byte stream must be a :class:`FdByteStream`)."""
@@ -66,12 +61,20 @@ class NdjsonStream(MessageStream):
     def send_many_sync(self, frames: Sequence[tuple[bytes, RequestId | None]]) -> None:
         """:meth:`send_many` without an event loop, blocking (the byte stream must be a :class:`FdByteStream`)."""
         assert isinstance(self._bytes, FdByteStream)
-        parts = [frame for frame, _ in frames]
-        parts.append(b"")
-        self._bytes.send_sync(b"\n".join(parts))
+        self._bytes.send_sync(_lines(frames))
 
     async def aclose(self) -> None:
         await self._bytes.aclose()
+
+
+def _lines(frames: Sequence[tuple[bytes, RequestId | None]]) -> bytes:
+    """The frames as NDJSON, in one allocation of the exact size (a growing bytearray over-allocates, then
+    ``bytes()`` copies it again)."""
+    if len(frames) == 1:
+        return frames[0][0] + b"\n"
+    parts = [frame for frame, _ in frames]
+    parts.append(b"")
+    return b"\n".join(parts)
 
 
 class FdByteStream(anyio.abc.ByteStream):
@@ -105,24 +108,14 @@ class FdByteStream(anyio.abc.ByteStream):
     async def receive(self, max_bytes: int = 65536) -> bytes:
         if self._closed:
             raise anyio.ClosedResourceError
-        if self._eof:
-            raise anyio.EndOfStream
         while True:
-            try:
-                if self._r_mode == "thread":
-                    data = await anyio.to_thread.run_sync(os.read, self._rfd, max_bytes, abandon_on_cancel=True)
-                else:
-                    data = os.read(self._rfd, max_bytes)
-            except BlockingIOError:
+            if self._r_mode == "thread":
+                data = await anyio.to_thread.run_sync(self._read, max_bytes, abandon_on_cancel=True)
+            else:
+                data = self._read(max_bytes)
+            if data is None:
                 await anyio.wait_readable(self._rfd)
                 continue
-            except OSError as exc:
-                if exc.errno in (errno.EBADF, errno.EIO, errno.ECONNRESET, errno.ENOTCONN, errno.ETIMEDOUT):
-                    raise anyio.EndOfStream from None
-                raise
-            if not data:
-                self._eof = True
-                raise anyio.EndOfStream
             if self._r_mode == "direct":
                 await anyio.lowlevel.checkpoint()
             return data
@@ -130,36 +123,23 @@ class FdByteStream(anyio.abc.ByteStream):
     async def send(self, item: bytes) -> None:
         if self._closed:
             raise anyio.ClosedResourceError
-        data: bytes | memoryview = item  # a view only once a write was partial (most writes are whole)
+        data: bytes | memoryview = item
         while data:
-            try:
-                written = os.write(self._wfd, data)
-            except BlockingIOError:
+            rest = self._write(data)
+            if rest is None:
                 await anyio.wait_writable(self._wfd)
                 continue
-            except (BrokenPipeError, ConnectionResetError):
-                raise anyio.BrokenResourceError from None
-            data = memoryview(data)[written:] if written < len(data) else b""
+            data = rest
 
     def receive_sync(self, max_bytes: int = 65536) -> bytes:
         """:meth:`receive` without an event loop: waits in ``select`` (``anyio.EndOfStream`` at the end)."""
         if self._closed:
             raise anyio.ClosedResourceError
-        while not self._eof:
-            try:
-                data = os.read(self._rfd, max_bytes)
-            except BlockingIOError:
-                select.select([self._rfd], [], [])
-                continue
-            except OSError as exc:
-                if exc.errno in (errno.EBADF, errno.EIO, errno.ECONNRESET, errno.ENOTCONN, errno.ETIMEDOUT):
-                    break
-                raise
-            if data:
+        while True:
+            data = self._read(max_bytes)
+            if data is not None:
                 return data
-            break
-        self._eof = True
-        raise anyio.EndOfStream
+            select.select([self._rfd], [], [])
 
     def send_sync(self, item: bytes) -> None:
         """:meth:`send` without an event loop: waits in ``select`` while the pipe is full."""
@@ -167,14 +147,40 @@ class FdByteStream(anyio.abc.ByteStream):
             raise anyio.ClosedResourceError
         data: bytes | memoryview = item
         while data:
-            try:
-                written = os.write(self._wfd, data)
-            except BlockingIOError:
+            rest = self._write(data)
+            if rest is None:
                 select.select([], [self._wfd], [])
                 continue
-            except (BrokenPipeError, ConnectionResetError):
-                raise anyio.BrokenResourceError from None
-            data = memoryview(data)[written:] if written < len(data) else b""
+            data = rest
+
+    def _read(self, max_bytes: int) -> bytes | None:
+        """One read: the bytes, or None when none are ready; ``anyio.EndOfStream`` at the end of the input (or
+        once the peer is gone)."""
+        if self._eof:
+            raise anyio.EndOfStream
+        try:
+            data = os.read(self._rfd, max_bytes)
+        except BlockingIOError:
+            return None
+        except OSError as exc:
+            if exc.errno not in _GONE:
+                raise
+            data = b""
+        if not data:
+            self._eof = True
+            raise anyio.EndOfStream
+        return data
+
+    def _write(self, data: bytes | memoryview) -> bytes | memoryview | None:
+        """One write: what is left to write (``b""`` once all of it is), or None when the pipe is full. A view is
+        made only after a partial write (most writes are whole)."""
+        try:
+            written = os.write(self._wfd, data)
+        except BlockingIOError:
+            return None
+        except (BrokenPipeError, ConnectionResetError):
+            raise anyio.BrokenResourceError from None
+        return memoryview(data)[written:] if written < len(data) else b""
 
     async def send_eof(self) -> None:
         if self._close_fds:
