@@ -45,6 +45,7 @@ LAYERS: dict[str, int] = {
     "mcp.uri_template": 2,
     "mcp.headers": 2,  # SEP-2243 header helpers: "L2: pure functions" (its docstring)
     "mcp.compat": 2,  # results fitted to an older revision: "L2: pure functions" (its docstring)
+    "mcp.pydantic_support": 2,  # pydantic models through msgspec hooks: "L2: pure functions" (its docstring)
     "transports.framing": 2,
     # L3: the first anyio import
     "jsonrpc.dispatch": 3,

@@ -1224,6 +1224,30 @@ def test_content_blocks_decode_to_their_kind() -> None:
     ]
 
 
+def test_a_tag_is_also_an_attribute_of_the_same_name() -> None:
+    blocks = msgspec.json.decode(
+        as_bytes([TEXT_BLOCK, IMAGE_BLOCK, AUDIO_BLOCK, LINK_BLOCK, EMBEDDED_BLOCK]), type=list[t.ContentBlock]
+    )
+    assert [b.type for b in blocks] == ["text", "image", "audio", "resource_link", "resource"]
+    assert [b.text for b in blocks if b.type == "text"] == [TEXT_BLOCK["text"]]
+    sampling = msgspec.json.decode(
+        as_bytes([{"type": "tool_use", "id": "1", "name": "n", "input": {}}]), type=list[t.SamplingContent]
+    )
+    assert sampling[0].type == "tool_use"
+    assert t.ToolResultContent(tool_use_id="1", content=[]).type == "tool_result"
+    assert t.PromptReference(name="p").type == "ref/prompt"
+    assert t.ResourceTemplateReference(uri="x://{y}").type == "ref/resource"
+    assert t.StringSchema().type == "string"
+    assert t.BooleanSchema().type == "boolean"
+    assert t.UntitledMultiSelectEnumSchema(items=t.UntitledEnumItems(enum=["a"])).type == "array"
+    assert t.ListRootsRequest().method == "roots/list"
+    # an attribute, not a field: the tag is written once on the wire, and a constructor does not take it
+    assert "type" not in t.TextContent.__struct_fields__
+    assert msgspec.json.encode(t.TextContent(text="hi")) == b'{"type":"text","text":"hi"}'
+    with pytest.raises(TypeError):
+        t.TextContent(text="hi", type="image")  # type: ignore[call-arg]
+
+
 @pytest.mark.parametrize(
     ("tp", "doc"),
     [

@@ -9,7 +9,7 @@ create these 98 Structs: most of what importing ``types`` used to cost. See the 
 
 from __future__ import annotations
 
-from typing import Any, Literal, TypeAlias
+from typing import Any, ClassVar, Literal, TypeAlias
 
 import msgspec
 from msgspec import UNSET, UnsetType
@@ -433,6 +433,8 @@ class LoggingMessageNotificationParams(NotificationParams, kw_only=True):
 class ToolUseContent(MCPModel, tag_field="type", tag="tool_use", kw_only=True):
     """Sampling only (2025-11-25+): the model asks to call a tool."""
 
+    type: ClassVar[Literal["tool_use"]] = "tool_use"
+
     id: str
     name: str
     input: JSONObject
@@ -441,6 +443,8 @@ class ToolUseContent(MCPModel, tag_field="type", tag="tool_use", kw_only=True):
 
 class ToolResultContent(MCPModel, tag_field="type", tag="tool_result", kw_only=True):
     """Sampling only (2025-11-25+): the outcome of a ``tool_use``."""
+
+    type: ClassVar[Literal["tool_result"]] = "tool_result"
 
     tool_use_id: str
     content: list[ContentBlock]
@@ -502,11 +506,13 @@ class CreateMessageResult(Result, kw_only=True):
 
 
 class PromptReference(MCPModel, tag_field="type", tag="ref/prompt", kw_only=True):
+    type: ClassVar[Literal["ref/prompt"]] = "ref/prompt"
     name: str
     title: str | UnsetType = UNSET
 
 
 class ResourceTemplateReference(MCPModel, tag_field="type", tag="ref/resource", kw_only=True):
+    type: ClassVar[Literal["ref/resource"]] = "ref/resource"
     uri: str
 
 
@@ -616,6 +622,7 @@ class ElicitationCompleteNotificationParams(NotificationParams, kw_only=True):
 
 
 class StringSchema(MCPModel, tag_field="type", tag="string", kw_only=True):
+    type: ClassVar[Literal["string"]] = "string"
     title: str | UnsetType = UNSET
     description: str | UnsetType = UNSET
     min_length: int | UnsetType = UNSET
@@ -634,6 +641,7 @@ class NumberSchema(MCPModel, omit_defaults=False, kw_only=True):
 
 
 class BooleanSchema(MCPModel, tag_field="type", tag="boolean", kw_only=True):
+    type: ClassVar[Literal["boolean"]] = "boolean"
     title: str | UnsetType = UNSET
     description: str | UnsetType = UNSET
     default: bool | UnsetType = UNSET
@@ -647,6 +655,7 @@ class EnumOption(MCPModel, kw_only=True):
 
 
 class UntitledSingleSelectEnumSchema(MCPModel, tag_field="type", tag="string", kw_only=True):
+    type: ClassVar[Literal["string"]] = "string"
     title: str | UnsetType = UNSET
     description: str | UnsetType = UNSET
     enum: list[str]
@@ -654,6 +663,7 @@ class UntitledSingleSelectEnumSchema(MCPModel, tag_field="type", tag="string", k
 
 
 class TitledSingleSelectEnumSchema(MCPModel, tag_field="type", tag="string", kw_only=True):
+    type: ClassVar[Literal["string"]] = "string"
     title: str | UnsetType = UNSET
     description: str | UnsetType = UNSET
     one_of: list[EnumOption]
@@ -661,6 +671,7 @@ class TitledSingleSelectEnumSchema(MCPModel, tag_field="type", tag="string", kw_
 
 
 class UntitledEnumItems(MCPModel, tag_field="type", tag="string", kw_only=True):
+    type: ClassVar[Literal["string"]] = "string"
     enum: list[str]
 
 
@@ -669,6 +680,7 @@ class TitledEnumItems(MCPModel, kw_only=True):
 
 
 class UntitledMultiSelectEnumSchema(MCPModel, tag_field="type", tag="array", kw_only=True):
+    type: ClassVar[Literal["array"]] = "array"
     title: str | UnsetType = UNSET
     description: str | UnsetType = UNSET
     min_items: int | UnsetType = UNSET
@@ -678,6 +690,7 @@ class UntitledMultiSelectEnumSchema(MCPModel, tag_field="type", tag="array", kw_
 
 
 class TitledMultiSelectEnumSchema(MCPModel, tag_field="type", tag="array", kw_only=True):
+    type: ClassVar[Literal["array"]] = "array"
     title: str | UnsetType = UNSET
     description: str | UnsetType = UNSET
     min_items: int | UnsetType = UNSET
@@ -688,6 +701,8 @@ class TitledMultiSelectEnumSchema(MCPModel, tag_field="type", tag="array", kw_on
 
 class LegacyTitledEnumSchema(MCPModel, tag_field="type", tag="string", kw_only=True):
     """Deprecated form (``enumNames``), still accepted."""
+
+    type: ClassVar[Literal["string"]] = "string"
 
     title: str | UnsetType = UNSET
     description: str | UnsetType = UNSET
@@ -708,14 +723,17 @@ PrimitiveSchemaDefinition: TypeAlias = StringSchema | NumberSchema | BooleanSche
 
 
 class CreateMessageRequest(MCPModel, tag_field="method", tag="sampling/createMessage", kw_only=True):
+    method: ClassVar[Literal["sampling/createMessage"]] = "sampling/createMessage"
     params: CreateMessageRequestParams
 
 
 class ListRootsRequest(MCPModel, tag_field="method", tag="roots/list", kw_only=True):
+    method: ClassVar[Literal["roots/list"]] = "roots/list"
     params: RequestParams | UnsetType = UNSET
 
 
 class ElicitRequest(MCPModel, tag_field="method", tag="elicitation/create", kw_only=True):
+    method: ClassVar[Literal["elicitation/create"]] = "elicitation/create"
     params: ElicitRequestParams
 
 

@@ -33,6 +33,7 @@ from ..jsonrpc.wire import Notification, Request, RequestId
 from . import types as t
 from ._groups import unwrap_group
 from .headers import InvalidHeaderAnnotation, tool_header_params
+from .pydantic_support import dec_hook
 from .versions import (
     BATCH_VERSIONS,
     HANDSHAKE_VERSIONS,
@@ -76,21 +77,22 @@ class NoStructuredData(ValueError):
 
 
 def structured_data(result: t.CallToolResult, type: Any = Any) -> Any:
-    """The structured data of a tool result, validated as ``type``.
+    """The structured data of a tool result, validated as ``type`` (any type msgspec converts to, or a pydantic
+    model).
 
     ``structuredContent`` first; else the first text block whose MIME type (``_meta.mimeType`` or the block's
     annotations) says ``application/json``, or that parses as JSON; else :class:`NoStructuredData`.
     """
     if result.structured_content is not UNSET:
-        return msgspec.convert(result.structured_content, type)
+        return msgspec.convert(result.structured_content, type, dec_hook=dec_hook)
     texts = [c for c in result.content if isinstance(c, t.TextContent)]
     for block in texts:
         meta = block.meta if isinstance(block.meta, dict) else {}
         if meta.get("mimeType") == "application/json":
-            return msgspec.json.decode(block.text, type=type)
+            return msgspec.json.decode(block.text, type=type, dec_hook=dec_hook)
     for block in texts:
         try:
-            return msgspec.json.decode(block.text, type=type)
+            return msgspec.json.decode(block.text, type=type, dec_hook=dec_hook)
         except msgspec.DecodeError:
             continue
     raise NoStructuredData("the tool result has no structuredContent and no JSON text block")

@@ -24,6 +24,7 @@ import msgspec
 
 from . import types as t
 from .context import Context
+from .pydantic_support import SchemaDefinitions, SchemaMode, UnsupportedAnnotation, unsupported
 
 __all__ = ("Signature", "OutputKind", "inspect_function", "schema_for", "describe_validation_error")
 
@@ -61,9 +62,12 @@ def _is_context(annotation: Any) -> bool:
     return annotation is Context or (isinstance(annotation, type) and issubclass(annotation, Context))
 
 
-def schema_for(kind: Any) -> dict[str, Any]:
-    """A self-contained JSON Schema for ``kind`` with its definitions under ``$defs``."""
-    (schema,), components = msgspec.json.schema_components((kind,), ref_template="#/$defs/{name}")
+def schema_for(kind: Any, mode: SchemaMode = "validation") -> dict[str, Any]:
+    """A self-contained JSON Schema for ``kind`` with its definitions under ``$defs``. Pydantic models are
+    described by pydantic (``mode``: of the data they accept, or of the data they produce)."""
+    models = SchemaDefinitions(mode)
+    (schema,), components = msgspec.json.schema_components((kind,), schema_hook=models, ref_template="#/$defs/{name}")
+    models.merge_into(components)
     schema = dict(schema)
     if "$ref" in schema and len(schema) == 1:
         name = schema["$ref"].rsplit("/", 1)[1]
@@ -112,13 +116,19 @@ def inspect_function(
         else:
             fields.append((pname, annotation, param.default))
     args_type = msgspec.defstruct(f"{_camel(name)}Arguments", fields, kw_only=True)
-    input_schema = schema_for(args_type)
+    try:
+        input_schema = schema_for(args_type)
+    except UnsupportedAnnotation as exc:
+        raise unsupported(name, exc, fields) from None
     input_schema.setdefault("type", "object")
     input_schema.setdefault("properties", {})
     if not input_schema.get("required"):
         input_schema.pop("required", None)
     ret = hints.get("return", Any)
-    kind, out_schema, wrap = _output(ret, structured_output)
+    try:
+        kind, out_schema, wrap = _output(ret, structured_output)
+    except UnsupportedAnnotation as exc:
+        raise unsupported(name, exc) from None
     return Signature(
         fn=fn,
         is_async=inspect.iscoroutinefunction(fn),
@@ -150,7 +160,7 @@ def _output(ret: Any, structured: bool | None) -> tuple[OutputKind, dict[str, An
         return "content", None, False
     if structured is False:
         return "auto", None, False
-    schema = schema_for(ret)
+    schema = schema_for(ret, "serialization")
     if schema.get("type") == "object":
         return "structured", schema, False
     wrapped: dict[str, Any] = {

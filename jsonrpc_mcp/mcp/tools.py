@@ -19,13 +19,14 @@ from ..errors import ConnectionClosed, InvalidParams, RequestTimeout, RpcError, 
 from ..jsonrpc.wire import unpack_byte
 from . import types as t
 from .context import Context, InputRequired
+from .pydantic_support import dec_hook, enc_hook
 from .signature import Signature, describe_validation_error, inspect_function
 
 __all__ = ("ToolDef", "make_tool", "tool_result", "error_result", "RawSchemaValidator")
 
 logger = logging.getLogger(__name__)
 
-_encode: Final = msgspec.json.Encoder().encode
+_encode: Final = msgspec.json.Encoder(enc_hook=enc_hook).encode
 _CONTENT: Final = (t.TextContent, t.ImageContent, t.AudioContent, t.ResourceLink, t.EmbeddedResource)
 _dict_decoder: Final = msgspec.json.Decoder(dict[str, Any])
 
@@ -145,7 +146,7 @@ def make_tool(
 
 
 def _typed_caller(fn: Callable[..., Any], sig: Signature, tool_name: str) -> Callable[[Context, Raw | None], Any]:
-    decoder = msgspec.json.Decoder(sig.args_type)
+    decoder = msgspec.json.Decoder(sig.args_type, dec_hook=dec_hook)  # dec_hook: pydantic models
     as_kwargs = msgspec.structs.asdict  # the arguments Struct has exactly the function's parameters as fields
     ctx_param = sig.context_param
     is_async = sig.is_async
@@ -261,9 +262,9 @@ def tool_result(value: Any, sig: Signature | None, tool_name: str = "tool") -> t
 
 def _structured(value: Any, sig: Signature, tool_name: str) -> t.CallToolResult:
     try:
-        data = msgspec.to_builtins(value)
+        data = msgspec.to_builtins(value, enc_hook=enc_hook)
         if sig.output_schema is not None and sig.return_type not in (None, Any, dict):
-            msgspec.convert(data, sig.return_type)
+            msgspec.convert(data, sig.return_type, dec_hook=dec_hook)
     except (msgspec.ValidationError, TypeError) as exc:
         logger.error("tool %s returned data that does not match its outputSchema: %s", tool_name, exc)
         return error_result(f"Tool {tool_name} failed: it produced output that does not match its schema")

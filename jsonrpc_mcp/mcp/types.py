@@ -17,7 +17,8 @@ Conventions
   completion references, elicitation primitives; ``method`` of input requests) or, where the value is a
   field of a shared base, a default on a class with ``omit_defaults=False`` (``ElicitRequestURLParams.mode``,
   ``InputRequiredResult.result_type``). Every other default is ``UNSET``, which msgspec never encodes, so
-  ``omit_defaults=False`` emits nothing else.
+  ``omit_defaults=False`` emits nothing else. A tag is also a class attribute of the same name, so
+  ``block.type == "text"`` tells content blocks apart (and narrows the union for a type checker).
 * Schemas (``inputSchema``, ``outputSchema``, ``requestedSchema``) are plain dicts, kept verbatim.
 * A revision's required field is optional here when another revision omits it (``resultType``, ``ttlMs``,
   ``cacheScope`` exist only in 2026-07-28; ``elicitationId`` only in 2025-11-25). Which fields a given
@@ -56,7 +57,7 @@ machine.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias, TypeVar, dataclass_transform, overload
+from typing import TYPE_CHECKING, Any, ClassVar, Final, Literal, TypeAlias, TypeVar, dataclass_transform, overload
 
 import msgspec
 from msgspec import UNSET, UnsetType
@@ -338,12 +339,14 @@ class Annotations(MCPModel, kw_only=True):
 
 
 class TextContent(MCPModel, tag_field="type", tag="text", kw_only=True):
+    type: ClassVar[Literal["text"]] = "text"
     text: str
     annotations: Annotations | UnsetType = UNSET
     meta: Meta | UnsetType = msgspec.field(default=UNSET, name="_meta")
 
 
 class ImageContent(MCPModel, tag_field="type", tag="image", kw_only=True):
+    type: ClassVar[Literal["image"]] = "image"
     data: str
     mime_type: str
     annotations: Annotations | UnsetType = UNSET
@@ -351,6 +354,7 @@ class ImageContent(MCPModel, tag_field="type", tag="image", kw_only=True):
 
 
 class AudioContent(MCPModel, tag_field="type", tag="audio", kw_only=True):
+    type: ClassVar[Literal["audio"]] = "audio"
     data: str
     mime_type: str
     annotations: Annotations | UnsetType = UNSET
@@ -369,6 +373,8 @@ class Resource(BaseMetadata, kw_only=True):
 
 class ResourceLink(Resource, tag_field="type", tag="resource_link", kw_only=True):
     """A resource the client may read; it need not appear in ``resources/list``."""
+
+    type: ClassVar[Literal["resource_link"]] = "resource_link"
 
 
 class ResourceContents(MCPModel, kw_only=True):
@@ -407,6 +413,7 @@ class BlobResourceContents(ResourceContents, kw_only=True):
 
 
 class EmbeddedResource(MCPModel, tag_field="type", tag="resource", kw_only=True):
+    type: ClassVar[Literal["resource"]] = "resource"
     resource: ResourceContents
     annotations: Annotations | UnsetType = UNSET
     meta: Meta | UnsetType = msgspec.field(default=UNSET, name="_meta")
