@@ -47,6 +47,7 @@ LAYERS: dict[str, int] = {
     "mcp.compat": 2,  # results fitted to an older revision: "L2: pure functions" (its docstring)
     "mcp.pydantic_support": 2,  # pydantic models through msgspec hooks: "L2: pure functions" (its docstring)
     "transports.framing": 2,
+    "auth.principal": 2,  # the authenticated principal and the scope/audience rules: "L2: standard library only"
     # L3: the first anyio import
     "jsonrpc.dispatch": 3,
     "jsonrpc._tasks": 3,
@@ -70,6 +71,7 @@ LAYERS: dict[str, int] = {
 #: Everything under these prefixes (after the exact table above).
 PREFIX_LAYERS: list[tuple[str, int]] = [
     ("transports", 6),
+    ("auth", 6),  # verifiers and the protected-resource policy: network (httpx), JOSE, HTTP
     ("presentation", 7),
     ("examples", 7),
     ("testing", 7),

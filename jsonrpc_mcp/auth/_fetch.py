@@ -1,0 +1,81 @@
+"""Talking to the authorization server: bounded JSON requests over httpx, to URLs that are safe to send to (L6
+helper of :mod:`jsonrpc_mcp.auth`; needs the ``auth`` extra).
+
+A key set or an introspection answer decides who gets in, so both travel over HTTPS; plain HTTP is accepted
+for loopback hosts only (a local authorization server in development and tests). Answers are JSON objects of at
+most :data:`MAX_ANSWER` bytes; nothing of a token or a secret is ever logged here.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import logging
+from collections.abc import Mapping
+from typing import Any, Final
+from urllib.parse import urlsplit
+
+import httpx
+import msgspec
+
+from .principal import VerifierUnavailable
+
+__all__ = ("check_url", "fetch_json", "MAX_ANSWER")
+
+logger = logging.getLogger(__name__)
+
+#: The largest key set or introspection answer read (bytes).
+MAX_ANSWER: Final = 1 << 20
+
+
+def _is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def check_url(url: str, what: str) -> str:
+    """``url`` when it is an absolute https URL (or http on a loopback host); :class:`ValueError` otherwise."""
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    if parts.scheme == "https" and host:
+        return url
+    if parts.scheme == "http" and _is_loopback(host):
+        return url
+    raise ValueError(f"{what} must be an https URL (plain http only for a loopback host): {url!r}")
+
+
+async def fetch_json(
+    method: str,
+    url: str,
+    *,
+    client: httpx.AsyncClient | None,
+    timeout: float,
+    data: Mapping[str, str] | None = None,
+    auth: httpx.Auth | tuple[str, str] | None = None,
+) -> dict[str, Any]:
+    """One request answered by a JSON object. Any failure (network, status, size, shape) is
+    :class:`VerifierUnavailable` naming ``url`` and what went wrong, never the request's content."""
+    headers = {"Accept": "application/json"}
+    try:
+        if client is None:
+            async with httpx.AsyncClient(timeout=timeout, follow_redirects=False) as own:
+                response = await own.request(method, url, data=data, auth=auth, headers=headers)
+        else:
+            response = await client.request(method, url, data=data, auth=auth, headers=headers, timeout=timeout)
+    except httpx.HTTPError as exc:
+        raise VerifierUnavailable(f"{url} could not be reached ({type(exc).__name__})") from None
+    if response.status_code != 200:
+        raise VerifierUnavailable(f"{url} answered HTTP {response.status_code}")
+    body = response.content
+    if len(body) > MAX_ANSWER:
+        raise VerifierUnavailable(f"{url} answered more than {MAX_ANSWER} bytes")
+    try:
+        value = msgspec.json.decode(body)
+    except msgspec.DecodeError:
+        raise VerifierUnavailable(f"{url} did not answer JSON") from None
+    if not isinstance(value, dict):
+        raise VerifierUnavailable(f"{url} did not answer a JSON object")
+    return value

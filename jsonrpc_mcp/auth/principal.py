@@ -1,0 +1,170 @@
+"""What a resource server knows of a bearer token, and the rules every verifier and check shares (L2: standard
+library only, no I/O).
+
+* :class:`AccessToken` — the authenticated principal: who (``subject``), through which client (``client_id``),
+  allowed to do what (``scopes``), until when (``expires_at``), for which resource (``audience``), issued by whom
+  (``issuer``), and the token's raw ``claims``. Handlers read it as ``ctx.auth``. It never holds the token itself:
+  what a handler can see it cannot log or pass on (the MCP spec forbids token passthrough).
+* :class:`TokenVerifier` — the one-method protocol of a verifier: a bearer token in, an :class:`AccessToken` out,
+  or :class:`InvalidToken` with a reason the client may read.
+* :func:`canonical_resource` and :func:`audience_matches` — RFC 8707 resource identifiers, compared the way the MCP
+  spec asks (scheme and host case-insensitively, the default port and a trailing slash ignored).
+* :func:`missing_scopes` — does a set of granted scopes satisfy the scopes an operation needs, a scope hierarchy
+  (a broader scope implying narrower ones) taken into account.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Final, Protocol, runtime_checkable
+from urllib.parse import urlsplit, urlunsplit
+
+__all__ = (
+    "AccessToken",
+    "InvalidToken",
+    "VerifierUnavailable",
+    "TokenVerifier",
+    "canonical_resource",
+    "audience_matches",
+    "parse_scopes",
+    "missing_scopes",
+)
+
+_DEFAULT_PORTS: Final = {"http": 80, "https": 443}
+
+
+@dataclass(frozen=True, slots=True)
+class AccessToken:
+    """An accepted access token: what a handler sees as ``ctx.auth``.
+
+    :param subject: the resource owner (``sub``), or ``None`` when the token names none.
+    :param client_id: the OAuth client the token was issued to (``client_id``, else ``azp``).
+    :param scopes: the scopes granted.
+    :param expires_at: when the token expires, in seconds since the epoch (``None``: the token says nothing).
+    :param audience: the resources the token was issued for (``aud``).
+    :param issuer: the authorization server that issued it (``iss``).
+    :param claims: everything the token (or the introspection response) said, as read.
+    """
+
+    subject: str | None
+    client_id: str | None
+    scopes: frozenset[str] = frozenset()
+    expires_at: float | None = None
+    audience: tuple[str, ...] = ()
+    issuer: str | None = None
+    claims: Mapping[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    @property
+    def principal(self) -> tuple[str | None, str | None, str | None]:
+        """Who this token stands for, as ``(issuer, subject, client_id)``: two tokens of the same principal may
+        share a session; tokens of different principals may not."""
+        return (self.issuer, self.subject, self.client_id)
+
+    def has_scopes(self, needed: Iterable[str], implies: Mapping[str, Iterable[str]] | None = None) -> bool:
+        """True when the granted scopes cover ``needed`` (see :func:`missing_scopes`)."""
+        return not missing_scopes(self.scopes, needed, implies)
+
+
+class InvalidToken(Exception):
+    """A verifier's refusal: the token is not good here (HTTP 401 with ``error="invalid_token"``).
+
+    ``reason`` goes to the client as ``error_description``: say what is wrong in a sentence, never echo the token
+    or anything read from it."""
+
+    def __init__(self, reason: str = "the access token is not valid") -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+class VerifierUnavailable(Exception):
+    """A verifier could not decide (the authorization server or its key set cannot be reached): HTTP 503, the
+    client may retry. ``reason`` is logged, not sent."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+@runtime_checkable
+class TokenVerifier(Protocol):
+    """Checks a bearer token. Implement :meth:`verify` to plug in any token format or authorization server."""
+
+    async def verify(self, token: str) -> AccessToken:
+        """The token's principal; raise :class:`InvalidToken` (with the reason) to refuse it, or
+        :class:`VerifierUnavailable` when it cannot be checked right now.
+
+        The returned ``audience`` must name this server's resource (its canonical URI): a token issued for another
+        resource is refused by the HTTP app even when the verifier accepts it."""
+        ...
+
+
+def canonical_resource(uri: str) -> str:
+    """``uri`` as a canonical resource identifier (RFC 8707 §2, MCP "Canonical Server URI"): an absolute ``http``
+    or ``https`` URI, scheme and host in lower case, no default port, no fragment, no trailing slash.
+
+    :raises ValueError: for a relative URI, another scheme, a fragment, or user information."""
+    try:
+        parts = urlsplit(uri.strip())
+        port = parts.port
+    except ValueError:
+        raise ValueError(f"not a valid resource URI: {uri!r}") from None
+    scheme = parts.scheme.lower()
+    if scheme not in _DEFAULT_PORTS or not parts.hostname:
+        raise ValueError(f"a resource URI must be an absolute http(s) URI: {uri!r}")
+    if parts.fragment or "#" in uri:
+        raise ValueError(f"a resource URI has no fragment: {uri!r}")
+    if parts.username is not None or parts.password is not None:
+        raise ValueError(f"a resource URI has no user information: {uri!r}")
+    host = parts.hostname.lower()
+    if ":" in host:
+        host = f"[{host}]"
+    netloc = host if port is None or port == _DEFAULT_PORTS[scheme] else f"{host}:{port}"
+    return urlunsplit((scheme, netloc, parts.path.rstrip("/"), parts.query, ""))
+
+
+def audience_matches(audience: Iterable[str], resource: str) -> bool:
+    """Does a token's audience name ``resource``? Both are compared as canonical resource identifiers; an
+    audience entry that is not a URI at all only matches itself."""
+    wanted = canonical_resource(resource)
+    for entry in audience:
+        if entry == resource:
+            return True
+        try:
+            if canonical_resource(entry) == wanted:
+                return True
+        except ValueError:
+            continue
+    return False
+
+
+def parse_scopes(value: object) -> frozenset[str]:
+    """A ``scope`` claim as a set: a space-separated string (RFC 6749 §3.3, RFC 9068), or a list of strings (the
+    ``scp`` claim of some authorization servers). Anything else grants nothing."""
+    if isinstance(value, str):
+        return frozenset(value.split())
+    if isinstance(value, (list, tuple)):
+        return frozenset(s for s in value if isinstance(s, str) and s)
+    return frozenset()
+
+
+def missing_scopes(
+    granted: Iterable[str], needed: Iterable[str], implies: Mapping[str, Iterable[str]] | None = None
+) -> tuple[str, ...]:
+    """The scopes of ``needed`` that ``granted`` does not cover, sorted; empty when it covers them all.
+
+    ``implies`` is the server's scope hierarchy: ``{"notes:admin": ["notes:write"], "notes:write":
+    ["notes:read"]}`` makes a token with ``notes:admin`` good for an operation that needs ``notes:read``
+    (followed transitively; cycles are harmless)."""
+    have = set(granted)
+    wanted = set(needed)
+    if wanted <= have:
+        return ()
+    if implies:
+        todo = list(have)
+        while todo:
+            for narrower in implies.get(todo.pop(), ()):
+                if narrower not in have:
+                    have.add(narrower)
+                    todo.append(narrower)
+    return tuple(sorted(wanted - have))

@@ -1,0 +1,353 @@
+"""The token verifiers of ``jsonrpc_mcp.auth`` against a real authorization server (``auth_server``: authlib on
+uvicorn, loopback): JWTs checked against its key set, and RFC 7662 introspection; plus the shared rules
+(canonical resource URIs, scope hierarchies) and the lazy import of the ``auth`` extra."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import json
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+
+import anyio
+import pytest
+from auth_server import AuthServer, running_auth_server
+from joserfc import jwt
+from joserfc.jwk import RSAKey
+
+from jsonrpc_mcp.auth import (
+    AccessToken,
+    IntrospectionVerifier,
+    InvalidToken,
+    JwtVerifier,
+    VerifierUnavailable,
+    audience_matches,
+    canonical_resource,
+    missing_scopes,
+)
+
+RESOURCE = "https://notes.example.com/mcp"
+
+pytestmark = pytest.mark.filterwarnings("ignore::joserfc.errors.SecurityWarning")
+
+
+@pytest.fixture(scope="module")
+def auth() -> Iterator[AuthServer]:
+    with running_auth_server() as state:
+        yield state
+
+
+def verifier(auth: AuthServer, **options: object) -> JwtVerifier:
+    return JwtVerifier(issuer=auth.issuer, audience=RESOURCE, jwks_url=f"{auth.issuer}/jwks", **options)  # type: ignore[arg-type]
+
+
+def b64(data: bytes) -> str:
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
+
+
+# --- JWTs -------------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("kid", ["rsa-1", "ec-1", "okp-1"])
+async def test_a_good_token_of_each_key_type_gives_its_principal(auth: AuthServer, kid: str) -> None:
+    token = auth.mint(aud=RESOURCE, scope="notes:read notes:write", kid=kid, client_id="app-1")
+    principal = await verifier(auth).verify(token)
+    assert principal.subject == "alice"
+    assert principal.client_id == "app-1"
+    assert principal.scopes == {"notes:read", "notes:write"}
+    assert principal.audience == (RESOURCE,)
+    assert principal.issuer == auth.issuer
+    assert principal.expires_at is not None and principal.expires_at > time.time()
+    assert principal.claims["jti"]
+    assert principal.principal == (auth.issuer, "alice", "app-1")
+    assert "eyJ" not in repr(principal)  # the principal holds no token
+
+
+@pytest.mark.anyio
+async def test_the_audience_may_be_a_list_and_compares_as_a_canonical_uri(auth: AuthServer) -> None:
+    token = auth.mint(aud=["https://other.example.com", "HTTPS://Notes.Example.COM:443/mcp/"])
+    principal = await verifier(auth).verify(token)
+    assert principal.audience == ("https://other.example.com", "HTTPS://Notes.Example.COM:443/mcp/")
+
+
+def _unsigned(auth: AuthServer, alg: str) -> str:
+    header = b64(json.dumps({"alg": alg, "kid": "rsa-1", "typ": "at+jwt"}).encode())
+    claims = {"iss": auth.issuer, "aud": RESOURCE, "sub": "mallory", "exp": int(time.time()) + 600}
+    return f"{header}.{b64(json.dumps(claims).encode())}."
+
+
+def _hmac_with_public_key(auth: AuthServer) -> str:
+    """The classic confusion attack: HS256 "signed" with the RSA public key's PEM as the shared secret."""
+    pem = auth.key("rsa-1").as_pem(private=False)
+    claims = {"iss": auth.issuer, "aud": RESOURCE, "sub": "mallory", "exp": int(time.time()) + 600}
+    signing_input = f"{b64(json.dumps({'alg': 'HS256', 'kid': 'rsa-1'}).encode())}.{b64(json.dumps(claims).encode())}"
+    signature = hmac.new(pem, signing_input.encode(), hashlib.sha256).digest()  # (joserfc refuses to do this)
+    return f"{signing_input}.{b64(signature)}"
+
+
+def _foreign_signature(auth: AuthServer) -> str:
+    """A good-looking token signed by a key that merely claims the server's key id."""
+    impostor = RSAKey.generate_key(2048, {"kid": "rsa-1"})
+    claims = {"iss": auth.issuer, "aud": RESOURCE, "sub": "mallory", "exp": int(time.time()) + 600}
+    return jwt.encode({"alg": "RS256", "kid": "rsa-1"}, claims, impostor)
+
+
+def _signed_by_key_for_another_algorithm(auth: AuthServer) -> str:
+    """PS256 with the private half of a key the key set publishes for RS256 only."""
+    key = RSAKey.import_key({k: v for k, v in auth.key("rsa-1").as_dict(private=True).items() if k != "alg"})
+    claims = {"iss": auth.issuer, "aud": RESOURCE, "sub": "alice", "exp": int(time.time()) + 600}
+    return jwt.encode({"alg": "PS256", "kid": "rsa-1"}, claims, key, ["PS256"])
+
+
+BAD_TOKENS = {
+    "wrong signature": (_foreign_signature, "the access token's signature does not verify"),
+    "alg none": (lambda auth: _unsigned(auth, "none"), "the access token's signature algorithm is not accepted"),
+    "HMAC with the public key": (_hmac_with_public_key, "the access token's signature algorithm is not accepted"),
+    "expired": (
+        lambda auth: auth.mint(aud=RESOURCE, exp=int(time.time()) - 120),
+        "the access token has expired",
+    ),
+    "not yet valid": (
+        lambda auth: auth.mint(aud=RESOURCE, nbf=int(time.time()) + 600),
+        "the access token is not valid yet",
+    ),
+    "issued in the future": (
+        lambda auth: auth.mint(aud=RESOURCE, iat=int(time.time()) + 600),
+        "the access token was issued in the future",
+    ),
+    "wrong audience": (
+        lambda auth: auth.mint(aud="https://other.example.com/mcp"),
+        "the access token was issued for another resource",
+    ),
+    "no audience": (lambda auth: auth.mint(aud=None), "the access token was issued for another resource"),
+    "wrong issuer": (
+        lambda auth: auth.mint(aud=RESOURCE, iss="https://evil.example.com"),
+        "the access token was issued by another authorization server",
+    ),
+    "no expiry": (lambda auth: auth.mint(aud=RESOURCE, exp=None), "the access token has no expiry (exp)"),
+    "not a JWT": (lambda auth: "not-a-jwt", "the access token is not a well-formed JWT"),
+    "unknown key id": (
+        lambda auth: jwt.encode(
+            {"alg": "RS256", "kid": "nobody"},
+            {"iss": auth.issuer, "aud": RESOURCE, "exp": int(time.time()) + 60},
+            RSAKey.generate_key(2048),
+        ),
+        "the access token's key id is not in the authorization server's key set",
+    ),
+    "algorithm the key is not for": (
+        lambda auth: _signed_by_key_for_another_algorithm(auth),
+        "the access token's key does not fit its signature algorithm",
+    ),
+}
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("case", list(BAD_TOKENS))
+async def test_each_bad_token_is_refused_with_its_reason(auth: AuthServer, case: str) -> None:
+    make, reason = BAD_TOKENS[case]
+    token = make(auth)
+    with pytest.raises(InvalidToken) as refused:
+        await verifier(auth).verify(token)
+    assert refused.value.reason == reason
+    assert token not in str(refused.value)
+
+
+@pytest.mark.anyio
+async def test_a_leeway_admits_a_token_that_expired_a_moment_ago(auth: AuthServer) -> None:
+    token = auth.mint(aud=RESOURCE, exp=int(time.time()) - 5)
+    assert (await verifier(auth, leeway=30).verify(token)).subject == "alice"
+    with pytest.raises(InvalidToken, match="expired"):
+        await verifier(auth, leeway=0).verify(token)
+
+
+@pytest.mark.anyio
+async def test_the_key_set_is_cached_and_refetched_for_an_unknown_key_id_at_most_once_per_floor(
+    auth: AuthServer,
+) -> None:
+    checker = verifier(auth, refetch_floor=3600)
+    assert checker.jwks is not None
+    await checker.verify(auth.mint(aud=RESOURCE))
+    await checker.verify(auth.mint(aud=RESOURCE, kid="ec-1"))
+    assert checker.jwks.fetches == 1
+    # the server rotates in a new key: the first token signed with it is accepted after one re-fetch...
+    fresh = RSAKey.generate_key(2048, {"kid": f"rsa-{time.monotonic_ns()}", "alg": "RS256", "use": "sig"})
+    checker.jwks._attempted_at -= 3600  # (the floor has passed since the first fetch)
+    auth.add_key(fresh)
+    assert (await checker.verify(auth.mint(aud=RESOURCE, kid=str(fresh.kid)))).subject == "alice"
+    assert checker.jwks.fetches == 2
+    # ...and a flood of unknown key ids within the floor costs no fetch at all
+    forged = RSAKey.generate_key(2048, {"kid": "forged"})
+    claims = {"iss": auth.issuer, "aud": RESOURCE, "exp": int(time.time()) + 60}
+    for _ in range(5):
+        with pytest.raises(InvalidToken, match="key id is not in"):
+            await checker.verify(jwt.encode({"alg": "RS256", "kid": "forged"}, claims, forged))
+    assert checker.jwks.fetches == 2
+
+
+@pytest.mark.anyio
+async def test_concurrent_first_requests_share_one_key_set_fetch(auth: AuthServer) -> None:
+    checker = verifier(auth)
+    token = auth.mint(aud=RESOURCE)
+    async with anyio.create_task_group() as tg:
+        for _ in range(8):
+            tg.start_soon(checker.verify, token)
+    assert checker.jwks is not None and checker.jwks.fetches == 1
+
+
+@pytest.mark.anyio
+async def test_an_unreachable_key_set_is_unavailable_not_invalid() -> None:
+    with anyio.fail_after(10):
+        listener = await anyio.create_tcp_listener(local_host="127.0.0.1")
+        port = listener.extra(anyio.abc.SocketAttribute.local_port)
+        await listener.aclose()  # nothing listens there now
+    checker = JwtVerifier(issuer="http://127.0.0.1", audience=RESOURCE, jwks_url=f"http://127.0.0.1:{port}/jwks")
+    with pytest.raises(VerifierUnavailable, match="could not be reached"):
+        await checker.verify(jwt.encode({"alg": "RS256", "kid": "k"}, {"a": 1}, RSAKey.generate_key(2048)))
+
+
+@pytest.mark.anyio
+async def test_static_keys_as_a_key_set_a_jwk_or_pem(auth: AuthServer) -> None:
+    token = auth.mint(aud=RESOURCE)
+    public = auth.key("rsa-1").as_dict(private=False)
+    pem = auth.key("rsa-1").as_pem(private=False)
+    for keys in ({"keys": [public]}, public, [pem], pem.decode()):
+        checker = JwtVerifier(issuer=auth.issuer, audience=RESOURCE, keys=keys)  # type: ignore[arg-type]
+        assert (await checker.verify(token)).subject == "alice"
+
+
+def test_unsafe_configurations_are_refused_when_built() -> None:
+    jwks = "https://auth.example.com/jwks"
+    with pytest.raises(ValueError, match="asymmetric"):
+        JwtVerifier(issuer="i", audience=RESOURCE, jwks_url=jwks, algorithms=["RS256", "HS256"])
+    with pytest.raises(ValueError, match="asymmetric"):
+        JwtVerifier(issuer="i", audience=RESOURCE, jwks_url=jwks, algorithms=["none"])
+    with pytest.raises(ValueError, match="https"):
+        JwtVerifier(issuer="i", audience=RESOURCE, jwks_url="http://auth.example.com/jwks")
+    with pytest.raises(ValueError, match="exactly one"):
+        JwtVerifier(issuer="i", audience=RESOURCE)
+    with pytest.raises(ValueError, match="absolute"):
+        JwtVerifier(issuer="i", audience="notes.example.com", jwks_url=jwks)
+    with pytest.raises(ValueError, match="RSA, EC and OKP"):
+        JwtVerifier(issuer="i", audience=RESOURCE, keys={"kty": "oct", "k": "c2VjcmV0"})
+    with pytest.raises(ValueError, match="https"):
+        IntrospectionVerifier(introspection_url="http://auth.example.com/introspect", audience=RESOURCE)
+
+
+# --- the shared rules -----------------------------------------------------------------------------------------
+
+
+def test_canonical_resource_uris() -> None:
+    assert canonical_resource("HTTPS://MCP.Example.com:443/mcp/") == "https://mcp.example.com/mcp"
+    assert canonical_resource("http://127.0.0.1:8000/mcp") == "http://127.0.0.1:8000/mcp"
+    assert canonical_resource("https://mcp.example.com") == "https://mcp.example.com"
+    assert canonical_resource("https://[::1]:8443/") == "https://[::1]:8443"
+    for bad in ("mcp.example.com", "https://mcp.example.com#frag", "ftp://x/y", "https://u:p@x/", "https://"):
+        with pytest.raises(ValueError):
+            canonical_resource(bad)
+    assert audience_matches(["https://mcp.example.com/mcp/"], "https://mcp.example.com/mcp")
+    assert not audience_matches(["https://mcp.example.com/other"], "https://mcp.example.com/mcp")
+    assert not audience_matches(["https://mcp.example.com:8443/mcp"], "https://mcp.example.com/mcp")
+
+
+def test_scope_hierarchies() -> None:
+    implies = {"notes:admin": ["notes:write"], "notes:write": ["notes:read"], "notes:read": ["notes:admin"]}
+    assert missing_scopes({"notes:read"}, {"notes:read"}) == ()
+    assert missing_scopes({"notes:read"}, {"notes:write", "notes:read", "a"}) == ("a", "notes:write")
+    assert missing_scopes({"notes:admin"}, {"notes:read"}, {"notes:admin": ["notes:write"]}) == ("notes:read",)
+    assert missing_scopes({"notes:write"}, {"notes:read", "notes:admin"}, implies) == ()  # (a cycle is harmless)
+    token = AccessToken(subject="s", client_id="c", scopes=frozenset({"notes:admin"}))
+    assert token.has_scopes(["notes:read"], implies) and not token.has_scopes(["notes:read"])
+
+
+def test_importing_jsonrpc_mcp_auth_loads_no_jose_and_no_http_client() -> None:
+    code = (
+        "import sys, jsonrpc_mcp.auth as a\n"
+        "assert not any(m.split('.')[0] in ('joserfc', 'httpx', 'cryptography') for m in sys.modules), 'loaded'\n"
+        "a.AccessToken; assert 'joserfc' not in sys.modules\n"
+        "a.JwtVerifier; assert 'joserfc' in sys.modules\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+
+
+# --- introspection ----------------------------------------------------------------------------------------------
+
+
+def introspector(auth: AuthServer, **options: object) -> IntrospectionVerifier:
+    client = auth.register_client({"client_name": "notes-server"}, confidential=True)
+    assert client.client_secret is not None
+    return IntrospectionVerifier(
+        introspection_url=f"{auth.issuer}/introspect",
+        audience=RESOURCE,
+        client_id=client.client_id,
+        client_secret=client.client_secret,
+        **options,  # type: ignore[arg-type]
+    )
+
+
+@pytest.mark.anyio
+async def test_introspection_accepts_an_active_token_and_caches_it(auth: AuthServer) -> None:
+    checker = introspector(auth, issuer=auth.issuer)
+    token = auth.mint(aud=RESOURCE, scope="notes:read", client_id="app-2")
+    first = await checker.verify(token)
+    assert (first.subject, first.client_id, first.scopes) == ("alice", "app-2", {"notes:read"})
+    assert await checker.verify(token) == first
+    assert checker.calls == 1
+    # revoked at the server: still accepted from the cache, until max_cache_ttl
+    auth.tokens[token].revoked = True
+    assert (await checker.verify(token)).subject == "alice"
+
+
+@pytest.mark.anyio
+async def test_introspection_without_a_cache_sees_a_revocation_at_once(auth: AuthServer) -> None:
+    checker = introspector(auth, max_cache_ttl=0)
+    token = auth.mint(aud=RESOURCE)
+    await checker.verify(token)
+    auth.tokens[token].revoked = True
+    with pytest.raises(InvalidToken, match="not active"):
+        await checker.verify(token)
+    assert checker.calls == 2
+
+
+@pytest.mark.anyio
+async def test_introspection_refuses_unknown_foreign_and_audience_less_tokens(auth: AuthServer) -> None:
+    checker = introspector(auth)
+    with pytest.raises(InvalidToken, match="not active"):
+        await checker.verify("an-opaque-token-nobody-issued")
+    with pytest.raises(InvalidToken, match="another resource"):
+        await checker.verify(auth.mint(aud="https://other.example.com/mcp"))
+    with pytest.raises(InvalidToken, match="another resource"):
+        await checker.verify(auth.mint(aud=None))
+    trusting = introspector(auth, require_audience=False)
+    assert (await trusting.verify(auth.mint(aud=None))).audience == (RESOURCE,)
+    with pytest.raises(InvalidToken, match="another authorization server"):
+        await introspector(auth, issuer="https://evil.example.com").verify(auth.mint(aud=RESOURCE))
+
+
+@pytest.mark.anyio
+async def test_introspection_with_bad_credentials_is_unavailable(auth: AuthServer) -> None:
+    checker = IntrospectionVerifier(
+        introspection_url=f"{auth.issuer}/introspect", audience=RESOURCE, client_id="nobody", client_secret="x"
+    )
+    with pytest.raises(VerifierUnavailable, match="answered HTTP 401"):
+        await checker.verify(auth.mint(aud=RESOURCE))
+
+
+@pytest.mark.anyio
+async def test_concurrent_requests_with_one_new_token_share_one_introspection(auth: AuthServer) -> None:
+    checker = introspector(auth)
+    token = auth.mint(aud=RESOURCE)
+    seen: list[AccessToken] = []
+
+    async def verify() -> None:
+        seen.append(await checker.verify(token))
+
+    async with anyio.create_task_group() as tg:
+        for _ in range(6):
+            tg.start_soon(verify)
+    assert checker.calls == 1 and len(seen) == 6 and len({id(p) for p in seen}) == 1
