@@ -240,6 +240,10 @@ async def test_prompts_are_listed_with_their_arguments(db: Path) -> None:
         assert args["correct_stale_fact"] == [("topic", True), ("correction", True), ("entry_id", False)]
         for prompt in prompts.values():
             assert isinstance(prompt.description, str) and prompt.title
+            for argument in prompt.arguments or []:
+                assert isinstance(argument.description, str) and argument.description, (prompt.name, argument.name)
+        material = (prompts["ingest_memory"].arguments or [])[0]
+        assert material.description == "The text to learn facts from."
 
 
 @pytest.mark.parametrize("version", ERAS)

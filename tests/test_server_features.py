@@ -128,6 +128,85 @@ def test_tool_without_parameters_or_docstring() -> None:
     assert "outputSchema" not in tool
 
 
+def documented_server() -> Server:
+    """A tool and a prompt per docstring style: ``Args:`` on the first line (``inspect.getdoc`` dedents its items
+    to the header's level), ``Args:`` under a summary (items indented), and reST ``:param``."""
+    server = Server("docs")
+
+    @server.tool()
+    def first_line(material: str, topic: Annotated[str, msgspec.Meta(max_length=9)] = "") -> str:
+        """Args:
+        material: The text to learn from.
+        topic: Where to file it,
+            if anywhere.
+        """
+        return material
+
+    @server.tool()
+    def under_summary(material: str, topic: str = "") -> str:
+        """Learn from a text.
+
+        Args:
+            material (str): The text to learn from.
+            topic: Where to file it,
+                if anywhere.
+
+        Returns:
+            value: not a parameter
+        """
+        return material
+
+    @server.tool()
+    def rest_style(material: str, topic: str = "") -> str:
+        """Learn from a text.
+
+        :param material: The text to learn from.
+        :param str topic: Where to file it,
+            if anywhere.
+        :returns: nothing
+        """
+        return material
+
+    @server.prompt()
+    def prompt_first_line(material: str, topic: str = "") -> str:
+        """Args:
+        material: The text to learn from.
+        topic: Where to file it,
+            if anywhere.
+        """
+        return material
+
+    @server.prompt()
+    def prompt_under_summary(material: str, topic: str = "") -> str:
+        """Learn from a text.
+
+        Args:
+            material: The text to learn from.
+            topic: Where to file it,
+                if anywhere.
+        """
+        return material
+
+    return server
+
+
+async def test_docstring_argument_descriptions_reach_tools_and_prompts_in_every_indentation_style() -> None:
+    wanted = {"material": "The text to learn from.", "topic": "Where to file it, if anywhere."}
+    async with Client.connect_server(documented_server(), **V) as client:
+        tools = {tool.name: tool for tool in await client.list_tools()}
+        for name in ("first_line", "under_summary", "rest_style"):
+            props = tools[name].input_schema["properties"]
+            assert {p: props[p].get("description") for p in props} == wanted, name
+        assert tools["first_line"].description == "first_line"  # nothing before the section: no summary
+        assert tools["under_summary"].description == "Learn from a text."
+        assert tools["rest_style"].description == "Learn from a text."
+        assert tools["first_line"].input_schema["properties"]["topic"]["maxLength"] == 9  # kept beside it
+        prompts = {prompt.name: prompt for prompt in await client.list_prompts()}
+        for name in ("prompt_first_line", "prompt_under_summary"):
+            arguments = prompts[name].arguments or []
+            assert {a.name: a.description for a in arguments} == wanted, name
+
+
 async def test_typed_tool_validates_and_converts_arguments() -> None:
     async with Client.connect_server(kitchen_server(), **V) as client:
         ok = await client.call_tool("kitchen", KITCHEN_ARGS)

@@ -18,7 +18,7 @@ import re
 import types
 import typing
 from collections.abc import Callable
-from typing import Any, Literal, get_args, get_origin
+from typing import Any, Final, Literal, get_args, get_origin
 
 import msgspec
 
@@ -107,7 +107,7 @@ def inspect_function(
             continue
         if param.kind in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD):
             raise TypeError(f"{name}: *args and **kwargs cannot be described by a schema")
-        if pname in param_docs and get_origin(annotation) is not typing.Annotated:
+        if pname in param_docs and not _described(annotation):
             annotation = typing.Annotated[annotation, msgspec.Meta(description=param_docs[pname])]
         names.append(pname)
         if param.default is inspect.Parameter.empty:
@@ -184,53 +184,92 @@ def _is_content(kind: Any) -> bool:
 
 
 def _summary(doc: str | None) -> str | None:
-    """The docstring up to its first section header (``Args:``, ``:param``, ``Parameters``)."""
+    """The docstring up to its first section header (``Args:``, ``Returns:``, ``:param``, ``Parameters``)."""
     if not doc:
         return None
     lines: list[str] = []
     for line in doc.splitlines():
         stripped = line.strip()
-        if stripped in (
-            "Args:",
-            "Arguments:",
-            "Parameters:",
-            "Parameters",
-            "Returns:",
-            "Raises:",
-        ) or stripped.startswith(":param"):
+        if stripped in _ARGS_HEADERS or stripped in _OTHER_HEADERS or stripped == "Parameters":
+            break
+        if stripped.startswith((":param", ":return", ":raises")):
             break
         lines.append(line)
     text = "\n".join(lines).strip()
     return text or None
 
 
+def _described(annotation: Any) -> bool:
+    """Does an ``Annotated`` parameter already carry a description of its own (which wins over the docstring)?"""
+    if get_origin(annotation) is not typing.Annotated:
+        return False
+    return any(isinstance(m, msgspec.Meta) and m.description is not None for m in annotation.__metadata__)
+
+
 # Patterns are compiled on first use (`re` caches them), not at import: most processes never need them.
-_PARAM_LINE = r"^\s*(?::param\s+)?(\w+)\s*(?:\([^)]*\))?\s*:\s*(.+)$"
+_GOOGLE_ITEM = r"^\*{0,2}(\w+)\s*(?:\([^)]*\))?\s*:(?:\s+(.*))?$"
+_REST_PARAM = r"^:param\s+(?:[^:]*\s)?\*{0,2}(\w+)\s*:\s*(.*)$"
+_ARGS_HEADERS: Final = frozenset(
+    {"Args:", "Arguments:", "Parameters:", "Params:", "Keyword Args:", "Keyword Arguments:"}
+)
+_OTHER_HEADERS: Final = frozenset(
+    {"Returns:", "Return:", "Yields:", "Raises:", "Examples:", "Example:", "Note:", "Notes:", "Attributes:"}
+    | {"See Also:", "Warning:", "Warnings:", "Todo:", "References:"}
+)
 
 
 def _param_docs(doc: str) -> dict[str, str]:
-    """Per-parameter descriptions from Google-style ``Args:`` or reST ``:param x:`` lines."""
+    """Per-parameter descriptions from Google-style ``Args:`` sections or reST ``:param x:`` fields.
+
+    ``inspect.getdoc`` dedents every line after the first, so ``Args:`` on the docstring's first line leaves the
+    items at the header's own indentation, while a summary line first leaves them indented under it: an item is
+    a ``name (type): text`` line at the indentation of the section's first item, in either style. Lines indented
+    deeper continue the item above (joined with spaces); a blank line ends an item; a line at any other
+    indentation, or another section header, ends the section."""
     out: dict[str, str] = {}
+    parts: list[str] = []
+    current: str | None = None
+    current_indent = 0
     in_args = False
-    for line in doc.splitlines():
+    item_indent: int | None = None
+
+    def finish() -> None:
+        nonlocal current
+        if current is not None and parts:
+            out[current] = " ".join(parts)
+        current = None
+        parts.clear()
+
+    for line in doc.expandtabs().splitlines():
         stripped = line.strip()
-        if stripped in ("Args:", "Arguments:", "Parameters:"):
-            in_args = True
+        indent = len(line) - len(line.lstrip())
+        if not stripped:
+            finish()
             continue
-        if stripped.startswith(":param"):
-            m = re.match(_PARAM_LINE, stripped)
+        if current is not None and indent > current_indent:
+            parts.append(stripped)
+            continue
+        finish()
+        if stripped.startswith(":"):
+            in_args = False
+            m = re.match(_REST_PARAM, stripped)
             if m:
-                out[m.group(1)] = m.group(2).strip()
+                current, current_indent = m.group(1), indent
+                parts.extend(filter(None, [m.group(2).strip()]))
             continue
-        if in_args:
-            if not stripped:
-                continue
-            if stripped.endswith(":") and " " not in stripped:
-                in_args = False
-                continue
-            m = re.match(_PARAM_LINE, stripped)
-            if m and line.startswith((" ", "\t")):
-                out[m.group(1)] = m.group(2).strip()
+        if stripped in _ARGS_HEADERS:
+            in_args, item_indent = True, None
+            continue
+        if not in_args:
+            continue
+        m = None if stripped in _OTHER_HEADERS else re.match(_GOOGLE_ITEM, stripped)
+        if m is None or (item_indent is not None and indent != item_indent):
+            in_args = False
+            continue
+        item_indent = indent
+        current, current_indent = m.group(1), indent
+        parts.extend(filter(None, [(m.group(2) or "").strip()]))
+    finish()
     return out
 
 
