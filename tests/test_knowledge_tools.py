@@ -70,6 +70,17 @@ async def test_store_rejects_bad_values_with_validation_errors(db: Path) -> None
             assert result.structured_content["code"] == "VALIDATION_ERROR", arguments
 
 
+async def test_an_unknown_argument_is_a_validation_error_not_ignored(db: Path) -> None:
+    async with knowledge(db) as kb:
+        await kb.store("python", "fact")
+        result = await kb.result("query", topic="python", limt=1)  # misspelt: would silently use limit=10
+        assert result.is_error is True
+        data = result.structured_content
+        assert data["code"] == "VALIDATION_ERROR" and data["nextSteps"]
+        assert data["message"].startswith("limt: unknown argument (it takes topic, text, tags, min_confidence, limit")
+        assert kb.tools["query"].input_schema["additionalProperties"] is False
+
+
 @pytest.mark.parametrize("version", ERAS)
 async def test_store_with_an_empty_topic_needs_input(db: Path, version: str) -> None:
     async with knowledge(db, protocol_version=version) as kb:

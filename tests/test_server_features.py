@@ -123,7 +123,7 @@ def test_tool_without_parameters_or_docstring() -> None:
         return "x"
 
     tool = tool_of(server, "bare")
-    assert tool["inputSchema"] == {"type": "object", "properties": {}}
+    assert tool["inputSchema"] == {"type": "object", "properties": {}, "additionalProperties": False}
     assert tool["description"] == "bare"  # the conformance suite wants a description; the name stands in
     assert "outputSchema" not in tool
 
@@ -235,6 +235,36 @@ async def test_typed_tool_validates_and_converts_arguments() -> None:
             assert named in text, text
         missing = await client.call_tool("kitchen", {k: v for k, v in KITCHEN_ARGS.items() if k != "name"})
         assert missing.is_error is True and "`name`" in missing.content[0].text  # type: ignore[union-attr]
+
+
+async def test_a_typed_tool_refuses_unknown_arguments_and_names_what_it_takes(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A misspelt optional argument must not run the tool with its default: unknown arguments are an ``isError``
+    result naming the argument and the ones the tool takes (``additionalProperties: false`` says so up front);
+    inside a nested Struct, its own configuration decides. Nothing is logged as a server error."""
+    server = kitchen_server()
+
+    @server.tool()
+    def bare() -> str:
+        return "ran"
+
+    assert tool_of(server, "kitchen")["inputSchema"]["additionalProperties"] is False
+    caplog.set_level(logging.ERROR, logger="jsonrpc_mcp")
+    async with Client.connect_server(server, **V) as client:
+        typo = await client.call_tool("kitchen", {**KITCHEN_ARGS, "sise": 9})
+        assert typo.is_error is True
+        assert typo.content[0].text == (  # type: ignore[union-attr]
+            "Invalid arguments for tool kitchen: sise: unknown argument "
+            "(it takes count, name, ratio, flag, items, mapping, mode, color, point, note, size)"
+        )
+        none = await client.call_tool("bare", {"x": 1})
+        assert none.is_error is True
+        assert none.content[0].text == "Invalid arguments for tool bare: x: unknown argument (it takes none)"  # type: ignore[union-attr]
+        assert (await client.call_tool("bare", {})).content[0].text == "ran"  # type: ignore[union-attr]
+        nested = await client.call_tool("kitchen", {**KITCHEN_ARGS, "point": {"x": 1, "z": 2}})
+        assert nested.is_error is not True  # Point does not forbid unknown fields
+    assert not caplog.records
 
 
 async def test_structured_output_shapes() -> None:
@@ -386,10 +416,10 @@ async def test_raw_input_schema_basic_fallback(monkeypatch: pytest.MonkeyPatch) 
 
 
 async def test_raw_schema_tool_gets_the_arguments_it_takes(caplog: pytest.LogCaptureFixture) -> None:
-    """The schema lets through properties the function does not take: they are left out, as a typed tool leaves
-    out unknown arguments. A parameter without a default that the arguments lack is the caller's mistake (an
-    isError naming it), not a failing tool; a ``**kwargs`` function gets everything. Nothing is logged as an
-    error: none of this is a server bug."""
+    """The schema lets through properties the function does not take: they are left out (the schema is the
+    contract; a typed tool's schema refuses unknown arguments, this one allows them). A parameter without a
+    default that the arguments lack is the caller's mistake (an isError naming it), not a failing tool; a
+    ``**kwargs`` function gets everything. Nothing is logged as an error: none of this is a server bug."""
     server = Server("s")
     schema = {"type": "object", "properties": {"n": {"type": "integer"}}}
 

@@ -17,7 +17,7 @@ import inspect
 import re
 import types
 import typing
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, Final, Literal, get_args, get_origin
 
 import msgspec
@@ -115,7 +115,9 @@ def inspect_function(
             required.append(pname)
         else:
             fields.append((pname, annotation, param.default))
-    args_type = msgspec.defstruct(f"{_camel(name)}Arguments", fields, kw_only=True)
+    # Unknown arguments are refused (the schema says ``additionalProperties: false``): a misspelt optional argument
+    # would otherwise run the tool with its default and nobody would know (docs/spec-decisions.md).
+    args_type = msgspec.defstruct(f"{_camel(name)}Arguments", fields, kw_only=True, forbid_unknown_fields=True)
     try:
         input_schema = schema_for(args_type)
     except UnsupportedAnnotation as exc:
@@ -280,11 +282,17 @@ def _camel(name: str) -> str:
 
 
 _AT = r" - at `\$\.?([^`]*)`$"
+_UNKNOWN = r"^Object contains unknown field `(.*)`$"
 
 
-def describe_validation_error(exc: msgspec.ValidationError) -> str:
-    """msgspec's message, reworded to name the argument first: ``b: Expected `int`, got `str```."""
+def describe_validation_error(exc: msgspec.ValidationError, arguments: Sequence[str] | None = None) -> str:
+    """msgspec's message, reworded to name the argument first: ``b: Expected `int`, got `str```. An unknown
+    top-level argument is named as such, with the ``arguments`` the function takes when they are given."""
     text = str(exc)
+    unknown = re.match(_UNKNOWN, text)
+    if unknown is not None:
+        takes = "" if arguments is None else f" (it takes {', '.join(arguments) or 'none'})"
+        return f"{unknown.group(1)}: unknown argument{takes}"
     m = re.search(_AT, text)
     if m is None:
         return text

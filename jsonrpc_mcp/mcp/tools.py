@@ -157,7 +157,7 @@ def _typed_caller(fn: Callable[..., Any], sig: Signature, tool_name: str) -> Cal
         try:
             args = decoder.decode(_check_object(raw))
         except msgspec.ValidationError as exc:
-            return error_result(f"Invalid arguments for tool {tool_name}: {describe_validation_error(exc)}")
+            return error_result(f"Invalid arguments for tool {tool_name}: {describe_validation_error(exc, sig.params)}")
         kwargs = as_kwargs(args)
         if ctx_param is not None:
             kwargs[ctx_param] = ctx
