@@ -100,7 +100,15 @@ async def test_entries_filter_by_query_parameters(db: Path) -> None:
         "cursor=" + encode_cursor("entries", 1, None).replace("A", "B"),
         "limit=0",
         "limit=ten",
+        "limit=%C2%B2",  # "²" is a digit to str.isdigit, but no number
+        "limit=-1",
+        "cursor=" + encode_cursor("entries", 2**70, None),  # a well-formed cursor no row can follow
+        "cursor=" + encode_cursor("entries", 0, None),
         "min_confidence=2",
+        "min_confidence=nan",
+        "topic=" + "t" * 201,
+        "text=" + "w" * 501,
+        "tags=" + ",".join(f"t{i}" for i in range(21)),
     ],
 )
 async def test_invalid_cursors_and_parameters_are_invalid_params(db: Path, version: str, query: str) -> None:
@@ -121,6 +129,8 @@ async def test_a_cursor_is_bound_to_its_filters(db: Path) -> None:
         assert raised.value.code == -32602
         huge = await kb.read(f"{ENTRIES}?limit=100000")
         assert len(huge["items"]) == 3  # limit is capped at 200, not refused
+        digits = await kb.read(f"{ENTRIES}?limit={'9' * 5000}")  # more digits than int() takes by default
+        assert len(digits["items"]) == 3
 
 
 @pytest.mark.parametrize("version", ERAS)
@@ -129,7 +139,7 @@ async def test_the_entry_template_reads_one_entry(db: Path, version: str) -> Non
         entry = (await kb.store("t", "c", tags=["x"]))["entry"]
         doc = await kb.read(f"{ENTRIES}/{entry['id']}")
         assert doc == {"resource_uri": f"{ENTRIES}/1", "as_of_tx_id": 1, "item": entry}
-        for missing in ("2", "abc"):
+        for missing in ("2", "abc", "0", "99999999999999999999999", "%C2%B2"):
             with pytest.raises(RpcError) as raised:
                 await kb.read(f"{ENTRIES}/{missing}")
             assert raised.value.code == (-32002 if version == HANDSHAKE else -32602)
@@ -274,6 +284,19 @@ async def test_prompts_are_ready_to_run_and_never_write(db: Path, version: str) 
         assert entry.content.resource.uri == "knowledge://entries/2"  # type: ignore[union-attr]
         unknown = await kb.client.get_prompt("correct_stale_fact", {"topic": "x", "correction": "y", "entry_id": "9"})
         assert "no entry #9" in unknown.messages[0].content.text  # type: ignore[union-attr]
+        for beyond in ("99999999999999999999", "²", "-3"):  # no entry can have these ids
+            asked = {"topic": "x", "correction": "y", "entry_id": beyond}
+            odd = await kb.client.get_prompt("correct_stale_fact", asked)
+            assert f"no entry #{beyond}" in odd.messages[0].content.text  # type: ignore[union-attr]
+        for arguments in (
+            {"topic": "x", "correction": "y", "entry_id": "9" * 21},
+            {"topic": "t" * 201, "correction": "y"},
+            {"material": "m" * 100_001},
+        ):
+            name = "ingest_memory" if "material" in arguments else "correct_stale_fact"
+            with pytest.raises(RpcError) as too_long:
+                await kb.client.get_prompt(name, arguments)
+            assert too_long.value.code == -32602
 
         assert len((await kb.call("history"))["transactions"]) == 2  # the prompts wrote nothing
         with pytest.raises(RpcError) as raised:

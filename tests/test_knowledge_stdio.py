@@ -14,7 +14,7 @@ import anyio
 import pytest
 from test_knowledge_helpers import HANDSHAKE
 
-from jsonrpc_mcp import Client
+from jsonrpc_mcp import Client, RpcError
 
 pytestmark = pytest.mark.anyio
 
@@ -62,3 +62,25 @@ async def test_a_read_only_database_stops_the_server_at_start_up(tmp_path: Path)
     assert done.returncode != 0
     assert b"read-only" in done.stderr and str(db).encode() in done.stderr
     assert db.read_bytes() == before
+
+
+async def test_input_the_caller_got_wrong_is_never_an_internal_error_over_stdio(tmp_path: Path) -> None:
+    env = {"KNOWLEDGE_DB": str(tmp_path / "memory.db")}
+    with anyio.fail_after(TIMEOUT):
+        async with Client.connect_stdio(
+            SERVE, env=env, cwd=str(tmp_path), stderr=subprocess.DEVNULL, protocol_version=HANDSHAKE
+        ) as client:
+            await client.call_tool("store", {"topic": "t", "content": "c"})
+            huge = await client.call_tool("update", {"id": 2**70, "content": "x"})
+            assert huge.is_error is True and huge.structured_content["code"] == "VALIDATION_ERROR"  # type: ignore[index]
+            for uri, code in (
+                ("knowledge://entries/99999999999999999999999", -32002),
+                ("knowledge://entries?limit=%C2%B2", -32602),
+            ):
+                with pytest.raises(RpcError) as raised:
+                    await client.read_resource(uri)
+                assert raised.value.code == code, uri
+            with pytest.raises(RpcError) as prompt:
+                await client.get_prompt("correct_stale_fact", {"topic": "t", "correction": "c", "entry_id": "9" * 40})
+            assert prompt.value.code == -32602
+            assert (await client.call_tool("query", {"topic": "t"})).structured_content["total"] == 1  # type: ignore[index]

@@ -269,6 +269,66 @@ async def test_a_huge_query_is_a_validation_error(db: Path) -> None:
         assert too_many.structured_content["code"] == "VALIDATION_ERROR"
 
 
+def _walk(schema: Any, found: list[tuple[str, dict[str, Any]]], where: str = "") -> None:
+    if isinstance(schema, dict):
+        if schema.get("type") in ("string", "integer"):
+            found.append((where, schema))
+        for key, value in schema.items():
+            _walk(value, found, f"{where}/{key}")
+    elif isinstance(schema, list):
+        for i, value in enumerate(schema):
+            _walk(value, found, f"{where}/{i}")
+
+
+def test_input_schemas_bound_every_string_and_integer(db: Path) -> None:
+    from jsonrpc_mcp.examples.knowledge import create_server
+
+    server = create_server(str(db))
+    try:
+        tools = server.list_tools()
+    finally:
+        server.close()
+    for tool in tools:
+        found: list[tuple[str, dict[str, Any]]] = []
+        _walk(tool.input_schema, found, tool.name)
+        assert found
+        for where, schema in found:
+            if schema["type"] == "string":
+                assert isinstance(schema.get("maxLength"), int), where
+            else:
+                assert isinstance(schema.get("minimum"), int) and isinstance(schema.get("maximum"), int), where
+
+
+HUGE = 2**70
+
+
+@pytest.mark.parametrize(
+    ("name", "arguments", "field"),
+    [
+        ("update", {"id": HUGE, "content": "x"}, "id"),
+        ("update", {"id": 1, "content": "x", "expected_version": HUGE}, "expected_version"),
+        ("delete", {"id": HUGE}, "id"),
+        ("delete", {"id": 0}, "id"),
+        ("undo", {"tx_id": HUGE}, "tx_id"),
+        ("history", {"entry_id": HUGE}, "entry_id"),
+        ("query_graph", {"node": "a", "target": "t" * 100_000}, "target"),
+        ("query_graph", {"node": "a", "predicate": "p" * 201}, "predicate"),
+    ],
+)
+async def test_out_of_range_input_is_a_validation_error_not_an_internal_one(
+    db: Path, name: str, arguments: dict[str, Any], field: str
+) -> None:
+    async with knowledge(db) as kb:
+        await kb.store("t", "c")
+        await kb.call("relate", subject="a", predicate="b", object="c")
+        result = await kb.result(name, **arguments)
+        assert result.is_error is True
+        data = result.structured_content
+        assert data["code"] == "VALIDATION_ERROR" and data["message"].startswith(f"{field}: "), data
+        assert data["nextSteps"]
+        assert sum(len(block.text) for block in texts(result)) < 2000  # the huge value is not echoed back
+
+
 async def test_delete_removes_the_entry_and_undo_brings_it_back(db: Path) -> None:
     async with knowledge(db) as kb:
         entry = (await kb.store("t", "doomed", tags=["x"]))["entry"]

@@ -267,6 +267,35 @@ async def test_a_typed_tool_refuses_unknown_arguments_and_names_what_it_takes(
     assert not caplog.records
 
 
+async def test_integer_bounds_are_the_tools_own() -> None:
+    """A bare ``int`` is any JSON integer, as the schema's ``integer`` says (Python's ``int`` has no bounds);
+    ``Annotated[int, msgspec.Meta(ge=..., le=...)]`` states bounds in the schema and refuses values outside them
+    before the function runs."""
+    server = Server("s")
+
+    @server.tool()
+    def exact(n: int) -> str:
+        return str(n)
+
+    @server.tool()
+    def bounded(n: Annotated[int, msgspec.Meta(ge=1, le=2**63 - 1)]) -> str:
+        return str(n)
+
+    assert tool_of(server, "exact")["inputSchema"]["properties"]["n"] == {"type": "integer"}
+    assert tool_of(server, "bounded")["inputSchema"]["properties"]["n"] == {
+        "type": "integer",
+        "minimum": 1,
+        "maximum": 2**63 - 1,
+    }
+    async with Client.connect_server(server, **V) as client:
+        assert (await client.call_tool("exact", {"n": 2**70})).content[0].text == str(2**70)  # type: ignore[union-attr]
+        refused = await client.call_tool("bounded", {"n": 2**70})
+        assert refused.is_error is True
+        assert refused.content[0].text == (  # type: ignore[union-attr]
+            "Invalid arguments for tool bounded: n: Expected `int` <= 9223372036854775807"
+        )
+
+
 async def test_structured_output_shapes() -> None:
     server = Server("s")
 

@@ -6,13 +6,39 @@ camelCase like the rest of MCP.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Final, Literal
 
 import msgspec
 
-__all__ = ("Entry", "Triple", "Transaction", "ChangedIds", "Change", "ChangeType", "TABLE_RESOURCES")
+__all__ = (
+    "Entry",
+    "Triple",
+    "Transaction",
+    "ChangedIds",
+    "Change",
+    "ChangeType",
+    "TABLE_RESOURCES",
+    "MAX_ID",
+    "RowId",
+    "parse_id",
+)
 
 ChangeType = Literal["upsert", "delete"]
+
+#: Every id (entries, triples, transactions, versions) is a SQLite INTEGER: 1 to 2**63 - 1.
+MAX_ID: Final = 2**63 - 1
+#: An id argument: anything outside 1..MAX_ID is the caller's mistake, refused before it reaches SQLite.
+RowId = Annotated[int, msgspec.Meta(ge=1, le=MAX_ID)]
+
+
+def parse_id(text: str) -> int | None:
+    """The id written in ``text`` (ASCII digits, 1 to :data:`MAX_ID`), else ``None``: ``"²"``, ``"-1"``, ``"0"``
+    and a number no SQLite row can have are no ids."""
+    text = text.strip()
+    if not text.isascii() or not text.isdigit() or len(text) > len(str(MAX_ID)):
+        return None
+    number = int(text)
+    return number if 1 <= number <= MAX_ID else None
 
 
 class Entry(msgspec.Struct, kw_only=True):

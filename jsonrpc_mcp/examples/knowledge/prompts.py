@@ -7,13 +7,13 @@ tool call returns ``status: ok`` with a transaction id.
 
 from __future__ import annotations
 
-from typing import Any, Final
+from typing import Annotated, Any, Final
 
 import msgspec
 
 from ...mcp import types as t
 from .app import Knowledge, entry_uri
-from .models import Entry
+from .models import Entry, parse_id
 from .store import SearchFilters, search_terms
 
 __all__ = ("register_prompts",)
@@ -35,6 +35,13 @@ def _embedded(entry: Entry, as_of: int) -> t.PromptMessage:
     resource = t.TextResourceContents(uri=uri, text=text, mime_type="application/json")
     return t.PromptMessage(role="user", content=t.EmbeddedResource(resource=resource))
 
+
+# Prompt arguments are strings; each has a bound, so an oversized one is -32602 instead of a huge prompt.
+Material = Annotated[str, msgspec.Meta(max_length=100_000)]
+Topic = Annotated[str, msgspec.Meta(max_length=200)]
+Question = Annotated[str, msgspec.Meta(max_length=2_000)]
+Correction = Annotated[str, msgspec.Meta(max_length=20_000)]
+Short = Annotated[str, msgspec.Meta(max_length=20)]
 
 _STOPWORD_TEXT: Final = (
     "a an and are as at be but by can could did do does for from had has have how in into is it its not of on "
@@ -73,7 +80,7 @@ def register_prompts(kb: Knowledge) -> None:
         description="Turn material (notes, a conversation, a document) into stored facts, without duplicates.",
         complete={"topic": complete_topic},
     )
-    def ingest_memory(material: str, topic: str = "", confidence: str = "0.8") -> list[t.PromptMessage]:
+    def ingest_memory(material: Material, topic: Topic = "", confidence: Short = "0.8") -> list[t.PromptMessage]:
         """Args:
         material: The text to learn facts from.
         topic: A topic to file the facts under (optional; else choose one per fact).
@@ -100,7 +107,7 @@ def register_prompts(kb: Knowledge) -> None:
         description="Answer a question from stored knowledge, citing entry ids; the best matches are embedded.",
         complete={"topic": complete_topic},
     )
-    async def retrieve_context(question: str, topic: str = "") -> list[t.PromptMessage]:
+    async def retrieve_context(question: Question, topic: Topic = "") -> list[t.PromptMessage]:
         """Args:
         question: The question to answer from memory.
         topic: Narrow the search to a topic (optional).
@@ -127,7 +134,7 @@ def register_prompts(kb: Knowledge) -> None:
         description="Find the entry that is out of date and correct it through update (or delete), with undo.",
         complete={"topic": complete_topic},
     )
-    async def correct_stale_fact(topic: str, correction: str, entry_id: str = "") -> list[t.PromptMessage]:
+    async def correct_stale_fact(topic: Topic, correction: Correction, entry_id: Short = "") -> list[t.PromptMessage]:
         """Args:
         topic: The topic of the stale fact.
         correction: What is true now.
@@ -135,13 +142,14 @@ def register_prompts(kb: Knowledge) -> None:
         """
         messages: list[t.PromptMessage] = []
         known = ""
-        if entry_id.strip().isdigit():
-            entry, as_of = await kb.read(kb.store.get_entry, int(entry_id))
+        wanted = parse_id(entry_id)
+        if wanted is not None:
+            entry, as_of = await kb.read(kb.store.get_entry, wanted)
             if entry is not None:
                 known = f" Entry #{entry.id} is embedded below (version {entry.version})."
                 messages.append(_embedded(entry, as_of))
-            else:
-                known = f" There is no entry #{entry_id.strip()}; find the right one with query."
+        if entry_id.strip() and not known:
+            known = f" There is no entry #{entry_id.strip()}; find the right one with query."
         steps = (
             f'A stored fact about "{topic}" is out of date. What is true now: {correction}\n\n'
             f"1. Find the stale entry: call `query` with the topic (format json).{known}\n"

@@ -23,6 +23,7 @@ import msgspec
 from ...errors import InvalidParams, ResourceNotFound
 from ...mcp.server import Server
 from .app import ENTRIES, ENTRY_TEMPLATE, HISTORY, TRIPLES, Knowledge, entry_uri
+from .models import parse_id
 from .store import SearchFilters, normalize_tags, search_terms
 
 __all__ = (
@@ -59,24 +60,22 @@ def decode_cursor(cursor: str, table: str, filters: SearchFilters | None = None)
     except (binascii.Error, UnicodeError, ValueError):
         raise InvalidParams("Invalid params: invalid cursor", {"cursor": cursor}) from None
     parts = text.split(":")
-    if (
-        len(parts) != 4
-        or parts[0] != "v1"
-        or parts[1] != table
-        or not parts[2].isdigit()
-        or parts[3] != _digest(table, filters)
-    ):
+    after = parse_id(parts[2]) if len(parts) == 4 else None
+    if after is None or parts[0] != "v1" or parts[1] != table or parts[3] != _digest(table, filters):
         raise InvalidParams("Invalid params: invalid cursor", {"cursor": cursor})
-    return int(parts[2])
+    return after
 
 
 def _limit(query: dict[str, str]) -> int:
     value = query.get("limit")
     if value is None:
         return DEFAULT_LIMIT
-    if not value.isdigit() or int(value) < 1:
+    digits = value.lstrip("0") if value.isascii() and value.isdigit() else ""
+    if not digits:
         raise InvalidParams(f"Invalid params: limit must be a positive integer (at most {MAX_LIMIT})", {"limit": value})
-    return min(int(value), MAX_LIMIT)
+    if len(digits) > len(str(MAX_LIMIT)):  # capped like any large value, without int() on thousands of digits
+        return MAX_LIMIT
+    return min(int(digits), MAX_LIMIT)
 
 
 def _confidence(value: str | None) -> float | None:
@@ -91,12 +90,23 @@ def _confidence(value: str | None) -> float | None:
     return number
 
 
+def _bounded(query: dict[str, str], name: str, most: int) -> str:
+    """A text parameter, at most ``most`` characters long (the same bounds as the ``query`` tool's arguments)."""
+    value = query.get(name) or ""
+    if len(value) > most:
+        raise InvalidParams(f"Invalid params: {name} is longer than {most} characters", {name: value[:50] + "…"})
+    return value
+
+
 def entry_filters(query: dict[str, str]) -> SearchFilters:
     """The ``knowledge://entries`` filters in a URI's query parameters."""
+    tags = normalize_tags(_bounded(query, "tags", 20 * 51).split(","))
+    if len(tags) > 20 or any(len(tag) > 50 for tag in tags):
+        raise InvalidParams("Invalid params: at most 20 tags of at most 50 characters", {"tags": len(tags)})
     return SearchFilters(
-        topic=(query.get("topic") or "").strip() or None,
-        terms=search_terms(query.get("text")),
-        tags=tuple(normalize_tags((query.get("tags") or "").split(","))),
+        topic=_bounded(query, "topic", 200).strip() or None,
+        terms=search_terms(_bounded(query, "text", 500)),
+        tags=tuple(tags),
         min_confidence=_confidence(query.get("min_confidence")),
     )
 
@@ -166,9 +176,10 @@ def register_resources(kb: Knowledge) -> None:
     )
     async def entry(id: str) -> dict[str, Any]:
         uri = f"{ENTRIES}/{id}"
-        if not id.isdigit():
+        wanted = parse_id(id)
+        if wanted is None:  # no entry can have this id: "abc", "0", "²", beyond 2**63 - 1
             raise ResourceNotFound(uri)
-        found, as_of = await kb.read(kb.store.get_entry, int(id))
+        found, as_of = await kb.read(kb.store.get_entry, wanted)
         if found is None:
             raise ResourceNotFound(uri)
         return {"resource_uri": entry_uri(found.id), "as_of_tx_id": as_of, "item": msgspec.to_builtins(found)}

@@ -27,7 +27,7 @@ from ...presentation import (
     presented_tool,
 )
 from .app import ENTRIES, HISTORY, Knowledge, entry_uri
-from .models import Entry
+from .models import Entry, RowId, parse_id
 from .store import SearchFilters, normalize_tags, search_terms
 from .views import (
     EntryDeleted,
@@ -58,6 +58,7 @@ TextArg = Annotated[
     str, msgspec.Meta(max_length=500, description="Words that must all appear (in topic, content or tags).")
 ]
 NodeArg = Annotated[str, msgspec.Meta(max_length=200)]
+EntryIdArg = Annotated[RowId, msgspec.Meta(description="The id of an existing entry.")]
 FormatArg = Annotated[
     Format | None,
     msgspec.Meta(
@@ -122,9 +123,10 @@ async def _resolve_entry(
         return need
     answers = await ask(ctx, need, key=f"{tool}-id")
     picked = str(answers.get("id", "")) if answers else ""
-    if not picked.isdigit():
+    picked_id = parse_id(picked)
+    if picked_id is None:
         return need
-    entry, _ = await kb.call(kb.store.get_entry, int(picked))
+    entry, _ = await kb.call(kb.store.get_entry, picked_id)
     return entry if entry is not None else need
 
 
@@ -213,7 +215,7 @@ def register_tools(kb: Knowledge) -> None:
     @presented_tool(server, EntryUpdated, annotations=_WRITE, title="Update a fact")
     async def update(
         ctx: Context,
-        id: int,
+        id: EntryIdArg,
         topic: TopicArg | None = None,
         content: ContentArg | None = None,
         confidence: ConfidenceArg | None = None,
@@ -221,7 +223,7 @@ def register_tools(kb: Knowledge) -> None:
         add_tags: TagsArg | None = None,
         remove_tags: TagsArg | None = None,
         expected_version: Annotated[
-            int | None, msgspec.Meta(description="Fail with CONFLICT unless the entry is at this version.")
+            RowId | None, msgspec.Meta(description="Fail with CONFLICT unless the entry is at this version.")
         ] = None,
         format: FormatArg = None,
     ) -> Any:
@@ -354,7 +356,7 @@ def register_tools(kb: Knowledge) -> None:
         annotations=t.ToolAnnotations(destructive_hint=True, idempotent_hint=False, open_world_hint=False),
         title="Delete a fact",
     )
-    async def delete(ctx: Context, id: int, format: FormatArg = None) -> Any:
+    async def delete(ctx: Context, id: EntryIdArg, format: FormatArg = None) -> Any:
         """Delete an entry by id. Undo brings it back (undo(tx_id) with the transaction id this returns)."""
         found = await _resolve_entry(ctx, kb, id, None, "delete", {})
         if isinstance(found, NeedsInput):
@@ -408,10 +410,10 @@ def register_tools(kb: Knowledge) -> None:
     @presented_tool(server, GraphResults, annotations=_READ, title="Explore the graph")
     async def query_graph(
         ctx: Context,
-        node: NodeArg,
+        node: Annotated[NodeArg, msgspec.Meta(description="The node to start from.")],
         depth: Annotated[int, msgspec.Meta(ge=1, le=4, description="How many hops to walk.")] = 1,
-        target: Annotated[str | None, msgspec.Meta(description="Find shortest paths to this node.")] = None,
-        predicate: Annotated[str | None, msgspec.Meta(description="Follow only this predicate.")] = None,
+        target: Annotated[NodeArg | None, msgspec.Meta(description="Find shortest paths to this node.")] = None,
+        predicate: Annotated[NodeArg | None, msgspec.Meta(description="Follow only this predicate.")] = None,
         limit: Annotated[int, msgspec.Meta(ge=1, le=200, description="At most this many triples.")] = 50,
         format: FormatArg = None,
     ) -> Any:
@@ -463,7 +465,7 @@ def register_tools(kb: Knowledge) -> None:
     )
     async def undo(
         ctx: Context,
-        tx_id: Annotated[int | None, msgspec.Meta(description="The transaction to revert (see history).")] = None,
+        tx_id: Annotated[RowId | None, msgspec.Meta(description="The transaction to revert (see history).")] = None,
         format: FormatArg = None,
     ) -> Any:
         """Revert a transaction as a new transaction, which can be undone in turn (undo of an undo redoes).
@@ -490,7 +492,8 @@ def register_tools(kb: Knowledge) -> None:
             )
             answers = await ask(ctx, need, key="undo-tx") if recent else None
             picked = str(answers.get("tx_id", "")) if answers else ""
-            target = await kb.call(store.transaction, int(picked)) if picked.isdigit() else None
+            picked_id = parse_id(picked)
+            target = await kb.call(store.transaction, picked_id) if picked_id is not None else None
             if target is None:
                 return need
         try:
@@ -518,7 +521,9 @@ def register_tools(kb: Knowledge) -> None:
     async def history(
         ctx: Context,
         limit: Annotated[int, msgspec.Meta(ge=1, le=100, description="At most this many transactions.")] = 20,
-        entry_id: Annotated[int | None, msgspec.Meta(description="Only transactions that touched this entry.")] = None,
+        entry_id: Annotated[
+            RowId | None, msgspec.Meta(description="Only transactions that touched this entry.")
+        ] = None,
         format: FormatArg = None,
     ) -> Any:
         """The latest transactions, newest first: what each did, and whether it was undone (and by which)."""
