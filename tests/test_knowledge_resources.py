@@ -184,6 +184,61 @@ async def test_subscribers_hear_of_committed_changes_until_they_unsubscribe(db: 
     await notes.aclose()
 
 
+async def test_a_subscription_to_one_entry_hears_of_that_entry_only(db: Path) -> None:
+    notes = Notes()
+    async with knowledge(db, protocol_version=HANDSHAKE, on_notification=notes) as kb:
+        first = (await kb.store("a", "1"))["entry"]["id"]
+        second = (await kb.store("b", "2"))["entry"]["id"]
+        await kb.client.subscribe(f"{ENTRIES}/{second}")
+        await kb.client.subscribe(HISTORY)
+        await kb.call("update", id=first, content="1b")  # tx 3: not the subscribed entry
+        assert (await notes.next())["uri"] == HISTORY
+        await kb.call("update", id=second, content="2b")  # tx 4
+        assert await notes.next() == {
+            "uri": f"{ENTRIES}/{second}",
+            "_meta": {
+                "resource_uri": f"{ENTRIES}/{second}",
+                "tx_id": 4,
+                "change_type": "upsert",
+                "changed_ids": [second],
+                "changed_count": 1,
+            },
+        }
+        assert (await notes.next())["uri"] == HISTORY
+        await kb.call("delete", id=second)  # tx 5
+        assert (await notes.next())["_meta"]["change_type"] == "delete"
+        assert (await notes.next())["uri"] == HISTORY
+        await kb.call("undo", tx_id=5)
+        restored = await notes.next()
+        assert (restored["uri"], restored["_meta"]["change_type"]) == (f"{ENTRIES}/{second}", "upsert")
+    await notes.aclose()
+
+
+@pytest.mark.parametrize(
+    "uri", [f"{ENTRIES}/9", f"{ENTRIES}/01", f"{ENTRIES}/x", "knowledge://nope", f"{ENTRIES}?topic=a"]
+)
+async def test_a_subscription_that_would_never_fire_is_refused(db: Path, uri: str) -> None:
+    async with knowledge(db, protocol_version=HANDSHAKE) as kb:
+        await kb.store("a", "1")
+        with pytest.raises(RpcError) as raised:
+            await kb.client.subscribe(uri)
+        assert (raised.value.code, raised.value.data) == (-32002, {"uri": uri})
+
+
+async def test_a_listen_stream_can_follow_one_entry(db: Path) -> None:
+    notes = Notes()
+    async with knowledge(db, on_notification=notes) as kb:
+        assert kb.client.stateless
+        entry_id = (await kb.store("a", "1"))["entry"]["id"]
+        async with kb.client.listen(resource_uris=[f"{ENTRIES}/{entry_id}", f"{ENTRIES}/77", HISTORY]) as ack:
+            assert ack["resourceSubscriptions"] == [f"{ENTRIES}/{entry_id}", HISTORY]
+            await kb.call("update", id=entry_id, content="changed")
+            one = await notes.next()
+            assert one["uri"] == f"{ENTRIES}/{entry_id}" and one["_meta"]["changed_ids"] == [entry_id]
+            assert (await notes.next())["uri"] == HISTORY
+    await notes.aclose()
+
+
 async def test_a_no_op_write_notifies_nobody(db: Path) -> None:
     notes = Notes()
     async with knowledge(db, protocol_version=HANDSHAKE, on_notification=notes) as kb:

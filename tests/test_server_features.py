@@ -612,6 +612,11 @@ async def test_resources_and_templates() -> None:
 
 async def test_subscriptions_and_unsubscribe() -> None:
     server = good_resource_server()
+
+    @server.resource("file:///project")
+    def project() -> str:
+        return "a directory"
+
     updates: list[dict[str, Any]] = []
 
     def on_notification(method: str, params: dict[str, Any]) -> None:
@@ -627,10 +632,56 @@ async def test_subscriptions_and_unsubscribe() -> None:
         await server.notify_resource_updated("bin://logo")  # not subscribed
         await client.ping()  # the notifications were written before the ping's answer
         assert updates == [{"uri": "text://readme"}, {"uri": "file:///project/src/a.py"}]
+        await server.notify_resource_updated("file:///project/src/b.py", exact=True)  # only its own subscribers
+        await client.ping()
+        assert len(updates) == 2
         await client.unsubscribe("text://readme")
         await server.notify_resource_updated("text://readme")
         await client.ping()
         assert len(updates) == 2
+
+
+async def test_a_subscription_the_server_will_never_serve_is_refused() -> None:
+    """By default a subscription is served for a registered resource or a URI matching a template; anything else
+    is "resource not found" (-32002 with ``data.uri``), and left out of a 2026-07-28 listen's acknowledgement. A
+    server widens (or narrows) that by overriding ``accepts_subscription``, sync or async."""
+    async with Client.connect_server(good_resource_server(), **V) as client:
+        await client.subscribe("text://readme")
+        await client.subscribe("user://ada/posts/7")  # matches a template
+        for uri in ("nope://x", "text://readme/part", "data://search?q=x", "user://ada/posts/"):
+            with pytest.raises(RpcError) as info:
+                await client.subscribe(uri)
+            assert (info.value.code, info.value.data) == (-32002, {"uri": uri}), uri
+        await client.unsubscribe("nope://x")  # unsubscribing what was never subscribed is harmless
+
+    class Files(Server):
+        async def accepts_subscription(self, uri: str) -> bool:
+            return uri.startswith("file:///srv/") or bool(super().accepts_subscription(uri))
+
+    files = Files("files")
+
+    @files.resource("file:///srv/")
+    def listing() -> str:
+        return "a.txt"
+
+    updates: list[dict[str, Any]] = []
+
+    def on_notification(method: str, params: dict[str, Any]) -> None:
+        updates.append(params)
+
+    async with Client.connect_server(files, on_notification=on_notification, **V) as client:
+        await client.subscribe("file:///srv/a.txt")
+        with pytest.raises(RpcError):
+            await client.subscribe("file:///etc/passwd")
+        await files.notify_resource_updated("file:///srv/a.txt")
+        await client.ping()
+        assert updates == [{"uri": "file:///srv/a.txt"}]
+
+    server = good_resource_server()
+    async with Client.connect_server(server) as stateless:
+        assert stateless.stateless
+        async with stateless.listen(resource_uris=["text://readme", "nope://x", "user://a/posts/1"]) as ack:
+            assert ack["resourceSubscriptions"] == ["text://readme", "user://a/posts/1"]
 
 
 async def test_logging_set_level_and_broadcast() -> None:

@@ -632,24 +632,56 @@ class Server:
             result.cache_scope = hint.scope
         return result
 
-    def _subscribe(self, ctx: Context, params: _UriParams) -> dict[str, Any]:
-        ctx.session.subscriptions.add(params.uri)
+    def accepts_subscription(self, uri: str) -> bool | Awaitable[bool]:
+        """Whether a subscription to ``uri`` is served: ``resources/subscribe`` (a refused URI is "resource not
+        found") and a 2026-07-28 listen's ``resourceSubscriptions`` (a refused URI is left out of the
+        acknowledgement).
+
+        By default the URI of a registered resource, or one matching a registered resource template, is served:
+        those are the URIs the server can tell about (:meth:`notify_resource_updated`). Override it, sync or async,
+        to widen that (any URI under a directory resource, say) or to narrow it (a templated resource that must
+        exist)."""
+        if uri in self._resources:
+            return True
+        return any(tpl.matcher.match(uri) is not None for tpl in self._templates.values())
+
+    async def _accepts(self, uri: str) -> bool:
+        verdict = self.accepts_subscription(uri)
+        return bool(await verdict) if hasattr(verdict, "__await__") else bool(verdict)
+
+    def _subscribe(self, ctx: Context, params: _UriParams) -> Any:
+        verdict = self.accepts_subscription(params.uri)
+        if hasattr(verdict, "__await__"):
+            return self._subscribe_async(ctx, params.uri, verdict)
+        return self._subscribed(ctx, params.uri, bool(verdict))
+
+    async def _subscribe_async(self, ctx: Context, uri: str, pending: Awaitable[bool]) -> dict[str, Any]:
+        return self._subscribed(ctx, uri, bool(await pending))
+
+    def _subscribed(self, ctx: Context, uri: str, accepted: bool) -> dict[str, Any]:
+        if not accepted:
+            raise _not_found(ctx, uri)
+        ctx.session.subscriptions.add(uri)
         return {}
 
     def _unsubscribe(self, ctx: Context, params: _UriParams) -> dict[str, Any]:
         ctx.session.subscriptions.discard(params.uri)
         return {}
 
-    async def notify_resource_updated(self, uri: str, *, meta: Mapping[str, Any] | None = None) -> None:
-        """Tell every subscriber of ``uri`` (or of a URI it sits under) that it changed.
+    async def notify_resource_updated(
+        self, uri: str, *, meta: Mapping[str, Any] | None = None, exact: bool = False
+    ) -> None:
+        """Tell every subscriber of ``uri`` (or of a URI it sits under, unless ``exact``) that it changed.
 
         ``meta`` goes in the notification's ``_meta`` (the spec's place for extra data, e.g. what changed); on a
-        2026-07-28 listen stream the subscription id is added to it."""
+        2026-07-28 listen stream the subscription id is added to it. ``exact`` keeps a notification about one item
+        from reaching the subscribers of its collection, for a server that tells those about the collection
+        itself."""
         params: dict[str, Any] = {"uri": uri}
         if meta:
             params["_meta"] = dict(meta)
         for session in self.sessions():
-            if any(uri == s or uri.startswith(s.rstrip("/") + "/") for s in session.subscriptions):
+            if any(uri == s or (not exact and uri.startswith(s.rstrip("/") + "/")) for s in session.subscriptions):
                 await _safe_notify(session, "notifications/resources/updated", params)
             for sub_id, wanted in list(session.listeners.items()):
                 if uri in (wanted.get("resourceSubscriptions") or ()):
@@ -840,7 +872,7 @@ class Server:
                 honoured[flag] = True
         subs = wanted.get("resourceSubscriptions")
         if isinstance(subs, list) and "resources" in caps:
-            honoured["resourceSubscriptions"] = [s for s in subs if isinstance(s, str)]
+            honoured["resourceSubscriptions"] = [s for s in subs if isinstance(s, str) and await self._accepts(s)]
         session = ctx.session
         self.attach(session)
         session.listeners[ctx.request_id] = honoured

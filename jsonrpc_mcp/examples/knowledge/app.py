@@ -18,7 +18,7 @@ from ...errors import InternalError
 from ...mcp.server import Server
 from ...presentation import ErrorCode, ToolFailure
 from .db import KnowledgeStoreError
-from .models import TABLE_RESOURCES, ChangeType
+from .models import TABLE_RESOURCES, ChangeType, parse_id
 from .store import KnowledgeStore, StoreConflict, StoreNotFound, StoreUnavailable, Write
 
 __all__ = ("Knowledge", "ENTRIES", "TRIPLES", "HISTORY", "ENTRY_TEMPLATE", "CHANGED_IDS_MAX", "entry_uri")
@@ -72,19 +72,27 @@ class Knowledge:
     async def publish(self, write: Write[Any], history_ids: Sequence[int] = ()) -> None:
         """Tell subscribers what a committed write changed: one ``notifications/resources/updated`` per
         collection and change type, with ``resource_uri``, ``tx_id``, ``change_type`` and ``changed_ids`` in
-        its ``_meta``; and one for ``knowledge://history/transactions``."""
+        its ``_meta``; one per changed entry to the subscribers of that entry (``knowledge://entries/{id}``) only;
+        and one for ``knowledge://history/transactions``."""
         if write.tx_id is None:
             return
         groups: dict[tuple[str, ChangeType], list[int]] = {}
+        entries: dict[int, ChangeType] = {}
         for change in write.changes:
             ids = groups.setdefault((TABLE_RESOURCES[change.table], change.change_type), [])
             if change.row_id not in ids:
                 ids.append(change.row_id)
+            if change.table == "entries":
+                entries[change.row_id] = change.change_type  # the last change of the row says how it ends
         for (uri, change_type), ids in groups.items():
             await self._notify(uri, write.tx_id, change_type, ids)
+        for entry_id, change_type in entries.items():
+            await self._notify(entry_uri(entry_id), write.tx_id, change_type, [entry_id], exact=True)
         await self._notify(HISTORY, write.tx_id, "upsert", [write.tx_id, *history_ids])
 
-    async def _notify(self, uri: str, tx_id: int, change_type: ChangeType, ids: list[int]) -> None:
+    async def _notify(
+        self, uri: str, tx_id: int, change_type: ChangeType, ids: list[int], *, exact: bool = False
+    ) -> None:
         meta = {
             "resource_uri": uri,
             "tx_id": tx_id,
@@ -92,4 +100,13 @@ class Knowledge:
             "changed_ids": ids[:CHANGED_IDS_MAX],
             "changed_count": len(ids),
         }
-        await self.server.notify_resource_updated(uri, meta=meta)
+        await self.server.notify_resource_updated(uri, meta=meta, exact=exact)
+
+    async def entry_exists(self, uri: str) -> bool:
+        """Is ``uri`` exactly the URI of an entry that exists now (``knowledge://entries/7``, never ``/07``)?"""
+        prefix = ENTRIES + "/"
+        wanted = parse_id(uri[len(prefix) :]) if uri.startswith(prefix) else None
+        if wanted is None or uri != entry_uri(wanted):
+            return False
+        entry, _ = await self.read(self.store.get_entry, wanted)
+        return entry is not None

@@ -6,7 +6,7 @@ import os
 from typing import Final
 
 from ...mcp.server import Server
-from .app import Knowledge
+from .app import ENTRIES, HISTORY, TRIPLES, Knowledge
 from .prompts import register_prompts
 from .resources import register_resources
 from .store import KnowledgeStore
@@ -39,6 +39,10 @@ class KnowledgeServer(Server):
         register_tools(self.knowledge)
         register_resources(self.knowledge)
         register_prompts(self.knowledge)
+
+    async def accepts_subscription(self, uri: str) -> bool:
+        """The three collections, and each entry that exists (``knowledge://entries/7``: its own changes)."""
+        return uri in (ENTRIES, TRIPLES, HISTORY) or await self.knowledge.entry_exists(uri)
 
     def close(self) -> None:
         self.store.close()
