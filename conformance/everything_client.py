@@ -151,6 +151,66 @@ async def invalid_tool_headers(url: str, context: dict[str, Any]) -> None:
             await client.call_tool(tool.name, {})
 
 
+# --- authorization ---------------------------------------------------------------------------------------------
+
+#: The suite's client ID metadata document URL (its authorization servers accept it without fetching it).
+CIMD_URL = "https://conformance-test.local/client-metadata.json"
+#: The suite's authorization servers redirect at once: the headless consent follows the redirect back.
+REDIRECT_URI = "http://localhost:3000/callback"
+
+
+def _oauth(context: dict[str, Any], **options: Any) -> Any:
+    from jsonrpc_mcp.auth import HeadlessConsent, OAuth
+
+    return OAuth(
+        client_name="jsonrpc-mcp-conformance-client",
+        client_metadata_url=CIMD_URL,
+        consent=HeadlessConsent(redirect_uri=REDIRECT_URI),
+        **options,
+    )
+
+
+@scenario(
+    "auth/metadata-default",
+    "auth/metadata-var1",
+    "auth/metadata-var2",
+    "auth/metadata-var3",
+    "auth/basic-cimd",
+    "auth/2025-03-26-oauth-metadata-backcompat",
+    "auth/2025-03-26-oauth-endpoint-fallback",
+    "auth/scope-from-www-authenticate",
+    "auth/scope-from-scopes-supported",
+    "auth/scope-omitted-when-undefined",
+    "auth/scope-step-up",
+    "auth/scope-retry-limit",
+    "auth/token-endpoint-auth-basic",
+    "auth/token-endpoint-auth-post",
+    "auth/token-endpoint-auth-none",
+    "auth/resource-mismatch",
+    "auth/offline-access-scope",
+    "auth/offline-access-not-supported",
+    "auth/authorization-server-migration",
+    "auth/iss-supported",
+    "auth/iss-not-advertised",
+    "auth/iss-supported-missing",
+    "auth/iss-wrong-issuer",
+    "auth/iss-unexpected",
+    "auth/iss-normalized",
+    "auth/metadata-issuer-mismatch",
+)
+async def authorized(url: str, context: dict[str, Any]) -> None:
+    async with Client.connect_http(url, auth=_oauth(context), **_options()) as client:
+        await client.list_tools()
+        await client.call_tool("test-tool", {})
+
+
+@scenario("auth/pre-registration")
+async def pre_registered(url: str, context: dict[str, Any]) -> None:
+    auth = _oauth(context, client_id=context["client_id"], client_secret=context["client_secret"])
+    async with Client.connect_http(url, auth=auth, **_options()) as client:
+        await client.list_tools()
+
+
 async def run(name: str, url: str, context: dict[str, Any]) -> None:
     await SCENARIOS[name](url, context)
 

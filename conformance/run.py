@@ -13,9 +13,10 @@ What it does, in order:
    ``conformance server --url http://localhost:PORT/mcp --requirements REV`` (or, with ``--scenario``,
    one ``--scenario NAME --spec-version REV --force`` run per scenario, which is what
    ``--requirements`` does for each of its scenarios).
-4. Client leg: for each revision, runs every scored non-auth client scenario of that revision as
-   ``conformance client --command "python conformance/everything_client.py" --scenario NAME
-   --spec-version REV --force``, one at a time.
+4. Client leg: for each revision, runs every client scenario of that revision (authorization included, and
+   the authorization extensions the requirement set does not score) as ``conformance client --command
+   "python conformance/everything_client.py" --scenario NAME --spec-version REV --force``, one at a time;
+   then the two 2025-03-26 authorization back-compat scenarios at ``--spec-version 2025-03-26``.
 5. Every suite run gets ``--expected-failures`` (``conformance/expected-failures.<REV>.yml`` if it
    exists, else ``conformance/expected-failures.yml``), and ``-o`` so that results are read from the
    suite's ``checks.json`` files. Prints one table (scenario x revision) and the scored pass counts,
@@ -67,6 +68,14 @@ RESULTS_ROOT: Final = HERE / "results"
 KEEP_RUNS: Final = 10
 
 REVISIONS: Final = ("2025-11-25", "2026-07-28")
+# The 2025-03-26 authorization back-compat scenarios are in no requirement set: run at their own revision,
+# reported beside the sets, and gated like the auth extensions (see GATED_REASONS).
+BACKCOMPAT_REVISION: Final = "2025-03-26"
+BACKCOMPAT_CLIENT: Final = ("auth/2025-03-26-oauth-metadata-backcompat", "auth/2025-03-26-oauth-endpoint-fallback")
+BACKCOMPAT_REASON: Final = "2025-03-26 back-compat"
+# Not-scored client scenarios that still fail the run when they fail (unless expected-failures lists them): the
+# authorization extensions the client implements, and the back-compat scenarios.
+GATED_REASONS: Final = frozenset({"extension", BACKCOMPAT_REASON})
 LEGS: Final = ("server", "client")
 MIN_NODE_MAJOR: Final = 22
 NPM_TIMEOUT_S: Final = 600.0
@@ -555,7 +564,7 @@ def warn_unknown_entries(baselines: dict[str, Baseline | None], reqs: dict[str, 
         for req in reqs.values()
         for leg in LEGS
         for name in (*req.scored[leg], *(n for n, _ in req.not_scored[leg]))
-    }
+    } | {("client", name) for name in BACKCOMPAT_CLIENT}
     seen: set[tuple[Path, str, str]] = set()
     for baseline in baselines.values():
         if baseline is None:
@@ -583,6 +592,7 @@ class Result:
     scored: bool
     reason: str | None  # why not scored
     status: str = ERROR
+    gated: bool = False  # not scored, but a failure fails the run all the same (GATED_REASONS)
     tier_passed: bool = False  # the suite's pass-rate rule: no FAILURE and at least one SUCCESS
     counts: dict[str, int] = dataclasses.field(default_factory=dict)
     failing: list[dict[str, str]] = dataclasses.field(default_factory=list)
@@ -595,7 +605,7 @@ class Result:
 
     @property
     def unexpected(self) -> bool:
-        return self.scored and self.status in UNEXPECTED
+        return (self.scored or self.gated) and self.status in UNEXPECTED
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -604,6 +614,7 @@ class Result:
             "scenario": self.scenario,
             "scored": self.scored,
             "not_scored_reason": self.reason,
+            "gated": self.gated,
             "status": self.status,
             "unexpected": self.unexpected,
             "tier_passed": self.tier_passed,
@@ -847,7 +858,7 @@ class Options:
     revisions: tuple[str, ...]
     scenarios: tuple[str, ...]
     include_unscored: bool
-    include_auth: bool
+    skip_auth: bool
     timeout_s: float
     startup_timeout_s: float
     verbose: bool
@@ -876,6 +887,8 @@ def plan(opts: Options, reqs: dict[str, RequirementSet], known: dict[str, set[st
                         continue
                     if req.contains(leg, name):
                         chosen.append((name, req.reason(leg, name)))
+                    elif name in BACKCOMPAT_CLIENT:
+                        continue  # run once, at 2025-03-26 (below)
                     elif not any(reqs[r].contains(leg, name) for r in opts.revisions):
                         # Named explicitly but in no selected requirement set: run it, unscored.
                         chosen.append((name, "not in the requirement set"))
@@ -884,12 +897,20 @@ def plan(opts: Options, reqs: dict[str, RequirementSet], known: dict[str, set[st
                 chosen = [(s, None) for s in req.scored[leg]] + list(req.not_scored[leg])
                 batch = True  # the suite runs the not-scored ones too; they are reported, never scored
             else:
-                chosen = [(s, None) for s in req.scored[leg] if opts.include_auth or not is_auth(s)]
-                if opts.include_unscored:
-                    chosen += [(s, r) for s, r in req.not_scored[leg] if opts.include_auth or not is_auth(s)]
+                chosen = [(s, None) for s in req.scored[leg] if not (opts.skip_auth and is_auth(s))]
+                chosen += [
+                    (s, r)
+                    for s, r in req.not_scored[leg]
+                    if (opts.include_unscored or r in GATED_REASONS) and not (opts.skip_auth and is_auth(s))
+                ]
                 batch = False
             if chosen:
                 runs.append(LegRun(leg, rev, chosen, batch))
+        backcompat = [s for s in opts.scenarios if s in BACKCOMPAT_CLIENT]
+        if leg == "client" and backcompat:
+            runs.append(LegRun(leg, BACKCOMPAT_REVISION, [(s, BACKCOMPAT_REASON) for s in backcompat], False))
+        if leg == "client" and not opts.scenarios and not opts.skip_auth and REVISIONS[0] in opts.revisions:
+            runs.append(LegRun(leg, BACKCOMPAT_REVISION, [(s, BACKCOMPAT_REASON) for s in BACKCOMPAT_CLIENT], False))
     return runs
 
 
@@ -1037,7 +1058,7 @@ class Runner:
         leg_run.results.append(result)
         if result.scored:
             self._cross_check(leg_run, inv, [result])
-        tag = "" if result.scored else f"  (not scored: {reason})"
+        tag = "" if result.scored else f"  (not scored: {reason}{'; gated' if result.gated else ''})"
         print(
             f"[{leg_run.leg} {leg_run.revision}] {scenario}: {result.status} ({inv.duration_s:.1f} s){tag}", flush=True
         )
@@ -1052,6 +1073,7 @@ class Runner:
         inv: Invocation,
     ) -> Result:
         result = Result(leg_run.leg, leg_run.revision, scenario, reason is None, reason, log=inv.log)
+        result.gated = leg_run.leg == "client" and reason in GATED_REASONS
         result.notes.extend(notes)
         if found is None:
             entries = self.entries(leg_run.leg, leg_run.revision, scenario)
@@ -1103,13 +1125,15 @@ def _tally(results: Iterable[Result]) -> str:
 
 def print_report(runs: list[LegRun], opts: Options, reqs: dict[str, RequirementSet]) -> None:
     revisions = [rev for rev in REVISIONS if rev in opts.revisions]
+    if any(run.revision == BACKCOMPAT_REVISION for run in runs):
+        revisions.append(BACKCOMPAT_REVISION)
     results = [r for run in runs for r in run.results]
 
     scored_rows: dict[tuple[str, str], dict[str, Result]] = {}
     unscored_rows: dict[tuple[str, str], dict[str, Result]] = {}
     reasons: dict[tuple[str, str], str] = {}
     for r in results:
-        if not r.scored and not (opts.include_unscored or opts.scenarios):
+        if not r.scored and not (opts.include_unscored or opts.scenarios or r.gated):
             continue
         rows = scored_rows if r.scored else unscored_rows
         rows.setdefault((r.leg, r.scenario), {})[r.revision] = r
@@ -1137,7 +1161,7 @@ def print_report(runs: list[LegRun], opts: Options, reqs: dict[str, RequirementS
 
     emit(scored_rows, suffix=False)
     if unscored_rows:
-        print(f"{'':-<7} not scored: reported only, never affects the exit status {'':-<10}")
+        print(f"{'':-<7} not scored: reported; only a gated one (extension, back-compat) affects the exit status")
         emit(unscored_rows, suffix=True)
     print("-" * len(header))
     print(textwrap.fill(f"legend: {LEGEND}", width=110, subsequent_indent="  "))
@@ -1152,6 +1176,10 @@ def print_report(runs: list[LegRun], opts: Options, reqs: dict[str, RequirementS
             f"  {run.leg:<6} {run.revision}: {passed}/{len(scored)} passed"
             f" ({xfail} expected failures, {unexpected} unexpected)"
         )
+        gated = [r for r in run.results if r.gated]
+        if gated:
+            names = " and ".join(sorted({r.reason or "" for r in gated}))
+            print(f"         + {names}: {sum(r.tier_passed for r in gated)}/{len(gated)} passed (not scored, gated)")
         for error in run.errors:
             print(f"         ! {error.splitlines()[0]}")
         if run.leg == "server" and run.batch and not opts.include_unscored:
@@ -1208,9 +1236,12 @@ def report_json(
     summary: dict[str, dict[str, Any]] = {}
     for run in runs:
         scored = [r for r in run.results if r.scored]
+        gated = [r for r in run.results if r.gated]
         summary.setdefault(run.leg, {})[run.revision] = {
             "scored_passed": sum(r.tier_passed for r in scored),
             "scored_total": len(scored),
+            "gated_passed": sum(r.tier_passed for r in gated),
+            "gated_total": len(gated),
             "expected_failures": sum(r.status == XFAIL for r in scored),
             "unexpected": sum(r.unexpected for r in scored),
             "errors": run.errors,
@@ -1276,7 +1307,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "added-after-release); they never affect the exit status",
     )
     parser.add_argument(
-        "--include-auth", action="store_true", help="also run the auth client scenarios (out of scope for now)"
+        "--skip-auth",
+        action="store_true",
+        help="leave out the authorization client scenarios (they run by default; quicker while working on others)",
     )
     parser.add_argument(
         "--timeout", type=float, default=30.0, metavar="S", help="the suite's per-scenario timeout (default: 30)"
@@ -1344,7 +1377,7 @@ def _main(args: argparse.Namespace, started: dt.datetime) -> int:
         revisions=tuple(REVISIONS) if args.revision == "all" else (args.revision,),
         scenarios=tuple(dict.fromkeys(args.scenario)),
         include_unscored=args.include_unscored,
-        include_auth=args.include_auth,
+        skip_auth=args.skip_auth,
         timeout_s=args.timeout,
         startup_timeout_s=args.startup_timeout,
         verbose=args.verbose,
@@ -1356,12 +1389,13 @@ def _main(args: argparse.Namespace, started: dt.datetime) -> int:
     if args.expected_failures is not None and not args.expected_failures.is_file():
         raise SetupError(f"no such file: {args.expected_failures}")
     override = args.expected_failures.resolve() if args.expected_failures else None
-    paths = {rev: override or baseline_path(rev) for rev in opts.revisions}
-    docs = load_yaml_files(suite, [p for p in paths.values() if p is not None])
-    baselines = {rev: parse_baseline(p, docs[p]) if p else None for rev, p in paths.items()}
     env = dict(os.environ)
     known = list_suite_scenarios(suite, env) if opts.scenarios else None
     runs = plan(opts, reqs, known)
+    revisions = dict.fromkeys([*opts.revisions, *(run.revision for run in runs)])
+    paths = {rev: override or baseline_path(rev) for rev in revisions}
+    docs = load_yaml_files(suite, [p for p in paths.values() if p is not None])
+    baselines = {rev: parse_baseline(p, docs[p]) if p else None for rev, p in paths.items()}
     warn_unknown_entries(baselines, reqs)
 
     print(f"{SUITE_PACKAGE} {suite.version} on Node {suite.node_version}")

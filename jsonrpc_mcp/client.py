@@ -76,15 +76,20 @@ class Client(ClientSession):
         *,
         headers: Mapping[str, str] | None = None,
         timeout: float = 30.0,
+        auth: Any = None,
         http_options: Mapping[str, Any] | None = None,
         **options: Any,
     ) -> AsyncIterator[Client]:
-        """Streamable HTTP (needs the ``http`` extra). ``http_options`` go to
-        :func:`~jsonrpc_mcp.transports.http_client.connect_http` (``sse_read_timeout``, ``auth``, ``http_client``…)."""
+        """Streamable HTTP (needs the ``http`` extra). ``auth``: an ``httpx.Auth``, typically
+        :class:`jsonrpc_mcp.auth.OAuth` (authorizes by itself when the server answers 401). ``http_options`` go to
+        :func:`~jsonrpc_mcp.transports.http_client.connect_http` (``sse_read_timeout``, ``http_client``…)."""
         from .transports.http_client import connect_http
 
+        http = dict(http_options or {})
+        if auth is not None:
+            http["auth"] = auth
         async with (
-            connect_http(url, headers=headers, timeout=timeout, **dict(http_options or {})) as stream,
+            connect_http(url, headers=headers, timeout=timeout, **http) as stream,
             cls.connect(stream, **options) as client,
         ):
             yield client

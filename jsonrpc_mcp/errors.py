@@ -22,6 +22,7 @@ __all__ = (
     "ResourceNotFound",
     "RequestTimeout",
     "ConnectionClosed",
+    "AuthorizationError",
     "ToolError",
     "ProtocolViolation",
     "error_for_code",
@@ -99,6 +100,24 @@ class ConnectionClosed(RpcError):
     default_message = "Connection closed"
 
 
+class AuthorizationError(ConnectionClosed):
+    """The client could not get (or keep) authorization to reach the server (raised locally, never sent).
+
+    ``step`` names where it failed: ``"protected resource metadata"``, ``"authorization server metadata"``,
+    ``"client registration"``, ``"authorization"``, ``"token request"``, ``"token refresh"``, ``"step-up"``…
+    The message never contains a token or a secret. A kind of :class:`ConnectionClosed`: the request it ends was
+    never served.
+    """
+
+    code = codes.AUTHORIZATION_FAILED
+    default_message = "Authorization failed"
+
+    def __init__(self, step: str, reason: str, *, message: str | None = None) -> None:
+        super().__init__(message or f"authorization failed ({step}): {reason}", {"step": step, "reason": reason})
+        self.step = step
+        self.reason = reason
+
+
 class ProtocolViolation(Exception):
     """The peer broke a rule the spec states (raised locally; the caller decides what to answer)."""
 
@@ -108,6 +127,8 @@ def error_for_code(code: int, message: str, data: Any = None) -> RpcError:
     for kind in (ParseError, InvalidRequest, MethodNotFound, InvalidParams, InternalError):
         if kind.code == code:
             return kind(message, data)
+    if code == codes.AUTHORIZATION_FAILED and isinstance(data, dict) and isinstance(data.get("step"), str):
+        return AuthorizationError(data["step"], str(data.get("reason", message)), message=message)
     return RpcError(message, data, code=code)
 
 

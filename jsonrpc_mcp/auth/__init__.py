@@ -1,8 +1,15 @@
-"""MCP authorization, resource-server side: bearer tokens on Streamable HTTP (docs/authorization.md).
+"""MCP authorization (docs/authorization.md).
 
-The verifiers need the ``auth`` extra (``pip install 'jsonrpc-mcp[auth]'``: joserfc and httpx); each name is
-imported on first use, so ``import jsonrpc_mcp.auth`` costs nothing and a server without authorization never
-loads them. stdio and sockets take no OAuth: their credentials come from the environment (the MCP spec's rule).
+Resource-server side: bearer tokens on Streamable HTTP. The verifiers need the ``auth`` extra
+(``pip install 'jsonrpc-mcp[auth]'``: joserfc and httpx).
+
+Client side: :class:`OAuth`, an ``httpx.Auth`` that authorizes by itself when a server answers 401
+(``Client.connect_http(url, auth=OAuth(...))``), with its token stores and consent helpers; it needs the ``http``
+extra (the ``auth`` extra too for its JOSE-based extensions: private_key_jwt, DPoP).
+
+Each name is imported on first use, so ``import jsonrpc_mcp.auth`` costs nothing and a server without
+authorization never loads them. stdio and sockets take no OAuth: their credentials come from the environment (the
+MCP spec's rule).
 """
 
 from __future__ import annotations
@@ -21,11 +28,29 @@ __all__ = (
     "canonical_resource",
     "audience_matches",
     "missing_scopes",
+    # client side
+    "OAuth",
+    "Grant",
+    "GrantContext",
+    "AuthorizationCode",
+    "StoredToken",
+    "ClientRegistration",
+    "Consent",
+    "LoopbackConsent",
+    "HeadlessConsent",
+    "TokenStore",
+    "MemoryTokenStore",
+    "FileTokenStore",
+    "client_metadata_document",
 )
 
 if TYPE_CHECKING:
     from .introspection import IntrospectionVerifier
     from .jwt import JwksCache, JwtVerifier
+    from .oauth_client import AuthorizationCode, ClientRegistration, Grant, GrantContext, OAuth, StoredToken
+    from .oauth_consent import Consent, HeadlessConsent, LoopbackConsent
+    from .oauth_store import FileTokenStore, MemoryTokenStore, TokenStore
+    from .oauth_wire import client_metadata_document
     from .principal import (
         AccessToken,
         InvalidToken,
@@ -47,6 +72,19 @@ _WHERE = {
     "JwtVerifier": "jwt",
     "JwksCache": "jwt",
     "IntrospectionVerifier": "introspection",
+    "OAuth": "oauth_client",
+    "Grant": "oauth_client",
+    "GrantContext": "oauth_client",
+    "AuthorizationCode": "oauth_client",
+    "StoredToken": "oauth_client",
+    "ClientRegistration": "oauth_client",
+    "Consent": "oauth_consent",
+    "LoopbackConsent": "oauth_consent",
+    "HeadlessConsent": "oauth_consent",
+    "TokenStore": "oauth_store",
+    "MemoryTokenStore": "oauth_store",
+    "FileTokenStore": "oauth_store",
+    "client_metadata_document": "oauth_wire",
 }
 
 
@@ -57,8 +95,9 @@ def __getattr__(name: str) -> Any:
     try:
         value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
     except ImportError as exc:
+        extra = "http" if module.startswith("oauth_") else "auth"
         raise ImportError(
-            f"jsonrpc_mcp.auth.{name} needs the auth extra: pip install 'jsonrpc-mcp[auth]' ({exc})"
+            f"jsonrpc_mcp.auth.{name} needs the {extra} extra: pip install 'jsonrpc-mcp[{extra}]' ({exc})"
         ) from exc
     globals()[name] = value
     return value

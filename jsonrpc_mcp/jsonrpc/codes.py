@@ -21,3 +21,4 @@ UNSUPPORTED_PROTOCOL_VERSION = -32022
 # Local-only conditions: raised to callers of this library, never written to the wire.
 CONNECTION_CLOSED = -32000
 REQUEST_TIMEOUT = -32001
+AUTHORIZATION_FAILED = -32003

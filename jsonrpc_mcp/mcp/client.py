@@ -25,7 +25,7 @@ import anyio.abc
 import msgspec
 from msgspec import UNSET
 
-from ..errors import InvalidParams, MethodNotFound, RpcError
+from ..errors import AuthorizationError, InvalidParams, MethodNotFound, RpcError
 from ..jsonrpc.codes import UNSUPPORTED_PROTOCOL_VERSION
 from ..jsonrpc.dispatch import Dispatcher
 from ..jsonrpc.streams import MessageStream
@@ -196,7 +196,7 @@ class ClientSession:
         try:
             await self.discover(version)
         except RpcError as exc:
-            if wanted != "auto":
+            if wanted != "auto" or isinstance(exc, AuthorizationError):
                 raise
             logger.debug("server/discover failed (%s); falling back to the initialize handshake", exc.message)
             self.stateless = False

@@ -47,7 +47,7 @@ import anyio.abc
 import msgspec
 from msgspec import UNSET
 
-from ..errors import RpcError
+from ..errors import AuthorizationError, RpcError
 from ..jsonrpc import codes
 from ..jsonrpc.streams import MessageStream
 from ..jsonrpc.wire import RequestId, decode_frame, encode_error, is_batch
@@ -143,8 +143,11 @@ class HttpClientStream(MessageStream):
         max_concurrent_posts: int = 64,
         max_event: int = 16 * 1024 * 1024,
         get_stream_wait: float = 5.0,
+        auth: httpx.Auth | None = None,
     ) -> None:
         self.http = http
+        #: authorizes every request to the endpoint (e.g. :class:`jsonrpc_mcp.auth.OAuth`); None: the client's own
+        self.auth = auth
         self.url = url
         self.headers = dict(headers or {})
         self.max_reconnects = max_reconnects
@@ -249,6 +252,9 @@ class HttpClientStream(MessageStream):
         try:
             async with self._request("POST", self._post_headers(out), frame) as response:
                 await self._answer(response, out)
+        except AuthorizationError as exc:  # from the ``auth`` of the httpx client (jsonrpc_mcp.auth.OAuth)
+            if not self._closed:
+                await self._fail(out, exc.message, exc)
         except Exception as exc:
             if not self._closed:
                 logger.debug("POST failed: %r", exc)
@@ -297,9 +303,10 @@ class HttpClientStream(MessageStream):
         elif out.kind == "request":
             await self._fail(out, f"unexpected content type {content_type or 'none'!r} in the answer")
 
-    async def _fail(self, out: _Out, message: str) -> None:
+    async def _fail(self, out: _Out, message: str, error: RpcError | None = None) -> None:
         if out.kind == "request" and out.ident is not None:
-            await self._deliver(encode_error(out.ident, codes.CONNECTION_CLOSED, message))
+            code, data = (error.code, error.data) if error is not None else (codes.CONNECTION_CLOSED, None)
+            await self._deliver(encode_error(out.ident, code, message, data))
         else:
             logger.warning("%s (%s)", message, out.method or "response")
 
@@ -333,7 +340,8 @@ class HttpClientStream(MessageStream):
         within the endpoint's origin: the session id and the caller's headers never go to another one."""
         url = self.url
         for hop in range(_MAX_REDIRECTS + 1):
-            async with self.http.stream(method, url, headers=headers, content=content) as response:
+            auth = self.auth if self.auth is not None else _httpx().USE_CLIENT_DEFAULT
+            async with self.http.stream(method, url, headers=headers, content=content, auth=auth) as response:
                 target = self._redirect(method, response) if hop < _MAX_REDIRECTS else None
                 if target is None:
                     yield response
@@ -451,6 +459,9 @@ class HttpClientStream(MessageStream):
                         logger.debug("no standalone GET stream (HTTP %d)", response.status_code)
                         return
                     await self._pump(response, parser, None)
+            except AuthorizationError as exc:
+                logger.warning("no standalone GET stream: %s", exc.message)
+                return
             except Exception as exc:
                 logger.debug("the GET stream broke: %r", exc)
             self._get_answered.set()  # a first attempt that failed does not hold the handshake either
@@ -503,7 +514,8 @@ async def connect_http(
     :param timeout: connect, write and pool timeouts (seconds), and the read timeout of JSON answers.
     :param sse_read_timeout: the longest silence tolerated on an SSE stream (``None``: no limit).
     :param max_reconnects: resumption attempts of a dropped SSE stream before its request fails.
-    :param auth: an ``httpx.Auth`` (e.g. for OAuth flows).
+    :param auth: an ``httpx.Auth`` for every request to the endpoint (:class:`jsonrpc_mcp.auth.OAuth` authorizes by
+        itself when the server answers 401); used with ``http_client`` too.
     :param http_client: an ``httpx.AsyncClient`` of your own (its settings are used as they are, it is not closed).
     :param stream_options: go to :class:`HttpClientStream`: ``get_stream_wait`` (how long the handshake waits for
         the server to answer the standalone GET stream, seconds), ``default_retry_ms``, ``max_event``…
@@ -516,13 +528,13 @@ async def connect_http(
         # the CA bundle.
         tls = url.lower().startswith("https:")
         client = httpx.AsyncClient(
-            timeout=httpx.Timeout(timeout, read=sse_read_timeout), auth=auth, follow_redirects=False, verify=tls
+            timeout=httpx.Timeout(timeout, read=sse_read_timeout), follow_redirects=False, verify=tls
         )
     try:
         with unwrap_group():
             async with anyio.create_task_group() as tg:
                 stream = HttpClientStream(
-                    client, url, tg, headers=headers, max_reconnects=max_reconnects, **stream_options
+                    client, url, tg, headers=headers, max_reconnects=max_reconnects, auth=auth, **stream_options
                 )
                 try:
                     yield stream

@@ -1,0 +1,987 @@
+"""OAuth 2.1 for MCP clients (L6): an ``httpx.Auth`` that authorizes by itself when a server answers 401.
+
+::
+
+    from jsonrpc_mcp import Client
+    from jsonrpc_mcp.auth import OAuth
+
+    async with Client.connect_http("https://mcp.example.com/mcp", auth=OAuth(client_name="My app")) as client:
+        tools = await client.list_tools()
+
+What happens on a 401 (MCP authorization, revisions 2025-03-26 to 2026-07-28):
+
+1. **Protected resource metadata** (RFC 9728): from the challenge's ``resource_metadata``, else the path-aware
+   well-known URI, else the root one. Its ``resource`` must cover the server's URL (or nothing is sent anywhere).
+   When the server publishes none (every URL 404), the 2025-03-26 rules apply: the authorization server is the
+   server's origin, and without metadata its endpoints are ``/authorize``, ``/token`` and ``/register``.
+2. **Authorization server metadata**: RFC 8414 and OpenID Connect discovery in the spec's order (path-aware);
+   the document's ``issuer`` must be exactly the issuer its URL was built from.
+3. **Client**: pre-registered (``client_id``, bound to the issuer it is first used with), else a client ID metadata
+   document (``client_metadata_url``) when the server supports them, else a registration stored for that issuer,
+   else dynamic client registration (with ``application_type``), else a clear error asking for a ``client_id``.
+4. **Authorization**: PKCE with S256 (a server that does not offer it is refused), ``state``, ``resource``
+   (RFC 8707) and the scopes chosen as the spec says (the challenge's ``scope``, else the resource's
+   ``scopes_supported``, else none; ``offline_access`` when the server lists it); the user's consent through a
+   :class:`~jsonrpc_mcp.auth.Consent`; the answer's ``state`` and ``iss`` (RFC 9207) checked before the code is
+   redeemed.
+5. **Tokens** are kept per server in a :class:`~jsonrpc_mcp.auth.TokenStore`, refreshed before they expire and
+   before authorizing again, sent only to URLs their resource covers, and never logged. A 403
+   ``insufficient_scope`` steps up (the union of what was asked before and the challenge), at most
+   ``max_step_ups`` times per request. When the resource names another authorization server, nothing obtained
+   from the previous one is used with it.
+
+Every failure raises :class:`~jsonrpc_mcp.errors.AuthorizationError` naming the step.
+"""
+
+from __future__ import annotations
+
+import base64
+import hmac
+import logging
+import time
+from collections.abc import AsyncGenerator, Generator, Mapping, Sequence
+from typing import Any, Final, Protocol
+from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
+
+import anyio
+import msgspec
+
+try:
+    import httpx
+except ImportError:  # pragma: no cover - the http extra is missing
+    raise ImportError(
+        "jsonrpc_mcp.auth needs httpx: install the http extra (pip install 'jsonrpc-mcp[http]')"
+    ) from None
+
+from ..errors import AuthorizationError
+from .oauth_consent import Consent, LoopbackConsent, check_redirect_uri
+from .oauth_store import MemoryTokenStore, TokenStore
+from .oauth_wire import (
+    AuthorizationServerMetadata,
+    Challenge,
+    ProtectedResourceMetadata,
+    TokenResponse,
+    authorization_server_metadata_urls,
+    canonical_resource,
+    decode_json_object,
+    is_client_metadata_url,
+    is_secure_endpoint,
+    join_scopes,
+    new_state,
+    origin_of,
+    parse_www_authenticate,
+    pkce_pair,
+    protected_resource_metadata_urls,
+    resource_covers,
+    split_scopes,
+)
+
+__all__ = ("OAuth", "Grant", "AuthorizationCode", "StoredToken", "ClientRegistration")
+
+logger = logging.getLogger(__name__)
+
+_MAX_BODY: Final = 1024 * 1024
+_EXPIRY_MARGIN: Final = 30.0  # seconds before expiry a token counts as expired (clock skew, time in flight)
+_MAX_NONCE_RETRIES: Final = 2
+_SECRET_METHODS: Final = ("client_secret_basic", "client_secret_post")
+_USABLE_METHODS: Final = ("none", *_SECRET_METHODS)
+
+
+class StoredToken(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """A token as kept in the store, with what it may be used for."""
+
+    access_token: str
+    token_type: str = "Bearer"
+    expires_at: float | None = None
+    refresh_token: str | None = None
+    scope: str | None = None  # granted (what was asked, when the server did not say)
+    url: str  # the resource the token may be sent to (the server's URL on the 2025-03-26 path)
+    resource: str | None = None  # the RFC 8707 resource indicator it was asked for (None: not sent)
+    issuer: str
+    token_endpoint: str | None = None
+
+    def expired(self, now: float | None = None) -> bool:
+        if self.expires_at is None:
+            return False
+        return (time.time() if now is None else now) >= self.expires_at - _EXPIRY_MARGIN
+
+
+class ClientRegistration(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """A client known to one authorization server (``issuer``; None for a portable client ID metadata URL)."""
+
+    client_id: str
+    client_secret: str | None = None
+    client_secret_expires_at: int | None = None
+    token_endpoint_auth_method: str = "none"
+    redirect_uris: list[str] = []
+    issuer: str | None = None
+
+    def secret_expired(self) -> bool:
+        expires = self.client_secret_expires_at
+        return bool(expires) and time.time() >= float(expires or 0)
+
+
+class _Target(msgspec.Struct, kw_only=True):
+    """What discovery found: the authorization server to use, and the resource to ask tokens for."""
+
+    issuer: str
+    metadata: AuthorizationServerMetadata
+    url: str  # what the tokens will be sent to
+    resource: str | None  # the RFC 8707 resource indicator (None on the 2025-03-26 path)
+    scopes_supported: list[str] | None
+    legacy: bool
+
+
+class _Tries:
+    """What one request has already been through (to bound re-authorization)."""
+
+    __slots__ = ("fresh", "nonces", "refreshed", "step_ups")
+
+    def __init__(self) -> None:
+        self.fresh = False
+        self.refreshed = False
+        self.step_ups = 0
+        self.nonces = 0
+
+
+class _ServerState:
+    """Per MCP server URL: its token, what discovery found, the scopes asked so far, one authorization at a time."""
+
+    def __init__(self, server_url: str) -> None:
+        self.server_url = server_url
+        self.key = f"tokens {server_url}"
+        self.lock = anyio.Lock()
+        self.loaded = False
+        self.token: StoredToken | None = None
+        self.target: _Target | None = None
+        self.requested: list[str] = []
+
+
+class GrantContext:
+    """What a :class:`Grant` works with: the authorization server found, the scope and resource to ask for, an
+    HTTP client for the authorization server, and the token request helper (client authentication included)."""
+
+    def __init__(self, oauth: OAuth, http: httpx.AsyncClient, target: _Target, scope: str | None) -> None:
+        self.oauth = oauth
+        self.http = http
+        self.target = target
+        self.scope = scope
+
+    @property
+    def issuer(self) -> str:
+        return self.target.issuer
+
+    @property
+    def metadata(self) -> AuthorizationServerMetadata:
+        return self.target.metadata
+
+    @property
+    def resource(self) -> str | None:
+        return self.target.resource
+
+    def token_endpoint(self) -> str:
+        endpoint = self.metadata.token_endpoint
+        if not endpoint:
+            raise AuthorizationError("authorization server metadata", f"{self.issuer} names no token_endpoint")
+        return endpoint
+
+    async def token_request(
+        self, form: Mapping[str, str], client: ClientRegistration | None, *, step: str = "token request"
+    ) -> TokenResponse:
+        return await self.oauth._token_request(self.http, self.token_endpoint(), dict(form), client, step, self.issuer)
+
+
+class Grant(Protocol):
+    """How a token is obtained once the authorization server is known (the authorization code flow by default;
+    the client credentials, JWT bearer and enterprise grants are the others)."""
+
+    #: whether a person takes part (consent in a browser): such grants are the ones that step up on a 403
+    interactive: bool
+
+    async def obtain(self, context: GrantContext) -> TokenResponse: ...
+
+    def client_for_refresh(self, oauth: OAuth, issuer: str) -> ClientRegistration | None:
+        """The client that refreshes tokens of ``issuer`` without new registration (None: not known here)."""
+        ...
+
+
+class AuthorizationCode:
+    """The authorization code grant with PKCE: the user consents in a browser (the default grant)."""
+
+    interactive = True
+
+    async def obtain(self, context: GrantContext) -> TokenResponse:
+        oauth, target = context.oauth, context.target
+        meta = target.metadata
+        _require_pkce(target)
+        endpoint = meta.authorization_endpoint
+        if not endpoint:
+            raise AuthorizationError(
+                "authorization server metadata", f"{target.issuer} names no authorization_endpoint"
+            )
+        consent = oauth.consent
+        redirect_uri = check_redirect_uri(consent.redirect_uri)
+        client = await oauth._client_registration(context.http, target, redirect_uri)
+        verifier, challenge = pkce_pair()
+        state = new_state()
+        params = {
+            "response_type": "code",
+            "client_id": client.client_id,
+            "redirect_uri": redirect_uri,
+            "code_challenge": challenge,
+            "code_challenge_method": "S256",
+            "state": state,
+        }
+        if context.scope:
+            params["scope"] = context.scope
+        if target.resource is not None:
+            params["resource"] = target.resource
+        logger.info("asking for the user's consent at %s", target.issuer)
+        callback = await consent.authorize(_with_query(endpoint, params))
+        answer = dict(parse_qsl(urlsplit(callback).query, keep_blank_values=True))
+        _check_authorization_response(answer, state, target)
+        form = {
+            "grant_type": "authorization_code",
+            "code": answer["code"],
+            "redirect_uri": redirect_uri,
+            "code_verifier": verifier,
+        }
+        if target.resource is not None:
+            form["resource"] = target.resource
+        return await context.token_request(form, client)
+
+    def client_for_refresh(self, oauth: OAuth, issuer: str) -> ClientRegistration | None:
+        return None
+
+
+def _require_pkce(target: _Target) -> None:
+    """MCP 2025-11-25: refuse an authorization server whose metadata does not offer S256. The 2025-03-26 path
+    (no protected resource metadata) requires PKCE too but defines no such check: absent metadata, or metadata
+    that does not list the methods, is taken as offering S256 there."""
+    methods = target.metadata.code_challenge_methods_supported
+    if methods is None and target.legacy:
+        return
+    if not methods or "S256" not in methods:
+        offered = ", ".join(methods or []) or "none"
+        raise AuthorizationError(
+            "authorization server metadata",
+            f"{target.issuer} does not offer PKCE with S256 (code_challenge_methods_supported: {offered}); "
+            "refusing to authorize without it",
+        )
+
+
+def _check_authorization_response(answer: Mapping[str, str], state: str, target: _Target) -> None:
+    """The redirect back: ``state`` first (is it ours at all?), then ``iss`` (RFC 9207 §2.4, as MCP 2026-07-28's
+    table says, compared as plain strings), then ``error``, then ``code``."""
+    got_state = answer.get("state")
+    if got_state is None or not hmac.compare_digest(got_state.encode(), state.encode()):
+        raise AuthorizationError(
+            "authorization", "the redirect back does not carry the state of this request: discarded"
+        )
+    iss = answer.get("iss")
+    expected = target.metadata.issuer
+    if iss is not None:
+        if iss != expected:
+            raise AuthorizationError(
+                "authorization",
+                f"the redirect back names the issuer {iss!r}, not {expected!r} (RFC 9207): discarded",
+            )
+    elif target.metadata.authorization_response_iss_parameter_supported:
+        raise AuthorizationError(
+            "authorization",
+            f"{expected} promises an iss parameter in its answers (RFC 9207) and this one has none: discarded",
+        )
+    error = answer.get("error")
+    if error is not None:
+        description = answer.get("error_description")
+        detail = f": {description[:200]}" if description else ""
+        raise AuthorizationError("authorization", f"{expected} answered {error[:100]}{detail}")
+    if not answer.get("code"):
+        raise AuthorizationError("authorization", "the redirect back carries no authorization code")
+
+
+def _with_query(url: str, params: Mapping[str, str]) -> str:
+    parts = urlsplit(url)
+    query = parse_qsl(parts.query, keep_blank_values=True) + list(params.items())
+    return urlunsplit((parts.scheme, parts.netloc, parts.path, urlencode(query, quote_via=quote), ""))
+
+
+class OAuth(httpx.Auth):
+    """OAuth 2.1 authorization for the Streamable HTTP client, by the MCP authorization spec.
+
+    Pass it as ``auth=`` to :meth:`Client.connect_http <jsonrpc_mcp.Client.connect_http>` (or to any
+    ``httpx.AsyncClient``). One object can serve many connections and servers: tokens are kept per server URL,
+    client registrations per authorization server.
+
+    :param client_name: shown to the user by the authorization server (dynamic registration).
+    :param client_id: a client registered in advance (pre-registration); used before anything else.
+    :param client_secret: its secret, if it has one.
+    :param client_issuer: the issuer of the authorization server ``client_id`` belongs to; when the server names
+        another one, authorization fails instead of presenting the client there. Without it, the client is bound
+        to the first authorization server it is used with.
+    :param token_endpoint_auth_method: for ``client_id``: ``client_secret_basic``, ``client_secret_post`` or
+        ``none`` (default: what the server supports, basic first, when there is a secret; ``none`` otherwise).
+    :param client_metadata_url: the HTTPS URL where your client ID metadata document is served (see
+        :func:`~jsonrpc_mcp.auth.client_metadata_document`); used as the ``client_id`` by servers that support it.
+    :param client_metadata: extra fields for dynamic client registration (``client_uri``, ``logo_uri``…).
+    :param application_type: ``"native"`` (desktop, CLI, local apps; the default) or ``"web"``.
+    :param scopes: ask for these scopes (with any scope the server's challenge names) instead of the spec's choice.
+    :param offline_access: ask for ``offline_access`` (a refresh token) when the authorization server lists it.
+    :param store: where tokens and registrations are kept (:class:`~jsonrpc_mcp.auth.MemoryTokenStore` by default).
+    :param consent: how the user's consent is obtained (:class:`~jsonrpc_mcp.auth.LoopbackConsent` by default).
+    :param grant: how tokens are obtained (:class:`AuthorizationCode` by default; see the extensions).
+    :param max_step_ups: new authorizations for more scope (403 ``insufficient_scope``) per request.
+    :param verify: TLS verification for the authorization server (``httpx`` ``verify``).
+    :param timeout: for each request to the authorization server, seconds.
+    """
+
+    requires_request_body = False
+    requires_response_body = False
+
+    def __init__(
+        self,
+        *,
+        client_name: str = "jsonrpc-mcp",
+        client_id: str | None = None,
+        client_secret: str | None = None,
+        client_issuer: str | None = None,
+        token_endpoint_auth_method: str | None = None,
+        client_metadata_url: str | None = None,
+        client_metadata: Mapping[str, Any] | None = None,
+        application_type: str = "native",
+        scopes: Sequence[str] | None = None,
+        offline_access: bool = True,
+        store: TokenStore | None = None,
+        consent: Consent | None = None,
+        grant: Grant | None = None,
+        max_step_ups: int = 2,
+        verify: Any = True,
+        timeout: float = 30.0,
+    ) -> None:
+        if client_secret is not None and client_id is None:
+            raise ValueError("client_secret needs client_id")
+        if token_endpoint_auth_method is not None and token_endpoint_auth_method not in _USABLE_METHODS:
+            raise ValueError(f"token_endpoint_auth_method must be one of {', '.join(_USABLE_METHODS)}")
+        if client_metadata_url is not None and not is_client_metadata_url(client_metadata_url):
+            raise ValueError(f"client_metadata_url must be an HTTPS URL with a path, not {client_metadata_url!r}")
+        if application_type not in ("native", "web"):
+            raise ValueError("application_type must be 'native' or 'web'")
+        self.client_name = client_name
+        self.client_id = client_id
+        self.client_secret = client_secret
+        self.client_issuer = client_issuer
+        self.token_endpoint_auth_method = token_endpoint_auth_method
+        self.client_metadata_url = client_metadata_url
+        self.client_metadata = dict(client_metadata or {})
+        self.application_type = application_type
+        self.scopes = list(scopes) if scopes is not None else None
+        self.offline_access = offline_access
+        self.store: TokenStore = store if store is not None else MemoryTokenStore()
+        self._consent = consent
+        self.grant: Grant = grant if grant is not None else AuthorizationCode()
+        self.max_step_ups = max_step_ups
+        self.verify = verify
+        self.timeout = timeout
+        self._servers: dict[str, _ServerState] = {}
+
+    @property
+    def consent(self) -> Consent:
+        if self._consent is None:
+            self._consent = LoopbackConsent()
+        return self._consent
+
+    # --- httpx.Auth --------------------------------------------------------------------------------------------
+
+    def sync_auth_flow(self, request: httpx.Request) -> Generator[httpx.Request, httpx.Response, None]:
+        raise RuntimeError("OAuth works with httpx.AsyncClient only")
+        yield request  # pragma: no cover - makes this a generator
+
+    async def async_auth_flow(self, request: httpx.Request) -> AsyncGenerator[httpx.Request, httpx.Response]:
+        state = self._state(str(request.url))
+        token = await self._usable_token(state, str(request.url))
+        self._sign(request, token)
+        response = yield request
+        tries = _Tries()
+        while True:
+            problem = _problem(response)
+            if problem is None:
+                return
+            token = await self._recover(state, request, response, problem, token, tries)
+            self._sign(request, token)
+            response = yield request
+
+    # --- tokens ----------------------------------------------------------------------------------------------
+
+    def _state(self, url: str) -> _ServerState:
+        key = canonical_resource(url)
+        state = self._servers.get(key)
+        if state is None:
+            state = self._servers[key] = _ServerState(key)
+        return state
+
+    async def _load(self, state: _ServerState) -> None:
+        if state.loaded:
+            return
+        state.loaded = True
+        raw = await self.store.load(state.key)
+        if raw is not None:
+            try:
+                state.token = msgspec.convert(raw, StoredToken)
+            except msgspec.ValidationError:
+                logger.warning("ignoring an unreadable stored token for %s", state.server_url)
+
+    async def _usable_token(self, state: _ServerState, url: str) -> StoredToken | None:
+        """The token to send with a request to ``url``: loaded from the store on first use, refreshed first when it
+        has expired (and can be); None when there is none for this URL."""
+        if not state.loaded:
+            async with state.lock:
+                await self._load(state)
+        token = state.token
+        if token is not None and token.expired() and token.refresh_token and token.token_endpoint:
+            async with state.lock:
+                if state.token is token:
+                    async with self._http() as http:
+                        await self._refresh(http, state, token, None)
+            token = state.token
+        if token is None or token.expired() or not resource_covers(token.url, url):
+            return None
+        return token
+
+    def _sign(self, request: httpx.Request, token: StoredToken | None) -> None:
+        if token is None:
+            return
+        request.headers["Authorization"] = f"Bearer {token.access_token}"
+
+    async def _save(self, state: _ServerState, token: StoredToken | None) -> None:
+        state.token = token
+        if token is None:
+            await self.store.delete(state.key)
+        else:
+            await self.store.save(state.key, msgspec.to_builtins(token))
+
+    def _stored(
+        self, response: TokenResponse, target: _Target, scope: str | None, old: StoredToken | None
+    ) -> StoredToken:
+        token_type = response.token_type
+        if token_type.lower() != "bearer":
+            raise AuthorizationError(
+                "token request", f"{target.issuer} issued a token of type {token_type!r}, which this client cannot use"
+            )
+        lifetime = response.lifetime()
+        return StoredToken(
+            access_token=response.access_token,
+            token_type="Bearer",
+            expires_at=time.time() + lifetime if lifetime is not None else None,
+            refresh_token=response.refresh_token or (old.refresh_token if old is not None else None),
+            scope=response.scope if response.scope is not None else (scope or (old.scope if old else None)),
+            url=target.url,
+            resource=target.resource,
+            issuer=target.issuer,
+            token_endpoint=target.metadata.token_endpoint,
+        )
+
+    # --- after a 401 or 403 ------------------------------------------------------------------------------------
+
+    async def _recover(
+        self,
+        state: _ServerState,
+        request: httpx.Request,
+        response: httpx.Response,
+        problem: str,
+        sent: StoredToken | None,
+        tries: _Tries,
+    ) -> StoredToken:
+        url = str(request.url)
+        challenge = _challenge(response)
+        async with state.lock:
+            await self._load(state)
+            current = state.token
+            if (
+                problem == "unauthorized"
+                and current is not None
+                and current is not sent
+                and not current.expired()
+                and resource_covers(current.url, url)
+            ):
+                return current  # renewed by another request while this one waited
+            if problem == "insufficient_scope":
+                tries.step_ups += 1
+                if tries.step_ups > self.max_step_ups:
+                    needed = challenge.get("scope") if challenge else None
+                    raise AuthorizationError(
+                        "step-up authorization",
+                        f"the server still answers 403 insufficient_scope (scope needed: {needed or 'not said'}) "
+                        f"after {self.max_step_ups} step-up authorizations; giving up",
+                    )
+            elif tries.fresh:
+                raise AuthorizationError(
+                    "authorization", "the server answered HTTP 401 to the token it was just given; giving up"
+                )
+            async with self._http() as http:
+                target = await self._discover(http, state, request, challenge)
+                if current is not None and current.issuer != target.issuer:
+                    logger.info(
+                        "%s now names the authorization server %s (was %s): authorizing there",
+                        state.server_url,
+                        target.issuer,
+                        current.issuer,
+                    )
+                    await self._save(state, None)
+                    current = None
+                if problem == "unauthorized" and current is not None and current.refresh_token and not tries.refreshed:
+                    tries.refreshed = True
+                    refreshed = await self._refresh(http, state, current, target)
+                    if refreshed is not None:
+                        return refreshed
+                scope = self._select_scopes(state, target, challenge, problem == "insufficient_scope")
+                token = await self._authorize(http, state, target, scope)
+                tries.fresh = True
+                return token
+
+    def _select_scopes(
+        self, state: _ServerState, target: _Target, challenge: Challenge | None, step_up: bool
+    ) -> str | None:
+        """The spec's order: the challenge's ``scope``, else the resource's ``scopes_supported``, else none; a user's
+        ``scopes`` replace the last two. Re-authorizing (and stepping up) keeps what was asked before (MCP
+        2026-07-28 step-up flow). ``offline_access`` is added when the authorization server lists it."""
+        challenged = split_scopes(challenge.get("scope") if challenge else None)
+        if self.scopes is not None:
+            chosen = [*self.scopes, *challenged]
+        elif challenged:
+            chosen = challenged
+        else:
+            chosen = list(target.scopes_supported or [])
+        granted = split_scopes(state.token.scope) if step_up and state.token is not None else []
+        scopes = split_scopes(join_scopes(state.requested, granted, chosen))
+        offered = target.metadata.scopes_supported or []
+        if scopes and self.offline_access and self.grant.interactive and "offline_access" in offered:
+            scopes = split_scopes(join_scopes(scopes, ["offline_access"]))
+        state.requested = scopes
+        return join_scopes(scopes)
+
+    async def _authorize(
+        self, http: httpx.AsyncClient, state: _ServerState, target: _Target, scope: str | None
+    ) -> StoredToken:
+        logger.info("authorizing with %s for %s", target.issuer, target.url)
+        response = await self.grant.obtain(GrantContext(self, http, target, scope))
+        token = self._stored(response, target, scope, None)
+        await self._save(state, token)
+        logger.info("authorized with %s (scope: %s)", target.issuer, token.scope or "not said")
+        return token
+
+    async def _refresh(
+        self, http: httpx.AsyncClient, state: _ServerState, token: StoredToken, target: _Target | None
+    ) -> StoredToken | None:
+        """A new access token from the refresh token; None (and the tokens dropped) when the server refuses it."""
+        endpoint = target.metadata.token_endpoint if target is not None else token.token_endpoint
+        if not endpoint or not token.refresh_token:
+            return None
+        client = await self._known_client(token.issuer)
+        if client is None:
+            return None
+        form = {"grant_type": "refresh_token", "refresh_token": token.refresh_token}
+        if token.resource is not None:
+            form["resource"] = token.resource
+        try:
+            response = await self._token_request(http, endpoint, form, client, "token refresh", token.issuer)
+        except AuthorizationError as exc:
+            logger.info("refreshing the token failed (%s): authorizing again", exc.reason)
+            await self._save(state, None)
+            return None
+        if target is None:
+            target = _Target(
+                issuer=token.issuer,
+                metadata=AuthorizationServerMetadata(issuer=token.issuer, token_endpoint=endpoint),
+                url=token.url,
+                resource=token.resource,
+                scopes_supported=None,
+                legacy=token.resource is None,
+            )
+        refreshed = self._stored(response, target, token.scope, token)
+        await self._save(state, refreshed)
+        logger.info("refreshed the token from %s", token.issuer)
+        return refreshed
+
+    # --- discovery -------------------------------------------------------------------------------------------
+
+    def _http(self) -> httpx.AsyncClient:
+        return httpx.AsyncClient(timeout=self.timeout, follow_redirects=False, verify=self.verify)
+
+    async def _get_json(
+        self, http: httpx.AsyncClient, url: str, headers: Mapping[str, str] | None = None
+    ) -> tuple[int | None, dict[str, Any] | None, str]:
+        """GET a JSON document: (status, the object or None, a short note for errors). No redirect is followed."""
+        try:
+            async with http.stream("GET", url, headers={"Accept": "application/json", **(headers or {})}) as response:
+                body = await _read_limited(response)
+        except httpx.HTTPError as exc:
+            return None, None, f"{url} could not be reached ({type(exc).__name__})"
+        document = decode_json_object(body) if response.status_code == 200 else None
+        note = f"{url} answered HTTP {response.status_code}"
+        if response.status_code == 200 and document is None:
+            note = f"{url} answered something that is not a JSON object"
+        return response.status_code, document, note
+
+    async def _discover(
+        self, http: httpx.AsyncClient, state: _ServerState, request: httpx.Request, challenge: Challenge | None
+    ) -> _Target:
+        server_url = state.server_url
+        header_url = challenge.get("resource_metadata") if challenge is not None else None
+        if header_url is not None and not (
+            is_secure_endpoint(header_url) or origin_of(header_url) == origin_of(server_url)
+        ):
+            logger.warning("ignoring resource_metadata %s: neither HTTPS nor on the server's origin", header_url)
+            header_url = None
+        mcp_headers = {}
+        version = request.headers.get("mcp-protocol-version")
+        if version:
+            mcp_headers["MCP-Protocol-Version"] = version
+        failures: list[str] = []
+        prm: ProtectedResourceMetadata | None = None
+        prm_url = ""
+        for url in protected_resource_metadata_urls(server_url, header_url):
+            status, document, note = await self._get_json(http, url, mcp_headers)
+            if document is not None:
+                try:
+                    prm = msgspec.convert(document, ProtectedResourceMetadata)
+                except msgspec.ValidationError as exc:
+                    raise AuthorizationError(
+                        "protected resource metadata", f"{url} is not valid protected resource metadata: {exc}"
+                    ) from None
+                prm_url = url
+                break
+            if status is None or status >= 500 or status == 429 or status == 200:
+                failures.append(note)
+        if prm is None:
+            if failures:
+                raise AuthorizationError("protected resource metadata", "; ".join(failures))
+            target = await self._legacy_target(http, server_url, mcp_headers)
+        else:
+            target = await self._prm_target(http, server_url, prm, prm_url)
+        state.target = target
+        return target
+
+    async def _prm_target(
+        self, http: httpx.AsyncClient, server_url: str, prm: ProtectedResourceMetadata, prm_url: str
+    ) -> _Target:
+        if not resource_covers(prm.resource, server_url):
+            raise AuthorizationError(
+                "protected resource metadata",
+                f"{prm_url} describes the resource {prm.resource}, which is not {server_url}: "
+                "refusing to ask for a token for it (RFC 8707, RFC 9728 §3.3)",
+            )
+        if not prm.authorization_servers:
+            raise AuthorizationError("protected resource metadata", f"{prm_url} names no authorization server")
+        issuer = prm.authorization_servers[0]
+        if not is_secure_endpoint(issuer):
+            raise AuthorizationError(
+                "protected resource metadata",
+                f"the authorization server {issuer} is neither HTTPS nor on the loopback interface: refused",
+            )
+        metadata = await self._as_metadata(http, issuer, legacy=False)
+        return _Target(
+            issuer=issuer,
+            metadata=metadata,
+            url=prm.resource,
+            resource=prm.resource,
+            scopes_supported=prm.scopes_supported,
+            legacy=False,
+        )
+
+    async def _legacy_target(self, http: httpx.AsyncClient, server_url: str, headers: Mapping[str, str]) -> _Target:
+        """MCP 2025-03-26: no protected resource metadata; the authorization server is the server's origin."""
+        issuer = origin_of(server_url)
+        if not is_secure_endpoint(issuer):
+            raise AuthorizationError(
+                "authorization server metadata",
+                f"the server {server_url} is its own authorization server (2025-03-26) and is neither HTTPS nor "
+                "on the loopback interface: refused",
+            )
+        logger.info(
+            "%s publishes no protected resource metadata: using %s as its authorization server", server_url, issuer
+        )
+        metadata = await self._as_metadata(http, issuer, legacy=True, headers=headers)
+        return _Target(
+            issuer=metadata.issuer,
+            metadata=metadata,
+            url=canonical_resource(server_url),
+            resource=None,
+            scopes_supported=None,
+            legacy=True,
+        )
+
+    async def _as_metadata(
+        self, http: httpx.AsyncClient, issuer: str, *, legacy: bool, headers: Mapping[str, str] | None = None
+    ) -> AuthorizationServerMetadata:
+        failures: list[str] = []
+        for url in authorization_server_metadata_urls(issuer):
+            status, document, note = await self._get_json(http, url, headers)
+            if document is None:
+                if status is None or status >= 500 or status == 429 or status == 200:
+                    failures.append(note)
+                continue
+            try:
+                metadata = msgspec.convert(document, AuthorizationServerMetadata)
+            except msgspec.ValidationError as exc:
+                raise AuthorizationError(
+                    "authorization server metadata", f"{url} is not valid authorization server metadata: {exc}"
+                ) from None
+            accepted = (issuer, issuer + "/") if legacy else (issuer,)
+            if metadata.issuer not in accepted:
+                raise AuthorizationError(
+                    "authorization server metadata",
+                    f"{url} names the issuer {metadata.issuer!r}, not {issuer!r}: not using it (RFC 8414 §3.3)",
+                )
+            for name in ("authorization_endpoint", "token_endpoint", "registration_endpoint"):
+                endpoint = getattr(metadata, name)
+                if endpoint is not None and not is_secure_endpoint(endpoint):
+                    raise AuthorizationError(
+                        "authorization server metadata",
+                        f"{issuer}'s {name} {endpoint} is neither HTTPS nor on the loopback interface: refused",
+                    )
+            return metadata
+        if failures:
+            raise AuthorizationError("authorization server metadata", "; ".join(failures))
+        if legacy:
+            logger.info("%s publishes no authorization server metadata: using /authorize, /token, /register", issuer)
+            return AuthorizationServerMetadata(
+                issuer=issuer,
+                authorization_endpoint=f"{issuer}/authorize",
+                token_endpoint=f"{issuer}/token",
+                registration_endpoint=f"{issuer}/register",
+            )
+        raise AuthorizationError(
+            "authorization server metadata",
+            f"{issuer} publishes no metadata (tried {', '.join(authorization_server_metadata_urls(issuer))})",
+        )
+
+    # --- clients ---------------------------------------------------------------------------------------------
+
+    def _preregistered(self, issuer: str, metadata: AuthorizationServerMetadata | None) -> ClientRegistration | None:
+        if self.client_id is None:
+            return None
+        if self.client_issuer is None:
+            self.client_issuer = issuer  # bound to the first authorization server it is used with
+        if self.client_issuer != issuer:
+            raise AuthorizationError(
+                "client registration",
+                f"the client {self.client_id} is registered with {self.client_issuer}, but the server now names "
+                f"{issuer}: give the client_id of a client registered there",
+            )
+        method = self.token_endpoint_auth_method
+        if method is None:
+            supported = (metadata.token_endpoint_auth_methods_supported if metadata else None) or [
+                "client_secret_basic"
+            ]
+            if self.client_secret is None:
+                method = "none"
+            else:
+                method = next((m for m in _SECRET_METHODS if m in supported), "client_secret_basic")
+        return ClientRegistration(
+            client_id=self.client_id,
+            client_secret=self.client_secret,
+            token_endpoint_auth_method=method,
+            issuer=issuer,
+        )
+
+    async def _stored_client(self, issuer: str) -> ClientRegistration | None:
+        raw = await self.store.load(f"client {issuer}")
+        if raw is None:
+            return None
+        try:
+            client = msgspec.convert(raw, ClientRegistration)
+        except msgspec.ValidationError:
+            return None
+        if client.issuer != issuer or client.secret_expired():
+            return None
+        return client
+
+    async def _known_client(self, issuer: str) -> ClientRegistration | None:
+        """The client that obtained tokens from ``issuer`` (for refreshing them)."""
+        if self.client_id is not None:
+            return self._preregistered(issuer, None) if self.client_issuer in (None, issuer) else None
+        from_grant = self.grant.client_for_refresh(self, issuer)
+        if from_grant is not None:
+            return from_grant
+        stored = await self._stored_client(issuer)
+        if stored is not None:
+            return stored
+        if self.client_metadata_url is not None:
+            return ClientRegistration(client_id=self.client_metadata_url)
+        return None
+
+    async def _client_registration(
+        self, http: httpx.AsyncClient, target: _Target, redirect_uri: str
+    ) -> ClientRegistration:
+        """The client to authorize as, in the spec's order: pre-registered, client ID metadata document, a
+        registration kept from before, dynamic client registration."""
+        meta = target.metadata
+        preregistered = self._preregistered(target.issuer, meta)
+        if preregistered is not None:
+            return preregistered
+        if self.client_metadata_url is not None and meta.client_id_metadata_document_supported:
+            logger.info("using the client ID metadata document %s", self.client_metadata_url)
+            return ClientRegistration(client_id=self.client_metadata_url, redirect_uris=[redirect_uri])
+        stored = await self._stored_client(target.issuer)
+        if stored is not None and redirect_uri in stored.redirect_uris:
+            return stored
+        if meta.registration_endpoint:
+            return await self._register(http, target, redirect_uri)
+        hint = (
+            "; it supports client ID metadata documents: pass client_metadata_url"
+            if meta.client_id_metadata_document_supported
+            else ""
+        )
+        raise AuthorizationError(
+            "client registration",
+            f"{target.issuer} offers no dynamic client registration{hint}: register a client there and pass its "
+            "client_id (and client_secret)",
+        )
+
+    async def _register(self, http: httpx.AsyncClient, target: _Target, redirect_uri: str) -> ClientRegistration:
+        """RFC 7591 dynamic client registration (with ``application_type``: MCP 2026-07-28)."""
+        endpoint = target.metadata.registration_endpoint
+        assert endpoint is not None
+        supported = target.metadata.token_endpoint_auth_methods_supported
+        asked = (
+            "none"
+            if not supported or "none" in supported
+            else next((m for m in _SECRET_METHODS if m in supported), None)
+        )
+        body: dict[str, Any] = {
+            "client_name": self.client_name,
+            "redirect_uris": [redirect_uri],
+            "grant_types": ["authorization_code", "refresh_token"],
+            "response_types": ["code"],
+            "application_type": self.application_type,
+        }
+        if asked is not None:
+            body["token_endpoint_auth_method"] = asked
+        body.update(self.client_metadata)
+        logger.info("registering a client with %s", target.issuer)
+        try:
+            response = await http.post(endpoint, json=body, headers={"Accept": "application/json"})
+        except httpx.HTTPError as exc:
+            raise AuthorizationError(
+                "client registration", f"{endpoint} could not be reached ({type(exc).__name__})"
+            ) from None
+        document = decode_json_object(response.content[:_MAX_BODY])
+        if response.status_code not in (200, 201) or document is None:
+            raise AuthorizationError(
+                "client registration", f"{endpoint} refused the registration: {_error_text(response, document)}"
+            )
+        client_id = document.get("client_id")
+        secret = document.get("client_secret")
+        if not isinstance(client_id, str) or not client_id:
+            raise AuthorizationError("client registration", f"{endpoint} answered without a client_id")
+        method = document.get("token_endpoint_auth_method")
+        if not isinstance(method, str):
+            method = "client_secret_basic" if isinstance(secret, str) else "none"
+        if method not in _USABLE_METHODS:
+            raise AuthorizationError(
+                "client registration", f"{endpoint} registered the client for {method!r}, which this client cannot do"
+            )
+        if method in _SECRET_METHODS and not isinstance(secret, str):
+            raise AuthorizationError(
+                "client registration", f"{endpoint} registered the client for {method!r} but issued no client_secret"
+            )
+        expires = document.get("client_secret_expires_at")
+        client = ClientRegistration(
+            client_id=client_id,
+            client_secret=secret if isinstance(secret, str) else None,
+            client_secret_expires_at=expires if isinstance(expires, int) else None,
+            token_endpoint_auth_method=method,
+            redirect_uris=[redirect_uri],
+            issuer=target.issuer,
+        )
+        await self.store.save(f"client {target.issuer}", msgspec.to_builtins(client))
+        return client
+
+    # --- the token endpoint ------------------------------------------------------------------------------------
+
+    def _authenticate(
+        self, form: dict[str, str], headers: dict[str, str], client: ClientRegistration | None, issuer: str
+    ) -> None:
+        """Client authentication at the token endpoint (RFC 6749 §2.3.1)."""
+        if client is None:
+            return
+        method = client.token_endpoint_auth_method
+        if method == "client_secret_basic" and client.client_secret is not None:
+            pair = f"{quote(client.client_id, safe='')}:{quote(client.client_secret, safe='')}"
+            headers["Authorization"] = "Basic " + base64.b64encode(pair.encode()).decode("ascii")
+        elif method == "client_secret_post" and client.client_secret is not None:
+            form["client_id"] = client.client_id
+            form["client_secret"] = client.client_secret
+        else:
+            form["client_id"] = client.client_id
+
+    async def _token_request(
+        self,
+        http: httpx.AsyncClient,
+        endpoint: str,
+        form: dict[str, str],
+        client: ClientRegistration | None,
+        step: str,
+        issuer: str,
+    ) -> TokenResponse:
+        if not is_secure_endpoint(endpoint):
+            raise AuthorizationError(step, f"the token endpoint {endpoint} is neither HTTPS nor on loopback: refused")
+        headers = {"Accept": "application/json"}
+        self._authenticate(form, headers, client, issuer)
+        try:
+            response = await http.post(endpoint, data=form, headers=headers)
+        except httpx.HTTPError as exc:
+            raise AuthorizationError(step, f"{endpoint} could not be reached ({type(exc).__name__})") from None
+        document = decode_json_object(response.content[:_MAX_BODY])
+        if response.status_code != 200 or document is None:
+            raise AuthorizationError(step, f"{endpoint} refused: {_error_text(response, document)}")
+        try:
+            return msgspec.convert(document, TokenResponse)
+        except msgspec.ValidationError as exc:
+            raise AuthorizationError(step, f"{endpoint} answered an invalid token response: {exc}") from None
+
+
+def _challenge(response: httpx.Response) -> Challenge | None:
+    """The OAuth challenge of a 401/403: the Bearer one (or DPoP), else the first."""
+    challenges = parse_www_authenticate(response.headers.get_list("www-authenticate"))
+    for challenge in challenges:
+        if challenge.scheme in ("bearer", "dpop"):
+            return challenge
+    return challenges[0] if challenges else None
+
+
+def _problem(response: httpx.Response) -> str | None:
+    """What an answer asks of the client: ``"unauthorized"`` (401), ``"insufficient_scope"`` (a 403 saying so), or
+    nothing."""
+    status = response.status_code
+    if status == 401:
+        return "unauthorized"
+    if status == 403:
+        challenge = _challenge(response)
+        if challenge is not None and challenge.get("error") == "insufficient_scope":
+            return "insufficient_scope"
+    return None
+
+
+async def _read_limited(response: httpx.Response) -> bytes:
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in response.aiter_bytes():
+        chunks.append(chunk)
+        size += len(chunk)
+        if size > _MAX_BODY:
+            break
+    return b"".join(chunks)[:_MAX_BODY]
+
+
+def _error_text(response: httpx.Response, document: Mapping[str, Any] | None) -> str:
+    """``HTTP 400: invalid_grant: description`` from an OAuth error answer (RFC 6749 §5.2), shortened."""
+    text = f"HTTP {response.status_code}"
+    if document is not None:
+        error = document.get("error")
+        description = document.get("error_description")
+        if isinstance(error, str):
+            text += f": {error[:100]}"
+        if isinstance(description, str):
+            text += f": {description[:200]}"
+    return text
