@@ -1,10 +1,22 @@
 # jsonrpc-mcp: the same commands locally and in CI.
 PY ?= python3
+# `make test PY=3.13` (or PY=/path/to/python3.13): that interpreter (found by .ci/pythons), in a virtual
+# environment of its own (.venv-3.13), so versions never share one. Without PY: python3 and .venv.
+ifneq ($(filter 3.%,$(PY)),)
+FOUND_PY := $(shell .ci/pythons $(PY) 2>/dev/null)
+ifeq ($(FOUND_PY),)
+$(error CPython $(PY) is not on this machine: neither python$(PY) on PATH nor a pyenv version)
+endif
+override PY := $(FOUND_PY)
+endif
+ifneq ($(filter command line environment override,$(origin PY)),)
+VENV ?= .venv-$(shell $(PY) -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null || echo missing)
+endif
 VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install test lint bench bench-compare serve conformance clean
+.PHONY: install test test-all lint bench bench-compare serve conformance clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -16,6 +28,10 @@ install: $(STAMP)
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -q -p no:cacheprovider $(PYTEST_ARGS)
+
+# The suite on every supported CPython this machine has (3.11 to 3.14), each in its own .venv-X.Y.
+test-all:
+	.ci/test-pythons
 
 lint: $(STAMP)
 	$(BIN)/ruff check jsonrpc_mcp tests bench conformance
@@ -35,4 +51,4 @@ conformance: $(STAMP)
 	$(BIN)/python conformance/run.py
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache conformance/.node
+	rm -rf .venv .venv-3.* .pytest_cache .mypy_cache .ruff_cache conformance/.node

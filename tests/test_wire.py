@@ -651,3 +651,61 @@ def test_an_oversized_frame_is_answered_with_its_top_level_id_only(prefix: bytes
     with pytest.raises(InvalidRequest) as caught:
         decode_frame(frame)
     assert getattr(caught.value, "request_id", None) == expected
+
+
+def nested(depth: int) -> bytes:
+    """A request whose frame nests exactly ``depth`` levels (the envelope's own object is the first)."""
+    inner = b"[" * (depth - 2) + b"]" * (depth - 2)
+    return b'{"jsonrpc":"2.0","id":4,"method":"m","params":{"a":' + inner + b"}}"
+
+
+def test_the_nesting_limit_is_the_librarys_own() -> None:
+    """MAX_DEPTH levels are read, one more is refused with the id sniffed, on every Python version alike (the
+    interpreter's recursion limit, about 1,000 on 3.11 and far more on 3.13, is never what decides)."""
+    assert isinstance(wire.read_message(nested(wire.MAX_DEPTH)), Request)
+    for depth in (wire.MAX_DEPTH + 1, 600, 5_000, 100_000):
+        with pytest.raises(InvalidRequest, match="nested too deeply") as caught:
+            decode_frame(nested(depth))
+        assert getattr(caught.value, "request_id", None) == 4
+    with pytest.raises(InvalidRequest, match="nested too deeply"):
+        wire.decode_batch(b"[" + nested(wire.MAX_DEPTH) + b"]")
+    assert len(wire.decode_batch(b"[" + nested(wire.MAX_DEPTH - 1) + b"]")) == 1
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        b"[" * 300,  # brackets inside a string are text
+        b'\\"' + b"{" * 300,  # after an escaped quote the string goes on
+        b"\\\\\\\\" + b"x" * 10,  # an escaped backslash does not escape the closing quote
+    ],
+)
+def test_brackets_inside_strings_do_not_count(text: bytes) -> None:
+    flat = b"[" + b",".join([b"{}"] * 300) + b"]"  # many brackets, shallow
+    frame = b'{"jsonrpc":"2.0","id":1,"method":"m","params":{"s":"' + text + b'","t":' + flat + b"}}"
+    json.loads(frame)  # (valid JSON)
+    assert not wire.nested_too_deeply(frame)
+    assert isinstance(wire.read_message(frame), Request)
+    assert wire.nested_too_deeply(frame.replace(b'"t":', b'"t":' + b"[" * 300).replace(b"}}", b"]" * 300 + b"}}"))
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    value=st.recursive(
+        st.none() | st.text(alphabet='[]{}"\\ab'),
+        lambda kids: st.lists(kids) | st.dictionaries(st.text(alphabet='[]{}"\\'), kids),
+        max_leaves=40,
+    )
+)
+def test_the_measured_depth_is_the_real_depth(value: Any) -> None:
+    def depth(v: Any) -> int:
+        if isinstance(v, list):
+            return 1 + max(map(depth, v), default=0)
+        if isinstance(v, dict):
+            return 1 + max(map(depth, v.values()), default=0)
+        return 0
+
+    frame = json.dumps(value).encode()
+    pad = wire.MAX_DEPTH - depth(value)  # wrap it to exactly the limit, then one level more
+    assert not wire.nested_too_deeply(b"[" * pad + frame + b"]" * pad)
+    assert wire.nested_too_deeply(b"[" * (pad + 1) + frame + b"]" * (pad + 1))

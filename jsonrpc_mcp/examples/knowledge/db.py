@@ -101,11 +101,15 @@ def _check_file(path: Path) -> None:
 
 def _connect(path: Path, *, readonly: bool) -> sqlite3.Connection:
     conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=_BUSY_MS / 1000)
-    conn.row_factory = sqlite3.Row
-    conn.execute(f"PRAGMA busy_timeout = {_BUSY_MS}")
-    conn.execute("PRAGMA foreign_keys = ON")
-    if readonly:
-        conn.execute("PRAGMA query_only = ON")
+    try:
+        conn.row_factory = sqlite3.Row
+        conn.execute(f"PRAGMA busy_timeout = {_BUSY_MS}")
+        conn.execute("PRAGMA foreign_keys = ON")
+        if readonly:
+            conn.execute("PRAGMA query_only = ON")
+    except BaseException:
+        conn.close()
+        raise
     return conn
 
 
