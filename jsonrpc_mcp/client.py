@@ -37,15 +37,22 @@ class Client(ClientSession):
         command: Sequence[str],
         *,
         env: Mapping[str, str] | None = None,
+        inherit_env: bool = False,
         cwd: str | None = None,
         stderr: int | None = None,
         **options: Any,
     ) -> AsyncIterator[Client]:
-        """Spawn a server process and talk to it over its stdin/stdout (stopped on exit: EOF, SIGTERM, SIGKILL)."""
+        """Spawn a server process and talk to it over its stdin/stdout (stopped on exit: EOF, SIGTERM, SIGKILL).
+
+        The server gets a short default environment (``HOME``, ``PATH``... see
+        :data:`~jsonrpc_mcp.transports.stdio.DEFAULT_ENV_VARS`) plus ``env``, not this process's whole environment
+        unless ``inherit_env=True``. A server that exits before answering raises
+        :class:`~jsonrpc_mcp.ConnectionClosed` naming its exit status.
+        """
         from .transports.stdio import spawn
 
         async with (
-            spawn(command, env=env, cwd=cwd, stderr=stderr) as stream,
+            spawn(command, env=env, inherit_env=inherit_env, cwd=cwd, stderr=stderr) as stream,
             cls.connect(stream, **options) as client,
         ):
             yield client

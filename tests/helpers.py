@@ -11,10 +11,11 @@ import itertools
 import json
 import sys
 from collections import deque
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 import anyio
 
@@ -183,3 +184,16 @@ class ConnectionTracker:
     async def wait_idle(self, timeout: float = TIMEOUT) -> None:
         with anyio.fail_after(timeout):
             await self._idle.wait()
+
+
+@contextmanager
+def without_loop_processes() -> Iterator[None]:
+    """Inside the block the event loop cannot start child processes, as asyncio's selector loop on Windows cannot
+    (``anyio.open_process`` raises ``NotImplementedError``): ``spawn`` falls back to :mod:`subprocess` and pipes
+    read and written on worker threads."""
+
+    async def unsupported(*args: Any, **kwargs: Any) -> Any:
+        raise NotImplementedError
+
+    with mock.patch.object(anyio, "open_process", unsupported):
+        yield

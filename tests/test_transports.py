@@ -1,5 +1,9 @@
 """One interaction suite, run over every byte transport: memory, a stdio subprocess, TCP and Unix sockets.
 
+``stdio-threads`` is stdio as where the event loop can neither poll pipes nor run child processes (Windows, or
+asyncio's selector loop there): the server reads and writes its stdin/stdout on worker threads, and so does the
+client the pipes of the process it started with :mod:`subprocess`.
+
 The ``transport`` fixture yields a :class:`Transport`; ``async with transport.serve() as connect`` starts one
 server (in process, or nothing for stdio where each connection is its own process) and ``connect(**options)``
 opens a :class:`~jsonrpc_mcp.Client` to it.
@@ -23,7 +27,7 @@ import anyio.abc
 import msgspec
 import pytest
 from fixtures.everything import make_server
-from helpers import FIXTURES, PYTHON, ConnectionTracker, init_frame, serve_command
+from helpers import FIXTURES, PYTHON, ConnectionTracker, init_frame, serve_command, without_loop_processes
 
 from jsonrpc_mcp import Client, InvalidRequest, MethodNotFound, Server
 from jsonrpc_mcp import types as t
@@ -48,6 +52,9 @@ class Transport:
 
             yield connect_stdio
             return
+        if self.name == "stdio-threads":
+            yield connect_stdio_threads
+            return
         server = make_server()
         if self.name == "memory":
             yield lambda **options: Client.connect_server(server, **options)
@@ -56,7 +63,15 @@ class Transport:
             yield connect
 
 
-@pytest.fixture(params=["memory", "stdio", "tcp", "unix"])
+@asynccontextmanager
+async def connect_stdio_threads(**options: Any) -> AsyncIterator[Client]:
+    command = [PYTHON, str(FIXTURES / "threaded_stdio.py"), str(FIXTURES / "everything.py")]
+    with without_loop_processes():
+        async with Client.connect_stdio(command, stderr=subprocess.DEVNULL, **options) as client:
+            yield client
+
+
+@pytest.fixture(params=["memory", "stdio", "stdio-threads", "tcp", "unix"])
 def transport(request: pytest.FixtureRequest) -> Transport:
     return Transport(request.param)
 

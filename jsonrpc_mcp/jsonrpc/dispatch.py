@@ -60,12 +60,13 @@ _NOT_STARTED: Any = object()  # the in-flight token of a handler kept by answer_
 
 
 class _Waiter:
-    __slots__ = ("error", "event", "result")
+    __slots__ = ("error", "event", "result", "timeout")
 
     def __init__(self) -> None:
         self.event = new_signal()
         self.result: Raw | None = None
         self.error: RpcError | None = None
+        self.timeout: anyio.CancelScope | None = None  # the request's timeout, while it waits (see postpone)
 
 
 class _Batch:
@@ -591,7 +592,7 @@ class Dispatcher:
         self._pending[ident] = waiter
         try:
             await self.send_frame(encode_request(ident, method, params), related)
-            with anyio.fail_after(math.inf if limit is None else limit):  # type: ignore[arg-type]
+            with anyio.fail_after(math.inf if limit is None else limit) as waiter.timeout:  # type: ignore[arg-type]
                 await waiter.event.wait()
         except TimeoutError:
             await self._send_cancel(ident, "Request timed out", related)
@@ -606,6 +607,13 @@ class Dispatcher:
             raise waiter.error
         assert waiter.result is not None
         return waiter.result
+
+    def postpone(self, ident: RequestId, deadline: float) -> None:
+        """Move the timeout of our pending request ``ident`` to ``deadline`` (on :func:`anyio.current_time`'s
+        clock), never earlier: the peer reported progress on it. Nothing happens once it is answered."""
+        waiter = self._pending.get(ident)
+        if waiter is not None and waiter.timeout is not None and deadline > waiter.timeout.deadline:
+            waiter.timeout.deadline = deadline
 
     async def _send_cancel(self, ident: RequestId, reason: str, related: RequestId | None) -> None:
         if self.cancel_frame is None or self._closed:

@@ -18,14 +18,14 @@ import itertools
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
-from typing import Any, Final, Self, TypeVar
+from typing import Any, Final, Self, TypeVar, cast
 
 import anyio
 import anyio.abc
 import msgspec
 from msgspec import UNSET
 
-from ..errors import AuthorizationError, InvalidParams, MethodNotFound, RpcError
+from ..errors import AuthorizationError, ConnectionClosed, InvalidParams, MethodNotFound, RpcError
 from ..jsonrpc.codes import UNSUPPORTED_PROTOCOL_VERSION
 from ..jsonrpc.dispatch import Dispatcher
 from ..jsonrpc.streams import MessageStream
@@ -118,6 +118,8 @@ class ClientSession:
         on_notification: NotificationCallback | None = None,
         on_log: Callable[[t.LoggingMessageNotificationParams], Awaitable[None] | None] | None = None,
         request_timeout: float | None = 300.0,
+        reset_timeout_on_progress: bool = True,
+        max_total_timeout: float | None = 3600.0,
         capabilities: Mapping[str, Any] | None = None,
     ) -> None:
         self.stream = stream
@@ -130,6 +132,10 @@ class ClientSession:
         self.on_notification = on_notification
         self.on_log = on_log
         self.request_timeout = request_timeout
+        #: A request that asked for progress (``progress=``) gets its full timeout again at each progress
+        #: notification, up to ``max_total_timeout`` seconds from its start when that is set.
+        self.reset_timeout_on_progress = reset_timeout_on_progress
+        self.max_total_timeout = max_total_timeout
         self._extra_capabilities = dict(capabilities or {})
         self.dispatcher = Dispatcher(
             stream,
@@ -147,7 +153,7 @@ class ClientSession:
         self.server_info: t.Implementation | None = None
         self.server_capabilities: t.ServerCapabilities = t.ServerCapabilities()
         self.instructions: str | None = None
-        self._progress: dict[str | int, ProgressCallback] = {}
+        self._progress: dict[str | int, _ProgressWatch] = {}
         self._acks: dict[RequestId, tuple[anyio.Event, dict[str, Any]]] = {}
         self._tokens = itertools.count(1)
 
@@ -195,6 +201,8 @@ class ClientSession:
         version = wanted if wanted in STATELESS_VERSIONS else STATELESS_VERSIONS[0]
         try:
             await self.discover(version)
+        except ConnectionClosed:
+            raise  # the server is gone: no handshake to fall back to
         except RpcError as exc:
             if wanted != "auto" or isinstance(exc, AuthorizationError):
                 raise
@@ -209,6 +217,10 @@ class ClientSession:
             self.protocol_version = version
             try:
                 raw = await self.dispatcher.request("server/discover", _encode({"_meta": self._meta()}), timeout=30)
+            except ConnectionClosed as exc:
+                self.stateless = False
+                self.protocol_version = None
+                raise await self._explain(exc, "server/discover") from None
             except RpcError as exc:
                 if exc.code != UNSUPPORTED_PROTOCOL_VERSION:
                     self.stateless = False
@@ -250,7 +262,10 @@ class ClientSession:
             "capabilities": self.capabilities(),
             "clientInfo": self.client_info,
         }
-        raw = await self.dispatcher.request("initialize", _encode(params))
+        try:
+            raw = await self.dispatcher.request("initialize", _encode(params))
+        except ConnectionClosed as exc:
+            raise await self._explain(exc, "initialize") from None
         result = msgspec.json.decode(raw, type=t.InitializeResult)
         if result.protocol_version not in HANDSHAKE_VERSIONS:
             raise RpcError(
@@ -281,23 +296,36 @@ class ClientSession:
         *,
         timeout: float | object | None = ...,
         progress: ProgressCallback | None = None,
+        reset_timeout_on_progress: bool | None = None,
     ) -> Any:
         """Send any request and decode its result as ``result_type`` (the low-level escape hatch).
 
         In the stateless era the request carries ``_meta`` (version, capabilities, client info, log level), and
         an ``InputRequiredResult`` is answered through the sampling/elicitation/roots handlers and retried (a new
         id, the same params, ``inputResponses`` and the exact ``requestState``) until the result is complete.
+
+        With ``progress`` the request asks for progress notifications, and each one gives it its whole
+        ``timeout`` again (unless ``reset_timeout_on_progress`` is False, here or for the session), never past
+        the session's ``max_total_timeout`` from the start.
         """
         body: dict[str, Any] = msgspec.to_builtins(params) if isinstance(params, msgspec.Struct) else dict(params or {})
         token: int | None = None
+        watch: _ProgressWatch | None = None
         if progress is not None:
             token = next(self._tokens)
             body["_meta"] = {**body.get("_meta", {}), "progressToken": token}
-            self._progress[token] = progress
+            limit = self.request_timeout if timeout is ... else cast("float | None", timeout)
+            if reset_timeout_on_progress is None:
+                reset_timeout_on_progress = self.reset_timeout_on_progress
+            watch = _ProgressWatch(progress, limit if reset_timeout_on_progress else None, self.max_total_timeout)
+            self._progress[token] = watch
         if self.stateless:
             body["_meta"] = {**body.get("_meta", {}), **self._meta()}
         try:
-            raw = await self.dispatcher.request(method, _encode(body) if body else None, timeout=timeout)
+            ident = self.dispatcher.next_request_id()
+            if watch is not None:
+                watch.ident = ident
+            raw = await self.dispatcher.request(method, _encode(body) if body else None, timeout=timeout, ident=ident)
             rounds = 0
             while self.stateless and _result_kind(raw) == "input_required":
                 rounds += 1
@@ -309,11 +337,25 @@ class ClientSession:
                     retry["inputResponses"] = await self._answer_inputs(needed.input_requests)
                 if needed.request_state is not None:
                     retry["requestState"] = needed.request_state
-                raw = await self.dispatcher.request(method, _encode(retry), timeout=timeout)
+                ident = self.dispatcher.next_request_id()
+                if watch is not None:
+                    watch.ident = ident
+                raw = await self.dispatcher.request(method, _encode(retry), timeout=timeout, ident=ident)
+        except ConnectionClosed as exc:
+            raise await self._explain(exc, method) from None
         finally:
             if token is not None:
                 self._progress.pop(token, None)
         return msgspec.json.decode(raw, type=result_type)
+
+    async def _explain(self, exc: ConnectionClosed, method: str) -> ConnectionClosed:
+        """``exc`` with the reason the transport gives for the end of the connection, when it gives one (a stdio
+        server's exit status: "the server process exited with status 1 before answering initialize")."""
+        why_closed = getattr(self.stream, "why_closed", None)
+        reason = await why_closed() if why_closed is not None else None
+        if reason is None:
+            return exc
+        return ConnectionClosed(f"{reason} before answering {method}")
 
     async def _answer_inputs(self, requests: Mapping[str, Any]) -> dict[str, Any]:
         """Answer the input requests of an ``InputRequiredResult`` with this client's handlers."""
@@ -369,14 +411,23 @@ class ClientSession:
         progress: ProgressCallback | None = None,
         timeout: float | object | None = ...,
         meta: Mapping[str, Any] | None = None,
+        reset_timeout_on_progress: bool | None = None,
     ) -> t.CallToolResult:
-        """Call a tool. Tool failures come back as a result with ``is_error``; protocol errors raise."""
+        """Call a tool. Tool failures come back as a result with ``is_error``; protocol errors raise.
+
+        With ``progress``, each progress notification gives the call its whole ``timeout`` again (see
+        :meth:`request`)."""
         self._require("tools")
         params: dict[str, Any] = {"name": name, "arguments": dict(arguments or {})}
         if meta:
             params["_meta"] = dict(meta)
         result: t.CallToolResult = await self.request(
-            "tools/call", params, t.CallToolResult, progress=progress, timeout=timeout
+            "tools/call",
+            params,
+            t.CallToolResult,
+            progress=progress,
+            timeout=timeout,
+            reset_timeout_on_progress=reset_timeout_on_progress,
         )
         return result
 
@@ -556,9 +607,12 @@ class ClientSession:
                 pending[1].update(params.get("notifications") or {})
                 pending[0].set()
         if method == "notifications/progress":
-            callback = self._progress.get(params.get("progressToken"))  # type: ignore[arg-type]
-            if callback is not None:
-                out = callback(params.get("progress", 0), params.get("total"), params.get("message"))
+            watch = self._progress.get(params.get("progressToken"))  # type: ignore[arg-type]
+            if watch is not None:
+                deadline = watch.deadline()
+                if deadline is not None and watch.ident is not None:
+                    self.dispatcher.postpone(watch.ident, deadline)
+                out = watch.callback(params.get("progress", 0), params.get("total"), params.get("message"))
                 if out is not None:
                     return out
         if method == "notifications/message" and self.on_log is not None:
@@ -571,6 +625,26 @@ class ClientSession:
         if self.on_notification is not None:
             return self.on_notification(method, params)
         return None
+
+
+class _ProgressWatch:
+    """A request that asked for progress: its callback, its current id, and how far a progress notification moves
+    its timeout (``reset``: its whole timeout again, None: not at all; never past ``max_total`` from the start)."""
+
+    __slots__ = ("callback", "ident", "not_after", "reset")
+
+    def __init__(self, callback: ProgressCallback, reset: float | None, max_total: float | None) -> None:
+        self.callback = callback
+        self.ident: RequestId | None = None
+        self.reset = reset
+        self.not_after = None if max_total is None else anyio.current_time() + max_total
+
+    def deadline(self) -> float | None:
+        """The request's new deadline now that progress was reported, or None to leave it."""
+        if self.reset is None:
+            return None
+        deadline = anyio.current_time() + self.reset
+        return deadline if self.not_after is None else min(deadline, self.not_after)
 
 
 class _ResultKind(msgspec.Struct, rename="camel"):

@@ -6,6 +6,7 @@ answer produced from one read in a single write. Used by stdio and by TCP and Un
 
 from __future__ import annotations
 
+import abc
 import errno
 import os
 import select
@@ -21,7 +22,7 @@ from ..jsonrpc.streams import MessageStream
 from ..jsonrpc.wire import RequestId
 from .framing import DEFAULT_MAX_FRAME, LineFramer
 
-__all__ = ("NdjsonStream", "FdByteStream")
+__all__ = ("NdjsonStream", "FdByteStream", "BlockingByteStream")
 
 _CHUNK = 256 * 1024
 _GONE = frozenset({errno.EBADF, errno.EIO, errno.ECONNRESET, errno.ENOTCONN, errno.ETIMEDOUT})  # a read's end
@@ -51,16 +52,16 @@ class NdjsonStream(MessageStream):
         await self._bytes.send(_lines(frames))
 
     def receive_sync(self) -> Sequence[bytes]:
-        """:meth:`receive` without an event loop, blocking (the byte stream must be a :class:`FdByteStream`)."""
-        assert isinstance(self._bytes, FdByteStream)
+        """:meth:`receive` without an event loop, blocking (the byte stream must be a :class:`BlockingByteStream`)."""
+        assert isinstance(self._bytes, BlockingByteStream)
         while True:
             frames = self._framer.feed(self._bytes.receive_sync(_CHUNK))
             if frames:
                 return frames
 
     def send_many_sync(self, frames: Sequence[tuple[bytes, RequestId | None]]) -> None:
-        """:meth:`send_many` without an event loop, blocking (the byte stream must be a :class:`FdByteStream`)."""
-        assert isinstance(self._bytes, FdByteStream)
+        """:meth:`send_many` without an event loop, blocking (the byte stream must be a :class:`BlockingByteStream`)."""
+        assert isinstance(self._bytes, BlockingByteStream)
         self._bytes.send_sync(_lines(frames))
 
     async def aclose(self) -> None:
@@ -77,7 +78,17 @@ def _lines(frames: Sequence[tuple[bytes, RequestId | None]]) -> bytes:
     return b"\n".join(parts)
 
 
-class FdByteStream(anyio.abc.ByteStream):
+class BlockingByteStream(anyio.abc.ByteStream):
+    """A byte stream that can also be read and written without an event loop, blocking (``run_stdio``'s loop)."""
+
+    @abc.abstractmethod
+    def receive_sync(self, max_bytes: int = 65536) -> bytes: ...
+
+    @abc.abstractmethod
+    def send_sync(self, item: bytes) -> None: ...
+
+
+class FdByteStream(BlockingByteStream):
     """A byte stream over two raw file descriptors (stdin/stdout, or a child's pipes), on asyncio and trio.
 
     Pipes and sockets are switched to non-blocking mode and waited on with :func:`anyio.wait_readable` /
