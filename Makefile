@@ -16,7 +16,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install test test-all lint bench bench-compare serve conformance clean
+.PHONY: install test test-all lint bench bench-compare serve conformance docs docs-serve clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -34,8 +34,8 @@ test-all:
 	.ci/test-pythons
 
 lint: $(STAMP)
-	$(BIN)/ruff check jsonrpc_mcp tests bench conformance
-	$(BIN)/ruff format --check jsonrpc_mcp tests conformance bench/run.py bench/inproc.py bench/inproc_http.py bench/sockload.py bench/servers
+	$(BIN)/ruff check jsonrpc_mcp tests bench conformance docs/_hooks.py
+	$(BIN)/ruff format --check jsonrpc_mcp tests conformance docs/_hooks.py bench/run.py bench/inproc.py bench/inproc_http.py bench/sockload.py bench/servers
 	$(BIN)/mypy
 
 bench: $(STAMP)
@@ -47,8 +47,15 @@ bench-compare: $(STAMP)
 serve: $(STAMP)
 	$(BIN)/jsonrpc-mcp serve --http 127.0.0.1:8000
 
+# The documentation site, from docs/ (mkdocs.yml), into site/; --strict: a broken link or reference fails.
+docs: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
+
+docs-serve: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs serve
+
 conformance: $(STAMP)
 	$(BIN)/python conformance/run.py
 
 clean:
-	rm -rf .venv .venv-3.* .pytest_cache .mypy_cache .ruff_cache conformance/.node
+	rm -rf .venv .venv-3.* .pytest_cache .mypy_cache .ruff_cache conformance/.node site

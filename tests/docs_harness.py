@@ -45,6 +45,7 @@ document, with the line of its fence and how to mark it.
 
 from __future__ import annotations
 
+import difflib
 import json
 import os
 import re
@@ -199,6 +200,18 @@ def match_output(expected: str, actual: str) -> bool:
     return re.fullmatch("".join(pattern), "".join(line + "\n" for line in tidy(actual)), re.DOTALL) is not None
 
 
+def output_difference(expected: str, actual: str) -> str:
+    """What a page shows against what was printed, as a unified diff (``...`` lines of the page stay in it)."""
+    diff = difflib.unified_diff(
+        expected.strip("\n").split("\n"),
+        actual.strip("\n").split("\n"),
+        "the page shows",
+        "it printed",
+        lineterm="",
+    )
+    return "\n".join(diff)
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -325,6 +338,7 @@ class DocumentRun:
             PATH=f"{BIN}{os.pathsep}{self.env.get('PATH', '')}",
             HOME=str(workdir),
             PYTHONDONTWRITEBYTECODE="1",
+            PYTHONUNBUFFERED="1",  # a program's stdout and stderr interleave as they would on a terminal
             NO_COLOR="1",
             COLUMNS="100",
         )
@@ -382,9 +396,7 @@ class DocumentRun:
                 continue
             actual = self._shell(block, command)
             if not match_output(expected, actual):
-                raise DocError(
-                    f"{block.where}: $ {command}\n--- the page shows:\n{expected}\n--- it printed:\n{actual}"
-                )
+                raise DocError(f"{block.where}: $ {command}\n{output_difference(expected, actual)}")
         self.last_output = None
 
     def _run_json(self, block: Block) -> None:
@@ -410,8 +422,7 @@ class DocumentRun:
         expected = self.ports.apply(block.code)
         if not match_output(expected, actual):
             raise DocError(
-                f"{block.where}: the output of {source.where} differs\n--- the page shows:\n{expected}\n"
-                f"--- it printed:\n{actual}"
+                f"{block.where}: the output of {source.where} differs\n{output_difference(expected, actual)}"
             )
         self.last_output = None
 
@@ -500,10 +511,7 @@ class DocumentRun:
             return
         server.stop()
         if not match_output(server.expected, server.output()):
-            raise DocError(
-                f"{server.where}: $ {server.command}\n--- the page shows:\n{server.expected}\n"
-                f"--- it printed:\n{server.output()}"
-            )
+            raise DocError(f"{server.where}: $ {server.command}\n{output_difference(server.expected, server.output())}")
 
 
 def _connects(address: tuple[str, int] | str, cwd: Path) -> bool:

@@ -226,7 +226,7 @@ def test_a_document_runs_its_blocks_in_order_in_one_folder(tmp_path: Path) -> No
         ("```python\n# broken.py\nimport no_such_module_here\n```\n", r"importing broken\.py exited with status 1"),
         ("```sh\ntrue\nfalse\n```\n", r"`false` exited with status 1"),
         ("```sh\ncd /\n```\n", "would not last"),
-        ("```console\n$ echo two\none\n```\n", "--- the page shows:\none\n--- it printed:\ntwo"),
+        ("```console\n$ echo two\none\n```\n", "--- the page shows\n\\+\\+\\+ it printed\n@@ -1 \\+1 @@\n-one\n\\+two"),
         ("```python\nprint(2)\n```\n<!-- output -->\n```text\n1\n```\n", r"the output of .*page\.md:1 differs"),
         ("<!-- output -->\n```text\n1\n```\n", "must follow a python program"),
         ("```json\n{'single': 'quotes'}\n```\n", "not JSON"),
