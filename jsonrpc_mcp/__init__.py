@@ -35,6 +35,8 @@ __all__ = (
     "types",
     "structured_data",
     "NoStructuredData",
+    "ToolResultError",
+    "InvalidToolOutput",
     "RpcError",
     "ParseError",
     "InvalidRequest",
@@ -52,13 +54,15 @@ __all__ = (
 
 if TYPE_CHECKING:
     from .client import Client
-    from .mcp.client import ClientSession, NoStructuredData, structured_data
+    from .mcp.client import ClientSession, InvalidToolOutput, NoStructuredData, ToolResultError, structured_data
 
 #: The client side is imported on first use, so a server process never loads it (start-up time and memory).
 _LAZY = {
     "Client": "client",
     "ClientSession": "mcp.client",
     "NoStructuredData": "mcp.client",
+    "ToolResultError": "mcp.client",
+    "InvalidToolOutput": "mcp.client",
     "structured_data": "mcp.client",
 }
 

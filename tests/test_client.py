@@ -4,6 +4,8 @@ pagination safety. Some tests talk to a scripted fake server that records every 
 from __future__ import annotations
 
 import json
+import logging
+import sys
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any
@@ -17,10 +19,14 @@ from jsonrpc_mcp import (
     Client,
     InternalError,
     InvalidParams,
+    InvalidToolOutput,
     MethodNotFound,
     NoStructuredData,
     RequestTimeout,
     RpcError,
+    Server,
+    ToolError,
+    ToolResultError,
     structured_data,
 )
 from jsonrpc_mcp import types as t
@@ -82,6 +88,106 @@ async def test_structured_data_from_a_real_tool() -> None:
         assert structured_data(await client.call_tool("echo", {"text": "[1, 2]"})) == [1, 2]
         with pytest.raises(NoStructuredData):
             structured_data(await client.call_tool("echo", {"text": "plain words"}))
+
+
+def test_structured_data_of_a_failed_call_raises_with_the_error_payload() -> None:
+    failed = t.CallToolResult(
+        content=[text("No entry has id 4")], structured_content={"code": "NOT_FOUND"}, is_error=True
+    )
+    with pytest.raises(ToolResultError) as raised:
+        structured_data(failed)
+    assert isinstance(raised.value, ToolError)
+    assert (raised.value.message, raised.value.structured, raised.value.result) == (
+        "No entry has id 4",
+        {"code": "NOT_FOUND"},
+        failed,
+    )
+    with pytest.raises(ToolResultError) as plain:
+        structured_data(t.CallToolResult(content=[text('{"x": 1, "y": 2}')], is_error=True))
+    assert plain.value.structured is None
+
+
+# --- the outputSchema check --------------------------------------------------------------------------------------
+
+SCHEMA = {"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]}
+
+
+def output_server(answers: dict[str, t.CallToolResult]) -> Server:
+    """Tools that answer as told, whatever their outputSchema says (the library checks what *it* builds, so a
+    ready CallToolResult is the way to send a broken one)."""
+    server = Server("outputs")
+
+    @server.tool(output_schema=SCHEMA)
+    def checked(case: str) -> t.CallToolResult:
+        return answers[case]
+
+    @server.tool()
+    def free(case: str) -> t.CallToolResult:
+        return answers[case]
+
+    return server
+
+
+ANSWERS = {
+    "good": t.CallToolResult(content=[text('{"ok": true}')], structured_content={"ok": True}),
+    "wrong": t.CallToolResult(content=[text('{"ok": "yes"}')], structured_content={"ok": "yes"}),
+    "missing": t.CallToolResult(content=[text("no data")]),
+    "failed": t.CallToolResult(content=[text("it broke")], structured_content={"why": 1}, is_error=True),
+}
+
+
+@pytest.mark.parametrize("options", [V, {}], ids=["handshake", "stateless"])
+async def test_structured_content_is_checked_against_the_output_schema(options: dict[str, Any]) -> None:
+    async with Client.connect_server(output_server(ANSWERS), **options) as client:
+        assert (await client.call_tool("checked", {"case": "good"})).structured_content == {"ok": True}  # no list first
+        with pytest.raises(InvalidToolOutput) as wrong:
+            await client.call_tool("checked", {"case": "wrong"})
+        assert wrong.value.tool == "checked" and wrong.value.result.structured_content == {"ok": "yes"}
+        assert wrong.value.problems == ['ok: "yes" is not of type "boolean"']
+        with pytest.raises(InvalidToolOutput) as missing:
+            await client.call_tool("checked", {"case": "missing"})
+        assert missing.value.problems == ["the tool has an outputSchema but the result has no structuredContent"]
+        assert (await client.call_tool("checked", {"case": "failed"})).is_error is True  # errors are not checked
+        assert (await client.call_tool("free", {"case": "wrong"})).structured_content == {"ok": "yes"}
+        client.validate_tool_output = False
+        assert (await client.call_tool("checked", {"case": "wrong"})).structured_content == {"ok": "yes"}
+    async with Client.connect_server(output_server(ANSWERS), validate_tool_output=False, **options) as client:
+        assert (await client.call_tool("checked", {"case": "missing"})).content[0].text == "no data"  # type: ignore[union-attr]
+
+
+async def test_the_output_schema_is_learnt_again_when_the_tools_change() -> None:
+    server = output_server(ANSWERS)
+    changed = anyio.Event()
+
+    def on_notification(method: str, params: dict[str, Any]) -> None:
+        if method == "notifications/tools/list_changed":
+            changed.set()
+
+    async with Client.connect_server(server, on_notification=on_notification, **V) as client:
+        await client.list_tools()
+        with pytest.raises(InvalidToolOutput):
+            await client.call_tool("checked", {"case": "wrong"})
+        server.remove_tool("checked")
+
+        @server.tool(name="checked", output_schema={"type": "object", "properties": {"ok": {"type": "string"}}})
+        def checked_again(case: str) -> t.CallToolResult:
+            return ANSWERS[case]
+
+        with anyio.fail_after(10):
+            await changed.wait()
+        assert (await client.call_tool("checked", {"case": "wrong"})).structured_content == {"ok": "yes"}
+
+
+async def test_without_the_validation_extra_nothing_is_checked_and_that_is_said_once(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.setitem(sys.modules, "jsonschema_rs", None)  # import jsonschema_rs -> ImportError
+    caplog.set_level(logging.DEBUG, logger="jsonrpc_mcp.mcp.output_schemas")
+    async with Client.connect_server(output_server(ANSWERS), **V) as client:
+        for _ in range(2):
+            assert (await client.call_tool("checked", {"case": "wrong"})).structured_content == {"ok": "yes"}
+    said = [r for r in caplog.records if r.name == "jsonrpc_mcp.mcp.output_schemas"]
+    assert [r.levelno for r in said] == [logging.DEBUG] and "validation extra" in said[0].getMessage()
 
 
 # --- errors ----------------------------------------------------------------------------------------------------

@@ -25,7 +25,7 @@ import anyio.abc
 import msgspec
 from msgspec import UNSET
 
-from ..errors import AuthorizationError, ConnectionClosed, InvalidParams, MethodNotFound, RpcError
+from ..errors import AuthorizationError, ConnectionClosed, InvalidParams, MethodNotFound, RpcError, ToolError
 from ..jsonrpc.codes import UNSUPPORTED_PROTOCOL_VERSION
 from ..jsonrpc.dispatch import Dispatcher
 from ..jsonrpc.streams import MessageStream
@@ -33,6 +33,7 @@ from ..jsonrpc.wire import Notification, Request, RequestId
 from . import types as t
 from ._groups import unwrap_group
 from .headers import InvalidHeaderAnnotation, tool_header_params
+from .output_schemas import InvalidToolOutput, OutputSchemas
 from .pydantic_support import dec_hook
 from .versions import (
     BATCH_VERSIONS,
@@ -55,6 +56,8 @@ __all__ = (
     "NotificationCallback",
     "ProgressCallback",
     "NoStructuredData",
+    "ToolResultError",
+    "InvalidToolOutput",
     "structured_data",
 )
 
@@ -76,13 +79,30 @@ class NoStructuredData(ValueError):
     """A tool result carries neither ``structuredContent`` nor a JSON text block."""
 
 
+class ToolResultError(ToolError):
+    """:func:`structured_data` of an ``isError`` result: the tool failed, so there is no data to read.
+
+    ``message`` is the result's first text block, ``structured`` its ``structuredContent`` (the error payload, when
+    the tool sent one, else ``None``), ``result`` the result itself."""
+
+    def __init__(self, result: t.CallToolResult) -> None:
+        text = next((c.text for c in result.content if isinstance(c, t.TextContent)), "the tool failed")
+        data = result.structured_content
+        super().__init__(text, structured=None if data is UNSET else data)
+        self.result = result
+
+
 def structured_data(result: t.CallToolResult, type: Any = Any) -> Any:
     """The structured data of a tool result, validated as ``type`` (any type msgspec converts to, or a pydantic
     model).
 
     ``structuredContent`` first; else the first text block whose MIME type (``_meta.mimeType`` or the block's
-    annotations) says ``application/json``, or that parses as JSON; else :class:`NoStructuredData`.
+    annotations) says ``application/json``, or that parses as JSON; else :class:`NoStructuredData`. An ``isError``
+    result raises :class:`ToolResultError` (a :class:`~jsonrpc_mcp.ToolError`): its payload describes the
+    failure, it is not the tool's data.
     """
+    if result.is_error is True:
+        raise ToolResultError(result)
     if result.structured_content is not UNSET:
         return msgspec.convert(result.structured_content, type, dec_hook=dec_hook)
     texts = [c for c in result.content if isinstance(c, t.TextContent)]
@@ -121,6 +141,7 @@ class ClientSession:
         reset_timeout_on_progress: bool = True,
         max_total_timeout: float | None = 3600.0,
         capabilities: Mapping[str, Any] | None = None,
+        validate_tool_output: bool = True,
     ) -> None:
         self.stream = stream
         self.client_info = {"name": name, "version": version}
@@ -137,6 +158,10 @@ class ClientSession:
         self.reset_timeout_on_progress = reset_timeout_on_progress
         self.max_total_timeout = max_total_timeout
         self._extra_capabilities = dict(capabilities or {})
+        #: Check each tool result's ``structuredContent`` against the tool's ``outputSchema`` (the spec's SHOULD;
+        #: needs the ``validation`` extra): a mismatch raises :class:`InvalidToolOutput` from :meth:`call_tool`.
+        self.validate_tool_output = validate_tool_output
+        self._output_schemas = OutputSchemas()
         self.dispatcher = Dispatcher(
             stream,
             self._on_request,
@@ -396,6 +421,7 @@ class ClientSession:
                 logger.warning("ignoring tool %r: %s", tool.name, exc)
                 continue
             kept.append(tool)
+        self._output_schemas.learn(kept)
         # The HTTP transport mirrors x-mcp-header parameters into Mcp-Param-* headers (SEP-2243).
         known = getattr(self.stream, "tool_headers", None)
         if isinstance(known, dict):
@@ -413,7 +439,9 @@ class ClientSession:
         meta: Mapping[str, Any] | None = None,
         reset_timeout_on_progress: bool | None = None,
     ) -> t.CallToolResult:
-        """Call a tool. Tool failures come back as a result with ``is_error``; protocol errors raise.
+        """Call a tool. Tool failures come back as a result with ``is_error``; protocol errors raise, and so does
+        a result that breaks the tool's ``outputSchema`` (:class:`InvalidToolOutput`, see
+        ``validate_tool_output``).
 
         With ``progress``, each progress notification gives the call its whole ``timeout`` again (see
         :meth:`request`)."""
@@ -429,7 +457,19 @@ class ClientSession:
             timeout=timeout,
             reset_timeout_on_progress=reset_timeout_on_progress,
         )
+        await self._check_tool_output(name, result)
         return result
+
+    async def _check_tool_output(self, name: str, result: t.CallToolResult) -> None:
+        """The spec's SHOULD: a result's ``structuredContent`` is checked against the tool's ``outputSchema``,
+        listing the tools first when this one's schema is not known yet (once per listing)."""
+        schemas = self._output_schemas
+        if not self.validate_tool_output or result.is_error is True or not schemas.available():
+            return
+        if not schemas.knows(name):
+            await self.list_tools()
+            schemas.unlisted(name)
+        schemas.check(name, result)
 
     async def list_resources(self) -> list[t.Resource]:
         self._require("resources")
@@ -599,6 +639,8 @@ class ClientSession:
         if method == "notifications/cancelled":
             self.dispatcher.cancel_inbound(params.get("requestId"))
             return None
+        if method == "notifications/tools/list_changed":
+            self._output_schemas.forget()
         if method == "notifications/subscriptions/acknowledged":
             meta = params.get("_meta") or {}
             sub_id = meta.get(META_SUBSCRIPTION_ID) if isinstance(meta, dict) else None

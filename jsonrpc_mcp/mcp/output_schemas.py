@@ -1,0 +1,120 @@
+"""Checking a tool's ``structuredContent`` against its ``outputSchema`` on the client side (L2: no I/O).
+
+The spec says a client SHOULD validate structured results against the tool's output schema, and a server MUST
+send structured results that conform to it. With the ``validation`` extra (jsonschema-rs) installed,
+:class:`OutputSchemas` keeps the output schemas a ``tools/list`` answered, compiles each on first use, and
+:meth:`OutputSchemas.check` raises :class:`InvalidToolOutput` for a result that breaks its schema (or that has
+none of the structured content its schema promises). Without the extra nothing is checked, and that is said
+once, at debug level.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Sequence
+from typing import Any, Final
+
+from msgspec import UNSET
+
+from ..errors import ProtocolViolation
+from . import types as t
+
+__all__ = ("OutputSchemas", "InvalidToolOutput")
+
+logger = logging.getLogger(__name__)
+
+#: At most this many problems are named in one :class:`InvalidToolOutput`.
+_PROBLEMS_SHOWN: Final = 5
+
+
+class InvalidToolOutput(ProtocolViolation):
+    """A tool result whose ``structuredContent`` does not match the tool's ``outputSchema``: the server broke the
+    spec's MUST. ``result`` is the result as received, ``problems`` says what is wrong (at most five)."""
+
+    def __init__(self, tool: str, problems: Sequence[str], result: t.CallToolResult) -> None:
+        super().__init__(f"tool {tool!r} returned a result that does not match its outputSchema: {'; '.join(problems)}")
+        self.tool = tool
+        self.problems = list(problems)
+        self.result = result
+
+
+class OutputSchemas:
+    """The output schemas of one server's tools, as ``tools/list`` described them."""
+
+    def __init__(self) -> None:
+        self._schemas: dict[str, dict[str, Any] | None] = {}
+        self._validators: dict[str, Any] = {}
+        self._engine: Any = None
+        self._looked = False
+
+    def available(self) -> bool:
+        """Can results be checked (is jsonschema-rs installed)? The first time it is not, say so at debug level."""
+        if not self._looked:
+            self._looked = True
+            try:
+                import jsonschema_rs
+            except ImportError:
+                logger.debug(
+                    "tool results are not checked against their outputSchema: "
+                    "the validation extra (jsonschema-rs) is not installed"
+                )
+            else:
+                self._engine = jsonschema_rs
+        return self._engine is not None
+
+    def knows(self, tool: str) -> bool:
+        """Has ``tools/list`` said (or been found not to say) what ``tool`` returns?"""
+        return tool in self._schemas
+
+    def learn(self, tools: Iterable[t.Tool]) -> None:
+        """Take the output schemas of a complete ``tools/list`` (every page), replacing what was known."""
+        self.forget()
+        for tool in tools:
+            schema = tool.output_schema
+            self._schemas[tool.name] = schema if isinstance(schema, dict) else None
+
+    def unlisted(self, tool: str) -> None:
+        """``tools/list`` does not name ``tool``: there is nothing to check its results against."""
+        self._schemas.setdefault(tool, None)
+
+    def forget(self) -> None:
+        """Drop everything (the server's tools changed)."""
+        self._schemas.clear()
+        self._validators.clear()
+
+    def check(self, tool: str, result: t.CallToolResult) -> None:
+        """Raise :class:`InvalidToolOutput` unless ``result`` (not an ``isError`` one) conforms to ``tool``'s
+        ``outputSchema``. Tools without one, and every result while jsonschema-rs is missing, pass."""
+        if result.is_error is True or not self.available():
+            return
+        validator = self._validator(tool)
+        if validator is None:
+            return
+        data = result.structured_content
+        if data is UNSET:
+            raise InvalidToolOutput(
+                tool, ["the tool has an outputSchema but the result has no structuredContent"], result
+            )
+        problems = []
+        for error in validator.iter_errors(data):
+            path = "/".join(str(part) for part in error.instance_path)
+            problems.append(f"{path or 'structuredContent'}: {error.message}")
+            if len(problems) == _PROBLEMS_SHOWN:
+                break
+        if problems:
+            raise InvalidToolOutput(tool, problems, result)
+
+    def _validator(self, tool: str) -> Any:
+        if tool in self._validators:
+            return self._validators[tool]
+        schema = self._schemas.get(tool)
+        validator = None
+        if schema is not None:
+            try:
+                validator = self._engine.validator_for(schema)
+            except Exception as exc:  # the server's schema itself is broken: nothing to check against
+                logger.warning(
+                    "tool %r has an outputSchema that cannot be compiled (%s); its results are not checked", tool, exc
+                )
+        self._validators[tool] = validator
+        return validator
