@@ -55,6 +55,7 @@ from typing import Any, Final, Literal, Protocol
 import anyio
 import anyio.abc
 
+from .jsonrpc.streams import NOTIFICATION, Outgoing
 from .mcp.versions import (
     HANDSHAKE_VERSIONS,
     META_CLIENT_CAPABILITIES,
@@ -672,10 +673,10 @@ class _StreamChannel:
         self._buffer: list[bytes] = []
 
     async def send(self, frame: bytes) -> None:
-        await self._stream.send(frame)
+        await self.send_all([frame])
 
     async def send_all(self, frames: Sequence[bytes]) -> None:
-        await self._stream.send_many([(f, None) for f in frames])
+        await self._stream.send([Outgoing(f, None, NOTIFICATION) for f in frames])
 
     async def receive(self) -> bytes:
         while not self._buffer:

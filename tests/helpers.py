@@ -20,7 +20,7 @@ from unittest import mock
 import anyio
 
 from jsonrpc_mcp import Server
-from jsonrpc_mcp.jsonrpc.streams import MessageStream
+from jsonrpc_mcp.jsonrpc.streams import NOTIFICATION, MessageStream, Outgoing
 from jsonrpc_mcp.transports.memory import memory_pair
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -57,6 +57,11 @@ def notification_frame(method: str, params: Any = None) -> bytes:
     return json.dumps(msg, separators=(",", ":")).encode()
 
 
+async def send_raw(stream: MessageStream, frame: bytes) -> None:
+    """Write one frame as it is (a raw peer: what kind of message it is does not matter to the stream)."""
+    await stream.send([Outgoing(frame, None, NOTIFICATION)])
+
+
 class RawPeer:
     """The client end of a connection, speaking raw frames."""
 
@@ -67,7 +72,7 @@ class RawPeer:
         self._buffer: deque[bytes] = deque()
 
     async def send(self, frame: bytes) -> None:
-        await self.stream.send(frame)
+        await send_raw(self.stream, frame)
 
     async def recv(self, timeout: float = TIMEOUT) -> bytes:
         with anyio.fail_after(timeout):

@@ -127,7 +127,7 @@ def make_server() -> Server:
         state[key] = "done"
         return f"released {key}"
 
-    @server.tool()
+    @server.tool(inline=True)  # (it sets an event of the event loop: it must run there)
     def release(key: str) -> str:
         """Unblock slow(key) / wait_for(key)."""
         gate(key).set()
@@ -141,9 +141,7 @@ def make_server() -> Server:
     @server.tool()
     async def poll(key: str, ctx: Context) -> str:
         """SEP-1699: close this request's SSE connection, then answer once released."""
-        closer = getattr(ctx.session.dispatcher.stream, "close_sse_stream", None)
-        if closer is not None:
-            closer(ctx.request_id)
+        await ctx.close_sse_stream()
         await gate(key).wait()
         return f"polled {key}"
 

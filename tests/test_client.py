@@ -14,6 +14,7 @@ import anyio
 import msgspec
 import pytest
 from fixtures.everything import make_server
+from helpers import send_raw
 
 from jsonrpc_mcp import (
     Client,
@@ -236,10 +237,10 @@ async def fake_server(script: Script) -> AsyncIterator[tuple[Any, list[dict[str,
                     result = script(msg)
                 except RpcError as exc:
                     error = {"code": exc.code, "message": exc.message}
-                    await theirs.send(json.dumps({"jsonrpc": "2.0", "id": msg["id"], "error": error}).encode())
+                    await send_raw(theirs, json.dumps({"jsonrpc": "2.0", "id": msg["id"], "error": error}).encode())
                     continue
                 if result is not None:
-                    await theirs.send(json.dumps({"jsonrpc": "2.0", "id": msg["id"], "result": result}).encode())
+                    await send_raw(theirs, json.dumps({"jsonrpc": "2.0", "id": msg["id"], "result": result}).encode())
 
     async with anyio.create_task_group() as tg:
         tg.start_soon(run)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import AsyncIterator, Callable, Coroutine
+from collections.abc import AsyncIterator, Coroutine
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -12,13 +12,13 @@ import anyio
 import anyio.lowlevel
 import pytest
 from fixtures.everything import make_server
-from helpers import RawPeer, raw_server, request_frame
+from helpers import RawPeer, raw_server, request_frame, send_raw
 
 from jsonrpc_mcp import Client, ConnectionClosed, RequestTimeout, RpcError, Server
 from jsonrpc_mcp.errors import InvalidParams
-from jsonrpc_mcp.jsonrpc._tasks import new_signal, open_handler_tasks
-from jsonrpc_mcp.jsonrpc.dispatch import Dispatcher
-from jsonrpc_mcp.jsonrpc.streams import MemoryMessageStream, MessageStream, memory_pair
+from jsonrpc_mcp.jsonrpc._concurrency import open_handler_tasks
+from jsonrpc_mcp.jsonrpc.dispatch import BUSY, Dispatcher, ErrorReply, Pending
+from jsonrpc_mcp.jsonrpc.streams import MemoryMessageStream, MessageStream, Outgoing, memory_pair
 from jsonrpc_mcp.jsonrpc.wire import Request
 
 pytestmark = pytest.mark.anyio
@@ -43,7 +43,7 @@ class Gates:
             table[key] = anyio.Event()
         return table[key]
 
-    def handler(self, req: Request) -> bytes | Coroutine[Any, Any, bytes]:
+    def handler(self, req: Request, context: Any = None) -> bytes | Coroutine[Any, Any, bytes]:
         if req.method == "echo":
             return bytes(req.params) if req.params is not None else b"{}"
         if req.method == "fail":
@@ -92,7 +92,7 @@ async def peers(
 async def raw_to_dispatcher(**options: Any) -> AsyncIterator[tuple[Dispatcher, RawPeer]]:
     """A dispatcher (with a cancel frame) talking to a raw peer that answers nothing unless told to."""
     a, b = memory_pair(64)
-    dispatcher = Dispatcher(a, lambda req: b"{}", cancel_frame=cancel_frame, **options)
+    dispatcher = Dispatcher(a, lambda req, context: b"{}", cancel_frame=cancel_frame, **options)
     async with anyio.create_task_group() as tg:
         await tg.start(dispatcher.run)
         try:
@@ -414,57 +414,6 @@ async def test_max_in_flight_must_be_positive() -> None:
     await b.aclose()
 
 
-async def test_running_tells_whether_adopt_can_take_a_handler() -> None:
-    """``running`` is False before run() has started and after it has ended; ``adopt`` takes handlers only while
-    it is True (a transport that calls handlers itself checks it first)."""
-
-    async def handler() -> bytes:
-        return b"{}"
-
-    ours, theirs = memory_pair(8)
-    server = Dispatcher(ours)
-    early = handler()
-    assert not server.running and not server.adopt(Request(id=1, method="m"), early)
-    with anyio.fail_after(10):
-        async with anyio.create_task_group() as tg:
-            await tg.start(server.run)
-            assert server.running and server.adopt(Request(id=2, method="m"), handler())
-            assert (await theirs.receive()) == [b'{"jsonrpc":"2.0","id":2,"result":{}}']
-            await theirs.aclose()
-    assert not server.running and not server.adopt(Request(id=3, method="m"), handler())
-    await ours.aclose()
-
-
-async def test_an_adopted_request_is_drained_and_answered_after_the_end_of_stream() -> None:
-    """A request a transport handed over with ``adopt`` counts as running: when the peer ends its side, run()
-    waits for it (up to the drain timeout) and its answer is still written, as for one the read loop started."""
-    from anyio.lowlevel import checkpoint
-
-    ours, theirs = memory_pair(8)
-    server = Dispatcher(theirs, lambda req: b"{}", drain_timeout=30.0)
-    release = anyio.Event()
-
-    async def work() -> bytes:
-        await release.wait()
-        return b'{"late":true}'
-
-    async with anyio.create_task_group() as tg:
-        await tg.start(server.run)
-        assert server.adopt(Request(7, "tools/call", None), work())
-        await ours._send.aclose()  # the peer ends its side; the server's answers can still reach it
-        await anyio.wait_all_tasks_blocked()  # the read loop has seen the end and run() decided what to wait for
-        release.set()
-        with anyio.fail_after(10):
-            frames = await ours.receive()
-        assert frames == [b'{"jsonrpc":"2.0","id":7,"result":{"late":true}}']
-        with anyio.fail_after(10):
-            while server._handlers is not None:  # run() returns once the adopted request is done
-                await checkpoint()
-    assert server.in_flight() == 0
-    await ours.aclose()
-    await theirs.aclose()
-
-
 class _Writes(MessageStream):
     """Hands the dispatcher one batch of frames, then the end of the stream; records each ``send_many``."""
 
@@ -479,11 +428,8 @@ class _Writes(MessageStream):
             raise anyio.EndOfStream
         return frames
 
-    async def send(self, frame: bytes, related: Any = None) -> None:
-        self.writes.append([frame])
-
-    async def send_many(self, frames: Any) -> None:
-        self.writes.append([frame for frame, _ in frames])
+    async def send(self, frames: Any) -> None:
+        self.writes.append([out.frame for out in frames])
 
     async def aclose(self) -> None:
         pass
@@ -499,7 +445,7 @@ async def test_answers_of_one_pass_are_gathered_only_when_the_stream_gathers(gat
 
     frames = [request_frame(1, "a"), request_frame(2, "b")]
     stream = _Writes(frames, gathers)
-    server = Dispatcher(stream, lambda req: answer(), drain_timeout=10.0)
+    server = Dispatcher(stream, lambda req, context: answer(), drain_timeout=10.0)
     with anyio.fail_after(10):
         await server.run()
     answers = [b'{"jsonrpc":"2.0","id":1,"result":{}}', b'{"jsonrpc":"2.0","id":2,"result":{}}']
@@ -518,7 +464,7 @@ async def test_a_cancelled_request_of_a_batch_is_left_out_of_the_batch_answer() 
         await tg.start(server.run)
         block = json.loads(request_frame(1, "block", {"key": "b1"}))
         slow_echo = json.loads(request_frame(2, "block", {"key": "b2"}))
-        await ours.send(json.dumps([block, slow_echo]).encode())
+        await send_raw(ours, json.dumps([block, slow_echo]).encode())
         with anyio.fail_after(10):
             await gates.event(gates.started, "b1").wait()
             await gates.event(gates.started, "b2").wait()
@@ -553,7 +499,7 @@ async def test_a_request_cancelled_while_its_handler_finishes_unawares_is_not_an
     stream = _Stream([request_frame(1, "a"), request_frame(2, "b")], gathers=True)
     calls = iter([unaware(), None])
 
-    def handler(req: Request) -> bytes | Coroutine[Any, Any, bytes]:
+    def handler(req: Request, context: Any) -> bytes | Coroutine[Any, Any, bytes]:
         coro = next(calls)
         return coro if coro is not None else b'{"ok":true}'
 
@@ -580,7 +526,7 @@ async def test_a_request_cancelled_before_its_task_has_started_is_cancelled_at_i
 
     server: Dispatcher
 
-    def handler(req: Request) -> bytes | Coroutine[Any, Any, bytes]:
+    def handler(req: Request, context: Any) -> bytes | Coroutine[Any, Any, bytes]:
         if req.method == "cancel-the-first":
             assert server.cancel_inbound(1)  # as if the peer's notifications/cancelled had been read here
             return b'{"done":true}'
@@ -606,7 +552,7 @@ async def test_cancelling_a_running_dispatcher_cancels_its_handlers_at_once() ->
     with anyio.fail_after(10):
         async with anyio.create_task_group() as tg:
             await tg.start(server.run)
-            await ours.send(request_frame(1, "block", {"key": "k"}))
+            await send_raw(ours, request_frame(1, "block", {"key": "k"}))
             await gates.event(gates.started, "k").wait()
             tg.cancel_scope.cancel()
     assert gates.cancelled["k"].is_set() and server.in_flight() == 0
@@ -686,199 +632,181 @@ async def test_handler_tasks_do_not_go_through_the_loops_task_factory() -> None:
     assert made and "Dispatcher._run_request" not in made  # (the factory did make the client's own tasks)
 
 
-# --- the wake-up signal and the write lock --------------------------------------------------------------------
+# --- begin: the one request path, with or without tasks ----------------------------------------------------
 
 
-async def test_a_signal_wakes_its_waiter_and_survives_a_cancelled_one() -> None:
-    signal = new_signal()
-    with anyio.move_on_after(0.05):  # a waiter gives up before it is set...
-        await signal.wait()
-    assert not signal.is_set()
+def _idle_stream() -> MessageStream:
+    return _Writes([], gathers=False)
+
+
+async def test_begin_answers_at_once_what_the_handler_has_and_maps_failures() -> None:
+    """``begin`` needs no running connection: a ready answer is the whole response frame; a handler's RpcError is
+    its error reply, any other exception -32603 with nothing of it shown; both are ErrorReply with their code."""
+    gates = Gates()
+    dispatcher = Dispatcher(_idle_stream(), gates.handler)
+    assert dispatcher.begin(Request(1, "echo", msgspec_raw(b'{"a":1}'))) == b'{"jsonrpc":"2.0","id":1,"result":{"a":1}}'
+    failed = dispatcher.begin(Request(2, "fail"))
+    assert type(failed) is ErrorReply and failed.code == -32602 and failed.refused is None
+    assert json.loads(failed)["error"] == {"code": -32602, "message": "bad", "data": {"why": "test"}}
+    bug = dispatcher.begin(Request(3, "bug"))
+    assert type(bug) is ErrorReply and bug.code == -32603 and b"secret" not in bug
+    wrong = dispatcher.begin(Request(4, "wrong-type"))
+    assert type(wrong) is ErrorReply and wrong.code == -32603
+    assert dispatcher.in_flight() == 0
+
+
+async def test_begin_keeps_what_has_to_wait_until_the_connection_has_tasks() -> None:
+    """A handler that has to wait is a Pending, registered at once (a duplicate id is refused, a bound is kept),
+    and started when the connection gets tasks; its answer goes through the stream."""
+    gates = Gates()
+    ours, theirs = memory_pair(8)
     woken: list[str] = []
-
-    async def waiter() -> None:
-        await signal.wait()
-        woken.append("woken")
-
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(waiter)
-        await anyio.wait_all_tasks_blocked()
-        assert woken == []
-        signal.set()  # ...and the next is woken by it
-    assert woken == ["woken"] and signal.is_set()
-    with anyio.fail_after(1):
-        await signal.wait()  # set already: returns at once
-    late = new_signal()
-    with anyio.move_on_after(0.05):
-        await late.wait()
-    late.set()  # set after a waiter was cancelled: the next wait returns
-    with anyio.fail_after(1):
-        await late.wait()
-
-
-async def _lock_users() -> tuple[Dispatcher, list[str], Callable[[str], Coroutine[Any, Any, None]]]:
-    """A dispatcher used for its write lock alone (nothing is written), the order in which writers got the lock,
-    and a writer that holds it across a pass of the loop."""
-    end, other = memory_pair()
-    await other.aclose()
-    await end.aclose()
-    dispatcher = Dispatcher(end)
-    order: list[str] = []
-
-    async def writer(name: str) -> None:
-        await dispatcher._lock_writes()
-        try:
-            order.append(name)
-            await anyio.lowlevel.checkpoint()
-        finally:
-            dispatcher._unlock_writes()
-
-    return dispatcher, order, writer
-
-
-async def test_the_write_lock_serves_writers_in_order_and_skips_the_cancelled() -> None:
-    dispatcher, order, writer = await _lock_users()
-    await dispatcher._lock_writes()  # held here
-    async with open_handler_tasks() as tasks:
-        tokens = {}
-        for name in ("b", "c", "d", "e"):  # queued one after the other (trio runs tasks started together in any order)
-            tokens[name] = tasks.spawn(writer(name), name)
-            await anyio.wait_all_tasks_blocked()
-        assert len(dispatcher._writers) == 4
-        tasks.cancel(tokens["d"], lambda: True)  # gives up while it waits: leaves the queue
-        await anyio.wait_all_tasks_blocked()
-        assert len(dispatcher._writers) == 3
-        dispatcher._unlock_writes()
-        await anyio.wait_all_tasks_blocked()
-    assert order == ["b", "c", "e"]
-    assert not dispatcher._writing and dispatcher._writers == []
-
-
-async def test_the_write_lock_passes_on_when_the_writer_it_went_to_is_cancelled() -> None:
-    """A handler task is cancelled (``notifications/cancelled``) just as the lock passes to it: the next writer
-    still gets it, and it ends free."""
-    dispatcher, order, writer = await _lock_users()
-    await dispatcher._lock_writes()
-    async with open_handler_tasks() as tasks:
-        first = tasks.spawn(writer("b"), "b")
-        await anyio.wait_all_tasks_blocked()
-        tasks.spawn(writer("c"), "c")
-        await anyio.wait_all_tasks_blocked()
-        dispatcher._unlock_writes()  # the lock goes to b...
-        tasks.cancel(first, lambda: True)  # ...cancelled before it runs again
-        await anyio.wait_all_tasks_blocked()
-    # (asyncio throws the cancellation into b, which passes the lock on; trio lets b finish its wait first)
-    assert order in (["c"], ["b", "c"])
-    assert not dispatcher._writing and dispatcher._writers == []
-
-
-async def test_work_spawned_before_run_waits_for_it_when_a_wake_is_set() -> None:
-    """A transport that starts ``run`` on demand sets ``wake``: work spawned before then is kept and started by
-    ``run``; ``abandon`` (``run`` never to start) drops it and fails our pending requests."""
-    ours, peer = memory_pair()
-    dispatcher = Dispatcher(ours)
-    assert not dispatcher.spawn(_never)  # no wake: refused, as before
-    woken: list[str] = []
+    dispatcher = Dispatcher(theirs, gates.handler, max_in_flight=2)
     dispatcher.wake = lambda: woken.append("wake")
-    ran = anyio.Event()
-
-    async def work(tag: str) -> None:
-        assert tag == "late"
-        ran.set()
-
-    assert dispatcher.spawn(work, "late") and woken == ["wake"]
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(dispatcher.run)
-        with anyio.fail_after(5):
-            await ran.wait()
-        await peer.aclose()  # the peer's end: run returns
+    pending = dispatcher.begin(Request(1, "block", msgspec_raw(b'{"key":"k"}')))
+    assert type(pending) is Pending and dispatcher.needs_tasks and woken == ["wake"]
+    duplicate = dispatcher.begin(Request(1, "echo"))
+    assert type(duplicate) is ErrorReply and duplicate.refused == "duplicate" and duplicate.code == -32600
+    assert type(dispatcher.begin(Request(2, "block", msgspec_raw(b'{"key":"k"}')))) is Pending
+    busy = dispatcher.begin(Request(3, "echo"))
+    assert type(busy) is ErrorReply and busy.refused == "busy" and busy.code == BUSY
+    assert dispatcher.in_flight() == 2 and gates.count == 0  # nothing has run yet
+    async with open_handler_tasks() as tasks:
+        dispatcher.use_tasks(tasks)
+        assert not dispatcher.needs_tasks
+        with anyio.fail_after(10):
+            await gates.event(gates.started, "k").wait()
+            gates.event(gates.release, "k").set()
+            answers = [json.loads(frame) for frame in await ours.receive()]
+            while len(answers) < 2:
+                answers += [json.loads(frame) for frame in await ours.receive()]
+    assert sorted(answer["id"] for answer in answers) == [1, 2] and dispatcher.in_flight() == 0
     await ours.aclose()
+    await theirs.aclose()
 
-    idle, other = memory_pair()
-    abandoned = Dispatcher(idle)
-    abandoned.wake = lambda: None
+
+async def test_a_kept_request_cancelled_before_it_starts_is_never_answered() -> None:
+    gates = Gates()
+    finished: list[Any] = []
+
+    class _Stream(_Writes):
+        def finished(self, request_id: Any) -> None:
+            finished.append(request_id)
+
+    stream = _Stream([], gathers=True)
+    dispatcher = Dispatcher(stream, gates.handler)
+    assert type(dispatcher.begin(Request(5, "block", msgspec_raw(b'{"key":"c"}')))) is Pending
+    assert dispatcher.cancel_inbound(5)
+    async with open_handler_tasks() as tasks:
+        dispatcher.use_tasks(tasks)
+        with anyio.fail_after(10):
+            await gates.event(gates.cancelled, "c").wait()
+    assert finished == [5] and stream.writes == [] and dispatcher.in_flight() == 0
+
+
+async def test_close_cancels_handlers_fails_our_requests_and_drops_kept_work() -> None:
+    """A transport without a read loop (an HTTP session that ended) closes the connection: its handlers are
+    cancelled and never answered, our requests waiting for answers fail, kept work is dropped (no "never awaited"
+    warning), and nothing new is taken."""
+    gates = Gates()
+    stream = _Writes([], gathers=False)
+    dispatcher = Dispatcher(stream, gates.handler)
+    assert type(dispatcher.begin(Request("kept", "block", msgspec_raw(b'{"key":"kept"}')))) is Pending
+    dispatcher.close()
+    assert dispatcher.closed and dispatcher.in_flight() == 0 and not dispatcher.needs_tasks
+    assert not dispatcher.spawn(_never)
+
+    running = Dispatcher(_Writes([], gathers=False), gates.handler)
     failures: list[type[BaseException]] = []
+    async with open_handler_tasks() as tasks:
+        running.use_tasks(tasks)
+        assert type(running.begin(Request(1, "block", msgspec_raw(b'{"key":"r"}')))) is Pending
 
-    async def ask() -> None:
-        try:
-            await abandoned.request("ping", timeout=None)
-        except ConnectionClosed as exc:
-            failures.append(type(exc))
+        async def ask() -> None:
+            try:
+                await running.request("ping", timeout=None)
+            except ConnectionClosed as exc:
+                failures.append(type(exc))
 
-    with anyio.fail_after(5):
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(ask)
-            assert abandoned.spawn(_never)
-            await anyio.wait_all_tasks_blocked()
-            abandoned.abandon()
-    assert failures == [ConnectionClosed] and abandoned.closed and not abandoned.spawn(_never)
-    await idle.aclose()
-    await other.aclose()
+        tasks.start_soon(ask(), "ask")
+        with anyio.fail_after(10):
+            await gates.event(gates.started, "r").wait()
+        await anyio.wait_all_tasks_blocked()
+        running.close()
+        with anyio.fail_after(10):
+            await gates.event(gates.cancelled, "r").wait()
+    assert failures == [ConnectionClosed] and running.in_flight() == 0
 
 
 async def _never() -> None:
-    raise AssertionError("never started")  # pragma: no cover
+    await anyio.sleep_forever()
 
 
-def _note(method: str) -> bytes:
-    return json.dumps({"jsonrpc": "2.0", "method": method}).encode()
+async def test_answer_takes_frames_until_work_needs_tasks_and_run_goes_on_from_there() -> None:
+    """What stdio does before it starts its event loop: ``answer`` answers what is ready at once, in order, and
+    stops at the first frame whose work has to wait; ``run(unread=...)`` takes the rest first, then reads."""
+    ours, theirs = memory_pair(8)
+
+    async def slow() -> bytes:
+        return b'{"slow":true}'
+
+    def handler(req: Request, context: Any) -> bytes | Coroutine[Any, Any, bytes]:
+        return slow() if req.method == "slow" else b'{"now":true}'
+
+    dispatcher = Dispatcher(theirs, handler)
+    frames = [request_frame(1, "now"), request_frame(2, "slow"), request_frame(3, "now")]
+    out: list[Outgoing] = []
+    taken = dispatcher.answer(frames, out)
+    assert taken == 2 and [o.frame for o in out] == [b'{"jsonrpc":"2.0","id":1,"result":{"now":true}}']
+    assert dispatcher.needs_tasks
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(lambda: dispatcher.run(unread=frames[taken:]))
+        with anyio.fail_after(10):
+            got: list[Any] = []
+            while len(got) < 2:
+                got += [json.loads(frame) for frame in await ours.receive()]
+        assert {answer["id"]: answer["result"] for answer in got} == {2: {"slow": True}, 3: {"now": True}}
+        await ours.aclose()
+    await theirs.aclose()
 
 
-async def test_answer_now_answers_at_once_and_keeps_for_run_what_has_to_wait() -> None:
-    """A transport may answer frames before it starts its event loop (``run_stdio``): ``answer_now`` returns what
-    handlers answer at once, in order; a handler that has to wait and a notification handler's coroutine are kept
-    (``needs_run``, ``wake``) and started by ``run``, and a kept request the peer cancels meanwhile is never
-    answered."""
-    ours, peer = memory_pair(8)
-    release = anyio.Event()
-    noted: list[str] = []
+async def test_a_peer_that_never_reads_stops_our_reading_once_answers_queue_up() -> None:
+    """Answers of async handlers that cannot be written (the peer reads nothing) count against
+    ``max_queued_bytes``: past it the reader stops reading, so the peer fills its own pipe, not our memory."""
+    handled = 0
 
-    async def later(tag: str) -> bytes:
-        await release.wait()
-        return json.dumps(tag).encode()
+    async def big() -> bytes:
+        nonlocal handled
+        handled += 1
+        return b'{"pad":"' + b"x" * 400 + b'"}'
 
-    def on_request(req: Request) -> bytes | Coroutine[Any, Any, bytes]:
-        return b'"now"' if req.method == "now" else later(req.method)
+    c2s_send, c2s_recv = anyio.create_memory_object_stream[bytes](4)
+    s2c_send, s2c_recv = anyio.create_memory_object_stream[bytes](1)  # never read
+    server = Dispatcher(
+        MemoryMessageStream(s2c_send, c2s_recv), lambda req, context: big(), max_queued_bytes=1000, drain_timeout=0
+    )
+    async with anyio.create_task_group() as tg:
+        await tg.start(server.run)
+        sent = 0
+        with anyio.fail_after(10):
+            while True:
+                try:
+                    c2s_send.send_nowait(request_frame(sent, "big"))
+                except anyio.WouldBlock:
+                    await anyio.wait_all_tasks_blocked()
+                    try:
+                        c2s_send.send_nowait(request_frame(sent, "big"))
+                    except anyio.WouldBlock:
+                        break
+                sent += 1
+                await anyio.wait_all_tasks_blocked()
+        assert handled < 10 and sent < 20  # (1 answer in the pipe, ~3 queued: the rest waits in the peer's pipe)
+        tg.cancel_scope.cancel()
+    for stream in (c2s_send, c2s_recv, s2c_send, s2c_recv):
+        await stream.aclose()
 
-    async def note_later() -> None:
-        noted.append("note")
 
-    dispatcher = Dispatcher(ours, on_request)
+def msgspec_raw(data: bytes) -> Any:
+    import msgspec
 
-    def on_notification(note: Any) -> Coroutine[Any, Any, None] | None:
-        if note.method == "cancel":
-            assert dispatcher.cancel_inbound(2)
-            return None
-        return note_later()
-
-    dispatcher.on_notification = on_notification
-    woken: list[int] = []
-    dispatcher.wake = lambda: woken.append(1)
-    assert not dispatcher.needs_run
-    frames = [request_frame(1, "now"), request_frame(2, "slow"), request_frame(3, "later"), _note("cancel")]
-    out = dispatcher.answer_now([*frames, _note("note"), request_frame(4, "now"), request_frame(3, "now")])
-    assert [json.loads(frame) for frame, _ in out] == [
-        {"jsonrpc": "2.0", "id": 1, "result": "now"},
-        {"jsonrpc": "2.0", "id": 4, "result": "now"},
-        {"jsonrpc": "2.0", "id": 3, "error": {"code": -32600, "message": "Invalid Request: id is already in use"}},
-    ]
-    assert dispatcher.needs_run and woken and noted == [] and dispatcher.in_flight() == 2
-    with anyio.fail_after(10):
-        async with anyio.create_task_group() as tg:
-            await tg.start(dispatcher.run)
-            assert not dispatcher.needs_run
-            release.set()
-            assert await peer.receive() == [b'{"jsonrpc":"2.0","id":3,"result":"later"}']  # 2 was cancelled
-            await anyio.wait_all_tasks_blocked()
-            assert noted == ["note"] and dispatcher.in_flight() == 0
-            await peer.aclose()
-    await ours.aclose()
-
-    idle, other = memory_pair(8)
-    abandoned = Dispatcher(idle, on_request)
-    abandoned.wake = lambda: None
-    assert abandoned.answer_now([request_frame(9, "slow")]) == [] and abandoned.needs_run
-    abandoned.abandon()  # run will never start: the kept handler is closed (no "never awaited" warning)
-    assert not abandoned.needs_run and abandoned.in_flight() == 0
-    await idle.aclose()
-    await other.aclose()
+    return msgspec.Raw(data)

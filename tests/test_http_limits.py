@@ -37,7 +37,7 @@ from http_support import collect_garbage as collect_garbage
 from jsonrpc_mcp import Context, Server
 from jsonrpc_mcp.errors import RequestTimeout
 from jsonrpc_mcp.transports._http_events import InMemoryEventStore
-from jsonrpc_mcp.transports._http_session import HttpSession
+from jsonrpc_mcp.transports._http_handshake_session import HttpSession
 from jsonrpc_mcp.transports.http_asgi import McpAsgiApp
 from jsonrpc_mcp.transports.http_serve import make_uvicorn_server
 
@@ -88,16 +88,41 @@ async def test_too_many_requests_in_flight_is_429(http: httpx.AsyncClient) -> No
         thread.stop()
 
 
-async def test_too_many_sessions_is_503_with_retry_after(http: httpx.AsyncClient) -> None:
+async def test_a_full_table_makes_room_by_ending_the_least_recently_used_idle_session(
+    http: httpx.AsyncClient,
+) -> None:
+    """One client opening sessions and leaving them idle cannot lock others out: when the table is full, the least
+    recently used idle session gives way (its client gets 404 next time, and starts again, as the spec says)."""
     thread = start_app(max_sessions=3, session_idle_timeout=600)
     try:
-        for _ in range(3):
-            await open_session(http, thread.url)
-        refused = await http.post(thread.url, json=init_body(ident=9), headers=JSON_HEADERS)
-        assert refused.status_code == 503
-        assert int(refused.headers["retry-after"]) >= 1
-        assert refused.json()["error"]["code"] == -32010 and refused.json()["id"] == 9
-        assert "mcp-session-id" not in refused.headers
+        first, second, third = [await open_session(http, thread.url) for _ in range(3)]
+        assert (await first.call(1, "add", {"a": 1})) is not None  # first is now the most recently used
+        newcomer = await open_session(http, thread.url)
+        assert (await newcomer.call(1, "add", {"a": 1}))["result"]["structuredContent"] == {"result": 1}
+        gone = await second.post(call_body(2, "add", {"a": 1}))
+        assert gone.status_code == 404
+        assert (await first.call(2, "add", {"a": 2}))["result"]["structuredContent"] == {"result": 2}
+        assert (await third.call(2, "add", {"a": 3}))["result"]["structuredContent"] == {"result": 3}
+    finally:
+        thread.stop()
+
+
+async def test_when_every_session_is_busy_a_newcomer_gets_503_with_retry_after(http: httpx.AsyncClient) -> None:
+    thread = start_app(max_sessions=2, session_idle_timeout=600)
+    key = unique("busy")
+    try:
+        one, two = await open_session(http, thread.url), await open_session(http, thread.url)
+        # (a stream's headers arrive once its request is under way: both sessions are busy inside the block)
+        async with (
+            one.stream(call_body(1, "wait_for", {"key": key})),
+            two.stream(call_body(1, "wait_for", {"key": key})),
+        ):
+            refused = await http.post(thread.url, json=init_body(ident=9), headers=JSON_HEADERS)
+            assert refused.status_code == 503
+            assert int(refused.headers["retry-after"]) >= 1
+            assert refused.json()["error"]["code"] == -32010 and refused.json()["id"] == 9
+            assert "mcp-session-id" not in refused.headers
+            await one.call(3, "release", {"key": key})
     finally:
         thread.stop()
 
@@ -176,7 +201,7 @@ async def test_serve_http_runs_on_uvloop_when_installed_and_sends_no_server_head
     server = Server("loop-probe")
 
     @server.tool()
-    def loop() -> str:
+    async def loop() -> str:
         """The module of the event loop serving this request."""
         return type(asyncio.get_running_loop()).__module__.partition(".")[0]
 
@@ -486,13 +511,13 @@ async def test_delete_cancels_the_sessions_running_handlers_at_once() -> None:
         assert app.session_count == 0
 
 
-async def test_a_session_starts_its_task_only_when_it_needs_one() -> None:
-    """initialize, notifications/initialized and sync tools are answered in their POSTs' own tasks, so a session
-    that only sees those never runs a task (a dispatcher waiting for frames). Work the server spawns into its
-    sessions starts it: here a tools/list_changed, which reaches the session's GET stream."""
+async def test_work_the_server_spawns_into_a_session_reaches_its_get_stream() -> None:
+    """A session's messages are handled in their POSTs' own tasks (a session runs no task of its own); work the
+    server spawns into its sessions runs among the app's tasks: here a tools/list_changed, which reaches the
+    session's GET stream."""
     server = Server("lazy")
 
-    @server.tool()
+    @server.tool(inline=True)
     def echo(text: str) -> str:
         return text
 
@@ -509,7 +534,7 @@ async def test_a_session_starts_its_task_only_when_it_needs_one() -> None:
         assert status == 200 and json.loads(body)["result"]["content"][0]["text"] == "a"
         live = app.sessions[sid]
         await anyio.wait_all_tasks_blocked()
-        assert live.task is None and live.mcp.ready
+        assert live.mcp.ready
 
         announced = anyio.Event()
         get_headers = [(b"host", b"127.0.0.1:9"), (b"accept", b"text/event-stream"), (b"mcp-session-id", sid.encode())]
@@ -526,7 +551,6 @@ async def test_a_session_starts_its_task_only_when_it_needs_one() -> None:
         async with anyio.create_task_group() as tg:
             tg.start_soon(app, scope, receive, send)
             await anyio.wait_all_tasks_blocked()
-            assert live.task is None  # a GET stream needs no task either
 
             @server.tool()
             def added() -> str:
@@ -534,22 +558,21 @@ async def test_a_session_starts_its_task_only_when_it_needs_one() -> None:
 
             with anyio.fail_after(10):
                 await announced.wait()
-            assert live.task is not None
             tg.cancel_scope.cancel()
         deleted, _, _ = await asgi_request(app, "DELETE", session)
         assert deleted == 200 and app.session_count == 0
 
 
-async def test_a_session_without_a_task_is_wound_up_when_it_ends() -> None:
-    """DELETE of a session that never needed its task: it ends, its ServerSession closes (the server no longer
-    counts it), and a request that names it gets 404."""
+async def test_a_deleted_session_is_wound_up() -> None:
+    """DELETE of a session: it ends, its ServerSession and dispatcher close (the server no longer counts it), and a
+    request that names it gets 404."""
     server = Server("ended")
     app = McpAsgiApp(server)
     async with app.lifespan():
         _, headers, _ = await asgi_request(app, "POST", JSON_HEADERS, json.dumps(init_body()).encode())
         session = {**JSON_HEADERS, "Mcp-Session-Id": headers["mcp-session-id"]}
         live = app.sessions[headers["mcp-session-id"]]
-        assert live.task is None and server.sessions() == [live.mcp]
+        assert server.sessions() == [live.mcp]
         assert (await asgi_request(app, "DELETE", session))[0] == 200
         assert live.closed and live.mcp.closed and live.dispatcher.closed and server.sessions() == []
         ping = {"jsonrpc": "2.0", "id": 3, "method": "ping"}

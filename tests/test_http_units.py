@@ -1,21 +1,26 @@
-"""The Streamable HTTP building blocks on their own: SSE codec, Host/Origin guard, content negotiation, the
-event store, and the stateless-era checks (no sockets)."""
+"""The Streamable HTTP building blocks on their own: SSE codec, Host/Origin guard, content negotiation, outlets and
+the session stream's routing, the session table, the event store, and the stateless-era checks (no sockets)."""
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
 from typing import Any, cast
 
 import anyio
+import msgspec
 import pytest
 
-from jsonrpc_mcp.transports import _http_io, _http_sessions
+from jsonrpc_mcp.errors import RpcError
+from jsonrpc_mcp.jsonrpc.streams import NOTIFICATION, Outgoing
+from jsonrpc_mcp.jsonrpc.streams import RESPONSE as ANSWER
+from jsonrpc_mcp.jsonrpc.wire import Request
+from jsonrpc_mcp.mcp.eras import Call, meta_problem, read_call
+from jsonrpc_mcp.transports import _http_io, _http_session_table
 from jsonrpc_mcp.transports._http_events import EventStore, InMemoryEventStore
+from jsonrpc_mcp.transports._http_handshake_session import SessionStream
 from jsonrpc_mcp.transports._http_io import Headers, accepts, accepts_json_and_sse, is_json_content
-from jsonrpc_mcp.transports._http_outlet import FINAL, OTHER, RESPONSE, Feed, Item, Outlet
+from jsonrpc_mcp.transports._http_outlet import FINAL, OTHER, RESPONSE, Outlet
 from jsonrpc_mcp.transports._http_security import HostGuard, split_host
-from jsonrpc_mcp.transports._http_session import SessionStream
-from jsonrpc_mcp.transports._http_stateless import check_headers, check_meta, status_of
+from jsonrpc_mcp.transports._http_stateless import check_headers, status_of
 from jsonrpc_mcp.transports._sse import SseParser, SseTooLarge, encode_comment, encode_event, encode_retry
 
 # --- SSE ---------------------------------------------------------------------------------------------------------
@@ -138,7 +143,7 @@ def test_content_type_and_headers() -> None:
 def test_header_values_may_hold_visible_ascii_and_tabs_only() -> None:
     def problem(value: bytes) -> str | None:
         headers = Headers([(b"mcp-protocol-version", b"2026-07-28"), (b"mcp-method", value)])
-        return check_headers(headers, "ping", {"_meta": META}, lambda name: None)
+        return check_headers(headers, _call("ping", {"_meta": META}), lambda name: None)
 
     assert problem(b"ping") is None and problem(b" \tping\t ") is None
     assert "does not match" in (problem(b"pi\tng") or "")  # a tab inside is a valid character: just not "ping"
@@ -147,111 +152,6 @@ def test_header_values_may_hold_visible_ascii_and_tabs_only() -> None:
 
 
 # --- a session's inbound queue ---
-
-
-async def _read_then_end(receive: Callable[[], Awaitable[Any]], got: list[Any]) -> None:
-    """What a reader gets: one item, then ``"end"`` once :class:`anyio.EndOfStream` is raised."""
-    got.append(await receive())
-    try:
-        await receive()
-    except anyio.EndOfStream:
-        got.append("end")
-
-
-@pytest.mark.anyio
-async def test_session_inbound_queue_waits_for_room_and_ends() -> None:
-    stream = SessionStream(cast(Any, None), buffer=2)
-    await stream.push(b"1", None)
-    await stream.push(b"2", None)
-    pushed: list[bytes] = []
-
-    async def push(frame: bytes) -> None:
-        await stream.push(frame, None)
-        pushed.append(frame)
-
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(push, b"3")
-        await anyio.wait_all_tasks_blocked()
-        assert pushed == []  # full: the POST waits for the dispatcher
-        assert await stream.receive() == [b"1", b"2"]
-    assert pushed == [b"3"]
-    received: list[Any] = []
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(_read_then_end, stream.receive, received)
-        await anyio.wait_all_tasks_blocked()
-        assert received == [[b"3"]]  # waiting for more
-        stream.end_input()
-    assert received == [[b"3"], "end"]
-    with pytest.raises(anyio.ClosedResourceError):
-        await stream.push(b"4", None)
-    stream.close_input()
-    with pytest.raises(anyio.BrokenResourceError):
-        await stream.push(b"5", None)
-
-
-async def _drain(feed: Feed) -> list[bytes]:
-    """The frames a feed hands out until its end."""
-    frames = []
-    while True:
-        try:
-            frames.append((await feed.receive()).frame)
-        except anyio.EndOfStream:
-            return frames
-
-
-@pytest.mark.anyio
-async def test_feed_hands_items_in_order_waits_for_room_and_ends_after_draining() -> None:
-    feed = Feed(2)
-    with pytest.raises(anyio.WouldBlock):
-        feed.receive_nowait()
-    feed.send_nowait(Item(1, b"a", OTHER))
-    feed.send_nowait(Item(2, b"b", OTHER))
-    with pytest.raises(anyio.WouldBlock):
-        feed.send_nowait(Item(3, b"c", FINAL))  # full
-    sent: list[int] = []
-
-    async def send_third() -> None:
-        await feed.send(Item(3, b"c", FINAL))
-        sent.append(3)
-
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(send_third)
-        await anyio.wait_all_tasks_blocked()
-        assert sent == []  # waits for room
-        assert feed.receive_nowait().frame == b"a"
-    assert sent == [3]
-    feed.end()
-    with pytest.raises(anyio.ClosedResourceError):
-        feed.send_nowait(Item(4, b"d", OTHER))
-    assert await _drain(feed) == [b"b", b"c"]  # what was queued, then the end
-    with pytest.raises(anyio.EndOfStream):
-        feed.receive_nowait()
-
-
-@pytest.mark.anyio
-async def test_feed_wakes_a_waiting_reader_and_refuses_items_once_the_reader_is_gone() -> None:
-    feed = Feed(4)
-    got: list[Any] = []
-
-    async def frame() -> bytes:
-        return (await feed.receive()).frame
-
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(_read_then_end, frame, got)
-        await anyio.wait_all_tasks_blocked()
-        feed.send_nowait(Item(0, b"x", FINAL))
-        await anyio.wait_all_tasks_blocked()
-        assert got == [b"x"]
-        feed.end()
-    assert got == [b"x", "end"]
-
-    feed = Feed(4)
-    feed.send_nowait(Item(0, b"dropped", OTHER))
-    feed.close()
-    with pytest.raises(anyio.ClosedResourceError):
-        feed.receive_nowait()
-    with pytest.raises(anyio.BrokenResourceError):
-        feed.send_nowait(Item(0, b"late", OTHER))
 
 
 @pytest.mark.anyio
@@ -274,63 +174,17 @@ async def test_a_blocked_outlet_put_ends_when_its_connection_goes() -> None:
     again = outlet.connect()
     await outlet.put(b"3", FINAL)
     assert outlet.done and not outlet.connected
-    assert await _drain(again) == [b"3"]
-
-
-async def _writers_waiting_for_room(
-    put: Callable[[bytes], Awaitable[None]], take: Callable[[], Awaitable[bytes]]
-) -> None:
-    """Two writers wait for room in a full queue of one (``put`` fills it first); one of them gives up (its task
-    is cancelled): that does not wake or fail the other, which gets its frame in once the reader ``take``s."""
-    await put(b"first")
-    done: list[bytes] = []
-
-    async def write(frame: bytes) -> None:
-        await put(frame)
-        done.append(frame)
-
-    async with anyio.create_task_group() as tg:
-        gone = anyio.CancelScope()
-
-        async def write_then_go() -> None:
-            with gone:
-                await write(b"gone")
-
-        tg.start_soon(write_then_go)
-        tg.start_soon(write, b"second")
-        await anyio.wait_all_tasks_blocked()
-        gone.cancel()
-        await anyio.wait_all_tasks_blocked()
-        assert done == []  # still waiting: no room yet
-        assert await take() == b"first"
-    assert done == [b"second"]
-    assert await take() == b"second"
+    frames = []
+    while True:
+        try:
+            frames.append((await again.receive()).frame)
+        except anyio.EndOfStream:
+            break
+    assert frames == [b"3"]
 
 
 @pytest.mark.anyio
-async def test_posts_waiting_for_room_in_a_full_session_queue_are_independent() -> None:
-    """POSTs of one session waiting for room in its inbound queue (one of them gone with its client)."""
-    stream = SessionStream(cast(Any, object()), buffer=1)
-
-    async def take() -> bytes:
-        return (await stream.receive())[0]
-
-    await _writers_waiting_for_room(lambda frame: stream.push(frame, None), take)
-
-
-@pytest.mark.anyio
-async def test_a_feed_with_several_writers_waiting_for_room() -> None:
-    """The same for a response's feed (a batch's handlers, or several notifications, writing to one stream)."""
-    feed = Feed(1)
-
-    async def take() -> bytes:
-        return (await feed.receive()).frame
-
-    await _writers_waiting_for_room(lambda frame: feed.send(Item(0, frame, OTHER)), take)
-
-
-@pytest.mark.anyio
-async def test_session_stream_routes_answers_without_reading_them() -> None:
+async def test_session_stream_routes_frames_by_their_kind_and_request() -> None:
     class Owner:
         def __init__(self) -> None:
             self.exchanges: dict[Any, Any] = {}
@@ -340,15 +194,25 @@ async def test_session_stream_routes_answers_without_reading_them() -> None:
         def __init__(self, ids: set[Any]) -> None:
             self.waiting = ids
             self.outlet = Outlet(None)
+            self.json_only = False
 
     owner = Owner()
-    stream = SessionStream(cast(Any, owner), buffer=4)
+    stream = SessionStream(cast(Any, owner))
     batch = Exchange({1, 2})
     owner.exchanges.update({1: batch, 2: batch})
     first, last = batch.outlet.connect(), owner.standalone.connect()
-    # Answers are routed by the id they answer: the first of a batch is not the exchange's last frame.
-    await stream.send_replies([(b"answer-1", 1), (b"[parse error]", None), (b"answer-2", 2)])
-    assert [(i.frame, i.kind) for i in (first.receive_nowait(), first.receive_nowait())] == [
+    # A request's notification goes to its exchange; answers are routed by the id they answer (the first of a
+    # batch is not the exchange's last frame); what belongs to no request goes to the standalone stream.
+    await stream.send(
+        [
+            Outgoing(b"progress-1", 1, NOTIFICATION),
+            Outgoing(b"answer-1", 1, ANSWER),
+            Outgoing(b"[parse error]", None, ANSWER),
+            Outgoing(b"answer-2", 2, ANSWER),
+        ]
+    )
+    assert [(i.frame, i.kind) for i in (first.receive_nowait(), first.receive_nowait(), first.receive_nowait())] == [
+        (b"progress-1", OTHER),
         (b"answer-1", RESPONSE),
         (b"answer-2", FINAL),
     ]
@@ -356,59 +220,75 @@ async def test_session_stream_routes_answers_without_reading_them() -> None:
     assert owner.exchanges == {} and batch.outlet.done
 
 
+class _FakeSession:
+    def __init__(self, sid: str, busy: bool = False) -> None:
+        self.id = sid
+        self.closed = False
+        self.outlets: dict[str, Any] = {}
+        self._busy = busy
+        self.last_seen = 0.0
+
+    def busy(self) -> bool:
+        return self._busy
+
+    def idle(self, now: float, timeout: float) -> bool:
+        return False
+
+    def terminate(self) -> None:
+        self.closed = True
+
+
 @pytest.mark.anyio
-async def test_memory_is_released_when_a_burst_of_sessions_has_ended(monkeypatch: pytest.MonkeyPatch) -> None:
-    releases: list[int] = []
-    monkeypatch.setattr(_http_sessions, "TRIM_AFTER", 2)
-    monkeypatch.setattr(_http_sessions, "release_memory", lambda: releases.append(1))
-
-    class Fake:
-        def __init__(self, sid: str) -> None:
-            self.id = sid
-            self.task: object = None
-            self.closed = False
-            self.outlets: dict[str, Any] = {}
-            self.done = anyio.Event()
-
-        async def run(self) -> None:
-            await self.done.wait()
-
-        def terminate(self) -> None:
-            self.closed = True
-
-        end_untasked = terminate
-
-    table = _http_sessions.SessionTable(idle_timeout=60.0, max_sessions=10)
+async def test_a_full_table_ends_its_least_recently_used_idle_session() -> None:
+    """A full table makes room for a newcomer: the least recently used session with nothing under way gives way
+    (being looked up makes a session the most recently used); when every session is busy, there is no room."""
+    table = _http_session_table.SessionTable(idle_timeout=60.0, max_sessions=3)
     async with table.run():
-        first, second = Fake("a"), Fake("b")
-        await table.start(cast(Any, first))
-        await table.start(cast(Any, second))
-        table.spawn(cast(Any, first))  # one session with a task (its dispatcher ran)...
-        await anyio.wait_all_tasks_blocked()
-        first.done.set()
-        await anyio.wait_all_tasks_blocked()
-        assert releases == []  # one still lives
-        table.end(cast(Any, second))  # ...and one without, ended here
-        assert releases == [1] and second.closed  # the burst is over
-        lone = Fake("c")
-        await table.start(cast(Any, lone))
-        table.end(cast(Any, lone))
-        assert releases == [1]  # one session is no burst
+        a, b, c = _FakeSession("a"), _FakeSession("b", busy=True), _FakeSession("c")
+        for session in (a, b, c):
+            table.add(cast(Any, session))
+        assert table.get("a") is cast(Any, a)  # a is now the most recently used: c is the oldest idle one
+        assert table.admit() and c.closed and not a.closed and len(table) == 2
+        table.add(cast(Any, _FakeSession("d", busy=True)))
+        assert table.admit() and a.closed  # b and d are busy: a gives way
+        table.add(cast(Any, _FakeSession("e", busy=True)))
+        assert not table.admit() and len(table) == 3  # every session is busy
+
+
+@pytest.mark.anyio
+async def test_memory_is_released_after_a_burst_only_when_asked(monkeypatch: pytest.MonkeyPatch) -> None:
+    releases: list[int] = []
+    monkeypatch.setattr(_http_session_table, "TRIM_AFTER", 2)
+    monkeypatch.setattr(_http_session_table, "release_memory", lambda: releases.append(1))
+    for trim in (False, True):
+        table = _http_session_table.SessionTable(idle_timeout=60.0, max_sessions=10, trim_memory=trim)
+        async with table.run():
+            first, second = _FakeSession("a"), _FakeSession("b")
+            table.add(cast(Any, first))
+            table.add(cast(Any, second))
+            table.end(cast(Any, first))
+            assert releases == []  # one still lives
+            table.end(cast(Any, second))
+            assert releases == ([1] if trim else []) and second.closed  # the burst is over
+            lone = _FakeSession("c")
+            table.add(cast(Any, lone))
+            table.end(cast(Any, lone))
+            assert releases == ([1] if trim else [])  # one session is no burst
 
 
 def test_release_memory_runs_anywhere() -> None:
-    _http_sessions.release_memory()
-    _http_sessions.release_memory()
+    _http_session_table.release_memory()
+    _http_session_table.release_memory()
 
 
 @pytest.mark.anyio
 async def test_the_heap_trimmer_is_looked_up_before_any_session(monkeypatch: pytest.MonkeyPatch) -> None:
     """Looked up (importing ctypes on glibc) when the table starts, not in the middle of a burst's end, where the
     import's long-lived objects would keep the burst's freed arenas from going back to the OS."""
-    monkeypatch.setattr(_http_sessions, "_malloc_trim", None)
-    table = _http_sessions.SessionTable(idle_timeout=60.0, max_sessions=10)
+    monkeypatch.setattr(_http_session_table, "_malloc_trim", None)
+    table = _http_session_table.SessionTable(idle_timeout=60.0, max_sessions=10, trim_memory=True)
     async with table.run():
-        assert _http_sessions._malloc_trim is not None
+        assert _http_session_table._malloc_trim is not None
         assert len(table) == 0
 
 
@@ -438,29 +318,40 @@ async def test_in_memory_event_store_is_bounded() -> None:
 META = {"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {}}
 
 
-def test_check_meta() -> None:
-    assert check_meta({"_meta": META}) is None
-    assert check_meta(None) is not None
-    assert check_meta({"_meta": {**META, "io.modelcontextprotocol/protocolVersion": ""}}) is not None
-    assert check_meta({"_meta": {**META, "io.modelcontextprotocol/logLevel": "info"}}) is None
+def test_meta_problem() -> None:
+    assert meta_problem(META) is None
+    assert meta_problem(None) is not None
+    assert meta_problem({**META, "io.modelcontextprotocol/protocolVersion": ""}) is not None
+    assert meta_problem({**META, "io.modelcontextprotocol/logLevel": "info"}) is None
+    assert meta_problem({**META, "io.modelcontextprotocol/logLevel": "loud"}) is not None
+
+
+def _call(method: str, params: dict[str, Any]) -> Call:
+    return read_call({}, Request(1, method, msgspec.Raw(msgspec.json.encode(params))))
 
 
 def test_check_headers_order_and_task_names() -> None:
     def headers(**values: str) -> Headers:
         return Headers((k.replace("_", "-").encode(), v.encode()) for k, v in values.items())
 
-    params = {"taskId": "t1", "_meta": META}
+    task = _call("tasks/get", {"taskId": "t1", "_meta": META})
     good = headers(mcp_protocol_version="2026-07-28", mcp_method="tasks/get", mcp_name="t1")
-    assert check_headers(good, "tasks/get", params, lambda name: None) is None
+    assert check_headers(good, task, lambda name: None) is None
     wrong = headers(mcp_protocol_version="2026-07-28", mcp_method="tasks/get", mcp_name="t2")
-    assert "Mcp-Name" in (check_headers(wrong, "tasks/get", params, lambda name: None) or "")
+    assert "Mcp-Name" in (check_headers(wrong, task, lambda name: None) or "")
     twice = Headers([(b"mcp-protocol-version", b"2026-07-28"), (b"mcp-method", b"a"), (b"mcp-method", b"a")])
-    assert "more than once" in (check_headers(twice, "a", {"_meta": META}, lambda name: None) or "")
+    assert "more than once" in (check_headers(twice, _call("a", {"_meta": META}), lambda name: None) or "")
 
 
 def test_status_of() -> None:
+    from jsonrpc_mcp.jsonrpc.dispatch import Dispatcher
+
+    dispatcher = Dispatcher(cast(Any, None), lambda req, context: _raise(req.method))
     assert status_of(b'{"jsonrpc":"2.0","id":1,"result":{}}') == 200
-    assert status_of(b'{"jsonrpc":"2.0","id":1,"error":{"code":-32601,"message":"x"}}') == 404
-    assert status_of(b'{"jsonrpc":"2.0","id":1,"error":{"code":-32022,"message":"x"}}') == 400
-    assert status_of(b'{"jsonrpc":"2.0","id":1,"error":{"code":-32602,"message":"x"}}') == 200
-    assert status_of(b'{"jsonrpc":"2.0","id":1,"result":{"text":"\\"error\\""}}') == 200
+    assert status_of(dispatcher.begin(Request(1, "-32601"))) == 404  # type: ignore[arg-type]
+    assert status_of(dispatcher.begin(Request(2, "-32022"))) == 400  # type: ignore[arg-type]
+    assert status_of(dispatcher.begin(Request(3, "-32602"))) == 200  # type: ignore[arg-type]
+
+
+def _raise(code: str) -> bytes:
+    raise RpcError("x", code=int(code))

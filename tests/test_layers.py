@@ -44,6 +44,7 @@ LAYERS: dict[str, int] = {
     "mcp.pagination": 2,
     "mcp.uri_template": 2,
     "mcp.headers": 2,  # SEP-2243 header helpers: "L2: pure functions" (its docstring)
+    "mcp.eras": 2,  # which era a request belongs to, and what a stateless request must carry
     "mcp.compat": 2,  # results fitted to an older revision: "L2: pure functions" (its docstring)
     "mcp.pydantic_support": 2,  # pydantic models through msgspec hooks: "L2: pure functions" (its docstring)
     "auth.oauth_wire": 2,  # the OAuth client's documents, challenges, discovery URLs: sans-I/O (its docstring)
@@ -52,7 +53,7 @@ LAYERS: dict[str, int] = {
     "auth.principal": 2,  # the authenticated principal and the scope/audience rules: "L2: standard library only"
     # L3: the first anyio import
     "jsonrpc.dispatch": 3,
-    "jsonrpc._tasks": 3,
+    "jsonrpc._concurrency": 3,
     "jsonrpc.streams": 3,
     # L4: typed requests over a MessageStream
     "mcp.context": 4,

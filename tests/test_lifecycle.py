@@ -8,7 +8,7 @@ from typing import Any
 import anyio
 import pytest
 from fixtures.everything import make_server
-from helpers import init_frame, notification_frame, raw_server, request_frame
+from helpers import init_frame, notification_frame, raw_server, request_frame, send_raw
 
 from jsonrpc_mcp import Client, Context, MissingClientCapability, RpcError, Server
 from jsonrpc_mcp import types as t
@@ -191,7 +191,7 @@ async def test_client_refuses_a_version_it_does_not_speak() -> None:
         frames = await theirs.receive()
         request = json.loads(frames[0])
         result = {"protocolVersion": "1999-01-01", "capabilities": {}, "serverInfo": {"name": "old", "version": "0"}}
-        await theirs.send(json.dumps({"jsonrpc": "2.0", "id": request["id"], "result": result}).encode())
+        await send_raw(theirs, json.dumps({"jsonrpc": "2.0", "id": request["id"], "result": result}).encode())
 
     async with anyio.create_task_group() as tg:
         tg.start_soon(fake_server)

@@ -14,7 +14,7 @@ import msgspec
 import pytest
 
 from jsonrpc_mcp import Client, Context, Server, types
-from jsonrpc_mcp.jsonrpc.streams import MessageStream, memory_pair
+from jsonrpc_mcp.jsonrpc.streams import MessageStream, Outgoing, memory_pair
 from jsonrpc_mcp.jsonrpc.wire import RequestId
 from jsonrpc_mcp.presentation import (
     ErrorCode,
@@ -433,8 +433,8 @@ class HeaderStream(MessageStream):
     async def receive(self) -> Sequence[bytes]:
         return await self.inner.receive()
 
-    async def send(self, frame: bytes, related: RequestId | None = None) -> None:
-        await self.inner.send(frame, related)
+    async def send(self, frames: Sequence[Outgoing]) -> None:
+        await self.inner.send(frames)
 
     async def aclose(self) -> None:
         await self.inner.aclose()

@@ -22,26 +22,26 @@ pytestmark = pytest.mark.anyio
 
 
 def fuzz_server() -> Server:
-    """Synchronous handlers only, so every answer a frame produces arrives before the next ping's."""
+    """Handlers answered at once only (inline), so every answer a frame produces arrives before the next ping's."""
     server = Server("fuzz", "1", page_size=2)
 
-    @server.tool()
+    @server.tool(inline=True)
     def add(a: int, b: int = 0) -> int:
         return a + b
 
-    @server.tool(input_schema={"type": "object", "properties": {"x": {"type": "string"}}})
+    @server.tool(input_schema={"type": "object", "properties": {"x": {"type": "string"}}}, inline=True)
     def raw(x: str = "") -> str:
         return x
 
-    @server.resource("text://a")
+    @server.resource("text://a", inline=True)
     def a() -> str:
         return "a"
 
-    @server.resource("item://{id}")
+    @server.resource("item://{id}", inline=True)
     def item(id: str) -> dict[str, str]:
         return {"id": id}
 
-    @server.prompt()
+    @server.prompt(inline=True)
     def greet(name: str) -> str:
         return f"hi {name}"
 

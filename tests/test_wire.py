@@ -40,20 +40,21 @@ pytestmark = pytest.mark.anyio
 
 
 def make_plain() -> Server:
-    """Tools and one resource; no prompts, no completions."""
+    """Tools and one resource; no prompts, no completions. (Inline: the cases pin the answers of each frame, and
+    an answer made at once comes before the ping that ``exchange`` sends after the frame.)"""
     server = Server("wire", "1.0")
 
-    @server.tool()
+    @server.tool(inline=True)
     def add(a: int, b: int = 0) -> int:
         """Add two integers."""
         return a + b
 
-    @server.tool()
+    @server.tool(inline=True)
     def crash() -> str:
         """Always fails."""
         raise RuntimeError("leaked secret at /home/alice/project/secret.py line 3")
 
-    @server.resource("text://hello")
+    @server.resource("text://hello", inline=True)
     def hello() -> str:
         return "hi"
 
@@ -63,7 +64,7 @@ def make_plain() -> Server:
 def make_prompted() -> Server:
     server = make_plain()
 
-    @server.prompt()
+    @server.prompt(inline=True)
     def greet(name: str) -> str:
         return f"Hello {name}"
 
@@ -309,8 +310,9 @@ CASES = [
     Case("initialize-2025-06-18", None, init(V3), [init_reply(V3)]),
     Case("initialize-2025-03-26", None, init(V2), [init_reply(V2)]),
     Case("initialize-2024-11-05", None, init(V1), [init_reply(V1)]),
+    Case("initialize-again", V4, init(V4, 2), [init_reply(V4, b"2")]),
     Case(
-        "initialize-twice", V4, init(V4, 2), [err(b"2", -32600, "Invalid Request: the session is already initialized")]
+        "initialize-twice", V4, init(V2, 2), [err(b"2", -32600, "Invalid Request: the session is already initialized")]
     ),
     Case(
         "initialize-without-params",

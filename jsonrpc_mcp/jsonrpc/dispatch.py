@@ -1,19 +1,22 @@
-"""A concurrent JSON-RPC 2.0 peer over a :class:`MessageStream` (L3: the first anyio import).
+"""A concurrent JSON-RPC 2.0 peer (L3): the one place where a request becomes an answer.
 
-One :class:`Dispatcher` owns one connection. It reads frames, answers requests through a handler, correlates the
-answers to its own outgoing requests, and never lets a bad frame end the connection.
+One :class:`Dispatcher` owns one connection. Every inbound request, on every transport, goes through
+:meth:`Dispatcher.begin`, which alone
 
-How a request is run (the fast path matters: most requests never block):
+* refuses an id already in use and a request beyond the bound on requests in flight,
+* calls the handler, and turns a failure into the error reply (:func:`_failure_reply`, nowhere else),
+* returns the answer at once when the handler had it (``bytes``: the whole response frame), or a
+  :class:`Pending` for a handler that has to wait: its coroutine runs in a task of the connection, registered
+  so that ``notifications/cancelled`` stops exactly that request (which is then never answered), and its
+  answer is written through the stream when it comes.
 
-* the handler is called synchronously with the :class:`~.wire.Request`;
-* if it returns ``bytes`` (an encoded result) the response is queued at once, in the reader's task, and written
-  together with every other answer produced from the same read;
-* if it returns a coroutine, the coroutine runs in its own task, spawned on the event loop directly (see
-  :mod:`._tasks`), so a slow request never holds up a fast one and ``cancel_inbound`` can stop exactly that
-  request, which is then never answered.
+``begin`` needs no event loop: a transport may answer what handlers answer at once before it starts one (stdio's
+first frames, an HTTP POST in its own task), and the work that has to wait is kept until tasks exist
+(:meth:`run`, :meth:`use_tasks`). Transports only decide where the bytes go.
 
-Back-pressure: at most ``max_in_flight`` handler tasks run at once; while that many are busy the reader stops
-reading, so a flooding peer fills its own pipe rather than our memory.
+Bounds: at most ``max_in_flight`` handlers wait at once, and the answers waiting to be written hold at most
+``max_queued_bytes``; past either, :meth:`run` stops reading, so that a peer that floods us, or never reads its
+answers, fills its own pipe rather than our memory.
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ import logging
 import math
 from collections.abc import Callable, Coroutine, Sequence
 from types import CoroutineType
-from typing import Any
+from typing import Any, Final, NamedTuple
 
 import anyio
 import anyio.abc
@@ -31,10 +34,11 @@ from msgspec import Raw
 
 from ..errors import ConnectionClosed, RequestTimeout, RpcError, error_for_code
 from . import codes
-from ._tasks import HandlerTasks, Signal, new_signal, open_handler_tasks
-from .streams import MessageStream
+from ._concurrency import HandlerTasks, open_handler_tasks
+from .streams import NOTIFICATION, REQUEST, RESPONSE, MessageStream, Outgoing
 from .wire import (
     ErrorResponse,
+    Message,
     Notification,
     OversizedFrame,
     Request,
@@ -49,85 +53,140 @@ from .wire import (
     read_message,
 )
 
-__all__ = ("Dispatcher", "RequestHandler", "NotificationHandler", "failure_reply")
+__all__ = (
+    "Dispatcher",
+    "DispatcherStatistics",
+    "ErrorReply",
+    "Pending",
+    "RequestHandler",
+    "NotificationHandler",
+    "BUSY",
+)
 
 logger = logging.getLogger(__name__)
 
-RequestHandler = Callable[[Request], "bytes | Coroutine[Any, Any, bytes]"]
+#: ``on_request(request, context)``: the encoded result, or a coroutine producing it; raises
+#: :class:`~jsonrpc_mcp.errors.RpcError` to answer with an error. ``context`` is whatever the transport passed to
+#: :meth:`Dispatcher.begin` (``None`` from the read loop): what it already learned of the request.
+RequestHandler = Callable[[Request, Any], "bytes | Coroutine[Any, Any, bytes]"]
 NotificationHandler = Callable[[Notification], "Coroutine[Any, Any, None] | None"]
-Outgoing = list[tuple[bytes, RequestId | None]]
-_NOT_STARTED: Any = object()  # the in-flight token of a handler kept by answer_now until run starts it
+
+#: The code of our capacity refusals (too many requests in flight): in the range JSON-RPC leaves to
+#: implementations. Streamable HTTP answers it with 429.
+BUSY: Final = -32010
+
+#: Errors about our own outgoing requests; their codes are local-only and never go on the wire.
+_LOCAL_ONLY: Final = (RequestTimeout, ConnectionClosed)
+_HANDLER_TASK: Final = "jsonrpc-mcp request handler"
+_OTHER_TASK: Final = "jsonrpc-mcp connection task"
+
+
+class ErrorReply(bytes):
+    """An error response made by the dispatcher: the frame, with its ``code``; ``refused`` says the request was
+    not taken at all (``"duplicate"`` id, or ``"busy"``), which some transports answer differently."""
+
+    code: int = codes.INTERNAL_ERROR
+    refused: str | None = None
+
+
+def _error_reply(ident: RequestId | None, code: int, message: str, data: Any = None) -> ErrorReply:
+    reply = ErrorReply(encode_error(ident, code, message, data))
+    reply.code = code
+    return reply
+
+
+def _refusal(ident: RequestId, reason: str, code: int, message: str) -> ErrorReply:
+    reply = _error_reply(ident, code, message)
+    reply.refused = reason
+    return reply
+
+
+def _failure_reply(req: Request, exc: Exception) -> ErrorReply:
+    """The answer to ``req`` whose handler raised ``exc``: its JSON-RPC error when it is an :class:`RpcError`;
+    otherwise -32603 "Internal error", the exception logged with its traceback and never shown to the peer. A
+    timeout or a closed connection of the handler's own outgoing request (codes that only mean something here)
+    is an internal error too, logged as a warning."""
+    if isinstance(exc, _LOCAL_ONLY):
+        logger.warning("handler for %r failed: %s", req.method, exc.message)
+    elif isinstance(exc, RpcError):
+        return _error_reply(req.id, exc.code, exc.message, exc.data)
+    else:
+        logger.error("handler for %r failed", req.method, exc_info=exc)
+    return _error_reply(req.id, codes.INTERNAL_ERROR, "Internal error")
+
+
+def _null_handler(req: Request, context: Any) -> bytes:
+    raise RpcError("Method not found", code=codes.METHOD_NOT_FOUND)
+
+
+class Pending:
+    """A request whose handler has to wait. Its answer arrives through the stream (``related`` = its id)."""
+
+    __slots__ = ("_batch", "_slot", "answering", "cancelled", "coro", "request", "token")
+
+    def __init__(
+        self, request: Request, coro: Coroutine[Any, Any, bytes], batch: _Batch | None = None, slot: int = 0
+    ) -> None:
+        self.request = request
+        self.coro = coro
+        self._batch = batch  # the batch it came in, and its place there
+        self._slot = slot
+        self.token: object = None  # its task, once started
+        self.cancelled = False  # by the peer: it is never answered
+        self.answering = False  # its handler has returned: it can no longer be cancelled
+
+
+class _Batch:
+    """Collects the answers of one batch, in the order of its requests; the array is written when the last of
+    them is done."""
+
+    __slots__ = ("replies", "waiting")
+
+    def __init__(self, size: int) -> None:
+        self.replies: list[bytes | None] = [None] * size
+        self.waiting = 1  # (held until every item is taken, so that an early answer cannot complete it)
+
+    def add(self, slot: int, reply: bytes | None) -> bytes | None:
+        """The request in ``slot`` is done (``None``: unanswered); the whole answer once the last one is."""
+        if reply is not None:
+            self.replies[slot] = reply
+        self.waiting -= 1
+        if self.waiting:
+            return None
+        replies = [reply for reply in self.replies if reply is not None]
+        return b"[" + b",".join(replies) + b"]" if replies else None
+
+
+class DispatcherStatistics(NamedTuple):
+    """What :meth:`Dispatcher.statistics` reports."""
+
+    in_flight: int  #: requests taken and not yet answered (their answer not yet handed to the stream)
+    queued_bytes: int  #: bytes of answers made and not yet written
+    reading_paused: bool  #: the read loop waits for room before it reads again
 
 
 class _Waiter:
     __slots__ = ("error", "event", "result", "timeout")
 
     def __init__(self) -> None:
-        self.event = new_signal()
+        self.event = anyio.Event()
         self.result: Raw | None = None
         self.error: RpcError | None = None
         self.timeout: anyio.CancelScope | None = None  # the request's timeout, while it waits (see postpone)
-
-
-class _Batch:
-    """Collects the answers of one batch; the array is written when the last request finishes."""
-
-    __slots__ = ("replies", "waiting")
-
-    def __init__(self) -> None:
-        self.replies: list[bytes] = []
-        self.waiting = 0
-
-
-class _NoWaiter:
-    """Stands for a signal nobody waits on yet: ``run`` makes a real one before waiting. Most
-    dispatchers never wait, and every HTTP session and stateless request has one."""
-
-    __slots__ = ()
-
-    def set(self) -> None:
-        pass
-
-
-_NO_WAITER = _NoWaiter()
-
-#: Errors about our own outgoing requests; their codes are local-only and never go on the wire.
-_LOCAL_ONLY = (RequestTimeout, ConnectionClosed)
-_TASK_NAME = "jsonrpc-mcp request handler"
-_NOTIFICATION_TASK = "jsonrpc-mcp notification handler"
-_SPAWNED_TASK = "jsonrpc-mcp connection task"
-
-
-def failure_reply(req: Request, exc: Exception) -> bytes:
-    """The answer to ``req`` whose handler raised ``exc``: its JSON-RPC error when it is an :class:`RpcError`;
-    otherwise -32603 "Internal error", the exception logged with its traceback and never shown to the peer. A
-    timeout or a closed connection of the handler's own outgoing request (codes that only mean something here)
-    is an internal error too, logged as a warning. Transports that call ``on_request`` themselves use it, so every
-    path answers a failure the same way."""
-    if isinstance(exc, _LOCAL_ONLY):
-        logger.warning("handler for %r failed: %s", req.method, exc.message)
-        return encode_error(req.id, codes.INTERNAL_ERROR, "Internal error")
-    if isinstance(exc, RpcError):
-        return encode_error(req.id, exc.code, exc.message, exc.data)
-    logger.error("handler for %r failed", req.method, exc_info=exc)
-    return encode_error(req.id, codes.INTERNAL_ERROR, "Internal error")
-
-
-def _null_handler(req: Request) -> bytes:
-    raise RpcError("Method not found", code=codes.METHOD_NOT_FOUND)
 
 
 class Dispatcher:
     """One JSON-RPC connection: inbound requests handled concurrently, outbound requests correlated.
 
     :param stream: the transport.
-    :param on_request: called with each request; returns encoded result bytes, or a coroutine producing them;
-        raises :class:`~jsonrpc_mcp.errors.RpcError` to answer with an error.
-    :param on_notification: called with each notification; may return a coroutine (run in its own task).
+    :param on_request: see :data:`RequestHandler`.
+    :param on_notification: called with each notification; may return a coroutine (run in a task).
     :param allow_batch: asked for each batch frame; ``False`` answers it with -32600.
     :param cancel_frame: builds the notification that tells the peer we gave up on one of our requests.
-    :param max_in_flight: bound on concurrently running handler tasks (back-pressure beyond it).
+    :param max_in_flight: bound on handlers waiting at once.
+    :param max_queued_bytes: bound on the bytes of answers made and not yet written.
     :param drain_timeout: after the peer's end of stream, how long running handlers may still finish.
+    :param request_timeout: how long our own requests wait for their answer by default.
     """
 
     def __init__(
@@ -139,293 +198,127 @@ class Dispatcher:
         allow_batch: Callable[[], bool] = lambda: False,
         cancel_frame: Callable[[RequestId, str], bytes | None] | None = None,
         max_in_flight: int = 128,
+        max_queued_bytes: int = 16 * 1024 * 1024,
         drain_timeout: float = 5.0,
         request_timeout: float | None = 300.0,
     ) -> None:
-        if max_in_flight < 1:
-            raise ValueError("max_in_flight must be at least 1")
+        if max_in_flight < 1 or max_queued_bytes < 1:
+            raise ValueError("max_in_flight and max_queued_bytes must be at least 1")
         self.stream = stream
         self.on_request = on_request
         self.on_notification = on_notification
         self.allow_batch = allow_batch
         self.cancel_frame = cancel_frame
         self.max_in_flight = max_in_flight
+        self.max_queued_bytes = max_queued_bytes
         self.drain_timeout = drain_timeout
         self.request_timeout = request_timeout
-        self._writing = False  # a task writes (holds the write lock)
-        self._writers: list[Signal] = []  # the tasks waiting to write, first come first served
-        self._handlers: HandlerTasks | None = None  # every task of this connection (see _tasks), while it runs
-        self._inflight: dict[RequestId, object] = {}  # the handler tasks' cancel tokens, by request id
-        self._cancelled: set[RequestId] = set()  # those the peer cancelled (they are never answered)
-        self._tasks = 0  # handler tasks not yet done, their reply included
-        self._replies: Outgoing = []  # answers of handler tasks waiting for the one write (see _reply)
-        self._idle: Signal | _NoWaiter = _NO_WAITER
-        self._capacity: Signal | _NoWaiter = _NO_WAITER
+        #: Called when work arrives that needs tasks and there are none yet (a transport that starts its event
+        #: loop, or the connection's tasks, only when something needs them).
+        self.wake: Callable[[], None] | None = None
+        self._tasks: HandlerTasks | None = None
+        self._inflight: dict[RequestId, Pending] = {}
+        self._kept: list[Pending | tuple[Callable[..., Coroutine[Any, Any, Any]], tuple[Any, ...]]] = []
+        self._running = 0  # tasks of this connection not yet done (their answer written)
+        self._unwritten = 0  # bytes of answers made and not yet written
+        self._replies: list[Outgoing] = []  # answers gathered for the next write (see _reply)
+        self._room: anyio.Event | None = None  # the reader waits for room (in flight, or bytes)
+        self._idle: anyio.Event | None = None  # a drain waits for the last task
+        self._write_lock: anyio.Lock | None = None
         self._pending: dict[RequestId, _Waiter] = {}
         self._next_id = 0
         self._closed = False
-        #: Called when work needs :meth:`run` and it has not started (a transport that starts it on demand);
-        #: :meth:`spawn` then keeps the work for it.
-        self.wake: Callable[[], None] | None = None
-        self._deferred: list[tuple[Callable[..., Coroutine[Any, Any, Any]], tuple[Any, ...]]] | None = None
-        # Handlers that have to wait, met by answer_now before run started: run starts them first.
-        self._waiting: list[tuple[Request, Coroutine[Any, Any, bytes], _Batch | None]] = []
 
-    # --- running -----------------------------------------------------------------------------------------------
+    # --- the one request path ------------------------------------------------------------------------------
 
-    async def run(self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
-        """Serve the connection until the peer ends it; returns after running handlers have finished."""
-        receive = self.stream.receive
-        process_all = self._process_all
-        async with open_handler_tasks() as handlers:
-            self._handlers = handlers
-            task_status.started()
-            waiting, self._waiting = self._waiting, []
-            for req, coro, batch in waiting:
-                del self._inflight[req.id]  # (it held _NOT_STARTED)
-                self._start(req, coro, batch)
-                if req.id in self._cancelled:  # cancelled by the peer before it could start
-                    self.cancel_inbound(req.id)
-            deferred, self._deferred = self._deferred, None
-            for fn, args in deferred or ():
-                handlers.start_soon(fn(*args), _SPAWNED_TASK)
-            try:
-                # The read loop (here, not in a coroutine of its own: an idle connection waits with one less).
-                while True:
-                    try:
-                        out = process_all(await receive())
-                    except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
-                        break
-                    if out:
-                        await self._write_replies(out)
-                    # (no frame, request or answer stays referenced while this waits: an idle connection holds none)
-                    del out
-                    while len(self._inflight) >= self.max_in_flight:
-                        self._capacity = new_signal()
-                        await self._capacity.wait()
-            except anyio.get_cancelled_exc_class():
-                handlers.cancel_all()  # as a task group's children would be: at once, not after the drain
-                raise
-            finally:
-                self._closed = True
-                self._fail_pending()
-                if self._tasks:
-                    with anyio.move_on_after(self.drain_timeout, shield=True):
-                        while self._tasks:
-                            self._idle = new_signal()
-                            await self._idle.wait()
-            # (leaving the block cancels and waits for what still runs: notification and spawned tasks too)
-        self._handlers = None
+    def begin(self, req: Request, context: Any = None) -> bytes | Pending:
+        """Take an inbound request: its whole answer frame when it is ready at once (an :class:`ErrorReply` for
+        an error), else a :class:`Pending` whose answer the stream will carry. Never raises."""
+        return self._begin(req, context)
 
-    @property
-    def closed(self) -> bool:
-        return self._closed
-
-    def answer_now(self, frames: Sequence[bytes]) -> Outgoing:
-        """Handle frames before :meth:`run` has started, for a transport that answers what it can before it starts
-        an event loop: the answers made at once are returned (to be written in order), and what has to wait — a
-        handler's coroutine, a notification handler's, work spawned meanwhile — is kept for :meth:`run`, which
-        starts it first (:attr:`wake` is called; see :attr:`needs_run`). Never raises for a bad frame."""
-        return self._process_all(frames)
-
-    @property
-    def needs_run(self) -> bool:
-        """True when :meth:`answer_now` or :meth:`spawn` kept work that only :meth:`run` can carry out."""
-        return bool(self._waiting or self._deferred)
-
-    @property
-    def running(self) -> bool:
-        """True while :meth:`run` serves the connection: from then on :meth:`adopt` takes handlers."""
-        return self._handlers is not None and not self._closed
-
-    # --- inbound -----------------------------------------------------------------------------------------------
-
-    def _process_all(self, frames: Sequence[bytes]) -> Outgoing:
-        out: Outgoing = []
-        process = self._process
-        for frame in frames:
-            process(frame, out)
-        return out
-
-    def _process(self, frame: bytes, out: Outgoing, batch: _Batch | None = None) -> None:
-        """Handle one frame; immediate answers go to ``out``. Never raises."""
+    def _begin(self, req: Request, context: Any, batch: _Batch | None = None, slot: int = 0) -> bytes | Pending:
+        ident = req.id
+        if ident in self._inflight:
+            return _refusal(ident, "duplicate", codes.INVALID_REQUEST, "Invalid Request: id is already in use")
+        if len(self._inflight) >= self.max_in_flight:
+            return _refusal(ident, "busy", BUSY, "Too many requests in flight: retry later")
         try:
-            if batch is None and not frame.startswith(b"{") and is_batch(frame):
-                self._process_batch(frame, out)
-                return
+            result = self.on_request(req, context)
+        except Exception as exc:
+            return _failure_reply(req, exc)
+        if type(result) is bytes:
+            return encode_result(ident, result)
+        if type(result) is not CoroutineType and not isinstance(result, Coroutine):
+            logger.error("handler for %r returned %s, not bytes or a coroutine", req.method, type(result).__name__)
+            return _error_reply(ident, codes.INTERNAL_ERROR, "Internal error")
+        pending = Pending(req, result, batch, slot)
+        self._inflight[ident] = pending
+        if batch is not None:
+            batch.waiting += 1
+        if self._tasks is not None:
+            self._start(pending)
+        else:
+            self._keep(pending)
+        return pending
+
+    def take(self, msg: Message, context: Any = None) -> bytes | Pending | None:
+        """Take any inbound message: a request goes to :meth:`begin`; a notification to its handler; a response
+        or error response to the outgoing request it answers. ``None`` when there is nothing to answer."""
+        if type(msg) is Request:
+            return self._begin(msg, context)
+        if type(msg) is Notification:
+            self._notification(msg)
+        elif type(msg) is Response:
+            self._resolve(msg.id, msg.result, None)
+        else:
+            err: ErrorResponse = msg  # type: ignore[assignment]
+            if err.id is None:
+                logger.warning("peer sent an error without id: %s %s", err.code, err.message)
+            else:
+                self._resolve(err.id, None, error_for_code(err.code, err.message, err.data))
+        return None
+
+    def feed(self, frame: bytes) -> bytes | Pending | None:
+        """Take one frame as read from the wire (a batch included): what :meth:`take` returns, or the error reply
+        to a frame that is not a message (``None`` when it must not be answered). Never raises."""
+        if not frame.startswith(b"{") and is_batch(frame):
+            return self._feed_batch(frame)
+        return self._feed(frame)
+
+    def _feed(self, frame: bytes, batch: _Batch | None = None, slot: int = 0) -> bytes | Pending | None:
+        try:
             msg = read_message(frame)
         except RpcError as exc:
             ident = getattr(exc, "request_id", None)
             logger.debug("rejected frame: %s", exc.message)
             if getattr(exc, "silent", False):
-                return  # a malformed notification is never answered
+                return None  # a malformed notification is never answered
             if type(frame) is OversizedFrame and ident in self._pending and frame.find(b'"method"') < 0:
                 # The answer to one of our own requests was too big to read: fail that call now, tell no one.
                 self._resolve(ident, None, RpcError(exc.message, code=codes.INVALID_REQUEST))
-                return
-            reply = encode_error(ident, exc.code, exc.message, exc.data)
-            if batch is not None:
-                batch.replies.append(reply)
-            else:
-                out.append((reply, ident))
-            return
-        except Exception:  # pragma: no cover - defensive: classification itself must not fail
-            logger.exception("unexpected failure decoding a frame")
-            return
-        if isinstance(msg, Request):
-            self._handle_request(msg, out, batch)
-        elif isinstance(msg, Notification):
-            self._handle_notification(msg)
-        elif isinstance(msg, Response):
-            self._resolve(msg.id, msg.result, None)
-        else:
-            err: ErrorResponse = msg
-            if err.id is None:
-                logger.warning("peer sent an error without id: %s %s", err.code, err.message)
-            else:
-                self._resolve(err.id, None, error_for_code(err.code, err.message, err.data))
+                return None
+            return _error_reply(ident, exc.code, exc.message, exc.data)
+        if type(msg) is Request:
+            return self._begin(msg, None, batch, slot)
+        return self.take(msg)
 
-    def _process_batch(self, frame: bytes, out: Outgoing) -> None:
+    def _feed_batch(self, frame: bytes) -> bytes | None:
         if not self.allow_batch():
-            out.append(
-                (
-                    encode_error(None, codes.INVALID_REQUEST, "Invalid Request: batches are not supported"),
-                    None,
-                )
-            )
-            return
-        items = decode_batch(frame)
+            return _error_reply(None, codes.INVALID_REQUEST, "Invalid Request: batches are not supported")
+        try:
+            items = decode_batch(frame)
+        except RpcError as exc:
+            return _error_reply(None, exc.code, exc.message)
         if not items:
-            out.append((encode_error(None, codes.INVALID_REQUEST, "Invalid Request: empty batch"), None))
-            return
-        batch = _Batch()
-        for item in items:
-            self._process(bytes(item), out, batch)
-        if batch.waiting == 0 and batch.replies:
-            out.append((b"[" + b",".join(batch.replies) + b"]", None))
+            return _error_reply(None, codes.INVALID_REQUEST, "Invalid Request: empty batch")
+        batch = _Batch(len(items))
+        for slot, item in enumerate(items):
+            answer = self._feed(bytes(item), batch, slot)
+            if type(answer) is not Pending and answer is not None:
+                batch.replies[slot] = answer  # type: ignore[assignment]
+        return batch.add(0, None)  # the whole array now, unless some items are still pending
 
-    def _handle_request(self, req: Request, out: Outgoing, batch: _Batch | None) -> None:
-        ident = req.id
-        if ident in self._inflight:
-            reply = encode_error(ident, codes.INVALID_REQUEST, "Invalid Request: id is already in use")
-            self._queue(reply, ident, out, batch)
-            return
-        try:
-            result = self.on_request(req)
-        except Exception as exc:
-            self._queue(failure_reply(req, exc), ident, out, batch)
-            return
-        if type(result) is bytes:
-            self._queue(encode_result(ident, result), ident, out, batch)
-            return
-        if type(result) is not CoroutineType and not isinstance(result, Coroutine):
-            logger.error("handler for %r returned %s, not bytes or a coroutine", req.method, type(result).__name__)
-            self._queue(encode_error(ident, codes.INTERNAL_ERROR, "Internal error"), ident, out, batch)
-            return
-        if batch is not None:
-            batch.waiting += 1
-        self._start(req, result, batch)
-
-    def _start(self, req: Request, coro: Coroutine[Any, Any, bytes], batch: _Batch | None) -> None:
-        if self._handlers is None:  # answer_now, before run: run starts it
-            self._waiting.append((req, coro, batch))
-            self._inflight[req.id] = _NOT_STARTED
-            if self.wake is not None:
-                self.wake()
-            return
-        self._tasks += 1
-        self._inflight[req.id] = self._handlers.spawn(self._run_request(req, coro, batch), _TASK_NAME)
-
-    def _queue(self, reply: bytes, ident: RequestId, out: Outgoing, batch: _Batch | None) -> None:
-        if batch is not None:
-            batch.replies.append(reply)
-        else:
-            out.append((reply, ident))
-
-    async def _run_request(self, req: Request, coro: Coroutine[Any, Any, bytes], batch: _Batch | None) -> None:
-        """A handler task: run the handler, then answer (one coroutine, not two: this is per request)."""
-        ident = req.id
-        token = self._inflight[ident]  # (registered by _start before this task could run)
-        try:
-            try:
-                try:
-                    result = await coro
-                except Exception as exc:
-                    reply = failure_reply(req, exc)
-                else:
-                    reply = encode_result(ident, result)
-            except BaseException:
-                # Cancelled: by the peer or by shutdown.
-                coro.close()  # (a no-op once it has run; it always has by now)
-                if self._end(ident):
-                    await self._unanswered(ident, batch)
-                raise
-            if self._end(ident):
-                # The peer cancelled it while it ran, and it finished without noticing.
-                await self._unanswered(ident, batch)
-            elif batch is not None:
-                await self._answered(batch, reply)
-            else:
-                await self._reply(reply, ident)
-        finally:
-            # Only now, with the reply written, may a draining run() consider this request done.
-            assert self._handlers is not None
-            self._handlers.forget(token)
-            self._tasks -= 1
-            if not self._tasks:
-                self._idle.set()
-
-    def _end(self, ident: RequestId) -> bool:
-        """The handler of ``ident`` is done: it can no longer be cancelled. True when the peer had cancelled it."""
-        del self._inflight[ident]
-        self._capacity.set()
-        if ident not in self._cancelled:
-            return False
-        self._cancelled.discard(ident)
-        return True
-
-    async def _unanswered(self, ident: RequestId, batch: _Batch | None) -> None:
-        """A request the peer cancelled is never answered: the transport hears it ended; its batch goes on."""
-        self.stream.finished(ident)
-        if batch is not None:
-            with anyio.CancelScope(shield=True):  # the task's own scope is cancelled: only a shield may wait here
-                await self._answered(batch, None)
-
-    async def _answered(self, batch: _Batch, reply: bytes | None) -> None:
-        """One request of a batch is done: the batch's answers go out together once all of them are."""
-        if reply is not None:
-            batch.replies.append(reply)
-        batch.waiting -= 1
-        if batch.waiting == 0 and batch.replies:
-            await self._reply(b"[" + b",".join(batch.replies) + b"]", None)
-
-    async def _reply(self, frame: bytes, related: RequestId | None) -> None:
-        """Write an answer. A peer gone meanwhile has nobody left to tell: the late answer is dropped.
-
-        Answers of handlers that finish in the same pass of the event loop go out in one write: the first one
-        queues its answer and yields once; the others add theirs to its queue and return. That first task is
-        still counted in ``_tasks`` until all of them are written, so a draining ``run()`` waits for every one.
-        A stream that does not gather (``gathers_replies`` False) gets each answer at once, without the pass.
-        """
-        queue = self._replies
-        queue.append((frame, related))
-        if len(queue) > 1:
-            return
-        try:
-            if self.stream.gathers_replies:
-                await anyio.lowlevel.cancel_shielded_checkpoint()
-            self._replies = []
-            # No cancellation check: the answers are made (some of other tasks, gathered here), and a request the
-            # peer cancelled was already left out; what a cancellation now means is the connection closing.
-            await self._lock_writes(check=False)
-            try:
-                await self.stream.send_replies(queue)
-            finally:
-                self._unlock_writes()
-        except (anyio.BrokenResourceError, anyio.ClosedResourceError):
-            logger.debug("peer went away before %d answers could be written", len(queue))
-
-    def _handle_notification(self, note: Notification) -> None:
+    def _notification(self, note: Notification) -> None:
         if self.on_notification is None:
             return
         try:
@@ -433,13 +326,9 @@ class Dispatcher:
         except Exception:
             logger.exception("notification handler for %r failed", note.method)
             return
-        if result is not None:
-            if self._handlers is None:  # answer_now, before run: run starts it
-                if not self.spawn(self._run_notification, note, result):
-                    result.close()
-                    logger.warning("notification %r dropped: the connection is not served", note.method)
-                return
-            self._handlers.start_soon(self._run_notification(note, result), _NOTIFICATION_TASK)
+        if result is not None and not self.spawn(self._run_notification, note, result):
+            result.close()
+            logger.warning("notification %r dropped: the connection has ended", note.method)
 
     async def _run_notification(self, note: Notification, coro: Coroutine[Any, Any, None]) -> None:
         try:
@@ -448,121 +337,255 @@ class Dispatcher:
             logger.exception("notification handler for %r failed", note.method)
 
     def cancel_inbound(self, request_id: Any) -> bool:
-        """Cancel the handler of an inbound request; it will not be answered. False if it is not running."""
+        """Cancel the handler of an inbound request; it will not be answered. False if it is not waiting."""
         if type(request_id) is not str and type(request_id) is not int:
             return False
-        token = self._inflight.get(request_id)
-        if token is None:
+        pending = self._inflight.get(request_id)
+        if pending is None or pending.cancelled or pending.answering:
             return False
-        self._cancelled.add(request_id)
-        if token is _NOT_STARTED:
-            return True  # run cancels it as it starts it (its task's own cleanup then runs, batch included)
-        assert self._handlers is not None
-        self._handlers.cancel(token, lambda: self._inflight.get(request_id) is token)
+        pending.cancelled = True
+        if pending.token is not None and self._tasks is not None:
+            self._tasks.cancel(pending.token)
+        # (a kept one is cancelled as it starts: it runs to its first await and stops there, as in a task group)
         return True
-
-    def adopt(self, req: Request, coro: Coroutine[Any, Any, bytes]) -> bool:
-        """Run a handler coroutine that a transport obtained by calling ``on_request`` itself (an HTTP request
-        answered in its own task when the handler does not block) as if the read loop had started it: among this
-        connection's handler tasks, cancellable by ``notifications/cancelled``, answered through the stream."""
-        if self._handlers is None or self._closed or req.id in self._inflight:
-            coro.close()
-            return False
-        self._start(req, coro, None)  # counted like the read loop's own: a draining run() waits for it
-        return True
-
-    def spawn(self, fn: Callable[..., Coroutine[Any, Any, Any]], *args: Any) -> bool:
-        """Run ``fn(*args)`` in a task of this connection (cancelled when it ends). False if not running (unless
-        :attr:`wake` is set: then it runs once :meth:`run` has started). ``fn`` must not raise (what escapes is
-        logged on asyncio, and ends the connection on trio)."""
-        if self._closed:
-            return False
-        handlers = self._handlers
-        if handlers is None:
-            wake = self.wake
-            if wake is None:
-                return False
-            if self._deferred is None:
-                self._deferred = []
-            self._deferred.append((fn, args))
-            wake()
-            return True
-        handlers.start_soon(fn(*args), _SPAWNED_TASK)
-        return True
-
-    def abandon(self) -> None:
-        """For a dispatcher whose :meth:`run` never started and never will: our pending requests fail with
-        :class:`ConnectionClosed`, work kept for it is dropped, and it counts as closed."""
-        self._closed = True
-        self._deferred = None
-        waiting, self._waiting = self._waiting, []
-        for req, coro, _ in waiting:
-            coro.close()
-            self._inflight.pop(req.id, None)
-        self._fail_pending()
 
     def in_flight(self) -> int:
         return len(self._inflight)
 
-    # --- outbound ----------------------------------------------------------------------------------------------
+    def statistics(self) -> DispatcherStatistics:
+        return DispatcherStatistics(len(self._inflight), self._unwritten, self._room is not None)
 
-    async def _lock_writes(self, *, check: bool = True) -> None:
-        """Take the write lock (released with :meth:`_unlock_writes`). Uncontended it costs no trip through the event
-        loop (an ``anyio.Lock`` yields once even then, and carries a ~0.7 KiB waiter queue on asyncio); a cancelled
-        task still stops here (``check``)."""
-        if check:
-            await anyio.lowlevel.checkpoint_if_cancelled()
-        if self._writing:
-            await self._wait_to_write()
-        else:
-            self._writing = True
+    # --- tasks ---------------------------------------------------------------------------------------------
 
-    async def _wait_to_write(self) -> None:
-        turn = new_signal()
-        self._writers.append(turn)
-        try:
-            await turn.wait()  # set by the writer before us: the lock passed to us
-        except BaseException:
-            if turn.is_set():
-                self._unlock_writes()  # passed to us as we were cancelled: pass it on
+    def _keep(self, work: Pending | tuple[Callable[..., Coroutine[Any, Any, Any]], tuple[Any, ...]]) -> None:
+        self._kept.append(work)
+        if self.wake is not None:
+            self.wake()
+
+    @property
+    def needs_tasks(self) -> bool:
+        """True when work is kept that only tasks can carry out (see :meth:`run`, :meth:`use_tasks`)."""
+        return bool(self._kept)
+
+    def use_tasks(self, tasks: HandlerTasks) -> None:
+        """Run this connection's handlers among ``tasks`` (shared with other connections: an HTTP app's); kept
+        work starts now. :meth:`close` cancels this connection's own."""
+        self._tasks = tasks
+        kept, self._kept = self._kept, []
+        for work in kept:
+            if type(work) is Pending:
+                self._start(work)
+                if work.cancelled:
+                    tasks.cancel(work.token)
             else:
-                self._writers.remove(turn)
-            raise
+                fn, args = work  # type: ignore[misc]
+                tasks.start_soon(fn(*args), _OTHER_TASK)
 
-    def _unlock_writes(self) -> None:
-        writers = self._writers
-        if writers:
-            writers.pop(0).set()  # the lock passes on (stays taken)
-        else:
-            self._writing = False
+    def _start(self, pending: Pending) -> None:
+        assert self._tasks is not None
+        self._running += 1
+        pending.token = self._tasks.spawn(self._run_request(pending), _HANDLER_TASK)
 
-    async def _write(self, frame: bytes, related: RequestId | None) -> None:
-        await self._lock_writes()
+    async def _run_request(self, pending: Pending) -> None:
+        """A handler task: run the handler, then answer (one coroutine, not two: this is per request). The id
+        stays in use until the answer is handed to the stream."""
+        req = pending.request
         try:
-            await self.stream.send(frame, related)
-        finally:
-            self._unlock_writes()
-
-    async def _write_replies(self, frames: Outgoing) -> None:
-        try:
-            await self._lock_writes()
             try:
-                await self.stream.send_replies(frames)
+                reply: bytes | None = encode_result(req.id, await pending.coro)
+            except Exception as exc:
+                reply = _failure_reply(req, exc)
+            except BaseException:  # cancelled: by the peer, or the connection is ending
+                pending.answering = True
+                if pending.cancelled:
+                    self.stream.finished(req.id)
+                    if pending._batch is not None:
+                        with anyio.CancelScope(shield=True):  # the batch still gets its answer
+                            await self._answer_batch(pending, None)
+                raise
+            pending.answering = True
+            if pending.cancelled:  # the peer cancelled it while it ran, and it finished without noticing
+                reply = None
+                self.stream.finished(req.id)
+            if pending._batch is not None:
+                await self._answer_batch(pending, reply)
+            elif reply is not None:
+                await self._reply(Outgoing(reply, req.id, RESPONSE))
+        finally:
+            # Only now, with the answer written, may a draining run() consider this request done.
+            del self._inflight[req.id]
+            self._make_room()
+            assert self._tasks is not None
+            self._tasks.forget(pending.token)
+            self._running -= 1
+            if not self._running and self._idle is not None:
+                self._idle.set()
+
+    async def _answer_batch(self, pending: Pending, reply: bytes | None) -> None:
+        assert pending._batch is not None
+        whole = pending._batch.add(pending._slot, reply)
+        if whole is not None:
+            await self._reply(Outgoing(whole, None, RESPONSE))
+
+    def spawn(self, fn: Callable[..., Coroutine[Any, Any, Any]], *args: Any) -> bool:
+        """Run ``fn(*args)`` in a task of this connection (cancelled when it ends); kept until the connection has
+        tasks when it has none yet. False once the connection has ended. ``fn`` must not raise (what escapes is
+        logged on asyncio, and ends the connection's tasks on trio)."""
+        if self._closed:
+            return False
+        if self._tasks is None:
+            self._keep((fn, args))
+        else:
+            self._tasks.start_soon(fn(*args), _OTHER_TASK)
+        return True
+
+    # --- serving a stream ----------------------------------------------------------------------------------
+
+    async def run(
+        self, *, unread: Sequence[bytes] = (), task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED
+    ) -> None:
+        """Serve the connection until the peer ends it; returns after running handlers have finished (or
+        ``drain_timeout`` has passed). ``unread``: frames already read from the stream, taken first."""
+        async with open_handler_tasks() as tasks:
+            self.use_tasks(tasks)
+            task_status.started()
+            try:
+                await self._take_all(unread)
+                await self._read_loop()
+            except anyio.get_cancelled_exc_class():
+                tasks.cancel_all()  # as a task group's children would be: at once, not after the drain
+                raise
             finally:
-                self._unlock_writes()
+                self._closed = True
+                self._fail_pending()
+                await self._drain()
+            # (leaving the block cancels and waits for what still runs)
+
+    async def _read_loop(self) -> None:
+        receive = self.stream.receive
+        while True:
+            await self._wait_for_room()  # (the frames a full connection does not read wait in the peer's pipe)
+            try:
+                frames = await receive()
+            except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
+                return
+            await self._take_all(frames)
+            del frames  # (an idle connection holds no frame while it waits)
+
+    async def _take_all(self, frames: Sequence[bytes]) -> None:
+        taken = 0
+        while taken < len(frames):
+            out: list[Outgoing] = []
+            taken += self.answer(frames[taken:], out)
+            if out:
+                await self._write(out)
+            if taken < len(frames):
+                await self._wait_for_room()
+
+    def answer(self, frames: Sequence[bytes], out: list[Outgoing]) -> int:
+        """Take frames in order (:meth:`feed`), the answers ready at once appended to ``out``; returns how many
+        were taken: it stops early when the bounds are reached, or when work is kept that needs tasks the
+        connection does not have yet (a transport that starts its event loop only then: stdio)."""
+        taken = 0
+        for frame in frames:
+            if not self._has_room() or (self._tasks is None and self._kept):
+                break
+            answer = self.feed(frame)
+            taken += 1
+            if answer is not None and type(answer) is not Pending:
+                out.append(Outgoing(answer, None, RESPONSE))  # type: ignore[arg-type]
+        return taken
+
+    def _has_room(self) -> bool:
+        return len(self._inflight) < self.max_in_flight and self._unwritten <= self.max_queued_bytes
+
+    async def _wait_for_room(self) -> None:
+        while not self._has_room():
+            self._room = anyio.Event()
+            await self._room.wait()
+
+    def _make_room(self) -> None:
+        room = self._room
+        if room is not None:
+            self._room = None
+            room.set()
+
+    async def _drain(self) -> None:
+        if not self._running:
+            return
+        with anyio.move_on_after(self.drain_timeout, shield=True):
+            while self._running:
+                self._idle = anyio.Event()
+                await self._idle.wait()
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def close(self) -> None:
+        """End the connection now (a transport without a read loop: an HTTP session that ended): its handlers
+        are cancelled and never answered, its outgoing requests fail, kept work is dropped."""
+        if self._closed:
+            return
+        self._closed = True
+        for work in self._kept:
+            if type(work) is Pending:
+                work.coro.close()
+                self._inflight.pop(work.request.id, None)
+        self._kept = []
+        for pending in list(self._inflight.values()):
+            self.cancel_inbound(pending.request.id)
+        self._fail_pending()
+
+    # --- writing -------------------------------------------------------------------------------------------
+
+    def _lock(self) -> anyio.Lock:
+        """The connection's write lock: frames go out one writer at a time, first come first served (made on
+        first use, inside the event loop)."""
+        lock = self._write_lock
+        if lock is None:
+            lock = self._write_lock = anyio.Lock(fast_acquire=True)
+        return lock
+
+    async def _write(self, frames: Sequence[Outgoing]) -> None:
+        """Write under the connection's write lock, first come first served; a peer gone meanwhile has nobody
+        left to tell."""
+        try:
+            async with self._lock():
+                await self.stream.send(frames)
         except (anyio.BrokenResourceError, anyio.ClosedResourceError):
             logger.debug("peer went away before %d frames could be written", len(frames))
 
-    async def send_frame(self, frame: bytes, related: RequestId | None = None) -> None:
+    async def _reply(self, answer: Outgoing) -> None:
+        """Write an answer of a handler task. While other handlers are running, the answers of those that finish
+        in the same pass of the event loop go out in one write: the first one queues its answer and yields once;
+        the others add theirs to its queue and return. Queued answers count against ``max_queued_bytes``."""
+        size = len(answer.frame)
+        self._unwritten += size
+        queue = self._replies
+        queue.append(answer)
+        if len(queue) > 1:
+            return  # the task that queued the first one writes it
+        try:
+            if len(self._inflight) > 1 and self.stream.gathers_replies:
+                await anyio.lowlevel.cancel_shielded_checkpoint()
+            self._replies = []
+            await self._write(queue)
+        finally:
+            self._unwritten -= sum(len(out.frame) for out in queue)
+            self._make_room()
+
+    async def send_frame(self, frame: bytes, related: RequestId | None = None, kind: int = NOTIFICATION) -> None:
         """Write a pre-encoded frame. Raises :class:`ConnectionClosed` when the stream is gone."""
         try:
-            await self._write(frame, related)
+            async with self._lock():
+                await self.stream.send((Outgoing(frame, related, kind),))
         except (anyio.BrokenResourceError, anyio.ClosedResourceError):
             raise ConnectionClosed() from None
 
     async def notify(self, method: str, params: bytes | None = None, *, related: RequestId | None = None) -> None:
         """Send a notification (``params`` is an encoded JSON object or ``None``)."""
-        await self.send_frame(encode_notification(method, params), related)
+        await self.send_frame(encode_notification(method, params), related, NOTIFICATION)
 
     def next_request_id(self) -> int:
         self._next_id += 1
@@ -591,7 +614,7 @@ class Dispatcher:
         waiter = _Waiter()
         self._pending[ident] = waiter
         try:
-            await self.send_frame(encode_request(ident, method, params), related)
+            await self.send_frame(encode_request(ident, method, params), related, REQUEST)
             with anyio.fail_after(math.inf if limit is None else limit) as waiter.timeout:  # type: ignore[arg-type]
                 await waiter.event.wait()
         except TimeoutError:
@@ -623,8 +646,8 @@ class Dispatcher:
             return
         try:
             with anyio.move_on_after(5):
-                await self._write(frame, related)
-        except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+                await self.send_frame(frame, related)
+        except ConnectionClosed:
             pass
 
     def _resolve(self, ident: RequestId, result: Raw | None, error: RpcError | None) -> None:

@@ -3,33 +3,58 @@
 A transport is something that moves frames, and nothing more. :class:`MessageStream` is the whole contract:
 
 * :meth:`MessageStream.receive` returns the next frames (one or more, as read in one go) and raises
-  :class:`anyio.EndOfStream` when the peer is gone;
-* :meth:`MessageStream.send` writes one frame; ``related`` names the inbound request the frame belongs to (its
-  response, or a notification or request emitted while handling it) so that a transport with several channels
-  (Streamable HTTP) can route it; byte-stream transports ignore it;
-* :meth:`MessageStream.finished` tells the transport a request ended without a response (it was cancelled).
+  :class:`anyio.EndOfStream` when the peer is gone (a transport that hands frames to the dispatcher itself, as
+  Streamable HTTP does, never has it called);
+* :meth:`MessageStream.send` writes frames, each an :class:`Outgoing`: the bytes, what kind of message they are,
+  and ``related``, the inbound request the frame belongs to (its response, or a notification or request emitted
+  while handling it), so that a transport with several channels (Streamable HTTP) can route it; byte-stream
+  transports ignore both;
+* the optional hooks below, with no-op defaults, for what only some transports have.
 """
 
 from __future__ import annotations
 
 import math
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Final, NamedTuple
 
 import anyio
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 from .wire import RequestId
 
-__all__ = ("MessageStream", "MemoryMessageStream", "memory_pair")
+__all__ = (
+    "MessageStream",
+    "MemoryMessageStream",
+    "Outgoing",
+    "RESPONSE",
+    "NOTIFICATION",
+    "REQUEST",
+    "memory_pair",
+)
+
+#: What an outgoing frame is: an answer (a response, an error response, or a batch of them), a notification, or a
+#: request of ours.
+RESPONSE: Final = 0
+NOTIFICATION: Final = 1
+REQUEST: Final = 2
+
+
+class Outgoing(NamedTuple):
+    """One frame the dispatcher writes."""
+
+    frame: bytes
+    related: RequestId | None
+    kind: int
 
 
 class MessageStream(ABC):
     """A bidirectional stream of JSON-RPC frames (bytes without framing)."""
 
     #: The dispatcher gathers the answers of handlers that finish in the same pass of the event loop into one
-    #: :meth:`send_replies` (one write on a byte stream), at the cost of one pass. A stream whose frames each go
-    #: their own way anyway (a Streamable HTTP session: one POST each) sets this False: answers go out at once.
+    #: :meth:`send` (one write on a byte stream), at the cost of one pass. A stream whose frames each go their own
+    #: way anyway (a Streamable HTTP session: one POST each) sets this False: answers go out at once.
     gathers_replies: bool = True
 
     @abstractmethod
@@ -37,26 +62,31 @@ class MessageStream(ABC):
         """Return the next frames; raise :class:`anyio.EndOfStream` at the end."""
 
     @abstractmethod
-    async def send(self, frame: bytes, related: RequestId | None = None) -> None:
-        """Write one frame."""
-
-    async def send_many(self, frames: Sequence[tuple[bytes, RequestId | None]]) -> None:
-        """Write several frames; byte-stream transports override this to write them in one go."""
-        for frame, related in frames:
-            await self.send(frame, related)
-
-    async def send_replies(self, frames: Sequence[tuple[bytes, RequestId | None]]) -> None:
-        """Write answers (responses and error responses, ``related`` naming the request each answers, or batch
-        answers): what :meth:`send_many` writes. A transport that routes answers otherwise than other frames
-        overrides it to skip reading each frame again to tell which it is."""
-        await self.send_many(frames)
-
-    def finished(self, request_id: RequestId) -> None:  # noqa: B027 - optional hook, a no-op by default
-        """An inbound request ended without a response (cancelled); multi-channel transports close its channel."""
+    async def send(self, frames: Sequence[Outgoing]) -> None:
+        """Write the frames, in order (a byte stream writes them in one go)."""
 
     @abstractmethod
     async def aclose(self) -> None:
         """Release the stream; later ``receive`` calls raise :class:`anyio.EndOfStream`."""
+
+    # --- optional hooks ------------------------------------------------------------------------------------
+
+    def finished(self, request_id: RequestId) -> None:  # noqa: B027 - optional hook, a no-op by default
+        """An inbound request ended without a response (cancelled); multi-channel transports close its channel."""
+
+    def request_headers(self, request_id: RequestId) -> Mapping[str, str] | None:
+        """The transport-level headers of the message that carried ``request_id`` (names in lower case), or
+        ``None`` on transports without headers."""
+        return None
+
+    def request_auth(self, request_id: RequestId) -> object | None:
+        """What the transport authenticated about the sender of ``request_id`` (``None``: nothing)."""
+        return None
+
+    def close_request_stream(self, request_id: RequestId) -> bool:
+        """End the connection carrying ``request_id``'s answer without ending the answer, so that the client
+        resumes it (Streamable HTTP, SEP-1699). False where the transport has no such thing."""
+        return False
 
 
 class MemoryMessageStream(MessageStream):
@@ -78,9 +108,10 @@ class MemoryMessageStream(MessageStream):
             except (anyio.WouldBlock, anyio.EndOfStream, anyio.ClosedResourceError):
                 return frames
 
-    async def send(self, frame: bytes, related: RequestId | None = None) -> None:
+    async def send(self, frames: Sequence[Outgoing]) -> None:
         try:
-            await self._send.send(bytes(frame))
+            for out in frames:
+                await self._send.send(bytes(out.frame))
         except (anyio.ClosedResourceError, anyio.BrokenResourceError):
             raise anyio.BrokenResourceError from None
 

@@ -777,7 +777,7 @@ class URLElicitationRequiredErrorData(MCPModel, kw_only=True):
 
 
 # Hand everything over to `types` (aliases too: the classes' string annotations are resolved in its namespace).
-# `types._LAZY` is the one list of these names; a test checks it against the definitions above.
+# `types.__all__` is the one list of these names (`types._LAZY`: those it does not define); a test checks it.
 for _name in _types._LAZY:
     _obj = globals()[_name]
     if isinstance(_obj, type) and _obj.__module__ == __name__:

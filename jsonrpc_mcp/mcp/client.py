@@ -600,7 +600,7 @@ class ClientSession:
 
     # --- the server's requests and notifications -----------------------------------------------------------
 
-    def _on_request(self, req: Request) -> bytes | Any:
+    def _on_request(self, req: Request, context: Any = None) -> bytes | Any:
         method = req.method
         if method == "ping":
             return b"{}"

@@ -27,6 +27,7 @@ from ..errors import RpcError
 from ..jsonrpc import codes
 from ..jsonrpc.wire import RequestId
 from . import types as t
+from .eras import LOG_LEVELS
 from .versions import Era
 
 if TYPE_CHECKING:
@@ -36,9 +37,8 @@ __all__ = ("Context", "InputRequired", "MissingClientCapability", "LOG_LEVELS")
 
 logger = logging.getLogger(__name__)
 
-LOG_LEVELS: Final = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
 _NO_ANSWERS: Final[Mapping[str, Any]] = MappingProxyType({})
-_STATELESS: Final = Era.STATELESS  # (read through the Enum class on every access, a member costs ~130 ns)
+_STATELESS: Final = Era.STATELESS
 _LEVEL_RANK: Final = {name: i for i, name in enumerate(LOG_LEVELS)}
 
 LogLevel = Literal["debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"]
@@ -105,6 +105,7 @@ class Context:
 
     def __init__(
         self,
+        *,
         session: ServerSession,
         request_id: RequestId,
         method: str,
@@ -116,8 +117,6 @@ class Context:
         log_level: str | None = None,
         answers: Mapping[str, Any] | None = None,
     ) -> None:
-        # (made for every request: the session passes the arguments by position, which costs less than a call
-        # with keywords, and nothing is looked up in an absent ``_meta``)
         self.session = session
         self.request_id = request_id
         self.method = method
@@ -155,12 +154,11 @@ class Context:
     @property
     def request_headers(self) -> Mapping[str, str]:
         """The transport-level headers of the request that carried this message, names in lower case (empty on
-        transports without headers). A transport provides them through a ``request_headers(request_id)`` method
-        on its :class:`~jsonrpc_mcp.jsonrpc.streams.MessageStream`; assigning the attribute overrides it."""
+        transports without headers): what the transport's
+        :meth:`~jsonrpc_mcp.jsonrpc.streams.MessageStream.request_headers` gives; assigning the attribute
+        overrides it."""
         if self._request_headers is None:
-            stream = getattr(getattr(self.session, "dispatcher", None), "stream", None)
-            getter = getattr(stream, "request_headers", None)
-            headers = getter(self.request_id) if getter is not None else None
+            headers = self.session.dispatcher.stream.request_headers(self.request_id)
             self._request_headers = headers if headers is not None else {}
         return self._request_headers
 
@@ -339,13 +337,9 @@ class Context:
     async def close_sse_stream(self) -> bool:
         """Streamable HTTP, handshake era (SEP-1699): close this request's SSE stream now; the client comes back
         with GET + ``Last-Event-ID`` and receives the rest. False where the transport has no such stream."""
-        closer = getattr(self.session.dispatcher.stream, "close_sse_stream", None)
-        if closer is None or self.stateless:
+        if self.stateless:
             return False
-        out = closer(self.request_id)
-        if hasattr(out, "__await__"):
-            await out
-        return True
+        return self.session.dispatcher.stream.close_request_stream(self.request_id)
 
     async def send_notification(self, method: str, params: Mapping[str, Any] | None = None) -> None:
         """Send any notification related to this request."""

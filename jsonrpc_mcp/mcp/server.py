@@ -37,7 +37,7 @@ from .methods import BOTH, HANDSHAKE_ONLY, STATELESS_ONLY, MethodSpec
 from .pagination import paginate
 from .session import ServerSession
 from .signature import describe_validation_error, inspect_function
-from .tools import ToolDef, make_tool
+from .tools import ToolDef, make_tool, runner
 from .versions import META_SUBSCRIPTION_ID, SUPPORTED_VERSIONS
 
 if TYPE_CHECKING:
@@ -78,6 +78,8 @@ _MAYBE_NULL: Final = frozenset(b"n \t\r\n")  # the first byte of a raw value tha
 class _CallToolParams(msgspec.Struct, rename="camel"):
     name: str
     arguments: Raw = _NO_ARGUMENTS
+    input_responses: Any = UNSET  # (2026-07-28: the answers to an InputRequiredResult, and its state)
+    request_state: Any = UNSET
     meta: dict[str, Any] | UnsetType = msgspec.field(default=UNSET, name="_meta")
 
 
@@ -88,17 +90,22 @@ class _CursorParams(msgspec.Struct, rename="camel"):
 
 class _UriParams(msgspec.Struct, rename="camel"):
     uri: str
+    input_responses: Any = UNSET
+    request_state: Any = UNSET
     meta: dict[str, Any] | UnsetType = msgspec.field(default=UNSET, name="_meta")
 
 
 class _GetPromptParams(msgspec.Struct, rename="camel"):
     name: str
     arguments: dict[str, Any] | UnsetType | None = UNSET
+    input_responses: Any = UNSET
+    request_state: Any = UNSET
     meta: dict[str, Any] | UnsetType = msgspec.field(default=UNSET, name="_meta")
 
 
 class _SetLevelParams(msgspec.Struct):
     level: str
+    meta: dict[str, Any] | UnsetType = msgspec.field(default=UNSET, name="_meta")
 
 
 class _CompleteParams(msgspec.Struct, rename="camel"):
@@ -113,7 +120,7 @@ class _ListenParams(msgspec.Struct, rename="camel"):
     meta: dict[str, Any] | UnsetType = msgspec.field(default=UNSET, name="_meta")
 
 
-# --- registry entries (Structs, not dataclasses: ~30 us each to define at import instead of ~1 ms) ----------
+# --- registry entries (Structs, not dataclasses: cheaper to define at import) ----------------------------------
 
 
 class ResourceDef(msgspec.Struct):
@@ -201,17 +208,24 @@ class Server:
         stream: MessageStream,
         *,
         max_in_flight: int = 128,
+        max_queued_bytes: int = 16 * 1024 * 1024,
         request_timeout: float | None = 300.0,
         drain_timeout: float = 5.0,
     ) -> None:
         """Serve one connection until the peer ends it (both eras, as each request decides).
 
-        ``max_in_flight``: requests handled at once before reading pauses; ``request_timeout``: how long our own
-        requests to the client (sampling, elicitation, roots) wait for an answer; ``drain_timeout``: after the
-        client's end of stream, how long handlers still running may finish (their answers are still written).
+        ``max_in_flight``: requests waiting for their handlers before reading pauses; ``max_queued_bytes``: bytes
+        of answers not yet written (a peer that does not read) before reading pauses; ``request_timeout``: how
+        long our own requests to the client (sampling, elicitation, roots) wait for an answer;
+        ``drain_timeout``: after the client's end of stream, how long handlers still running may finish (their
+        answers are still written).
         """
         session = self.open_session(
-            stream, max_in_flight=max_in_flight, request_timeout=request_timeout, drain_timeout=drain_timeout
+            stream,
+            max_in_flight=max_in_flight,
+            max_queued_bytes=max_queued_bytes,
+            request_timeout=request_timeout,
+            drain_timeout=drain_timeout,
         )
         try:
             await session.dispatcher.run()
@@ -223,14 +237,18 @@ class Server:
         stream: MessageStream,
         *,
         max_in_flight: int = 128,
+        max_queued_bytes: int = 16 * 1024 * 1024,
         request_timeout: float | None = 300.0,
         drain_timeout: float = 5.0,
     ) -> ServerSession:
-        """The session :meth:`serve` runs on ``stream``, for a transport that drives it itself: it runs the
-        session's ``dispatcher`` (perhaps after answering frames with its ``answer_now``), then closes the
-        session. The arguments are :meth:`serve`'s."""
+        """The session :meth:`serve` runs on ``stream``, for a transport that drives it itself (it feeds frames to
+        the session's ``dispatcher``, runs it, and closes the session). The arguments are :meth:`serve`'s."""
         dispatcher = Dispatcher(
-            stream, max_in_flight=max_in_flight, request_timeout=request_timeout, drain_timeout=drain_timeout
+            stream,
+            max_in_flight=max_in_flight,
+            max_queued_bytes=max_queued_bytes,
+            request_timeout=request_timeout,
+            drain_timeout=drain_timeout,
         )
         session = ServerSession(self, dispatcher)
         self.attach(session)
@@ -373,12 +391,15 @@ class Server:
         output_schema: Mapping[str, Any] | None = None,
         structured_output: bool | None = None,
         meta: Mapping[str, Any] | None = None,
+        inline: bool = False,
     ) -> Callable[[F], F]:
         """Register a function as a tool. Its typed parameters become ``inputSchema``, its docstring the
         ``description``, its return annotation ``outputSchema`` (structured data) or plain content.
 
         ``input_schema`` declares a raw JSON Schema instead (validated with the ``validation`` extra when
-        installed); ``structured_output=False`` returns content only, without ``structuredContent``.
+        installed); ``structured_output=False`` returns content only, without ``structuredContent``. A plain
+        ``def`` runs on a worker thread; ``inline=True`` runs it on the event loop instead, for code that never
+        blocks (faster; one that holds the loop too long is named in a warning).
         """
 
         def register(fn: F) -> F:
@@ -393,6 +414,7 @@ class Server:
                 output_schema=output_schema,
                 structured_output=structured_output,
                 meta=meta,
+                inline=inline,
             )
             return fn
 
@@ -411,6 +433,7 @@ class Server:
         output_schema: Mapping[str, Any] | None = None,
         structured_output: bool | None = None,
         meta: Mapping[str, Any] | None = None,
+        inline: bool = False,
     ) -> ToolDef:
         """Register (or replace) a tool at any time; connected clients get ``notifications/tools/list_changed``."""
         tool_name = name or fn.__name__
@@ -431,6 +454,7 @@ class Server:
             output_schema=output_schema,
             structured_output=structured_output,
             meta=meta,
+            inline=inline,
         )
         self._tools[tool_name] = entry
         self._changed("tools")
@@ -475,12 +499,14 @@ class Server:
         icons: list[t.Icon] | None = None,
         cache: CacheHint | None = None,
         meta: Mapping[str, Any] | None = None,
+        inline: bool = False,
     ) -> Callable[[F], F]:
         """Register a resource (``uri``) or a resource template (a URI with ``{variables}``, RFC 6570 level 1).
 
         The function returns ``str`` (text), ``bytes`` (a blob), resource contents, or JSON-able data (sent as
         ``application/json`` text). Template variables are passed as keyword arguments; a parameter named
-        ``query`` receives the URI's query parameters as a dict; a ``Context`` parameter is injected.
+        ``query`` receives the URI's query parameters as a dict; a ``Context`` parameter is injected. A plain
+        ``def`` runs on a worker thread unless ``inline=True`` (see :meth:`tool`).
         """
 
         def register(fn: F) -> F:
@@ -496,6 +522,7 @@ class Server:
                 icons=icons,
                 cache=cache,
                 meta=meta,
+                inline=inline,
             )
             return fn
 
@@ -515,10 +542,12 @@ class Server:
         icons: list[t.Icon] | None = None,
         cache: CacheHint | None = None,
         meta: Mapping[str, Any] | None = None,
+        inline: bool = False,
     ) -> None:
         import inspect
 
         sig = inspect.signature(fn)
+        read = runner(fn, inline=inline, what=f"resource {uri}")
         hints = _hints(fn)
         wants_ctx = next((p for p in sig.parameters if hints.get(p) is Context), None)
         wants_query = "query" in sig.parameters
@@ -540,12 +569,12 @@ class Server:
             if unknown and not any(p.kind is inspect.Parameter.VAR_KEYWORD for p in sig.parameters.values()):
                 raise TypeError(f"{fn.__name__} must accept the template variables {sorted(unknown)}")
             self._templates[uri] = ResourceTemplateDef(
-                t.ResourceTemplate(uri_template=uri, **common), matcher, fn, cache, wants_ctx, wants_query
+                t.ResourceTemplate(uri_template=uri, **common), matcher, read, cache, wants_ctx, wants_query
             )
         else:
             self._resources[uri] = ResourceDef(
                 t.Resource(uri=uri, size=size if size is not None else UNSET, **common),
-                fn,
+                read,
                 cache,
                 wants_ctx,
                 wants_query,
@@ -699,14 +728,23 @@ class Server:
         icons: list[t.Icon] | None = None,
         complete: Mapping[str, Callable[..., Any]] | None = None,
         meta: Mapping[str, Any] | None = None,
+        inline: bool = False,
     ) -> Callable[[F], F]:
         """Register a prompt. Its parameters are the prompt's arguments (required unless they have a default);
         it returns a string (one user message), messages, content blocks, or a ``GetPromptResult``.
-        ``complete`` maps an argument name to a function ``(value, context_arguments) -> list[str]``."""
+        ``complete`` maps an argument name to a function ``(value, context_arguments) -> list[str]``. A plain
+        ``def`` runs on a worker thread unless ``inline=True`` (see :meth:`tool`)."""
 
         def register(fn: F) -> F:
             self.add_prompt(
-                fn, name=name, title=title, description=description, icons=icons, complete=complete, meta=meta
+                fn,
+                name=name,
+                title=title,
+                description=description,
+                icons=icons,
+                complete=complete,
+                meta=meta,
+                inline=inline,
             )
             return fn
 
@@ -722,6 +760,7 @@ class Server:
         icons: list[t.Icon] | None = None,
         complete: Mapping[str, Callable[..., Any]] | None = None,
         meta: Mapping[str, Any] | None = None,
+        inline: bool = False,
     ) -> None:
         prompt_name = name or fn.__name__
         sig = inspect_function(fn, name=prompt_name, structured_output=False)
@@ -747,7 +786,7 @@ class Server:
                 icons=icons or UNSET,
                 meta=dict(meta) if meta else UNSET,
             ),
-            fn,
+            runner(fn, inline=inline, what=f"prompt {prompt_name}"),
             sig,
             auto,
         )

@@ -1,11 +1,11 @@
 """One server-side MCP connection: era routing, the handshake lifecycle, capability gates (L4).
 
 :class:`ServerSession` is the request handler of a :class:`~jsonrpc_mcp.jsonrpc.dispatch.Dispatcher`. For every
-request it decides the era *first*, before the method is looked up (SPEC_MAP §6.3):
+request the era is decided *first*, before the method is looked up (:mod:`.eras`, SPEC_MAP §6.3):
 
-* params carrying ``_meta["io.modelcontextprotocol/protocolVersion"]`` → the stateless era (2026-07-28): the
-  request is validated and served on its own, whatever state the connection is in;
-* anything else → the handshake era: ``initialize`` negotiates a version, ``ping`` is always answered, and every
+* the stateless era (2026-07-28): the request is validated and served on its own, whatever state the
+  connection is in;
+* the handshake era: ``initialize`` negotiates a version, ``ping`` is always answered, and every
   other request needs a completed ``initialize``.
 
 It knows nothing of tools or resources: the server (:mod:`jsonrpc_mcp.mcp.server`) hands it a method table.
@@ -20,14 +20,15 @@ from types import CoroutineType
 from typing import Any, Final, Protocol
 
 import msgspec
-from msgspec import UNSET, Raw, UnsetType
+from msgspec import UNSET, Raw
 
 from ..errors import InternalError, InvalidParams, InvalidRequest, MethodNotFound, RpcError
 from ..jsonrpc import codes
 from ..jsonrpc.dispatch import Dispatcher
 from ..jsonrpc.wire import Notification, Request, RequestId
 from .compat import FITTED_METHODS, content_types, fit_content
-from .context import LOG_LEVELS, Context, InputRequired
+from .context import Context, InputRequired
+from .eras import Call, meta_problem, read_call
 from .methods import BOTH, INPUT_METHODS, MethodSpec
 from .versions import (
     BATCH_VERSIONS,
@@ -46,10 +47,8 @@ __all__ = ("ServerSession", "ServerApp", "UnsupportedProtocolVersion", "encode_r
 
 logger = logging.getLogger(__name__)
 
-_PV_NEEDLE: Final = META_PROTOCOL_VERSION.encode()
 _encode: Final = msgspec.json.Encoder().encode
 _EMPTY: Final = b"{}"
-# (an Enum member read through its class costs ~130 ns on Python 3.11, a plain attribute ~17: read once here)
 _HANDSHAKE: Final = Era.HANDSHAKE
 _STATELESS: Final = Era.STATELESS
 
@@ -86,19 +85,10 @@ class ServerApp(Protocol):
     def on_client_notification(self, session: ServerSession, method: str, params: dict[str, Any]) -> None: ...
 
 
-class _Meta(msgspec.Struct):
-    meta: dict[str, Any] | UnsetType = msgspec.field(default=UNSET, name="_meta")
-
-
 class _InitializeParams(msgspec.Struct, rename="camel"):
     protocol_version: str
     capabilities: dict[str, Any] = {}
     client_info: dict[str, Any] = {}
-
-
-class _Inputs(msgspec.Struct, rename="camel"):
-    input_responses: dict[str, Any] | UnsetType = UNSET
-    request_state: str | UnsetType = UNSET
 
 
 class _CancelledParams(msgspec.Struct, rename="camel"):
@@ -106,22 +96,8 @@ class _CancelledParams(msgspec.Struct, rename="camel"):
     reason: Any = None
 
 
-_meta_decoder: Final = msgspec.json.Decoder(_Meta)
 _init_decoder: Final = msgspec.json.Decoder(_InitializeParams)
-_inputs_decoder: Final = msgspec.json.Decoder(_Inputs)
 _cancel_decoder: Final = msgspec.json.Decoder(_CancelledParams)
-_decoders: dict[Any, msgspec.json.Decoder[Any]] = {}
-
-
-def _decoder(kind: Any) -> msgspec.json.Decoder[Any]:
-    dec = _decoders.get(kind)
-    if dec is None:
-        dec = _decoders[kind] = msgspec.json.Decoder(kind)
-    return dec
-
-
-_UNDECODED: Final = object()
-_typed_meta_decoders: dict[Any, msgspec.json.Decoder[Any] | None] = {}
 
 
 def _fields(kind: Any) -> frozenset[tuple[str, str]]:
@@ -133,16 +109,6 @@ def _fields(kind: Any) -> frozenset[tuple[str, str]]:
 
 _META: Final = ("meta", "_meta")
 _RESULT_TYPE: Final = ("result_type", "resultType")
-
-
-def _typed_meta(kind: Any) -> msgspec.json.Decoder[Any] | None:
-    """The decoder of a params Struct that has a ``_meta`` field, else None (decided once per type)."""
-    try:
-        return _typed_meta_decoders[kind]
-    except KeyError:
-        dec = _decoder(kind) if _META in _fields(kind) else None
-        _typed_meta_decoders[kind] = dec
-        return dec
 
 
 def encode_result(result: Any, *, stateless: bool = False, server_info: dict[str, Any] | None = None) -> bytes:
@@ -198,10 +164,8 @@ def _encode_stateless_struct(result: Any, server_info: dict[str, Any] | None) ->
 class ServerSession:
     """The server side of one connection (stdio process, socket connection, HTTP session or HTTP request)."""
 
-    def __init__(self, app: ServerApp, dispatcher: Dispatcher | None = None, *, stateless: bool = False) -> None:
+    def __init__(self, app: ServerApp, dispatcher: Dispatcher | None = None) -> None:
         self.app = app
-        #: Serve every request statelessly (an HTTP request that carried the 2026-07-28 version header).
-        self.force_stateless = stateless
         self.dispatcher: Dispatcher = dispatcher  # type: ignore[assignment]
         # Handshake-era state
         self.version: str | None = None
@@ -232,35 +196,14 @@ class ServerSession:
 
     # --- inbound requests ----------------------------------------------------------------------------------
 
-    def on_request(self, req: Request, meta: dict[str, Any] | None = None) -> bytes | Coroutine[Any, Any, bytes]:
-        """Answer ``req``: bytes at once, or a coroutine to run. ``meta``: its ``params._meta``, when the caller
-        has read it already (a stateless HTTP request, validated before it gets here)."""
-        raw = req.params
-        if self.force_stateless:
-            if meta is None:
-                meta = _read_meta(raw) if raw is not None else {}
-            return self._stateless(req, meta)
+    def on_request(self, req: Request, call: Call | None = None) -> bytes | Coroutine[Any, Any, bytes]:
+        """Answer ``req``: bytes at once, or a coroutine to run. ``call``: the request as the transport already
+        read it (:func:`.eras.read_call`), else it is read here."""
+        if call is None:
+            call = read_call(self.app.methods, req)
+        if call.stateless:
+            return self._stateless(call)
         method = req.method
-        spec = self.app.methods.get(method)
-        params: Any = _UNDECODED
-        if raw is not None:
-            typed = _typed_meta(spec.params_type) if spec is not None else None
-            if typed is not None:
-                # Params with a ``_meta`` field: decode them once, and read the era from the decoded ``_meta``
-                # (no scan of the raw bytes). Params that do not decode take the general route below, which
-                # reports their problem in the usual order.
-                try:
-                    params = typed.decode(raw)
-                except msgspec.ValidationError:
-                    params = _UNDECODED
-                else:
-                    meta = params.meta
-                    if type(meta) is dict and META_PROTOCOL_VERSION in meta:
-                        return self._stateless(req, meta)
-            if params is _UNDECODED and _may_name_version(raw):
-                meta = _read_meta(raw)
-                if META_PROTOCOL_VERSION in meta:
-                    return self._stateless(req, meta)
         if method == "initialize":
             return self._initialize(req)
         if method == "ping":
@@ -269,6 +212,7 @@ class ServerSession:
             raise InvalidRequest("Invalid Request: the session is not initialized; send initialize first")
         version = self.version
         assert version is not None
+        spec = call.spec
         if (
             spec is None
             or (spec.eras is not BOTH and _HANDSHAKE not in spec.eras)
@@ -276,34 +220,30 @@ class ServerSession:
             or (spec.capability is not None and not self.app.advertises(spec.capability))
         ):
             raise MethodNotFound(f"Method not found: {method}")
-        if params is _UNDECODED:
-            params = self._decode_params(spec, raw)
-            meta = _meta_of(params)
-        else:
-            meta = params.meta
-            if type(meta) is not dict:
-                meta = None
-        ctx = Context(self, req.id, method, _HANDSHAKE, version, self.client_capabilities, self.client_info, meta)
-        out = spec.handler(ctx, params)
+        if call.problem is not None:
+            raise call.problem
+        ctx = Context(
+            session=self,
+            request_id=req.id,
+            method=method,
+            era=_HANDSHAKE,
+            version=version,
+            client_capabilities=self.client_capabilities,
+            client_info=self.client_info,
+            meta=call.meta,
+        )
+        out = spec.handler(ctx, call.params)
         if type(out) is CoroutineType:
             return self._await_handshake(out, method)
         if self.content_types is not None and method in FITTED_METHODS:
             out = fit_content(out, self.content_types)
-        return out if type(out) is bytes else _encode(out)  # (encode_result's handshake-era case, inline)
+        return out if type(out) is bytes else _encode(out)
 
     async def _await_handshake(self, coro: Coroutine[Any, Any, Any], method: str) -> bytes:
         out = await coro
         if self.content_types is not None and method in FITTED_METHODS:
             out = fit_content(out, self.content_types)
         return encode_result(out)
-
-    def _decode_params(self, spec: MethodSpec, raw: Raw | None) -> Any:
-        if spec.params_type is None:
-            return None if raw is None else msgspec.json.decode(raw)
-        try:
-            return _decoder(spec.params_type).decode(raw if raw is not None else b"{}")
-        except msgspec.ValidationError as exc:
-            raise InvalidParams(f"Invalid params: {exc}") from None
 
     def _initialize(self, req: Request) -> bytes:
         if req.params is None:
@@ -313,7 +253,11 @@ class ServerSession:
         except msgspec.ValidationError as exc:
             raise InvalidParams(f"Invalid params: {exc}") from None
         if self.initialized:
-            raise InvalidRequest("Invalid Request: the session is already initialized")
+            # The same handshake again, with nothing in flight, is answered as the first one was (a client that
+            # re-checks the connection); anything else would change a session in use.
+            if params.protocol_version != self.version or self.dispatcher.in_flight():
+                raise InvalidRequest("Invalid Request: the session is already initialized")
+            return self._initialize_result()
         version = negotiate(params.protocol_version, HANDSHAKE_VERSIONS)
         self.version = version
         self.content_types = content_types(version)
@@ -321,9 +265,13 @@ class ServerSession:
         self.client_info = params.client_info
         self.initialized = True
         self.app.attach(self)
+        return self._initialize_result()
+
+    def _initialize_result(self) -> bytes:
+        assert self.version is not None
         result: dict[str, Any] = {
-            "protocolVersion": version,
-            "capabilities": self.app.capabilities(version),
+            "protocolVersion": self.version,
+            "capabilities": self.app.capabilities(self.version),
             "serverInfo": self.app.server_info(),
         }
         if self.app.instructions:
@@ -332,37 +280,44 @@ class ServerSession:
 
     # --- the stateless era ---------------------------------------------------------------------------------
 
-    def _stateless(self, req: Request, meta: dict[str, Any]) -> bytes | Coroutine[Any, Any, bytes]:
-        version = meta.get(META_PROTOCOL_VERSION)
-        caps = meta.get(META_CLIENT_CAPABILITIES)
-        if not isinstance(version, str) or not version:
-            raise InvalidParams(f"Invalid params: _meta[{META_PROTOCOL_VERSION!r}] must be a string")
-        if not isinstance(caps, dict):
-            raise InvalidParams(f"Invalid params: _meta[{META_CLIENT_CAPABILITIES!r}] is required")
+    def _stateless(self, call: Call) -> bytes | Coroutine[Any, Any, bytes]:
+        problem = meta_problem(call.meta)
+        if problem is not None:
+            raise problem
+        meta: dict[str, Any] = call.meta  # type: ignore[assignment]  # (meta_problem found it usable)
+        version = meta[META_PROTOCOL_VERSION]
         if version not in STATELESS_VERSIONS:
             raise UnsupportedProtocolVersion(version)
+        req = call.request
         method = req.method
-        spec = self.app.methods.get(method)
+        spec = call.spec
         if (
             spec is None
             or _STATELESS not in spec.eras
             or (spec.capability is not None and not self.app.advertises(spec.capability))
         ):
             raise MethodNotFound(f"Method not found: {method}")
-        level = meta.get(META_LOG_LEVEL)
-        if level is not None and level not in LOG_LEVELS:
-            raise InvalidParams(f"Invalid params: unknown log level {level!r}")
-        params = self._decode_params(spec, req.params)
+        if call.problem is not None:
+            raise call.problem
         answers: dict[str, Any] = {}
         digest = ""
         if method in INPUT_METHODS:
-            answers, digest = self._gather_answers(method, req.params)
+            answers, digest = self._gather_answers(method, call)
         info = meta.get(META_CLIENT_INFO)
-        if not isinstance(info, dict):
-            info = None
-        ctx = Context(self, req.id, method, _STATELESS, version, caps, info, meta, level, answers)
+        ctx = Context(
+            session=self,
+            request_id=req.id,
+            method=method,
+            era=_STATELESS,
+            version=version,
+            client_capabilities=meta[META_CLIENT_CAPABILITIES],
+            client_info=info if isinstance(info, dict) else None,
+            meta=meta,
+            log_level=meta.get(META_LOG_LEVEL),
+            answers=answers,
+        )
         try:
-            out = spec.handler(ctx, params)
+            out = spec.handler(ctx, call.params)
         except InputRequired as need:
             return self._input_required(method, need, answers, digest, req.params)
         if type(out) is CoroutineType:
@@ -378,27 +333,32 @@ class ServerSession:
             return self._input_required(ctx.method, need, answers, digest, raw)
         return encode_result(out, stateless=True, server_info=self.app.server_info())
 
-    def _gather_answers(self, method: str, raw: Raw | None) -> tuple[dict[str, Any], str]:
+    def _gather_answers(self, method: str, call: Call) -> tuple[dict[str, Any], str]:
         """The answers a request carries (``inputResponses``, and those sealed in its ``requestState``), and the
         request's digest when it was needed to open that state ("" otherwise: made only when it is needed)."""
-        try:
-            inputs = _inputs_decoder.decode(raw) if raw is not None else _Inputs()
-        except msgspec.ValidationError as exc:
-            raise InvalidParams(f"Invalid params: {exc}") from None
+        params = call.params
+        if isinstance(params, dict):
+            responses, state = params.get("inputResponses", UNSET), params.get("requestState", UNSET)
+        else:
+            responses = getattr(params, "input_responses", UNSET)
+            state = getattr(params, "request_state", UNSET)
+        if responses is not UNSET and not isinstance(responses, dict):
+            raise InvalidParams('Invalid params: "inputResponses" must be an object')
+        if state is not UNSET and not isinstance(state, str):
+            raise InvalidParams('Invalid params: "requestState" must be a string')
         answers: dict[str, Any] = {}
         asked: list[str] | None = None
         digest = ""
-        if inputs.request_state is not UNSET:
+        raw = call.request.params
+        if state is not UNSET:
             from . import request_state  # hmac and hashlib: loaded by the first stateless input round only
 
             digest = _digest(method, raw)
-            state = request_state.open_state(
-                self.app.request_state_key, inputs.request_state, digest=digest, now=time.time()
-            )
-            answers.update(state.answers)
-            asked = state.asked
-        if inputs.input_responses is not UNSET:
-            for key, value in inputs.input_responses.items():
+            opened = request_state.open_state(self.app.request_state_key, state, digest=digest, now=time.time())
+            answers.update(opened.answers)
+            asked = opened.asked
+        if responses is not UNSET:
+            for key, value in responses.items():
                 if asked is None or key in asked:
                     if not isinstance(value, dict):
                         raise InvalidParams(f"Invalid params: inputResponses[{key!r}] must be an object")
@@ -476,22 +436,15 @@ class ServerSession:
         return self.initialized and not self.closed
 
     def close(self) -> None:
+        """The connection is over: its handlers still running are cancelled, the server forgets it."""
         if self.closed:
             return
         self.closed = True
+        if self.dispatcher is not None:
+            self.dispatcher.close()
         self.app.detach(self)
         for callback in self.on_close:
             callback()
-
-
-def _may_name_version(raw: Raw) -> bool:
-    """Could these params carry the stateless-era version key (then ``_meta`` is read to be sure)?
-
-    The key holds a ``/``: a memchr for it rules most params out at once, where the substring search alone costs
-    ~0.4 ns a byte (25 µs for 64 KiB of arguments, as much as decoding them).
-    """
-    data = bytes(raw)
-    return b"/" in data and _PV_NEEDLE in data
 
 
 def _digest(method: str, raw: Raw | None) -> str:
@@ -500,24 +453,6 @@ def _digest(method: str, raw: Raw | None) -> str:
     from . import request_state
 
     return request_state.request_digest(method, msgspec.json.decode(raw) if raw is not None else {})
-
-
-def _read_meta(raw: Raw) -> dict[str, Any]:
-    try:
-        meta = _meta_decoder.decode(raw).meta
-    except msgspec.ValidationError:
-        raise InvalidParams('Invalid params: "_meta" must be an object') from None
-    return meta if isinstance(meta, dict) else {}
-
-
-def _meta_of(params: Any) -> dict[str, Any] | None:
-    meta = getattr(params, "meta", None)
-    if isinstance(meta, dict):
-        return meta
-    if isinstance(params, dict):
-        m = params.get("_meta")
-        return m if isinstance(m, dict) else None
-    return None
 
 
 def _cancel_frame(ident: RequestId, reason: str) -> bytes:

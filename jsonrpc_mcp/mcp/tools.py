@@ -4,13 +4,20 @@ Arguments that fail validation, a :class:`~jsonrpc_mcp.errors.ToolError`, and an
 *tool* errors: a ``CallToolResult`` with ``isError: true`` (SEP-1303), so the model can read what went wrong
 and try again. Only a malformed ``tools/call`` (or an unknown tool) is a JSON-RPC error. Exceptions never reach
 the peer: their traceback goes to the log and the result says only that the tool failed.
+
+Where a tool runs: an ``async def`` tool in the request's own task; a plain ``def`` tool on a worker thread
+(:func:`run_sync`), so that one that blocks (a network call, a sleep) never holds up the other requests of the
+process; a plain ``def`` registered with ``inline=True`` in the caller, with no thread hop, for code that never
+blocks — and one that holds the event loop longer than :data:`INLINE_WARNING_AFTER` seconds is named in a warning.
 """
 
 from __future__ import annotations
 
+import functools
 import logging
+import time
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any, Final
+from typing import Any, Final, TypeVar
 
 import msgspec
 from msgspec import UNSET, Raw
@@ -22,9 +29,62 @@ from .context import Context, InputRequired
 from .pydantic_support import dec_hook, enc_hook
 from .signature import Signature, describe_validation_error, inspect_function
 
-__all__ = ("ToolDef", "make_tool", "tool_result", "error_result", "RawSchemaValidator")
+__all__ = (
+    "ToolDef",
+    "make_tool",
+    "tool_result",
+    "error_result",
+    "RawSchemaValidator",
+    "run_sync",
+    "runner",
+    "INLINE_WARNING_AFTER",
+)
 
 logger = logging.getLogger(__name__)
+
+#: Seconds an ``inline=True`` function may hold the event loop before a warning names it.
+INLINE_WARNING_AFTER: Final = 0.1
+
+R = TypeVar("R")
+
+
+async def run_sync(fn: Callable[..., R], kwargs: Mapping[str, Any]) -> R:
+    """Call a plain function on a worker thread (anyio's pool). A cancelled request does not interrupt the
+    thread: it finishes, and its result is dropped."""
+    import anyio.to_thread
+
+    return await anyio.to_thread.run_sync(functools.partial(fn, **kwargs))
+
+
+def runner(fn: Callable[..., Any], *, inline: bool, what: str) -> Callable[..., Any]:
+    """How a resource or prompt function is called with keyword arguments: an ``async def`` as it is; a plain
+    one on a worker thread (the call returns an awaitable), or, with ``inline``, in the caller."""
+    import inspect
+
+    if inspect.iscoroutinefunction(fn):
+        if inline:
+            raise TypeError(f"{what}: inline=True is for plain functions; an async function runs in its task")
+        return fn
+    if inline:
+        return lambda **kwargs: call_inline(fn, kwargs, what)
+    return lambda **kwargs: run_sync(fn, kwargs)
+
+
+def call_inline(fn: Callable[..., R], kwargs: Mapping[str, Any], what: str) -> R:
+    """Call a plain function in the caller (on the event loop), warning when it held the loop too long."""
+    started = time.perf_counter()
+    try:
+        return fn(**kwargs)
+    finally:
+        held = time.perf_counter() - started
+        if held > INLINE_WARNING_AFTER:
+            logger.warning(
+                "%s held the event loop for %.2f s: register it without inline=True (it then runs on a worker "
+                "thread) or make it async",
+                what,
+                held,
+            )
+
 
 _encode: Final = msgspec.json.Encoder(enc_hook=enc_hook).encode
 _CONTENT: Final = (t.TextContent, t.ImageContent, t.AudioContent, t.ResourceLink, t.EmbeddedResource)
@@ -121,6 +181,7 @@ def make_tool(
     output_schema: Mapping[str, Any] | None,
     structured_output: bool | None,
     meta: Mapping[str, Any] | None,
+    inline: bool = False,
 ) -> ToolDef:
     sig = inspect_function(fn, name=name, structured_output=structured_output, raw_schema=input_schema is not None)
     if output_schema is not None:
@@ -138,20 +199,24 @@ def make_tool(
         icons=icons or UNSET,
         meta=dict(meta) if meta else UNSET,
     )
+    if inline and sig.is_async:
+        raise TypeError(f"tool {name}: inline=True is for plain functions; an async function runs in its task")
     if input_schema is not None:
-        call = _raw_schema_caller(fn, sig, RawSchemaValidator(input_schema), name)
+        call = _raw_schema_caller(fn, sig, RawSchemaValidator(input_schema), name, inline)
     else:
-        call = _typed_caller(fn, sig, name)
+        call = _typed_caller(fn, sig, name, inline)
     return ToolDef(tool, call, sig)
 
 
-def _typed_caller(fn: Callable[..., Any], sig: Signature, tool_name: str) -> Callable[[Context, Raw | None], Any]:
+def _typed_caller(
+    fn: Callable[..., Any], sig: Signature, tool_name: str, inline: bool
+) -> Callable[[Context, Raw | None], Any]:
     decoder = msgspec.json.Decoder(sig.args_type, dec_hook=dec_hook)  # dec_hook: pydantic models
     as_kwargs = msgspec.structs.asdict  # the arguments Struct has exactly the function's parameters as fields
     ctx_param = sig.context_param
-    is_async = sig.is_async
     text = t.TextContent
     result = t.CallToolResult
+    what = f"tool {tool_name}"
 
     def call(ctx: Context, raw: Raw | None) -> Any:
         try:
@@ -161,11 +226,10 @@ def _typed_caller(fn: Callable[..., Any], sig: Signature, tool_name: str) -> Cal
         kwargs = as_kwargs(args)
         if ctx_param is not None:
             kwargs[ctx_param] = ctx
-        if is_async:
+        if not inline:
             return _invoke(fn, sig, kwargs, tool_name)
-        # A sync tool, called here rather than through _invoke and tool_result (two frames less per call)
         try:
-            value = fn(**kwargs)
+            value = call_inline(fn, kwargs, what)
         except (ToolError, RpcError, InputRequired, Exception) as exc:
             return _failure(exc, tool_name)
         if type(value) is str and sig.output_kind != "structured":
@@ -176,7 +240,7 @@ def _typed_caller(fn: Callable[..., Any], sig: Signature, tool_name: str) -> Cal
 
 
 def _raw_schema_caller(
-    fn: Callable[..., Any], sig: Signature, validator: RawSchemaValidator, tool_name: str
+    fn: Callable[..., Any], sig: Signature, validator: RawSchemaValidator, tool_name: str, inline: bool
 ) -> Callable[[Context, Raw | None], Any]:
     ctx_param = sig.context_param
     accepted = None if sig.takes_any else frozenset(sig.params)
@@ -200,23 +264,26 @@ def _raw_schema_caller(
             return error_result(f"Invalid arguments for tool {tool_name}: missing {names}")
         if ctx_param is not None:
             kwargs[ctx_param] = ctx
+        if inline:
+            try:
+                value = call_inline(fn, kwargs, f"tool {tool_name}")
+            except (ToolError, RpcError, InputRequired, Exception) as exc:
+                return _failure(exc, tool_name)
+            return tool_result(value, sig, tool_name)
         return _invoke(fn, sig, kwargs, tool_name)
 
     return call
 
 
 def _invoke(fn: Callable[..., Any], sig: Signature, kwargs: dict[str, Any], tool_name: str) -> Any:
-    if sig.is_async:
-        try:
-            pending = fn(**kwargs)  # binding the arguments can fail before the coroutine exists
-        except Exception as exc:
-            return _failure(exc, tool_name)
-        return _invoke_async(pending, sig, tool_name)
+    """The tool's call as a coroutine: an ``async def`` tool's own, or a plain one's on a worker thread."""
+    if not sig.is_async:
+        return _invoke_async(run_sync(fn, kwargs), sig, tool_name)
     try:
-        value = fn(**kwargs)
-    except (ToolError, RpcError, InputRequired, Exception) as exc:
+        pending = fn(**kwargs)  # binding the arguments can fail before the coroutine exists
+    except Exception as exc:
         return _failure(exc, tool_name)
-    return tool_result(value, sig, tool_name)
+    return _invoke_async(pending, sig, tool_name)
 
 
 async def _invoke_async(pending: Awaitable[Any], sig: Signature, tool_name: str) -> Any:

@@ -1,40 +1,32 @@
 """Streamable HTTP, handshake era (2024-11-05 .. 2025-11-25): what a session's requests get (L6 helper).
 
 :class:`HandshakeEndpoint` serves the requests the app has routed to this era: ``initialize`` (which mints a
-session), POSTs of requests (an exchange answered as JSON or a resumable SSE stream), notifications and
-responses (202), 2025-03-26 batches, ``GET`` (the standalone stream, or a resumption with ``Last-Event-ID``)
-and ``DELETE``. Sessions live in the app's :class:`~._http_sessions.SessionTable`.
+session), POSTs of requests (answered as JSON when the answer is ready at once, else as an exchange answered as
+JSON or a resumable SSE stream), notifications and responses (202), 2025-03-26 batches, ``GET`` (the standalone
+stream, or a resumption with ``Last-Event-ID``) and ``DELETE``. Sessions live in the app's
+:class:`~._http_session_table.SessionTable`; every message goes to its session's dispatcher.
 """
 
 from __future__ import annotations
 
 import logging
 import secrets
-from collections.abc import Coroutine, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import anyio
 
 from ..errors import RpcError
 from ..jsonrpc import codes
-from ..jsonrpc.dispatch import failure_reply
-from ..jsonrpc.wire import (
-    Message,
-    Notification,
-    Request,
-    RequestId,
-    classify,
-    decode_batch,
-    decode_frame,
-    encode_error,
-    encode_result,
-)
+from ..jsonrpc.dispatch import BUSY, ErrorReply, Pending
+from ..jsonrpc.wire import Message, Request, RequestId, classify, decode_batch, decode_frame, encode_error
+from ..mcp.eras import Call, read_call
 from ..mcp.versions import BATCH_VERSIONS, HANDSHAKE_VERSIONS, STATELESS_VERSIONS
 from ._http_events import EventStore, InMemoryEventStore
-from ._http_io import HeaderList, Headers, Receive, Send, send_busy, send_bytes, send_empty, send_error
-from ._http_outlet import RESPONSE, Feed, Item, Outlet, Preference, answer_at_once, write_stream
-from ._http_session import Exchange, HttpSession
-from ._http_sessions import SessionTable
+from ._http_handshake_session import Exchange, HttpSession
+from ._http_io import HeaderList, Headers, Receive, Send, send_bytes, send_empty, send_error
+from ._http_outlet import FINAL, RESPONSE, Feed, Item, Outlet, Preference, answer_at_once, write_stream
+from ._http_session_table import SessionTable
 from ._http_stateless import watch_disconnect
 
 if TYPE_CHECKING:
@@ -43,6 +35,9 @@ if TYPE_CHECKING:
 __all__ = ("HandshakeEndpoint",)
 
 logger = logging.getLogger(__name__)
+
+_ENDED = "Not Found: this session does not exist or has ended"
+_RETRY_AFTER = (b"retry-after", b"1")
 
 
 class HandshakeEndpoint:
@@ -70,128 +65,96 @@ class HandshakeEndpoint:
         self.request_timeout = request_timeout
 
     async def post(
-        self, headers: Headers, version: str | None, msg: Message, body: bytes, receive: Receive, send: Send
+        self, headers: Headers, version: str | None, msg: Message, call: Call | None, receive: Receive, send: Send
     ) -> None:
-        """One JSON-RPC message POSTed outside the stateless era."""
+        """One JSON-RPC message POSTed outside the stateless era (``call``: the request as the app read it)."""
         if version is not None and version not in HANDSHAKE_VERSIONS:
             await send_error(send, 400, f"Bad Request: unsupported MCP-Protocol-Version {version!r}")
+            return
+        if headers.repeated(b"mcp-session-id"):
+            await send_error(send, 400, "Bad Request: Mcp-Session-Id is sent more than once")
             return
         sid = headers.raw(b"mcp-session-id")
         if sid is None:
             if type(msg) is Request and msg.method == "initialize":
-                await self._initialize(msg, send)
+                await self._initialize(msg, call, send)
                 return
             await send_error(send, 400, "Bad Request: the Mcp-Session-Id header is required (initialize first)")
             return
         session = self.table.get(sid.decode("latin-1"))
         if session is None:
-            await send_error(send, 404, "Not Found: this session does not exist or has ended")
+            await send_error(send, 404, _ENDED)
             return
         session.touch()
-        if not isinstance(msg, Request):
-            if session.task is None and type(msg) is Notification and msg.method == "notifications/initialized":
-                # Nothing is queued before it (the session has no task yet): handled here, it starts none.
-                session.mcp.on_notification(msg)
-                await send_empty(send, 202)
-                return
-            await self._push_or_404(session, [body], send)
+        if type(msg) is not Request:
+            session.dispatcher.take(msg)  # a notification, or the client's answer to one of our requests
+            await send_empty(send, 202)
             return
-        request = msg
-        if request.id in session.exchanges:
-            await send_error(send, 400, "Invalid Request: this id is already in use", ident=request.id)
+        answer = session.dispatcher.begin(msg, call)
+        if type(answer) is Pending:
+            exchange = self._open_exchange(session, (msg.id,), batch=False, headers=headers)
+            await self._serve_exchange(session, exchange, receive, send, pending=True)
             return
-        if len(session.exchanges) >= self.max_in_flight:
-            await send_busy(send, 429, "Too Many Requests: too many requests in flight for this session", request.id)
+        reply: bytes = answer  # type: ignore[assignment]
+        if type(reply) is ErrorReply and reply.refused is not None:
+            busy = reply.refused == "busy"
+            extra = [*session.id_header, _RETRY_AFTER] if busy else session.id_header
+            await send_bytes(send, 429 if busy else 400, reply, extra)
             return
-        # The outlet is registered with the session only when the answer has to wait (SSE, resumable); an answer
-        # written at once never needs it.
-        exchange = self._open_exchange(session, (request.id,), batch=False, headers=headers, register=False)
-        if (
-            self.preference == "sse"
-            or request.method == "initialize"
-            or not session.mcp.initialized
-            # (a task started but not running yet may have frames queued: this request comes after them)
-            or (session.task is not None and not session.dispatcher.running)
-        ):
-            session.register(exchange.outlet)
-            await self._serve_exchange(session, exchange, [body], receive, send)
+        if self.preference == "sse":  # an answer made at once, sent as a stream all the same
+            exchange = self._open_exchange(session, (), batch=False, headers=headers)
+            await self._serve_exchange(session, exchange, receive, send, answered=[(reply, FINAL)])
             return
-        # The fast path: call the handler here. An answer ready at once is written as JSON without a hop through
-        # the session's dispatcher task; a handler that has to wait is handed to the dispatcher (SSE), whose task
-        # is started for it if the session has none yet.
-        answer = _answer_now(session, request)
-        if not isinstance(answer, bytes):
-            if not session.dispatcher.running:
-                try:
-                    await session.ensure_running()
-                except BaseException:
-                    answer.close()
-                    session.exchanges.pop(request.id, None)
-                    raise
-            if session.dispatcher.adopt(request, answer):
-                session.register(exchange.outlet)
-                await self._serve_exchange(session, exchange, [], receive, send, pending=True)
-                return
-            answer = encode_error(request.id, codes.INTERNAL_ERROR, "Internal error")
-            session.touch()  # (it waited for the dispatcher; an answer made at once took no time since the touch)
-        session.exchanges.pop(request.id, None)
-        await send_bytes(send, 200, answer, session.id_header)
+        await send_bytes(send, 200, reply, session.id_header)
 
-    async def _initialize(self, request: Request, send: Send) -> None:
-        if self.table.full():
+    async def _initialize(self, request: Request, call: Call | None, send: Send) -> None:
+        if not self.table.admit():
             wait = self.table.retry_after()
-            await send_busy(send, 503, "Service Unavailable: too many sessions", request.id, retry_after=wait)
+            await send_error(
+                send,
+                503,
+                "Service Unavailable: too many sessions",
+                code=BUSY,
+                ident=request.id,
+                headers=[(b"retry-after", b"%d" % wait)],
+            )
             return
         session = HttpSession(
             self.server,
             secrets.token_urlsafe(24),
             store=self.store,
+            tasks=await self.table.tasks(),
             max_in_flight=self.max_in_flight,
             request_timeout=self.request_timeout,
         )
-        await self.table.start(session)
-        # ``initialize`` is answered at once (the session answers it synchronously): no trip through the session's
-        # dispatcher task, nothing made to wait on (which, for a burst of sessions, is what raises the peak).
-        answer = _answer_now(session, request)
-        if not isinstance(answer, bytes):  # pragma: no cover - initialize never has an async handler
-            answer.close()
-            answer = encode_error(request.id, codes.INTERNAL_ERROR, "Internal error")
-        session.touch()
+        answer = session.dispatcher.begin(request, call)  # (initialize is answered at once)
         extra: HeaderList = []
         if session.mcp.initialized:
+            self.table.add(session)
             extra.append((b"mcp-session-id", session.id.encode()))
             logger.debug("session started (%d open)", len(self.table))
         else:
-            self.table.end(session)  # a failed initialize mints no session
-        await send_bytes(send, 200, answer, extra)
+            session.terminate()  # a failed initialize mints no session
+        await send_bytes(send, 200, answer, extra)  # type: ignore[arg-type]
 
     def _open_exchange(
-        self,
-        session: HttpSession,
-        ids: Sequence[RequestId],
-        *,
-        batch: bool,
-        headers: Headers | None = None,
-        register: bool = True,
+        self, session: HttpSession, ids: Sequence[RequestId], *, batch: bool, headers: Headers | None = None
     ) -> Exchange:
         json_only = self.preference == "json"
-        return session.open_exchange(
-            ids, resumable=not json_only, json_only=json_only, batch=batch, headers=headers, register=register
-        )
+        return session.open_exchange(ids, resumable=not json_only, json_only=json_only, batch=batch, headers=headers)
 
     async def _serve_exchange(
         self,
         session: HttpSession,
         exchange: Exchange,
-        frames: Sequence[bytes],
         receive: Receive,
         send: Send,
-        answered: Sequence[bytes] = (),
         *,
         pending: bool = False,
+        answered: Sequence[tuple[bytes, int]] = (),
     ) -> None:
-        """Push the frames to the session and write what the exchange yields (``answered``: batch replies
-        made here, e.g. errors for malformed items)."""
+        """Write what the exchange yields as this POST's response (``pending``: a handler has yet to answer;
+        ``answered``: answers made at once, as (frame, item kind), put first)."""
         outlet = exchange.outlet
         after = outlet.seq
         connection = outlet.connect()
@@ -199,19 +162,12 @@ class HandshakeEndpoint:
         delivered = False
         released = False
         try:
-            for reply in answered:
-                await outlet.put(reply, RESPONSE)
-            try:
-                await session.push(frames, exchange)
-            except (anyio.ClosedResourceError, anyio.BrokenResourceError):
-                await send_error(send, 404, "Not Found: this session has ended")
-                return
+            for frame, kind in answered:
+                await outlet.put(frame, kind)
             headers = session.id_header
             early: list[Item | None] = []
-            if self.preference != "sse":
-                # pending: the handler was handed to the dispatcher, its task is started (no hint needed, nor the
-                # scheduler pass that taking one costs)
-                delivered, early = await answer_at_once(send, connection, outlet, headers=headers, pending=pending)
+            if pending and self.preference != "sse":
+                delivered, early = await answer_at_once(send, connection, outlet, headers=headers)
                 if delivered:
                     return
             async with anyio.create_task_group() as tg:
@@ -234,21 +190,13 @@ class HandshakeEndpoint:
             if not released:
                 await _release(session, outlet, connection, delivered)
 
-    async def _push_or_404(self, session: HttpSession, frames: Sequence[bytes], send: Send) -> None:
-        try:
-            await session.push(frames)
-        except (anyio.ClosedResourceError, anyio.BrokenResourceError):
-            await send_error(send, 404, "Not Found: this session has ended")
-            return
-        await send_empty(send, 202)
-
     async def post_batch(
         self, headers: Headers, version: str | None, body: bytes, receive: Receive, send: Send
     ) -> None:
         sid = headers.get("mcp-session-id")
         session = self.table.get(sid) if sid is not None else None
         if sid is not None and session is None:
-            await send_error(send, 404, "Not Found: this session does not exist or has ended")
+            await send_error(send, 404, _ENDED)
             return
         if session is None or session.mcp.version not in BATCH_VERSIONS or version in STATELESS_VERSIONS:
             await send_error(send, 400, "Invalid Request: batches exist only in 2025-03-26 sessions")
@@ -262,48 +210,36 @@ class HandshakeEndpoint:
             await send_error(send, 400, "Invalid Request: empty batch")
             return
         session.touch()
-        frames: list[bytes] = []
-        errors: list[bytes] = []
+        answered: list[bytes] = []
         ids: list[RequestId] = []
+        dispatcher = session.dispatcher
         for raw in items:
-            frame = bytes(raw)
             try:
-                msg = classify(decode_frame(frame))
+                msg = classify(decode_frame(bytes(raw)))
             except RpcError as exc:
-                errors.append(encode_error(getattr(exc, "request_id", None), exc.code, exc.message))
+                answered.append(encode_error(getattr(exc, "request_id", None), exc.code, exc.message))
                 continue
-            if type(msg) is Request:
-                if msg.method == "initialize":
-                    errors.append(
-                        encode_error(msg.id, codes.INVALID_REQUEST, "Invalid Request: initialize is never batched")
-                    )
-                    continue
-                if msg.id in session.exchanges or msg.id in ids:
-                    errors.append(
-                        encode_error(msg.id, codes.INVALID_REQUEST, "Invalid Request: this id is already in use")
-                    )
-                    continue
-                ids.append(msg.id)
-            frames.append(frame)
+            if type(msg) is not Request:
+                dispatcher.take(msg)
+            elif msg.method == "initialize":
+                answered.append(
+                    encode_error(msg.id, codes.INVALID_REQUEST, "Invalid Request: initialize is never batched")
+                )
+            else:
+                answer = dispatcher.begin(msg, read_call(self.server.methods, msg, version))
+                if type(answer) is Pending:
+                    ids.append(msg.id)
+                else:
+                    answered.append(answer)  # type: ignore[arg-type]
         if not ids:
-            await self._push_or_empty(session, frames, errors, send)
-            return
-        if len(session.exchanges) + len(ids) > self.max_in_flight:
-            await send_busy(send, 429, "Too Many Requests: too many requests in flight for this session", None)
+            if answered:
+                await send_bytes(send, 200, b"[" + b",".join(answered) + b"]", session.id_header)
+            else:
+                await send_empty(send, 202)
             return
         exchange = self._open_exchange(session, ids, batch=True, headers=headers)
-        await self._serve_exchange(session, exchange, frames, receive, send, answered=errors)
-
-    async def _push_or_empty(self, session: HttpSession, frames: list[bytes], errors: list[bytes], send: Send) -> None:
-        try:
-            await session.push(frames)
-        except (anyio.ClosedResourceError, anyio.BrokenResourceError):
-            await send_error(send, 404, "Not Found: this session has ended")
-            return
-        if errors:
-            await send_bytes(send, 200, b"[" + b",".join(errors) + b"]")
-        else:
-            await send_empty(send, 202)
+        replies = [(reply, RESPONSE) for reply in answered]
+        await self._serve_exchange(session, exchange, receive, send, pending=True, answered=replies)
 
     async def get(self, headers: Headers, version: str | None, receive: Receive, send: Send) -> None:
         """The standalone stream, or the resumption of any stream of the session with ``Last-Event-ID``."""
@@ -361,6 +297,9 @@ class HandshakeEndpoint:
         await send_empty(send, 200)
 
     async def _session_of(self, headers: Headers, version: str | None, send: Send) -> HttpSession | None:
+        if headers.repeated(b"mcp-session-id"):
+            await send_error(send, 400, "Bad Request: Mcp-Session-Id is sent more than once")
+            return None
         sid = headers.get("mcp-session-id")
         if sid is None:
             await send_error(send, 400, "Bad Request: the Mcp-Session-Id header is required")
@@ -370,22 +309,10 @@ class HandshakeEndpoint:
             return None
         session = self.table.get(sid)
         if session is None:
-            await send_error(send, 404, "Not Found: this session does not exist or has ended")
+            await send_error(send, 404, _ENDED)
             return None
         session.touch()
         return session
-
-
-def _answer_now(session: HttpSession, request: Request) -> bytes | Coroutine[Any, Any, bytes]:
-    """Call the session's handler for ``request`` in this task: the encoded answer (a failure included), or the
-    coroutine of a handler that has yet to run."""
-    try:
-        result = session.mcp.on_request(request)
-    except Exception as exc:
-        return failure_reply(request, exc)
-    if isinstance(result, bytes):
-        return encode_result(request.id, result)
-    return result
 
 
 async def _release(session: HttpSession, outlet: Outlet, connection: Feed, delivered: bool) -> None:
@@ -395,7 +322,7 @@ async def _release(session: HttpSession, outlet: Outlet, connection: Feed, deliv
     session.touch()
     if type(session.store) is InMemoryEventStore:
         # Its methods never wait, so nothing can interrupt the settling (a cancellation is delivered only where a
-        # task waits): no shield, whose cancel scope costs ~8% of an async handler's POST.
+        # task waits): no shield needed.
         await session.settle(outlet, delivered)
         return
     with anyio.CancelScope(shield=True):  # a store of the caller's may wait, even under a cancelled scope

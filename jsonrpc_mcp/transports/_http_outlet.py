@@ -17,14 +17,12 @@ the keep-alive interval — the answer becomes an SSE stream.
 from __future__ import annotations
 
 import logging
-from collections import deque
 from collections.abc import Callable, Sequence
 from typing import Final, Literal, NamedTuple
 
 import anyio
-import anyio.lowlevel
 
-from ..jsonrpc._tasks import Signal, loop_sleep, new_signal
+from ..jsonrpc._concurrency import BoundedQueue, loop_sleep
 from ._http_events import EventStore
 from ._http_io import HeaderList, Send, send_empty
 from ._sse import encode_comment, encode_event, encode_retry
@@ -46,18 +44,19 @@ logger = logging.getLogger(__name__)
 
 Preference = Literal["auto", "json", "sse"]
 
-#: Item kinds: a notification or request; a response that is not the last one awaited; the last response;
-#: and a hint (no frame) that the request's handler did not answer at once.
+#: Item kinds: a notification or request; a response that is not the last one awaited; the last response.
 OTHER: Final = 0
 RESPONSE: Final = 1
 FINAL: Final = 2
-PENDING: Final = 3
-#: Made by :func:`answer_at_once` for :func:`write_stream`, never put: the handler was pending and did not answer
-#: within its patience (an ``"auto"`` answer becomes SSE at once).
-_SPENT: Final = 4
+#: Made by :func:`answer_at_once` for :func:`write_stream`, never put: the handler did not answer within its
+#: patience (an ``"auto"`` answer becomes SSE at once).
+_SPENT: Final = 3
 
-#: How many scheduler passes an "auto" answer waits, after the pending hint, for a quick async handler.
+#: How many scheduler passes an "auto" answer first gives a handler that had to wait (a quick async one answers
+#: within them, and no timer is set) ...
 _PATIENCE: Final = 8
+#: ... and then how many seconds more, before it becomes SSE (a tool on a worker thread, a short wait).
+_PATIENCE_SECONDS: Final = 0.1
 
 SSE_HEADERS: Final[HeaderList] = [
     (b"content-type", b"text/event-stream"),
@@ -72,97 +71,8 @@ class Item(NamedTuple):
     kind: int
 
 
-class Feed:
-    """What one HTTP response reads from its outlet: a bounded queue of items, one writer (the outlet) and one
-    reader (the response's writer task). It raises what an anyio memory object stream pair raises, and is made
-    per exchange at a fraction of its cost (no stream objects, no waiter bookkeeping until someone waits).
-
-    Not thread-safe; all use is in one event loop."""
-
-    __slots__ = ("_arrived", "_ended", "_gone", "_items", "_room", "_size")
-
-    def __init__(self, size: int) -> None:
-        self._items: deque[Item] = deque()
-        self._size = max(1, size)
-        self._ended = False  # the outlet's side is closed: the reader gets what is queued, then EndOfStream
-        self._gone = False  # the reader's side is closed: the outlet's sends fail
-        self._arrived: Signal | None = None  # the reader waits for an item
-        self._room: anyio.Event | None = None  # writers wait for room
-
-    # --- the outlet's side ---------------------------------------------------------------------------------
-
-    def send_nowait(self, item: Item) -> None:
-        if self._ended:
-            raise anyio.ClosedResourceError
-        if self._gone:
-            raise anyio.BrokenResourceError
-        if len(self._items) >= self._size:
-            raise anyio.WouldBlock
-        self._items.append(item)
-        arrived = self._arrived
-        if arrived is not None:
-            self._arrived = None
-            arrived.set()
-
-    async def send(self, item: Item) -> None:
-        while True:
-            try:
-                self.send_nowait(item)
-                return
-            except anyio.WouldBlock:
-                room = self._room
-                if room is None:
-                    room = self._room = anyio.Event()  # (several writers may wait: not a one-waiter signal)
-                await room.wait()
-
-    def end(self) -> None:
-        """No more items: the reader gets what is queued, then :class:`anyio.EndOfStream`."""
-        self._ended = True
-        self._wake()
-
-    # --- the reader's side ---------------------------------------------------------------------------------
-
-    def receive_nowait(self) -> Item:
-        if self._gone:
-            raise anyio.ClosedResourceError
-        items = self._items
-        if items:
-            item = items.popleft()
-            room = self._room
-            if room is not None:
-                self._room = None
-                room.set()
-            return item
-        if self._ended:
-            raise anyio.EndOfStream
-        raise anyio.WouldBlock
-
-    async def receive(self) -> Item:
-        if self._items or self._ended or self._gone:
-            return self.receive_nowait()  # (an item, or what ends the stream)
-        # One pass first, as the anyio stream this replaced did: a writer that is ready puts the item in that pass,
-        # and nothing is made and waited on.
-        await anyio.lowlevel.checkpoint()
-        while True:
-            try:
-                return self.receive_nowait()
-            except anyio.WouldBlock:
-                arrived = self._arrived
-                if arrived is None:
-                    arrived = self._arrived = new_signal()
-                await arrived.wait()
-
-    def close(self) -> None:
-        """The reader is gone: what is queued is dropped, the outlet's sends fail from now on."""
-        self._gone = True
-        self._items.clear()
-        self._wake()
-
-    def _wake(self) -> None:
-        for event in (self._arrived, self._room):
-            if event is not None:
-                event.set()
-        self._arrived = self._room = None
+#: What one HTTP response reads from its outlet.
+Feed = BoundedQueue[Item]
 
 
 class Outlet:
@@ -217,7 +127,7 @@ class Outlet:
     def connect(self) -> Feed:
         """A new connection takes over (a previous one, if any, is ended: its writer stops)."""
         self.drop_connection()
-        feed = Feed(self.buffer)
+        feed: Feed = BoundedQueue(self.buffer)
         if self.done:
             feed.end()
         else:
@@ -265,14 +175,6 @@ class Outlet:
                     self._conn = None
         if self.done:
             self.drop_connection()
-
-    def hint_pending(self) -> None:
-        """The dispatcher has taken the request and did not answer it at once (an async handler)."""
-        if self._conn is not None and not self.done:
-            try:
-                self._conn.send_nowait(Item(0, b"", PENDING))
-            except (anyio.WouldBlock, anyio.BrokenResourceError, anyio.ClosedResourceError):
-                pass
 
     def finish(self) -> None:
         """No answer will come (the request was cancelled, or the session ended)."""
@@ -369,12 +271,6 @@ async def write_stream(
                 timed_out = timer.cancelled_caught
             except (anyio.EndOfStream, anyio.ClosedResourceError):
                 item = None
-        if item is not None and item.kind == PENDING:
-            if not started and preference == "auto":
-                lookahead.extend(await _glance(receive))
-                if not lookahead:
-                    await start()
-            continue
         if item is not None and item.kind == _SPENT:
             if not started and preference == "auto":
                 await start()
@@ -422,22 +318,21 @@ async def answer_at_once(
     *,
     headers: HeaderList,
     status_of: Callable[[bytes], int] | None = None,
-    pending: bool = False,
 ) -> tuple[bool, list[Item | None]]:
-    """The fast path of a synchronous handler: when the answer arrives within a few scheduler passes, write it
-    as JSON at once, without the machinery of a streamed answer. Returns (answered, what was taken otherwise).
-
-    An asynchronous handler (``pending``: the caller knows its task is started; otherwise the hint taken first
-    says so) is given its patience here (what :func:`write_stream` would give it), so a quick one is answered
-    without a task group and a disconnect watcher; an answer that does not come in time is handed on as the sign
-    to start SSE."""
+    """A handler that had to wait gets a little time: when its answer comes first within it, it is written as JSON
+    at once, without the machinery of a streamed answer (a task group and a disconnect watcher). Returns
+    (answered, what was taken otherwise, for :func:`write_stream`): an answer that does not come in time is handed
+    on as the sign to start SSE."""
     early = await _glance(receive)
-    if not pending and early and early[0] is not None and early[0].kind == PENDING:
-        pending = True
-        early = await _glance(receive)
-    if pending and not early:
-        early = [Item(0, b"", _SPENT)]
-    if early and early[0] is not None and early[0].kind == FINAL and not outlet.batch:
+    if not early:
+        with anyio.move_on_after(_PATIENCE_SECONDS):
+            try:
+                early = [await receive.receive()]
+            except (anyio.EndOfStream, anyio.ClosedResourceError):
+                early = [None]
+    if not early:
+        return False, [Item(0, b"", _SPENT)]
+    if early[0] is not None and early[0].kind == FINAL and not outlet.batch:
         await _write_json(send, outlet, [early[0]], headers, status_of)
         return True, []
     return False, early

@@ -31,7 +31,8 @@ shutdown). When no lifespan arrives — ``--lifespan off``, or mounted in a fram
 itself — the first session starts it lazily in a background task (``asyncio`` task or trio system task);
 :meth:`McpAsgiApp.aclose` stops it. Embedders may also enter :meth:`McpAsgiApp.lifespan` themselves.
 
-Limits: ``max_body`` (413), ``max_sessions`` (503 + ``Retry-After``), ``max_in_flight_per_session`` (429);
+Limits: ``max_body`` (413), ``max_sessions`` (when full, the least recently used idle session gives way; 503 +
+``Retry-After`` only when every session is busy), ``max_in_flight_per_session`` (429);
 sessions idle for ``session_idle_timeout`` seconds are ended. ``Host`` and ``Origin`` are checked against
 allow-lists (403); by default only loopback names pass — set ``allowed_hosts`` (``["*"]`` for any) when
 serving other names. Error bodies are JSON-RPC errors with a plain sentence; details go to the log only.
@@ -44,19 +45,14 @@ from collections.abc import AsyncIterator, Awaitable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any, Final
 
-import msgspec
-
 from ..errors import RpcError
 from ..jsonrpc import codes
-from ..jsonrpc.wire import (
-    Notification,
-    Request,
-    is_batch,
-    read_message,
-)
-from ..mcp.versions import META_PROTOCOL_VERSION, STATELESS_VERSIONS
+from ..jsonrpc.wire import Message, Notification, Request, is_batch, read_message
+from ..mcp.eras import Call, meta_problem, notification_is_stateless, read_call
+from ..mcp.versions import STATELESS_VERSIONS
 from ._http_events import EventStore, InMemoryEventStore
 from ._http_handshake import HandshakeEndpoint
+from ._http_handshake_session import HttpSession
 from ._http_io import (
     BodyTooLarge,
     ClientGone,
@@ -75,9 +71,8 @@ from ._http_io import (
 )
 from ._http_outlet import Preference
 from ._http_security import HostGuard
-from ._http_session import HttpSession
-from ._http_sessions import SessionTable
-from ._http_stateless import check_headers, check_meta, decode_params, serve_one
+from ._http_session_table import SessionTable
+from ._http_stateless import check_headers, serve_stateless
 from .framing import DEFAULT_MAX_FRAME
 
 if TYPE_CHECKING:
@@ -87,8 +82,6 @@ __all__ = ("McpAsgiApp", "EventStore", "InMemoryEventStore")
 
 logger = logging.getLogger(__name__)
 
-_PV_NEEDLE: Final = META_PROTOCOL_VERSION.encode()
-_CALLS: Final = (Request, Notification)
 _ALLOW_ALL: Final[HeaderList] = [(b"allow", b"GET, POST, DELETE")]
 _ALLOW_POST: Final[HeaderList] = [(b"allow", b"POST")]
 
@@ -101,7 +94,8 @@ class McpAsgiApp:
         the loopback names.
     :param allowed_origins: extra ``Origin`` values accepted (``"https://app.example"``, or ``"*"``).
     :param session_idle_timeout: seconds without traffic (and nothing running) after which a session ends.
-    :param max_sessions: concurrent handshake-era sessions; more are refused with 503.
+    :param max_sessions: concurrent handshake-era sessions; when full, the least recently used idle one is ended
+        to make room (503 when every session has something under way).
     :param max_body: largest request body in bytes (413 beyond).
     :param max_in_flight_per_session: requests of one session awaiting their answers (429 beyond).
     :param event_store: where resumable SSE events wait for reconnecting clients (default: bounded, in memory).
@@ -112,6 +106,9 @@ class McpAsgiApp:
     :param sse_keepalive: seconds of silence after which an SSE stream gets a comment line (and an ``"auto"``
         answer still pending becomes SSE).
     :param request_timeout: how long server-to-client requests (sampling, elicitation, roots) may take.
+    :param trim_memory: after a burst of sessions (256 or more at once) has ended, hand the process's free heap
+        memory back to the operating system (glibc's ``malloc_trim``; a few ms, once per burst). Off by default:
+        it acts on the whole process, which may not be ours alone.
     """
 
     def __init__(
@@ -130,6 +127,7 @@ class McpAsgiApp:
         sse_retry_ms: int = 1000,
         sse_keepalive: float = 15.0,
         request_timeout: float | None = 300.0,
+        trim_memory: bool = False,
     ) -> None:
         if json_response_preference not in ("auto", "json", "sse"):
             raise ValueError('json_response_preference must be "auto", "json" or "sse"')
@@ -143,7 +141,7 @@ class McpAsgiApp:
         self.store: EventStore = event_store if event_store is not None else InMemoryEventStore()
         self.preference: Preference = json_response_preference
         self.keepalive = sse_keepalive
-        self.table = SessionTable(idle_timeout=session_idle_timeout, max_sessions=max_sessions)
+        self.table = SessionTable(idle_timeout=session_idle_timeout, max_sessions=max_sessions, trim_memory=trim_memory)
         self.handshake = HandshakeEndpoint(
             server,
             self.table,
@@ -283,40 +281,36 @@ class McpAsgiApp:
         except RpcError as exc:
             await send_error(send, 400, exc.message, code=exc.code, ident=getattr(exc, "request_id", None))
             return
-        if version in STATELESS_VERSIONS or (
-            isinstance(msg, _CALLS) and _may_name_version(msg) and _names_version(msg)
+        call = read_call(self.server.methods, msg, version) if type(msg) is Request else None
+        if (
+            version in STATELESS_VERSIONS
+            or (call is not None and call.stateless)
+            or (type(msg) is Notification and notification_is_stateless(msg))
         ):
-            await self._post_stateless(headers, body, msg, receive, send)
+            await self._post_stateless(headers, msg, call, receive, send)
             return
-        await self.handshake.post(headers, version, msg, body, receive, send)
+        await self.handshake.post(headers, version, msg, call, receive, send)
 
-    async def _post_stateless(self, headers: Headers, body: bytes, msg: Any, receive: Receive, send: Send) -> None:
+    async def _post_stateless(
+        self, headers: Headers, msg: Message, call: Call | None, receive: Receive, send: Send
+    ) -> None:
         if type(msg) is Notification:
             await send_empty(send, 202)
             return
-        if type(msg) is not Request:
-            await send_error(send, 400, "Invalid Request: only requests and notifications may be sent", ident=msg.id)
+        if type(msg) is not Request or call is None:
+            ident = getattr(msg, "id", None)
+            await send_error(send, 400, "Invalid Request: only requests and notifications may be sent", ident=ident)
             return
-        request: Request = msg
-        params = decode_params(request)
-        problem = check_meta(params)
+        problem = meta_problem(call.meta)
         if problem is not None:
-            await send_error(send, 400, problem, code=codes.INVALID_PARAMS, ident=request.id)
+            await send_error(send, 400, problem.message, code=problem.code, ident=msg.id)
             return
-        problem = check_headers(headers, request.method, params, self._tool_schema)
-        if problem is not None:
-            await send_error(send, 400, problem, code=codes.HEADER_MISMATCH, ident=request.id)
+        mismatch = check_headers(headers, call, self._tool_schema)
+        if mismatch is not None:
+            await send_error(send, 400, mismatch, code=codes.HEADER_MISMATCH, ident=msg.id)
             return
-        await serve_one(
-            self.server,
-            body,
-            request,
-            receive,
-            send,
-            preference=self.preference,
-            keepalive=self.keepalive,
-            headers=headers,
-            meta=params["_meta"] if params is not None else None,
+        await serve_stateless(
+            self.server, call, headers, receive, send, preference=self.preference, keepalive=self.keepalive
         )
 
     # --- GET and DELETE ------------------------------------------------------------------------------------
@@ -354,26 +348,3 @@ class McpAsgiApp:
 def _header_version(headers: Headers) -> str | None:
     value = headers.raw(b"mcp-protocol-version")
     return value.decode("latin-1").strip(" \t") if value is not None else None
-
-
-def _may_name_version(msg: Request | Notification) -> bool:
-    """Could the params carry the stateless-era version key? The key holds a ``/``, and the params (unlike the
-    body, whose method may hold one) seldom do: a memchr for it rules most requests out before the substring search,
-    which costs ~5 µs on 1 KiB of repetitive arguments."""
-    params = msg.params
-    if params is None:
-        return False
-    data = bytes(params)
-    return b"/" in data and _PV_NEEDLE in data
-
-
-def _names_version(msg: Request | Notification) -> bool:
-    """True when the params' ``_meta`` names a protocol version (the request asks for the stateless era)."""
-    if msg.params is None:
-        return False
-    try:
-        params = decode_params(msg)
-    except (msgspec.DecodeError, UnicodeDecodeError):
-        return False  # not readable as JSON: the request's own handling reports it
-    meta = params.get("_meta") if params is not None else None
-    return isinstance(meta, dict) and META_PROTOCOL_VERSION in meta

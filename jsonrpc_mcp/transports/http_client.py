@@ -49,7 +49,7 @@ from msgspec import UNSET
 
 from ..errors import AuthorizationError, RpcError
 from ..jsonrpc import codes
-from ..jsonrpc.streams import MessageStream
+from ..jsonrpc.streams import MessageStream, Outgoing
 from ..jsonrpc.wire import RequestId, decode_frame, encode_error, is_batch
 from ..mcp._groups import unwrap_group
 from ..mcp.headers import param_headers, standard_headers
@@ -182,7 +182,11 @@ class HttpClientStream(MessageStream):
             except (anyio.WouldBlock, anyio.EndOfStream, anyio.ClosedResourceError):
                 return frames
 
-    async def send(self, frame: bytes, related: RequestId | None = None) -> None:
+    async def send(self, frames: Sequence[Outgoing]) -> None:
+        for out in frames:
+            await self._send_one(out.frame)
+
+    async def _send_one(self, frame: bytes) -> None:
         if self._closed:
             raise anyio.BrokenResourceError()
         out = _inspect(frame)

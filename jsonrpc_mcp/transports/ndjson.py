@@ -18,8 +18,7 @@ import anyio.abc
 import anyio.lowlevel
 import anyio.to_thread
 
-from ..jsonrpc.streams import MessageStream
-from ..jsonrpc.wire import RequestId
+from ..jsonrpc.streams import MessageStream, Outgoing
 from .framing import DEFAULT_MAX_FRAME, LineFramer
 
 __all__ = ("NdjsonStream", "FdByteStream", "BlockingByteStream")
@@ -45,10 +44,7 @@ class NdjsonStream(MessageStream):
             if frames:
                 return frames
 
-    async def send(self, frame: bytes, related: RequestId | None = None) -> None:
-        await self._bytes.send(frame + b"\n")
-
-    async def send_many(self, frames: Sequence[tuple[bytes, RequestId | None]]) -> None:
+    async def send(self, frames: Sequence[Outgoing]) -> None:
         await self._bytes.send(_lines(frames))
 
     def receive_sync(self) -> Sequence[bytes]:
@@ -59,8 +55,8 @@ class NdjsonStream(MessageStream):
             if frames:
                 return frames
 
-    def send_many_sync(self, frames: Sequence[tuple[bytes, RequestId | None]]) -> None:
-        """:meth:`send_many` without an event loop, blocking (the byte stream must be a :class:`BlockingByteStream`)."""
+    def send_sync(self, frames: Sequence[Outgoing]) -> None:
+        """:meth:`send` without an event loop, blocking (the byte stream must be a :class:`BlockingByteStream`)."""
         assert isinstance(self._bytes, BlockingByteStream)
         self._bytes.send_sync(_lines(frames))
 
@@ -68,12 +64,12 @@ class NdjsonStream(MessageStream):
         await self._bytes.aclose()
 
 
-def _lines(frames: Sequence[tuple[bytes, RequestId | None]]) -> bytes:
+def _lines(frames: Sequence[Outgoing]) -> bytes:
     """The frames as NDJSON, in one allocation of the exact size (a growing bytearray over-allocates, then
     ``bytes()`` copies it again)."""
     if len(frames) == 1:
         return frames[0][0] + b"\n"
-    parts = [frame for frame, _ in frames]
+    parts = [out.frame for out in frames]
     parts.append(b"")
     return b"\n".join(parts)
 

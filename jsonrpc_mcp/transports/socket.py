@@ -7,7 +7,7 @@ import logging
 import os
 import socket
 import stat
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
@@ -53,13 +53,17 @@ async def serve_tcp(
     *,
     max_frame: int = DEFAULT_MAX_FRAME,
     task_status: anyio.abc.TaskStatus[int] = anyio.TASK_STATUS_IGNORED,
+    **limits: Any,
 ) -> None:
-    """Serve on TCP; ``task_status.started()`` reports the bound port (useful with ``port=0``)."""
+    """Serve on TCP; ``task_status.started()`` reports the bound port (useful with ``port=0``). ``limits`` are
+    :meth:`Server.serve`'s, for each connection (``max_in_flight``, ``max_queued_bytes``, ...)."""
     listener = await anyio.create_tcp_listener(local_host=host, local_port=port)
     bound = listener.extra(anyio.abc.SocketAttribute.local_port)
     logger.info("serving MCP on tcp://%s:%d", host, bound)
     async with listener:
-        await _serve_sockets(server, _raw_sockets(listener), max_frame, tcp=True, task_status=task_status, ready=bound)
+        await _serve_sockets(
+            server, _raw_sockets(listener), max_frame, tcp=True, task_status=task_status, ready=bound, limits=limits
+        )
 
 
 async def serve_unix(
@@ -68,14 +72,18 @@ async def serve_unix(
     *,
     max_frame: int = DEFAULT_MAX_FRAME,
     task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
+    **limits: Any,
 ) -> None:
-    """Serve on a Unix socket at ``path`` (a stale socket file there is replaced; the file is removed at exit)."""
+    """Serve on a Unix socket at ``path`` (a stale socket file there is replaced; the file is removed at exit).
+    ``limits``: as for :func:`serve_tcp`."""
     _remove_stale_socket(path)
     listener = await anyio.create_unix_listener(path)
     logger.info("serving MCP on unix:%s", path)
     try:
         async with listener:
-            await _serve_sockets(server, _raw_sockets(listener), max_frame, tcp=False, task_status=task_status)
+            await _serve_sockets(
+                server, _raw_sockets(listener), max_frame, tcp=False, task_status=task_status, limits=limits
+            )
     finally:
         try:
             os.unlink(path)
@@ -97,6 +105,7 @@ async def _serve_sockets(
     tcp: bool,
     task_status: anyio.abc.TaskStatus[Any],
     ready: Any = None,
+    limits: Mapping[str, Any],
 ) -> None:
     """Accept on the listening sockets ourselves and serve each connection on its file descriptor directly.
 
@@ -108,7 +117,7 @@ async def _serve_sockets(
         fd = conn.detach()  # the stream owns the descriptor from now on, and closes it
         stream = FdByteStream(fd, fd, close_fds=True)
         try:
-            await server.serve(NdjsonStream(stream, max_frame=max_frame))
+            await server.serve(NdjsonStream(stream, max_frame=max_frame), **limits)
         except Exception:
             logger.exception("connection ended with an error")
         finally:

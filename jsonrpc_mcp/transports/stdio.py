@@ -22,6 +22,7 @@ import anyio.abc
 import anyio.to_thread
 from anyio.streams.stapled import StapledByteStream
 
+from ..jsonrpc.streams import Outgoing
 from .framing import DEFAULT_MAX_FRAME
 from .ndjson import NdjsonStream
 from .pipes import ThreadedPipeStream, pipe_byte_stream
@@ -57,26 +58,28 @@ async def serve_stdio(server: Server, *, max_frame: int = DEFAULT_MAX_FRAME) -> 
 def run_stdio(server: Server, *, max_frame: int = DEFAULT_MAX_FRAME, backend: str = "asyncio") -> None:
     """Serve ``server`` on stdin/stdout until stdin is closed, starting the event loop only once it is needed.
 
-    What handlers answer at once (``initialize``, the listings, sync tools, ...) is answered in a plain blocking
-    read loop, as the event loop's read loop would answer it; the event loop (``backend``), and asyncio's import
-    with it, starts at the first thing that needs it: a handler that has to wait, a notification handler's
-    coroutine, work the server spawns into its sessions. From then on this is :func:`serve_stdio`. A client
-    that only asks for what is answered at once never waits for an event loop to start.
+    Frames are read in a plain blocking loop and answered by the session's dispatcher as they come, as its own read
+    loop would answer them; the event loop (``backend``), and asyncio's import with it, starts at the first thing
+    that needs it — a handler that has to wait, a notification handler's coroutine, work the server spawns into
+    its sessions — and the dispatcher's read loop goes on from there. A client that only asks for what is answered
+    at once (``initialize``, the listings, ``inline`` tools) never waits for an event loop to start.
     """
     sys.stdout.flush()
     stream = stdio_stream(max_frame=max_frame)
     session = server.open_session(stream)
     dispatcher = session.dispatcher
-    dispatcher.wake = _nothing  # work spawned before run is kept for it (answer_now's loop sees needs_run)
+    unread: Sequence[bytes] = ()
     try:
-        while not dispatcher.needs_run:
+        while not dispatcher.needs_tasks:
             try:
                 frames = stream.receive_sync()
             except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
                 break
-            out = dispatcher.answer_now(frames)
+            out: list[Outgoing] = []
+            taken = dispatcher.answer(frames, out)
             if out:
-                stream.send_many_sync(out)
+                stream.send_sync(out)
+            unread = frames[taken:]
     except (anyio.BrokenResourceError, anyio.ClosedResourceError):
         logger.debug("the client went away")
         session.close()
@@ -84,21 +87,17 @@ def run_stdio(server: Server, *, max_frame: int = DEFAULT_MAX_FRAME, backend: st
     except BaseException:
         session.close()
         raise
-    if not dispatcher.needs_run:  # the end of stdin, nothing left to do
+    if not dispatcher.needs_tasks:  # the end of stdin, nothing left to do
         session.close()
         return
-    anyio.run(_serve_session, session, backend=backend)
+    anyio.run(_serve_session, session, unread, backend=backend)
 
 
-async def _serve_session(session: ServerSession) -> None:
+async def _serve_session(session: ServerSession, unread: Sequence[bytes]) -> None:
     try:
-        await session.dispatcher.run()
+        await session.dispatcher.run(unread=unread)
     finally:
         session.close()
-
-
-def _nothing() -> None:
-    pass
 
 
 #: The environment variables a spawned server inherits by default (as the official SDKs pass them): enough to run

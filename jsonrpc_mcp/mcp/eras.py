@@ -1,0 +1,167 @@
+"""Which era a request belongs to, and what a stateless-era request must carry (L2: sans I/O).
+
+The one owner of both rules, used by the session (every transport) and by Streamable HTTP (which must know the
+era before it picks a session, and checks its headers between the two checks below):
+
+* :func:`read_call` decodes a request's params once, with the type its method declares, and decides its era
+  (SPEC_MAP §6.3): a stateless version in the transport's version header, or
+  ``_meta["io.modelcontextprotocol/protocolVersion"]`` in the params, makes it a 2026-07-28 request; anything
+  else belongs to the handshake era;
+* :func:`meta_problem` says what is wrong with a stateless request's ``_meta`` (-32602), with one set of messages.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Final
+
+import msgspec
+from msgspec import UNSET, Raw, UnsetType
+
+from ..errors import InvalidParams, RpcError
+from ..jsonrpc.wire import Notification, Request
+from .methods import MethodSpec
+from .versions import (
+    META_CLIENT_CAPABILITIES,
+    META_LOG_LEVEL,
+    META_PROTOCOL_VERSION,
+    STATELESS_VERSIONS,
+)
+
+__all__ = ("Call", "LOG_LEVELS", "read_call", "notification_is_stateless", "meta_problem", "decode_params")
+
+LOG_LEVELS: Final = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
+
+_PV_NEEDLE: Final = META_PROTOCOL_VERSION.encode()
+
+
+class _Meta(msgspec.Struct):
+    meta: dict[str, Any] | UnsetType = msgspec.field(default=UNSET, name="_meta")
+
+
+_meta_decoder: Final = msgspec.json.Decoder(_Meta)
+_decoders: dict[Any, msgspec.json.Decoder[Any]] = {}
+_with_meta: dict[Any, bool] = {}
+
+
+class Call:
+    """A request as the session sees it before its handler runs: its method's spec (``None``: unknown method),
+    its params decoded with the method's type (``problem``: why they could not be, reported in its turn), their
+    ``_meta``, and its era."""
+
+    __slots__ = ("meta", "params", "problem", "request", "spec", "stateless")
+
+    def __init__(
+        self,
+        request: Request,
+        spec: MethodSpec | None,
+        params: Any,
+        problem: RpcError | None,
+        meta: dict[str, Any] | None,
+        stateless: bool,
+    ) -> None:
+        self.request = request
+        self.spec = spec
+        self.params = params
+        self.problem = problem
+        self.meta = meta
+        self.stateless = stateless
+
+
+def read_call(methods: Mapping[str, MethodSpec], request: Request, header_version: str | None = None) -> Call:
+    """Decode ``request``'s params once and decide its era; never raises (problems are kept in the call)."""
+    spec = methods.get(request.method)
+    raw = request.params
+    params: Any = None
+    problem: RpcError | None = None
+    meta: dict[str, Any] | None = None
+    kind = spec.params_type if spec is not None else None
+    if spec is not None:
+        try:
+            params = decode_params(kind, raw)
+        except InvalidParams as exc:
+            problem = exc
+        else:
+            if _has_meta(kind):
+                found = params.meta
+                meta = found if type(found) is dict else None
+                return Call(request, spec, params, None, meta, _stateless(meta, header_version))
+            elif kind is None and type(params) is dict:
+                found = params.get("_meta")
+                meta = found if type(found) is dict else None
+                return Call(request, spec, params, None, meta, _stateless(meta, header_version))
+    if raw is not None and (header_version in STATELESS_VERSIONS or _may_name_version(raw)):
+        try:
+            found = _meta_decoder.decode(raw).meta
+        except msgspec.ValidationError:
+            problem = InvalidParams('Invalid params: "_meta" must be an object')
+        else:
+            meta = found if type(found) is dict else None
+    return Call(request, spec, params, problem, meta, _stateless(meta, header_version))
+
+
+def notification_is_stateless(note: Notification, header_version: str | None = None) -> bool:
+    """The era rule for a notification (which has no method spec): the header's version, or ``_meta``'s."""
+    if header_version in STATELESS_VERSIONS:
+        return True
+    if not _may_name_version(note.params):
+        return False
+    try:
+        meta = _meta_decoder.decode(note.params).meta  # type: ignore[arg-type]
+    except msgspec.ValidationError:
+        return False
+    return type(meta) is dict and META_PROTOCOL_VERSION in meta
+
+
+def decode_params(kind: Any, raw: Raw | None) -> Any:
+    """Params decoded with ``kind`` (a Struct type; ``None``: any JSON). Raises :class:`InvalidParams`."""
+    if kind is None:
+        if raw is None:
+            return None
+        try:
+            return msgspec.json.decode(raw)
+        except msgspec.DecodeError as exc:  # (a number no float holds, say: the frame itself was read)
+            raise InvalidParams(f"Invalid params: {exc}") from None
+    decoder = _decoders.get(kind)
+    if decoder is None:
+        decoder = _decoders[kind] = msgspec.json.Decoder(kind)
+    try:
+        return decoder.decode(raw if raw is not None else b"{}")
+    except msgspec.ValidationError as exc:
+        raise InvalidParams(f"Invalid params: {exc}") from None
+
+
+def meta_problem(meta: Mapping[str, Any] | None) -> InvalidParams | None:
+    """What a stateless-era request's ``_meta`` lacks (a -32602 error), or ``None`` when it is usable."""
+    meta = meta or {}
+    version = meta.get(META_PROTOCOL_VERSION)
+    if not isinstance(version, str) or not version:
+        return InvalidParams(f"Invalid params: _meta[{META_PROTOCOL_VERSION!r}] must be a string")
+    if not isinstance(meta.get(META_CLIENT_CAPABILITIES), dict):
+        return InvalidParams(f"Invalid params: _meta[{META_CLIENT_CAPABILITIES!r}] is required")
+    level = meta.get(META_LOG_LEVEL)
+    if level is not None and level not in LOG_LEVELS:
+        return InvalidParams(f"Invalid params: unknown log level {level!r}")
+    return None
+
+
+def _stateless(meta: dict[str, Any] | None, header_version: str | None) -> bool:
+    return header_version in STATELESS_VERSIONS or (meta is not None and META_PROTOCOL_VERSION in meta)
+
+
+def _has_meta(kind: Any) -> bool:
+    """Does this params Struct type have a ``_meta`` field (decided once per type)?"""
+    known = _with_meta.get(kind)
+    if known is None:
+        fields = msgspec.structs.fields(kind) if isinstance(kind, type) and issubclass(kind, msgspec.Struct) else ()
+        known = _with_meta[kind] = any(f.encode_name == "_meta" for f in fields)
+    return known
+
+
+def _may_name_version(raw: Raw | None) -> bool:
+    """Could these params carry the stateless-era version key? The key holds a ``/``, which most params lack:
+    looking for that one byte first rules most of them out before the substring search."""
+    if raw is None:
+        return False
+    data = bytes(raw)
+    return b"/" in data and _PV_NEEDLE in data
