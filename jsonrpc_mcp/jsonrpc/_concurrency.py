@@ -64,20 +64,19 @@ def _running_trio() -> Any:
 
 
 class _AsyncioTasks:
-    __slots__ = ("_live", "_loop")
+    __slots__ = ("_live", "_loop", "_task")
 
     def __init__(self) -> None:
-        self._loop: Any = None
+        import asyncio  # loaded already: its loop runs
+
+        self._loop: Any = asyncio.get_running_loop()
+        self._task: Any = asyncio.Task
         self._live: set[Any] = set()  # asyncio itself holds tasks only weakly
 
     def spawn(self, coro: Coroutine[Any, Any, None], name: str) -> object:
         """Start ``coro`` in a new task; returns the token :meth:`cancel` and :meth:`forget` take. The coroutine
         calls :meth:`forget` with its token as it finishes (a done callback would cost a pass of the loop)."""
-        import asyncio
-
-        if self._loop is None:
-            self._loop = asyncio.get_running_loop()
-        task = asyncio.Task(coro, loop=self._loop, name=name)
+        task = self._task(coro, loop=self._loop, name=name)
         self._live.add(task)
         return task
 

@@ -30,6 +30,7 @@ from typing import Any, Final, NamedTuple
 import anyio
 import anyio.abc
 import anyio.lowlevel
+import msgspec
 from msgspec import Raw
 
 from ..errors import ConnectionClosed, RequestTimeout, RpcError, error_for_code
@@ -119,21 +120,16 @@ def _null_handler(req: Request, context: Any) -> bytes:
     raise RpcError("Method not found", code=codes.METHOD_NOT_FOUND)
 
 
-class Pending:
+class Pending(msgspec.Struct):
     """A request whose handler has to wait. Its answer arrives through the stream (``related`` = its id)."""
 
-    __slots__ = ("_batch", "_slot", "answering", "cancelled", "coro", "request", "token")
-
-    def __init__(
-        self, request: Request, coro: Coroutine[Any, Any, bytes], batch: _Batch | None = None, slot: int = 0
-    ) -> None:
-        self.request = request
-        self.coro = coro
-        self._batch = batch  # the batch it came in, and its place there
-        self._slot = slot
-        self.token: object = None  # its task, once started
-        self.cancelled = False  # by the peer: it is never answered
-        self.answering = False  # its handler has returned: it can no longer be cancelled
+    request: Request
+    coro: Coroutine[Any, Any, bytes]
+    batch: _Batch | None = None  # the batch it came in, and its place there
+    slot: int = 0
+    token: object = None  # its task, once started
+    cancelled: bool = False  # by the peer: it is never answered
+    answering: bool = False  # its handler has returned: it can no longer be cancelled
 
 
 class _Batch:
@@ -399,7 +395,7 @@ class Dispatcher:
                 pending.answering = True
                 if pending.cancelled:
                     self.stream.finished(req.id)
-                    if pending._batch is not None:
+                    if pending.batch is not None:
                         with anyio.CancelScope(shield=True):  # the batch still gets its answer
                             await self._answer_batch(pending, None)
                 raise
@@ -407,7 +403,7 @@ class Dispatcher:
             if pending.cancelled:  # the peer cancelled it while it ran, and it finished without noticing
                 reply = None
                 self.stream.finished(req.id)
-            if pending._batch is not None:
+            if pending.batch is not None:
                 await self._answer_batch(pending, reply)
             elif reply is not None:
                 await self._reply(Outgoing(reply, req.id, RESPONSE))
@@ -422,8 +418,8 @@ class Dispatcher:
                 self._idle.set()
 
     async def _answer_batch(self, pending: Pending, reply: bytes | None) -> None:
-        assert pending._batch is not None
-        whole = pending._batch.add(pending._slot, reply)
+        assert pending.batch is not None
+        whole = pending.batch.add(pending.slot, reply)
         if whole is not None:
             await self._reply(Outgoing(whole, None, RESPONSE))
 
@@ -487,11 +483,17 @@ class Dispatcher:
         were taken: it stops early when the bounds are reached, or when work is kept that needs tasks the
         connection does not have yet (a transport that starts its event loop only then: stdio)."""
         taken = 0
+        inflight = self._inflight
+        limit = self.max_in_flight
         for frame in frames:
-            if not self._has_room() or (self._tasks is None and self._kept):
+            if (
+                len(inflight) >= limit
+                or self._unwritten > self.max_queued_bytes
+                or (self._tasks is None and self._kept)
+            ):
                 break
-            answer = self.feed(frame)
             taken += 1
+            answer = self._feed(frame) if frame.startswith(b"{") else self.feed(frame)
             if answer is not None and type(answer) is not Pending:
                 out.append(Outgoing(answer, None, RESPONSE))  # type: ignore[arg-type]
         return taken

@@ -83,59 +83,30 @@ class InputRequired(Exception):
         self.requests = requests
 
 
-class Context:
-    """What a handler can do besides computing its result. One per request; do not keep it after returning."""
+class Context(msgspec.Struct, kw_only=True):
+    """What a handler can do besides computing its result. One per request; do not keep it after returning.
 
-    __slots__ = (
-        "_answers",
-        "_auto_keys",
-        "_log_level",
-        "_progress_last",
-        "_request_headers",
-        "client_capabilities",
-        "client_info",
-        "era",
-        "meta",
-        "method",
-        "progress_token",
-        "request_id",
-        "session",
-        "version",
-    )
+    Made by the session for every request (a Struct: its constructor is msgspec's, in C)."""
 
-    def __init__(
-        self,
-        *,
-        session: ServerSession,
-        request_id: RequestId,
-        method: str,
-        era: Era,
-        version: str,
-        client_capabilities: Mapping[str, Any],
-        client_info: Mapping[str, Any] | None = None,
-        meta: Mapping[str, Any] | None = None,
-        log_level: str | None = None,
-        answers: Mapping[str, Any] | None = None,
-    ) -> None:
-        self.session = session
-        self.request_id = request_id
-        self.method = method
-        self.era = era
-        self.version = version
-        self.client_capabilities = client_capabilities
-        self.client_info = client_info or {}
-        if meta:
-            self.meta: Mapping[str, Any] = meta
-            token = meta.get("progressToken")
-            self.progress_token: str | int | None = token if type(token) is str or type(token) is int else None
-        else:
-            self.meta = {}
-            self.progress_token = None
-        self._log_level = log_level
-        self._answers: Mapping[str, Any] = dict(answers) if answers else _NO_ANSWERS
-        self._auto_keys = 0
-        self._progress_last: float | None = None
-        self._request_headers: Mapping[str, str] | None = None
+    session: ServerSession
+    request_id: RequestId
+    method: str
+    era: Era
+    version: str
+    client_capabilities: Mapping[str, Any]
+    client_info: Mapping[str, Any] = _NO_ANSWERS
+    meta: Mapping[str, Any] = _NO_ANSWERS
+    log_level: str | None = None  #: the level the request asked for (2026-07-28)
+    answers: Mapping[str, Any] = _NO_ANSWERS  #: inputs the client gave in earlier rounds (2026-07-28)
+    _auto_keys: int = 0
+    _progress_last: float | None = None
+    _request_headers: Mapping[str, str] | None = None
+
+    @property
+    def progress_token(self) -> str | int | None:
+        """The ``progressToken`` of the request's ``_meta``, when it has a usable one."""
+        token = self.meta.get("progressToken")
+        return token if type(token) is str or type(token) is int else None
 
     # --- state ---------------------------------------------------------------------------------------------
 
@@ -196,7 +167,7 @@ class Context:
     async def log(self, level: LogLevel, data: Any, logger_name: str | None = None) -> None:
         """Send ``notifications/message`` when the client's level lets it through (never in the stateless era
         unless the request carried a log level)."""
-        threshold = self._log_level if self.stateless else self.session.log_level
+        threshold = self.log_level if self.stateless else self.session.log_level
         if threshold is None or level not in _LEVEL_RANK:
             return
         if _LEVEL_RANK[level] < _LEVEL_RANK.get(threshold, 0):
@@ -291,10 +262,10 @@ class Context:
         for method, _ in requests.values():
             self._check_capability(method, None)
         if self.stateless:
-            missing = {k: _input_request(m, p) for k, (m, p) in requests.items() if k not in self._answers}
+            missing = {k: _input_request(m, p) for k, (m, p) in requests.items() if k not in self.answers}
             if missing:
                 raise InputRequired(missing)
-            return {k: _typed(requests[k][0], self._answers[k]) for k in requests}
+            return {k: _typed(requests[k][0], self.answers[k]) for k in requests}
         results: dict[str, Any] = {}
 
         async def one(key: str, method: str, params: Mapping[str, Any] | None) -> None:
@@ -318,8 +289,8 @@ class Context:
             if key is None:
                 self._auto_keys += 1
                 key = f"{method.split('/')[0]}-{self._auto_keys}"
-            if key in self._answers:
-                return _typed(method, self._answers[key])
+            if key in self.answers:
+                return _typed(method, self.answers[key])
             raise InputRequired({key: _input_request(method, params)})
         raw = await self.session.send_request(method, params, related=self.request_id, timeout=timeout)
         return msgspec.json.decode(raw, type=getattr(t, _RESULT_TYPE_OF[method]))

@@ -13,7 +13,7 @@ era before it picks a session, and checks its headers between the two checks bel
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Final
+from typing import Any, Final, NamedTuple
 
 import msgspec
 from msgspec import UNSET, Raw, UnsetType
@@ -40,32 +40,38 @@ class _Meta(msgspec.Struct):
 
 
 _meta_decoder: Final = msgspec.json.Decoder(_Meta)
-_decoders: dict[Any, msgspec.json.Decoder[Any]] = {}
-_with_meta: dict[Any, bool] = {}
 
 
-class Call:
+class Call(msgspec.Struct, kw_only=True):
     """A request as the session sees it before its handler runs: its method's spec (``None``: unknown method),
     its params decoded with the method's type (``problem``: why they could not be, reported in its turn), their
     ``_meta``, and its era."""
 
-    __slots__ = ("meta", "params", "problem", "request", "spec", "stateless")
+    request: Request
+    spec: MethodSpec | None
+    params: Any = None
+    problem: RpcError | None = None
+    meta: dict[str, Any] | None = None
+    stateless: bool = False
 
-    def __init__(
-        self,
-        request: Request,
-        spec: MethodSpec | None,
-        params: Any,
-        problem: RpcError | None,
-        meta: dict[str, Any] | None,
-        stateless: bool,
-    ) -> None:
-        self.request = request
-        self.spec = spec
-        self.params = params
-        self.problem = problem
-        self.meta = meta
-        self.stateless = stateless
+
+class _Reader(NamedTuple):
+    """How the params of one type are read (made once per type)."""
+
+    decoder: msgspec.json.Decoder[Any]
+    has_meta: bool  # the type has a ``_meta`` field: the era is read from the decoded params
+
+
+_readers: dict[Any, _Reader] = {}
+
+
+def _reader(kind: Any) -> _Reader:
+    reader = _readers.get(kind)
+    if reader is None:
+        fields = msgspec.structs.fields(kind) if isinstance(kind, type) and issubclass(kind, msgspec.Struct) else ()
+        has_meta = any(f.encode_name == "_meta" for f in fields)
+        reader = _readers[kind] = _Reader(msgspec.json.Decoder(kind), has_meta)
+    return reader
 
 
 def read_call(methods: Mapping[str, MethodSpec], request: Request, header_version: str | None = None) -> Call:
@@ -74,22 +80,35 @@ def read_call(methods: Mapping[str, MethodSpec], request: Request, header_versio
     raw = request.params
     params: Any = None
     problem: RpcError | None = None
-    meta: dict[str, Any] | None = None
-    kind = spec.params_type if spec is not None else None
     if spec is not None:
+        kind = spec.params_type
         try:
-            params = decode_params(kind, raw)
+            if kind is None:
+                params = _decode_any(raw)
+            else:
+                reader = _readers.get(kind) or _reader(kind)
+                try:
+                    params = reader.decoder.decode(raw if raw is not None else b"{}")
+                except msgspec.ValidationError as exc:
+                    raise InvalidParams(f"Invalid params: {exc}") from None
+                if reader.has_meta:  # (the usual case: the era is read from the decoded params)
+                    meta = params.meta
+                    if type(meta) is not dict:
+                        meta = None
+                    stateless = header_version in STATELESS_VERSIONS or (
+                        meta is not None and META_PROTOCOL_VERSION in meta
+                    )
+                    return Call(request=request, spec=spec, params=params, meta=meta, stateless=stateless)
         except InvalidParams as exc:
             problem = exc
         else:
-            if _has_meta(kind):
-                found = params.meta
-                meta = found if type(found) is dict else None
-                return Call(request, spec, params, None, meta, _stateless(meta, header_version))
-            elif kind is None and type(params) is dict:
-                found = params.get("_meta")
-                meta = found if type(found) is dict else None
-                return Call(request, spec, params, None, meta, _stateless(meta, header_version))
+            if kind is None and type(params) is dict:
+                meta = params.get("_meta")
+                meta = meta if type(meta) is dict else None
+                return Call(
+                    request=request, spec=spec, params=params, meta=meta, stateless=_stateless(meta, header_version)
+                )
+    meta = None
     if raw is not None and (header_version in STATELESS_VERSIONS or _may_name_version(raw)):
         try:
             found = _meta_decoder.decode(raw).meta
@@ -97,7 +116,14 @@ def read_call(methods: Mapping[str, MethodSpec], request: Request, header_versio
             problem = InvalidParams('Invalid params: "_meta" must be an object')
         else:
             meta = found if type(found) is dict else None
-    return Call(request, spec, params, problem, meta, _stateless(meta, header_version))
+    return Call(
+        request=request,
+        spec=spec,
+        params=params,
+        problem=problem,
+        meta=meta,
+        stateless=_stateless(meta, header_version),
+    )
 
 
 def notification_is_stateless(note: Notification, header_version: str | None = None) -> bool:
@@ -116,18 +142,19 @@ def notification_is_stateless(note: Notification, header_version: str | None = N
 def decode_params(kind: Any, raw: Raw | None) -> Any:
     """Params decoded with ``kind`` (a Struct type; ``None``: any JSON). Raises :class:`InvalidParams`."""
     if kind is None:
-        if raw is None:
-            return None
-        try:
-            return msgspec.json.decode(raw)
-        except msgspec.DecodeError as exc:  # (a number no float holds, say: the frame itself was read)
-            raise InvalidParams(f"Invalid params: {exc}") from None
-    decoder = _decoders.get(kind)
-    if decoder is None:
-        decoder = _decoders[kind] = msgspec.json.Decoder(kind)
+        return _decode_any(raw)
     try:
-        return decoder.decode(raw if raw is not None else b"{}")
+        return _reader(kind).decoder.decode(raw if raw is not None else b"{}")
     except msgspec.ValidationError as exc:
+        raise InvalidParams(f"Invalid params: {exc}") from None
+
+
+def _decode_any(raw: Raw | None) -> Any:
+    if raw is None:
+        return None
+    try:
+        return msgspec.json.decode(raw)
+    except msgspec.DecodeError as exc:  # (a number no float holds, say: the frame itself was read)
         raise InvalidParams(f"Invalid params: {exc}") from None
 
 
@@ -147,15 +174,6 @@ def meta_problem(meta: Mapping[str, Any] | None) -> InvalidParams | None:
 
 def _stateless(meta: dict[str, Any] | None, header_version: str | None) -> bool:
     return header_version in STATELESS_VERSIONS or (meta is not None and META_PROTOCOL_VERSION in meta)
-
-
-def _has_meta(kind: Any) -> bool:
-    """Does this params Struct type have a ``_meta`` field (decided once per type)?"""
-    known = _with_meta.get(kind)
-    if known is None:
-        fields = msgspec.structs.fields(kind) if isinstance(kind, type) and issubclass(kind, msgspec.Struct) else ()
-        known = _with_meta[kind] = any(f.encode_name == "_meta" for f in fields)
-    return known
 
 
 def _may_name_version(raw: Raw | None) -> bool:

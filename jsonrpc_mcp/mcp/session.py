@@ -16,7 +16,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Coroutine, Mapping
-from types import CoroutineType
+from types import CoroutineType, MappingProxyType
 from typing import Any, Final, Protocol
 
 import msgspec
@@ -49,6 +49,7 @@ logger = logging.getLogger(__name__)
 
 _encode: Final = msgspec.json.Encoder().encode
 _EMPTY: Final = b"{}"
+_NOTHING: Final[Mapping[str, Any]] = MappingProxyType({})
 _HANDSHAKE: Final = Era.HANDSHAKE
 _STATELESS: Final = Era.STATELESS
 
@@ -230,7 +231,7 @@ class ServerSession:
             version=version,
             client_capabilities=self.client_capabilities,
             client_info=self.client_info,
-            meta=call.meta,
+            meta=call.meta or _NOTHING,
         )
         out = spec.handler(ctx, call.params)
         if type(out) is CoroutineType:
@@ -311,7 +312,7 @@ class ServerSession:
             era=_STATELESS,
             version=version,
             client_capabilities=meta[META_CLIENT_CAPABILITIES],
-            client_info=info if isinstance(info, dict) else None,
+            client_info=info if isinstance(info, dict) else _NOTHING,
             meta=meta,
             log_level=meta.get(META_LOG_LEVEL),
             answers=answers,

@@ -97,7 +97,8 @@ class SessionStream(MessageStream):
 
     async def send(self, frames: Sequence[Outgoing]) -> None:
         owner = self.owner
-        for frame, related, kind in frames:
+        for out in frames:
+            frame, related, kind = out.frame, out.related, out.kind
             exchange = owner.exchanges.get(related) if related is not None else None
             if exchange is None or related is None:
                 await owner.standalone.put(frame)

@@ -68,7 +68,7 @@ def _lines(frames: Sequence[Outgoing]) -> bytes:
     """The frames as NDJSON, in one allocation of the exact size (a growing bytearray over-allocates, then
     ``bytes()`` copies it again)."""
     if len(frames) == 1:
-        return frames[0][0] + b"\n"
+        return frames[0].frame + b"\n"
     parts = [out.frame for out in frames]
     parts.append(b"")
     return b"\n".join(parts)
