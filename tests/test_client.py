@@ -361,3 +361,22 @@ async def test_on_notification_sees_every_server_notification() -> None:
         await client.call_tool("progress", {"steps": 1}, progress=lambda *a: None)
         await client.call_tool("log", {"level": "error", "message": "x"})
     assert seen == ["notifications/progress", "notifications/message"]
+
+
+async def test_leaving_a_listen_ends_the_subscription_in_process() -> None:
+    """On a stream transport, leaving ``listen()`` sends ``notifications/cancelled`` for it: the server ends the
+    subscription (the HTTP transport closes the stream instead: tests/test_http_client.py)."""
+    server = Server("listening", "1")
+
+    @server.tool(inline=True)
+    def listening() -> int:
+        """How many subscriptions/listen streams the server serves."""
+        return sum(1 for session in server.sessions() if session.listeners)
+
+    async with Client.connect_server(server) as client:
+        assert client.stateless
+        async with client.listen(tools=True):
+            assert (await client.call_tool("listening")).structured_content == {"result": 1}
+        with anyio.fail_after(10):  # (the cancellation is a notification: it is read before a later call)
+            while (await client.call_tool("listening")).structured_content != {"result": 0}:
+                pass

@@ -222,3 +222,63 @@ async def test_response_preferences(preference: str) -> None:
                 assert done.content[0].text == "2 steps"  # type: ignore[union-attr]
     finally:
         thread.stop()
+
+
+async def test_leaving_a_listen_ends_the_subscription_on_the_server() -> None:
+    """2026-07-28 over HTTP: leaving ``listen()`` closes its response stream, which is the cancellation the spec
+    asks for: the server ends the subscription, and a later listen with another filter hears nothing of the
+    old one."""
+    from jsonrpc_mcp import Server
+
+    server = Server("listening", "1")
+    added = 0
+
+    @server.tool(inline=True)  # (it changes the server: on the event loop)
+    def add_tool() -> str:
+        """Register one more tool (tools/list_changed)."""
+        nonlocal added
+        added += 1
+        server.tool(name=f"extra_{added}")(lambda: "x")
+        return "added"
+
+    @server.tool(inline=True)
+    def add_prompt() -> str:
+        """Register a prompt (prompts/list_changed)."""
+        server.prompt(name=f"prompt_{added}")(lambda: "hi")
+        return "added"
+
+    @server.prompt(inline=True)
+    def greet() -> str:
+        return "hello"
+
+    @server.tool(inline=True)
+    def listening() -> int:
+        """How many subscriptions/listen streams the server serves."""
+        return sum(1 for session in server.sessions() if session.listeners)
+
+    heard: list[str] = []
+    prompts_changed = anyio.Event()
+
+    async def on_notification(method: str, params: dict[str, Any]) -> None:
+        heard.append(method)
+        if method == "notifications/prompts/list_changed":
+            prompts_changed.set()
+
+    thread = ServerThread(McpAsgiApp(server))
+    try:
+        async with Client.connect_http(thread.url, on_notification=on_notification) as client:
+            assert client.stateless
+            async with client.listen(tools=True, prompts=True):
+                assert (await client.call_tool("listening")).structured_content == {"result": 1}
+            with anyio.fail_after(10):  # (the server hears the stream close as soon as it reads the socket)
+                while (await client.call_tool("listening")).structured_content != {"result": 0}:
+                    pass
+            heard.clear()
+            async with client.listen(prompts=True):
+                await client.call_tool("add_tool")  # a change the old subscription asked for, not this one
+                await client.call_tool("add_prompt")
+                with anyio.fail_after(10):
+                    await prompts_changed.wait()
+            assert "notifications/tools/list_changed" not in heard, heard
+    finally:
+        thread.stop()

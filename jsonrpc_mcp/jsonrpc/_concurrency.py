@@ -58,9 +58,10 @@ def loop_sleep() -> Callable[[float], Awaitable[None]]:
 
 def _running_trio() -> Any:
     """The ``trio`` module when trio runs this code, else None (trio is never imported here if the caller has
-    not)."""
+    not; one that another thread is importing right now has no ``lowlevel`` yet, and runs nothing here)."""
     trio = sys.modules.get("trio")
-    return trio if trio is not None and trio.lowlevel.in_trio_run() else None
+    lowlevel = getattr(trio, "lowlevel", None)
+    return trio if lowlevel is not None and lowlevel.in_trio_run() else None
 
 
 class _AsyncioTasks:

@@ -110,7 +110,7 @@ def _inspect(frame: bytes) -> _Out:
             meta = value.get("_meta")
             if isinstance(meta, dict) and isinstance(meta.get(META_PROTOCOL_VERSION), str):
                 version = meta[META_PROTOCOL_VERSION]
-    elif method == "tools/call" and env.params is not UNSET:
+    elif method in ("tools/call", "notifications/cancelled") and env.params is not UNSET:
         value = msgspec.json.decode(env.params)
         params = value if isinstance(value, dict) else None
     return _Out(kind, method, ident, params, version)
@@ -167,6 +167,7 @@ class HttpClientStream(MessageStream):
         self._redirect_noted = False
         self._closed = False
         self._lost: str | None = None  # why the session is gone (HTTP 404): every request fails with it
+        self._stateless_posts: dict[RequestId, anyio.CancelScope] = {}  # 2026-07-28 requests whose answer is read
 
     # --- MessageStream ---------------------------------------------------------------------------------------
 
@@ -190,6 +191,8 @@ class HttpClientStream(MessageStream):
         if self._closed:
             raise anyio.BrokenResourceError()
         out = _inspect(frame)
+        if out.method == "notifications/cancelled" and out.version is None and self._close_stateless(out):
+            return  # (2026-07-28: closing the request's response stream is the cancellation; nothing is sent)
         if out.method == "initialize" and out.version is None:
             self._init_id = out.ident
         if self._lost is not None and out.version is None:
@@ -204,7 +207,29 @@ class HttpClientStream(MessageStream):
                 with anyio.move_on_after(self.get_stream_wait):
                     await self._get_answered.wait()
             return
+        if out.version is not None and out.kind == "request" and out.ident is not None:
+            scope = self._stateless_posts[out.ident] = anyio.CancelScope()
+            self._tg.start_soon(self._post_stateless, bytes(frame), out, scope)
+            return
         self._tg.start_soon(self._post, bytes(frame), out)
+
+    def _close_stateless(self, cancel: _Out) -> bool:
+        """A cancellation of one of our 2026-07-28 requests: close its response stream (the spec's cancellation
+        signal on Streamable HTTP). False when it names no such request (it is then sent as it is)."""
+        ident = (cancel.params or {}).get("requestId")
+        scope = self._stateless_posts.pop(ident, None) if isinstance(ident, str | int) else None
+        if scope is None:
+            return False
+        scope.cancel()
+        return True
+
+    async def _post_stateless(self, frame: bytes, out: _Out, scope: anyio.CancelScope) -> None:
+        try:
+            with scope:
+                await self._post(frame, out)
+        finally:
+            if self._stateless_posts.get(out.ident) is scope:  # type: ignore[arg-type]
+                del self._stateless_posts[out.ident]  # type: ignore[arg-type]
 
     async def aclose(self) -> None:
         """End the session (DELETE, when there is one) and stop delivering frames."""
