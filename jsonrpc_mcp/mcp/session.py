@@ -268,6 +268,13 @@ class ServerSession:
         self.app.attach(self)
         return self._initialize_result()
 
+    def assume_initialized(self, version: str) -> None:
+        """Serve handshake-era requests as if ``initialize`` had settled ``version`` with a client that declared no
+        capabilities: a request served on its own, without a session (Streamable HTTP without sessions)."""
+        self.version = version
+        self.content_types = content_types(version)
+        self.initialized = self.ready = True
+
     def _initialize_result(self) -> bytes:
         assert self.version is not None
         result: dict[str, Any] = {

@@ -27,7 +27,7 @@ from ._http_handshake_session import Exchange, HttpSession
 from ._http_io import HeaderList, Headers, Receive, Send, send_bytes, send_empty, send_error
 from ._http_outlet import FINAL, RESPONSE, Feed, Item, Outlet, Preference, answer_at_once, write_stream
 from ._http_session_table import SessionTable
-from ._http_stateless import watch_disconnect
+from ._http_stateless import serve_alone, watch_disconnect
 
 if TYPE_CHECKING:
     from ..mcp.session import ServerApp
@@ -38,6 +38,9 @@ logger = logging.getLogger(__name__)
 
 _ENDED = "Not Found: this session does not exist or has ended"
 _RETRY_AFTER = (b"retry-after", b"1")
+#: The revision of a request without an MCP-Protocol-Version header (the spec's rule for servers).
+_WITHOUT_HEADER = "2025-03-26"
+_NO_SESSIONS = "Method Not Allowed: this server keeps no sessions (no GET stream, nothing to DELETE)"
 
 
 class HandshakeEndpoint:
@@ -54,8 +57,10 @@ class HandshakeEndpoint:
         retry_ms: int,
         keepalive: float,
         request_timeout: float | None,
+        sessions: bool = True,
     ) -> None:
         self.server = server
+        self.sessions = sessions
         self.table = table
         self.store = store
         self.max_in_flight = max_in_flight
@@ -70,6 +75,9 @@ class HandshakeEndpoint:
         """One JSON-RPC message POSTed outside the stateless era (``call``: the request as the app read it)."""
         if version is not None and version not in HANDSHAKE_VERSIONS:
             await send_error(send, 400, f"Bad Request: unsupported MCP-Protocol-Version {version!r}")
+            return
+        if not self.sessions:
+            await self._post_alone(headers, version, msg, call, receive, send)
             return
         if headers.repeated(b"mcp-session-id"):
             await send_error(send, 400, "Bad Request: Mcp-Session-Id is sent more than once")
@@ -106,6 +114,24 @@ class HandshakeEndpoint:
             await self._serve_exchange(session, exchange, receive, send, answered=[(reply, FINAL)])
             return
         await send_bytes(send, 200, reply, session.id_header)
+
+    async def _post_alone(
+        self, headers: Headers, version: str | None, msg: Message, call: Call | None, receive: Receive, send: Send
+    ) -> None:
+        """Without sessions: a request is served on its own, as if ``initialize`` had settled its version."""
+        if type(msg) is not Request or call is None:
+            await send_empty(send, 202)  # (a notification, or an answer to a request no one here made)
+            return
+        await serve_alone(
+            self.server,
+            call,
+            headers,
+            receive,
+            send,
+            preference=self.preference,
+            keepalive=self.keepalive,
+            handshake_version=version or _WITHOUT_HEADER,
+        )
 
     async def _initialize(self, request: Request, call: Call | None, send: Send) -> None:
         if not self.table.admit():
@@ -243,6 +269,9 @@ class HandshakeEndpoint:
 
     async def get(self, headers: Headers, version: str | None, receive: Receive, send: Send) -> None:
         """The standalone stream, or the resumption of any stream of the session with ``Last-Event-ID``."""
+        if not self.sessions:
+            await send_error(send, 405, _NO_SESSIONS, headers=[(b"allow", b"POST")])
+            return
         session = await self._session_of(headers, version, send)
         if session is None:
             return
@@ -289,6 +318,9 @@ class HandshakeEndpoint:
 
     async def delete(self, headers: Headers, version: str | None, send: Send) -> None:
         """End the session."""
+        if not self.sessions:
+            await send_error(send, 405, _NO_SESSIONS, headers=[(b"allow", b"POST")])
+            return
         session = await self._session_of(headers, version, send)
         if session is None:
             return

@@ -7,7 +7,7 @@ and then the mirrored headers here (:func:`check_headers`): ``MCP-Protocol-Versi
 ``Mcp-Param-*`` headers of the called tool's ``x-mcp-header`` properties: missing, malformed or different →
 -32020, HTTP 400.
 
-:func:`serve_stateless` then hands the request to a fresh session's dispatcher, whose ``begin`` checks the rest
+:func:`serve_alone` then hands the request to a fresh session's dispatcher, whose ``begin`` checks the rest
 (the version -32022, the method -32601 with HTTP 404, ...). An answer ready at once is written as JSON; a
 handler that has to wait runs in a task of this POST, and its answer is JSON, or SSE when notifications come
 first (never requests: the stateless era has none). The client closing the connection cancels it.
@@ -36,7 +36,7 @@ from ..mcp.versions import META_PROTOCOL_VERSION
 from ._http_io import Headers, Receive, Send, send_bytes
 from ._http_outlet import FINAL, OTHER, Feed, Item, Outlet, Preference, answer_at_once, write_stream
 
-__all__ = ("check_headers", "serve_stateless", "status_of", "watch_disconnect", "ToolLookup")
+__all__ = ("check_headers", "serve_alone", "status_of", "watch_disconnect", "ToolLookup")
 
 logger = logging.getLogger(__name__)
 
@@ -54,6 +54,10 @@ _STATUS: Final = {
     codes.UNSUPPORTED_PROTOCOL_VERSION: 400,
     BUSY: 429,
 }
+
+
+def _ok(frame: bytes) -> int:
+    return 200  # (the handshake era answers JSON-RPC errors with 200)
 
 
 def status_of(frame: bytes) -> int:
@@ -246,7 +250,7 @@ async def watch_disconnect(receive: Receive, scope: anyio.CancelScope) -> None:
             return
 
 
-async def serve_stateless(
+async def serve_alone(
     server: ServerApp,
     call: Call,
     headers: Headers,
@@ -255,17 +259,26 @@ async def serve_stateless(
     *,
     preference: Preference,
     keepalive: float,
+    handshake_version: str | None = None,
     buffer: int = 64,
 ) -> None:
-    """Serve one validated stateless request as this HTTP response; the client disconnecting cancels it."""
+    """Serve one request as this HTTP response, by a session of its own; the client disconnecting cancels it.
+
+    A stateless-era request (validated already); or, with ``handshake_version``, a handshake-era request of an app
+    without sessions, served as if ``initialize`` had settled that version (``initialize`` itself is answered)."""
     request = call.request
     stream = _OneRequestStream(request.id, buffer, headers)
     dispatcher = Dispatcher(stream, max_in_flight=1, request_timeout=None, drain_timeout=0.0)
     session = ServerSession(server, dispatcher)
+    status = status_of
+    if handshake_version is not None:
+        status = _ok
+        if request.method != "initialize":
+            session.assume_initialized(handshake_version)
     answer = dispatcher.begin(request, call)
     if type(answer) is not Pending:
         session.close()
-        await send_bytes(send, status_of(answer), answer)  # type: ignore[arg-type]
+        await send_bytes(send, status(answer), answer)  # type: ignore[arg-type]
         return
     outlet = stream.outlet
     connection = outlet.connect()
@@ -275,10 +288,10 @@ async def serve_stateless(
             delivered = False
             early: list[Item | None] = []
             if preference != "sse":
-                delivered, early = await answer_at_once(send, connection, outlet, headers=[], status_of=status_of)
+                delivered, early = await answer_at_once(send, connection, outlet, headers=[], status_of=status)
             if not delivered:
                 async with anyio.create_task_group() as tg:
-                    await _stream_answer(tg, send, receive, connection, outlet, preference, keepalive, early)
+                    await _stream_answer(tg, send, receive, connection, outlet, preference, keepalive, early, status)
     finally:
         outlet.disconnect(connection)
         session.close()
@@ -293,6 +306,7 @@ async def _stream_answer(
     preference: Preference,
     keepalive: float,
     early: Sequence[Item | None] = (),
+    status: Callable[[bytes], int] = status_of,
 ) -> None:
     """Write the answer as it comes (JSON or SSE) while a task of ``tg`` watches for the client going away (which
     cancels ``tg``); once it is written, ``tg``'s tasks are cancelled."""
@@ -306,7 +320,7 @@ async def _stream_answer(
         headers=[],
         retry_ms=0,
         keepalive=keepalive,
-        status_of=status_of,
+        status_of=status,
         cancelled_status=204,
         early=early,
     )

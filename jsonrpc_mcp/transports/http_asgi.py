@@ -72,7 +72,7 @@ from ._http_io import (
 from ._http_outlet import Preference
 from ._http_security import HostGuard
 from ._http_session_table import SessionTable
-from ._http_stateless import check_headers, serve_stateless
+from ._http_stateless import check_headers, serve_alone
 from .framing import DEFAULT_MAX_FRAME
 
 if TYPE_CHECKING:
@@ -106,6 +106,12 @@ class McpAsgiApp:
     :param sse_keepalive: seconds of silence after which an SSE stream gets a comment line (and an ``"auto"``
         answer still pending becomes SSE).
     :param request_timeout: how long server-to-client requests (sampling, elicitation, roots) may take.
+    :param sessions: ``False`` serves every handshake-era POST on its own, without sessions (as the official
+        SDK's ``stateless_http=True`` does): any worker of several can answer any request. ``initialize`` is
+        answered without an ``Mcp-Session-Id``; a request is served as if ``initialize`` had settled the version
+        of its ``MCP-Protocol-Version`` header (2025-03-26 when it has none), for a client that declared no
+        capabilities, so nothing is asked of it (sampling, elicitation and roots are unavailable); there is no GET
+        stream (405) and nothing to DELETE (405); notifications get 202. The 2026-07-28 era needs no sessions.
     :param trim_memory: after a burst of sessions (256 or more at once) has ended, hand the process's free heap
         memory back to the operating system (glibc's ``malloc_trim``; a few ms, once per burst). Off by default:
         it acts on the whole process, which may not be ours alone.
@@ -128,6 +134,7 @@ class McpAsgiApp:
         sse_keepalive: float = 15.0,
         request_timeout: float | None = 300.0,
         trim_memory: bool = False,
+        sessions: bool = True,
     ) -> None:
         if json_response_preference not in ("auto", "json", "sse"):
             raise ValueError('json_response_preference must be "auto", "json" or "sse"')
@@ -151,6 +158,7 @@ class McpAsgiApp:
             retry_ms=sse_retry_ms,
             keepalive=sse_keepalive,
             request_timeout=request_timeout,
+            sessions=sessions,
         )
 
     @property
@@ -309,7 +317,7 @@ class McpAsgiApp:
         if mismatch is not None:
             await send_error(send, 400, mismatch, code=codes.HEADER_MISMATCH, ident=msg.id)
             return
-        await serve_stateless(
+        await serve_alone(
             self.server, call, headers, receive, send, preference=self.preference, keepalive=self.keepalive
         )
 
