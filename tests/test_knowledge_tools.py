@@ -166,6 +166,50 @@ async def test_an_unknown_id_is_elicited_when_the_client_can_answer(db: Path, ve
 
 
 @pytest.mark.parametrize("version", ERAS)
+async def test_an_answer_outside_the_offered_choices_is_refused_and_asked_again(db: Path, version: str) -> None:
+    asked: list[types.ElicitRequestParams] = []
+
+    async def first_wrong_then_right(params: types.ElicitRequestParams) -> types.ElicitResult:
+        asked.append(params)
+        schema = params.requested_schema
+        assert isinstance(schema, dict)
+        choices = schema["properties"]["id"]["enum"]
+        return types.ElicitResult(action="accept", content={"id": "1" if len(asked) == 1 else choices[0]})
+
+    async with knowledge(db, protocol_version=version, elicitation=first_wrong_then_right) as kb:
+        for i in range(9):
+            await kb.store(f"topic {i + 1}", f"fact {i + 1}")
+        await kb.call("delete", id=7)  # tx 10
+        data = await kb.call("update", id=7, content="corrected")
+        assert data["kind"] == "entryUpdated:v1"
+        choices = asked[0].requested_schema["properties"]["id"]["enum"]  # type: ignore[index]
+        assert "1" not in choices and data["entry"]["id"] == int(choices[0])
+        assert len(asked) == 2 and asked[1].message.startswith(
+            f"'1' is not one of the choices for id ({', '.join(choices)})."
+        )
+        entry_one = await kb.read("knowledge://entries/1")
+        assert entry_one["item"]["content"] == "fact 1"  # untouched
+
+
+@pytest.mark.parametrize("version", ERAS)
+async def test_answers_that_stay_outside_the_choices_end_in_the_needs_input_payload(db: Path, version: str) -> None:
+    asked: list[types.ElicitRequestParams] = []
+
+    async def always_wrong(params: types.ElicitRequestParams) -> types.ElicitResult:
+        asked.append(params)
+        return types.ElicitResult(action="accept", content={"id": "1"})
+
+    async with knowledge(db, protocol_version=version, elicitation=always_wrong) as kb:
+        for topic in ("a", "b", "c"):
+            await kb.store(topic, f"{topic} fact")
+        await kb.call("delete", id=1)
+        data = await kb.call("update", id=1, content="x")
+        assert data["kind"] == "needsInput:v1" and data["details"] == {"elicitation": "invalid"}
+        assert len(asked) == 3
+        assert len((await kb.call("history"))["transactions"]) == 4  # nothing more written
+
+
+@pytest.mark.parametrize("version", ERAS)
 async def test_a_declined_elicitation_returns_the_needs_input_payload(db: Path, version: str) -> None:
     async def decline(params: types.ElicitRequestParams) -> types.ElicitResult:
         return types.ElicitResult(action="decline")
@@ -216,6 +260,49 @@ async def test_query_results_embed_entries_as_json_resources_and_json_comes_last
         md = await kb.result("query", topic="python")
         assert [mime(b) for b in texts(md)] == ["text/markdown"]
         assert md.structured_content["tokenUsage"]["estimated"] is True
+
+
+async def test_the_query_echo_omits_what_was_not_given_and_names_the_format(db: Path) -> None:
+    async with knowledge(db) as kb:
+        await kb.store("python", "fact", tags=["lang"])
+        plain = await kb.call("query", topic="python")
+        assert plain["query"] == {"topic": "python", "terms": [], "tags": [], "limit": 10, "format": "markdown"}
+        full = await kb.call("query", text="fact", tags=["Lang"], min_confidence=0.5, limit=3, format="json")
+        assert full["query"] == {
+            "text": "fact",
+            "terms": ["fact"],
+            "tags": ["lang"],
+            "minConfidence": 0.5,
+            "limit": 3,
+            "format": "json",
+        }
+
+
+async def test_every_error_and_needs_input_carries_a_next_step(db: Path) -> None:
+    async with knowledge(db, protocol_version=HANDSHAKE) as kb:
+        entry_id = (await kb.store("t", "v1"))["entry"]["id"]
+        await kb.call("update", id=entry_id, content="v2")
+        results = [
+            await kb.call("update", id=entry_id, content="v3", expected_version=1),  # CONFLICT
+            await kb.call("update", id=entry_id, content="   "),  # cannot be made empty
+            await kb.call("store", topic="t", content="c", confidence=2),  # VALIDATION_ERROR from the schema
+            await kb.call("query", topic="t", limt=1),  # unknown argument
+            await kb.call("undo", tx_id=1),  # CONFLICT: changed since
+            await kb.call("undo", tx_id=99),  # needs input
+            await kb.call("query"),  # needs input
+            await kb.call("relate", subject="a", predicate=" ", object="b"),  # needs input
+            await kb.call("update", id=entry_id),  # needs input: nothing to change
+            await kb.call("store", topic=" ", content="c"),  # needs input
+            await kb.call("query_graph", node="nowhere"),  # needs input
+        ]
+        for data in results:
+            assert data["kind"] in ("toolError:v1", "needsInput:v1"), data
+            assert data["nextSteps"] and all(isinstance(step, str) and step for step in data["nextSteps"]), data
+        conflict = results[0]
+        assert conflict["nextSteps"] == [
+            f"Read entry {entry_id} again (it is at version 2) and retry with expected_version=2 if your change "
+            "still applies."
+        ]
 
 
 async def test_a_big_query_result_is_cut_with_a_link_to_the_full_resource(db: Path) -> None:
@@ -386,6 +473,28 @@ async def test_query_graph_on_an_unknown_node_suggests_similar_ones(db: Path) ->
         assert data["fields"][0]["suggestions"] == ["python"]
         other = await kb.call("query_graph", node="zzz")
         assert set(other["fields"][0]["suggestions"]) == {"python", "GIL"}
+
+
+@pytest.mark.parametrize("version", ERAS)
+async def test_query_graph_on_an_unknown_node_asks_for_one_when_the_client_can(db: Path, version: str) -> None:
+    asked: list[types.ElicitRequestParams] = []
+
+    async def pick_first(params: types.ElicitRequestParams) -> types.ElicitResult:
+        asked.append(params)
+        schema = params.requested_schema
+        assert isinstance(schema, dict)
+        return types.ElicitResult(action="accept", content={"node": schema["properties"]["node"]["enum"][0]})
+
+    async with knowledge(db, protocol_version=version, elicitation=pick_first) as kb:
+        await kb.call("relate", subject="python", predicate="has", object="GIL")
+        data = await kb.call("query_graph", node="pyth")
+        assert data["kind"] == "graphResults:v1" and data["node"] == "python"
+        assert [t["object"] for t in data["triples"]] == ["GIL"]
+        assert len(asked) == 1 and "pyth" in asked[0].message
+    async with knowledge(db.with_name("empty.db"), protocol_version=version, elicitation=pick_first) as kb:
+        nothing = await kb.call("query_graph", node="x")  # no node to offer: nothing to ask
+        assert nothing["kind"] == "needsInput:v1" and nothing["nextSteps"] == ["Record relations with relate first."]
+    assert len(asked) == 1
 
 
 async def test_undo_of_an_undo_redoes(db: Path) -> None:

@@ -31,6 +31,7 @@ from jsonrpc_mcp.presentation import (
     ask,
     backoff_delay,
     call_tool_with_retry,
+    check_answers,
     elicitation_schema,
     fit_summary,
     is_retryable,
@@ -403,6 +404,68 @@ async def test_a_declined_elicitation_falls_back_to_the_payload(action: str) -> 
     assert result.structured_content["kind"] == "needsInput:v1"
     assert result.structured_content["details"] == {"elicitation": action}
     assert done == []
+
+
+def test_answers_are_checked_against_the_fields_and_converted() -> None:
+    fields = [
+        InputField(name="id", type="integer", options=["9", "8"]),
+        InputField(name="count", type="integer", required=False),
+        InputField(name="ratio", type="number", required=False),
+        InputField(name="flag", type="boolean", required=False),
+        InputField(name="note", required=False),
+    ]
+    good = {"id": "9", "count": "-3", "ratio": "0.5", "flag": "true", "note": "hi", "extra": 1}
+    assert check_answers(fields, good) == ({"id": 9, "count": -3, "ratio": 0.5, "flag": True, "note": "hi"}, [])
+    assert check_answers(fields, {"id": 8, "count": 2, "ratio": 1}) == ({"id": 8, "count": 2, "ratio": 1.0}, [])
+    _, problems = check_answers(fields, {"id": "1", "count": "²", "ratio": "nan", "flag": "yes", "note": 5})
+    assert problems == [
+        "'1' is not one of the choices for id (9, 8).",
+        "count must be an integer, not '²'.",
+        "ratio must be a number, not 'nan'.",
+        "flag must be a boolean, not 'yes'.",
+        "note must be a string, not 5.",
+    ]
+    assert check_answers(fields, {"count": True}) == ({}, ["id is required.", "count must be an integer, not True."])
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("version", ["auto", HANDSHAKE])
+async def test_an_answer_outside_the_options_is_asked_again_under_its_own_key(version: str) -> None:
+    server = Server("choices")
+    seen: list[Any] = []
+
+    @presented_tool(server, ItemList)
+    async def pick(ctx: Context, format: Format | None = None) -> Any:
+        """Pick a number."""
+        need = NeedsInput(
+            summary="Which?", reason="Pick one.", fields=[InputField(name="n", type="integer", options=["2", "3"])]
+        )
+        answers = await ask(ctx, need, key="n")
+        if answers is None:
+            return need
+        seen.append(answers["n"])
+        return ItemList(summary=f"picked {answers['n']}", items=[], total=0)
+
+    messages: list[str] = []
+
+    async def answer(params: types.ElicitRequestParams) -> types.ElicitResult:
+        messages.append(params.message)
+        return types.ElicitResult(action="accept", content={"n": "7" if len(messages) < 3 else "3"})
+
+    async with connect(server, protocol_version=version, elicitation=answer) as client:
+        result = await client.call_tool("pick", {})
+    assert result.structured_content["summary"] == "picked 3" and seen == [3]
+    assert messages == ["Pick one.", "'7' is not one of the choices for n (2, 3). Pick one.", messages[1]]
+
+
+def test_every_error_and_needs_input_has_a_next_step_by_default() -> None:
+    for code in ErrorCode:
+        assert tool_error(code, "it failed").next_steps, code
+    assert tool_error("CONFLICT", "x", next_steps=["Mine."]).next_steps == ["Mine."]
+    need = NeedsInput(summary="s", reason="r", fields=[InputField(name="a")])
+    assert need.next_steps == ["Call the tool again with the fields listed."]
+    chosen = NeedsInput(summary="s", reason="r", fields=[], options=[InputOption(label="x")], next_steps=["Go."])
+    assert chosen.next_steps == ["Go."]
 
 
 def test_elicitation_schema_turns_options_into_a_string_enum() -> None:

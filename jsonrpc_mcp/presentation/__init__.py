@@ -20,8 +20,9 @@ See ``docs/knowledge-server.md`` for the wire output of a server built with them
 
 from __future__ import annotations
 
-from .needs_input import ask, elicitation_schema
+from .needs_input import ask, check_answers, elicitation_schema
 from .payloads import (
+    DEFAULT_NEXT_STEPS,
     FORMATS,
     RETRYABLE_BY_DEFAULT,
     SUMMARY_MAX,
@@ -45,6 +46,7 @@ from .retry import backoff_delay, call_tool_with_retry, is_retryable
 from .tool import ToolFailure, presented_tool
 
 __all__ = (
+    "DEFAULT_NEXT_STEPS",
     "FORMATS",
     "FORMAT_HEADER",
     "INLINE_LIMIT",
@@ -67,6 +69,7 @@ __all__ = (
     "ask",
     "backoff_delay",
     "call_tool_with_retry",
+    "check_answers",
     "elicitation_schema",
     "fit_summary",
     "is_retryable",

@@ -39,6 +39,7 @@ __all__ = (
     "ErrorCode",
     "ToolErrorPayload",
     "RETRYABLE_BY_DEFAULT",
+    "DEFAULT_NEXT_STEPS",
     "tool_error",
     "fit_summary",
     "output_schema",
@@ -157,12 +158,18 @@ class InputOption(_Wire):
 
 
 class NeedsInput(Payload, tag="needsInput:v1"):
-    """The tool cannot go on without more input: which ``fields``, why (``reason``), and ``options``."""
+    """The tool cannot go on without more input: which ``fields``, why (``reason``), and ``options``. Without
+    ``next_steps`` of its own it gets one saying to call again with the fields."""
 
     status: Status = "info"
     reason: str
     fields: list[InputField]
     options: list[InputOption] = msgspec.field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        if not self.next_steps:
+            pick = ", or use one of the options" if self.options else ""
+            self.next_steps = [f"Call the tool again with the fields listed{pick}."]
 
     def label(self) -> str:
         return "Needs input"
@@ -206,6 +213,18 @@ class ErrorCode(StrEnum):
 #: Codes whose failures are worth retrying unless the tool says otherwise.
 RETRYABLE_BY_DEFAULT: Final = frozenset({ErrorCode.RATE_LIMITED, ErrorCode.TIMEOUT, ErrorCode.DEPENDENCY_ERROR})
 
+#: The next step of a failure whose tool named none: every error says what to do about it.
+DEFAULT_NEXT_STEPS: Final = {
+    ErrorCode.NOT_FOUND: "Check the id or name (search or list to find it) and call again.",
+    ErrorCode.VALIDATION_ERROR: "Fix the arguments as the message says and call again.",
+    ErrorCode.CONFLICT: "Read the current state again, then retry.",
+    ErrorCode.RATE_LIMITED: "Wait (rateLimit.retryAfterMs says how long, when given) and call again.",
+    ErrorCode.PERMISSION_DENIED: "Ask for access: the same call will fail the same way.",
+    ErrorCode.TIMEOUT: "Try again, perhaps with a smaller request.",
+    ErrorCode.DEPENDENCY_ERROR: "Try again later: a service the tool relies on failed.",
+    ErrorCode.INTERNAL_ERROR: "Try again; if it keeps failing, tell the server's operator.",
+}
+
 
 class ToolErrorPayload(Payload, tag="toolError:v1"):
     """A tool failure as data: a stable ``code``, a safe ``message``, whether a retry may succeed."""
@@ -243,7 +262,8 @@ def tool_error(
     next_steps: Sequence[str] = (),
     summary: str | None = None,
 ) -> ToolErrorPayload:
-    """A ``toolError:v1`` payload; ``retryable`` defaults by code (:data:`RETRYABLE_BY_DEFAULT`)."""
+    """A ``toolError:v1`` payload; ``retryable`` defaults by code (:data:`RETRYABLE_BY_DEFAULT`), and so does the
+    next step when none is given (:data:`DEFAULT_NEXT_STEPS`)."""
     kind = ErrorCode(code)
     return ToolErrorPayload(
         code=kind,
@@ -251,7 +271,7 @@ def tool_error(
         retryable=(kind in RETRYABLE_BY_DEFAULT) if retryable is None else retryable,
         summary=fit_summary(summary or message),
         details=dict(details) if details else UNSET,
-        next_steps=list(next_steps),
+        next_steps=list(next_steps) or [DEFAULT_NEXT_STEPS[kind]],
     )
 
 

@@ -37,6 +37,18 @@ def entry_uri(entry_id: int) -> str:
     return f"{ENTRIES}/{entry_id}"
 
 
+def _conflict_steps(exc: StoreConflict) -> list[str]:
+    details = exc.details
+    if "current_version" in details:
+        return [
+            f"Read entry {details['id']} again (it is at version {details['current_version']}) and retry with "
+            f"expected_version={details['current_version']} if your change still applies."
+        ]
+    if "table" in details:
+        return ["An equal row was added since: undo that later transaction first, or leave this one as it is."]
+    return []  # the undo tool names the transactions in the way
+
+
 @dataclass(slots=True)
 class Knowledge:
     server: Server
@@ -48,19 +60,28 @@ class Knowledge:
             return await anyio.to_thread.run_sync(functools.partial(fn, *args, **kwargs))
         except StoreNotFound as exc:
             raise ToolFailure(
-                ErrorCode.NOT_FOUND, f"No {exc.what} has id {exc.ident}.", details={exc.what: exc.ident}
+                ErrorCode.NOT_FOUND,
+                f"No {exc.what} has id {exc.ident}.",
+                details={exc.what: exc.ident},
+                next_steps=[f"It is gone (deleted meanwhile?): find the {exc.what} again with query or history."],
             ) from None
         except StoreConflict as exc:
-            raise ToolFailure(ErrorCode.CONFLICT, exc.message, details=exc.details) from None
+            raise ToolFailure(
+                ErrorCode.CONFLICT, exc.message, details=exc.details, next_steps=_conflict_steps(exc)
+            ) from None
         except StoreUnavailable as exc:
-            message = (
-                "The knowledge database is busy; try again shortly."
-                if exc.retryable
-                else "The knowledge database could not complete the request."
-            )
-            raise ToolFailure(ErrorCode.DEPENDENCY_ERROR, message, retryable=exc.retryable) from None
+            if exc.retryable:
+                message, step = "The knowledge database is busy; try again shortly.", "Call again in a moment."
+            else:
+                message = "The knowledge database could not complete the request."
+                step = "Nothing was written; the server's operator should check its disk and database file."
+            raise ToolFailure(ErrorCode.DEPENDENCY_ERROR, message, retryable=exc.retryable, next_steps=[step]) from None
         except KnowledgeStoreError:
-            raise ToolFailure(ErrorCode.DEPENDENCY_ERROR, "The knowledge database is not available.") from None
+            raise ToolFailure(
+                ErrorCode.DEPENDENCY_ERROR,
+                "The knowledge database is not available.",
+                next_steps=["Nothing was written; the server's operator should check its database file."],
+            ) from None
 
     async def read(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         """Run a store read for a resource or prompt; a store failure is a JSON-RPC internal error."""

@@ -25,6 +25,7 @@ from ...presentation import (
     ToolFailure,
     ask,
     presented_tool,
+    resolve_format,
 )
 from .app import ENTRIES, HISTORY, Knowledge, entry_uri
 from .models import Entry, RowId, parse_id
@@ -81,6 +82,7 @@ def _too_long(name: str, value: str, most: int) -> None:
             ErrorCode.VALIDATION_ERROR,
             f"{name} is {len(value)} characters long; at most {most} are allowed.",
             details={"field": name, "max_length": most},
+            next_steps=[f"Shorten {name} to at most {most} characters and call again."],
         )
 
 
@@ -232,7 +234,11 @@ def register_tools(kb: Knowledge) -> None:
         new_topic = topic.strip() if topic is not None else None
         new_content = content.strip() if content is not None else None
         if new_topic == "" or new_content == "":
-            raise ToolFailure(ErrorCode.VALIDATION_ERROR, "topic and content cannot be made empty.")
+            raise ToolFailure(
+                ErrorCode.VALIDATION_ERROR,
+                "topic and content cannot be made empty.",
+                next_steps=["Leave topic or content out to keep it, or give the new text; delete removes an entry."],
+            )
         given = {"topic": new_topic, "content": new_content, "confidence": confidence, "tags": tags}
         args = {k: v for k, v in {**given, "add_tags": add_tags, "remove_tags": remove_tags}.items() if v}
         found = await _resolve_entry(ctx, kb, id, new_topic, "update", args)
@@ -325,12 +331,13 @@ def register_tools(kb: Knowledge) -> None:
         filters = SearchFilters(topic=topic, terms=terms, tags=wanted_tags, min_confidence=min_confidence)
         entries, total, as_of = await kb.call(store.search, filters, limit)
         echo = SearchEcho(
-            topic=topic,
-            text=text,
+            topic=topic if topic is not None else UNSET,
+            text=text if text is not None else UNSET,
             terms=list(terms),
             tags=list(wanted_tags),
-            min_confidence=min_confidence,
+            min_confidence=min_confidence if min_confidence is not None else UNSET,
             limit=limit,
+            format=resolve_format(ctx, format),
         )
         what = " ".join(filter(None, [f"topic {topic!r}" if topic else "", f"text {text!r}" if terms else ""]))
         link = _entries_link(filters, text if terms else None)
@@ -422,17 +429,35 @@ def register_tools(kb: Knowledge) -> None:
         start = node.strip()
         nodes, triples, capped, _ = await kb.call(store.neighbourhood, start, depth, predicate or None, limit)
         if not triples:
-            similar = await kb.call(store.similar_nodes, start or "", 5)
+            similar = [n for n in await kb.call(store.similar_nodes, start or "", 5) if n != start]
             need = NeedsInput(
                 summary=f"No relations for {start!r}" if start else "query_graph needs a node",
                 reason=f"Nothing is related to {start!r}." if start else "Give the node to start from.",
-                fields=[InputField(name="node", description="A node with relations.", suggestions=similar)],
+                fields=[
+                    InputField(
+                        name="node",
+                        description="A node with relations.",
+                        options=similar or UNSET,
+                        suggestions=similar,
+                    )
+                ],
                 options=[
                     InputOption(label=f"Explore {n}", tool="query_graph", arguments={"node": n, "depth": depth})
                     for n in similar
                 ],
+                next_steps=[
+                    "Call query_graph again with one of the suggested nodes, or relate this node first."
+                    if similar
+                    else "Record relations with relate first."
+                ],
             )
-            return need
+            answers = await ask(ctx, need, key="graph-node") if similar else None
+            start = _text(answers.get("node")) if answers else ""
+            if not start:
+                return need
+            nodes, triples, capped, _ = await kb.call(store.neighbourhood, start, depth, predicate or None, limit)
+            if not triples:
+                return need
         payload = GraphResults(
             summary=f"{len(triples)} relations within {depth} hop{'s' if depth > 1 else ''} of {start}",
             node=start,

@@ -11,7 +11,7 @@ from typing import ClassVar
 import msgspec
 from msgspec import UNSET, UnsetType
 
-from ...presentation import Payload
+from ...presentation import Format, Payload
 from .models import Entry, Transaction, Triple
 
 __all__ = (
@@ -84,14 +84,17 @@ class EntryDeleted(Payload, tag="entryDeleted:v1"):
 
 
 class SearchEcho(msgspec.Struct, kw_only=True, rename="camel"):
-    """The query as understood: ``terms`` are the words of ``text`` that were matched."""
+    """The query as understood: ``terms`` are the words of ``text`` that were matched, ``format`` the format of
+    this answer (the argument, else the ``X-Response-Format`` header, else markdown). Filters not given are left
+    out."""
 
-    topic: str | None = None
-    text: str | None = None
+    topic: str | UnsetType = UNSET
+    text: str | UnsetType = UNSET
     terms: list[str] = msgspec.field(default_factory=list)
     tags: list[str] = msgspec.field(default_factory=list)
-    min_confidence: float | None = None
+    min_confidence: float | UnsetType = UNSET
     limit: int = 10
+    format: Format = "markdown"
 
 
 class EntrySearchResults(Payload, tag="entrySearchResults:v1"):
