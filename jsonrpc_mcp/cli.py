@@ -183,15 +183,17 @@ def _serve(args: argparse.Namespace) -> int:
         serve_http(server, host, port, path=args.path, **options)
         return 0
     if args.tcp:
+        from .transports._run import run
         from .transports.socket import serve_tcp
 
         host, port = args.tcp
-        anyio.run(serve_tcp, server, host, port)
+        run(serve_tcp, server, host, port)
         return 0
     if args.unix:
+        from .transports._run import run
         from .transports.socket import serve_unix
 
-        anyio.run(serve_unix, server, args.unix)
+        run(serve_unix, server, args.unix)
         return 0
     from .transports.stdio import run_stdio
 

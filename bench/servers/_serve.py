@@ -15,17 +15,15 @@ def main(server: Any, argv: list[str]) -> None:
 
         run_stdio(server)
     elif mode == "tcp":
-        import anyio
-
+        from jsonrpc_mcp.transports._run import run
         from jsonrpc_mcp.transports.socket import serve_tcp
 
-        anyio.run(serve_tcp, server, "127.0.0.1", int(argv[1]))
+        run(serve_tcp, server, "127.0.0.1", int(argv[1]))
     elif mode == "unix":
-        import anyio
-
+        from jsonrpc_mcp.transports._run import run
         from jsonrpc_mcp.transports.socket import serve_unix
 
-        anyio.run(serve_unix, server, argv[1])
+        run(serve_unix, server, argv[1])
     elif mode == "http":
         from jsonrpc_mcp.transports.http_serve import serve_http
 

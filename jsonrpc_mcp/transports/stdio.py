@@ -23,6 +23,7 @@ import anyio.to_thread
 from anyio.streams.stapled import StapledByteStream
 
 from ..jsonrpc.streams import Outgoing
+from ._run import run
 from .framing import DEFAULT_MAX_FRAME
 from .ndjson import NdjsonStream
 from .pipes import ThreadedPipeStream, pipe_byte_stream
@@ -59,7 +60,8 @@ def run_stdio(server: Server, *, max_frame: int = DEFAULT_MAX_FRAME, backend: st
     """Serve ``server`` on stdin/stdout until stdin is closed, starting the event loop only once it is needed.
 
     Frames are read in a plain blocking loop and answered by the session's dispatcher as they come, as its own read
-    loop would answer them; the event loop (``backend``), and asyncio's import with it, starts at the first thing
+    loop would answer them; the event loop (``backend``; on asyncio, uvloop's when it is installed), and asyncio's
+    import with it, starts at the first thing
     that needs it — a handler that has to wait, a notification handler's coroutine, work the server spawns into
     its sessions — and the dispatcher's read loop goes on from there. A client that only asks for what is answered
     at once (``initialize``, the listings, ``inline`` tools) never waits for an event loop to start.
@@ -90,7 +92,7 @@ def run_stdio(server: Server, *, max_frame: int = DEFAULT_MAX_FRAME, backend: st
     if not dispatcher.needs_tasks:  # the end of stdin, nothing left to do
         session.close()
         return
-    anyio.run(_serve_session, session, unread, backend=backend)
+    run(_serve_session, session, unread, backend=backend)
 
 
 async def _serve_session(session: ServerSession, unread: Sequence[bytes]) -> None:
