@@ -29,6 +29,9 @@ Comments before a block:
 
 ``<!-- not-run: REASON -->``
     the block is not run (say why: it installs software, runs the test suite itself, is a fragment...).
+``<!-- not-imported: REASON -->``
+    before a file block: the file is written and compiled, but not imported (it needs what the commands that
+    run it provide, an environment variable say).
 ``<!-- output -->``
     before a ``text`` block: the expected output of the block just before it (a python program, or an ``sh``
     block's commands). In expected output a line ``...`` stands for any lines, and ``...`` within a line for
@@ -67,7 +70,7 @@ DEFAULT_TIMEOUT = 60.0
 TEXT_LANGUAGES = frozenset({"text", "txt"})
 SHELL_LANGUAGES = frozenset({"sh", "bash", "shell"})
 PYTHON_LANGUAGES = frozenset({"python", "py"})
-DIRECTIVES = ("not-run", "output", "cwd", "timeout")
+DIRECTIVES = ("not-run", "not-imported", "output", "cwd", "timeout")
 
 _FENCE = re.compile(r"^(?P<indent>[ \t]*)(?P<fence>`{3,}|~{3,})[ \t]*(?P<info>[^`\n]*?)[ \t]*$")
 _DIRECTIVE = re.compile(r"^\s*<!--\s*(?P<name>" + "|".join(DIRECTIVES) + r")\b\s*:?\s*(?P<value>.*?)\s*-->\s*$")
@@ -370,8 +373,14 @@ class DocumentRun:
         target = self.workdir / name
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(self.ports.apply(block.code))
-        check = f"import runpy, sys; sys.path.insert(0, '.'); runpy.run_path({name!r}, run_name='__docs_check__')"
-        self._expect_success(block, [sys.executable, "-c", check], f"importing {name}")
+        if "not-imported" in block.directives:
+            if not block.directives["not-imported"]:
+                raise DocError(f"{block.where}: <!-- not-imported: REASON --> needs a reason")
+            check = f"import sys; compile(open({name!r}).read(), {name!r}, 'exec')"
+            self._expect_success(block, [sys.executable, "-c", check], f"compiling {name}")
+        else:
+            check = f"import runpy, sys; sys.path.insert(0, '.'); runpy.run_path({name!r}, run_name='__docs_check__')"
+            self._expect_success(block, [sys.executable, "-c", check], f"importing {name}")
         self.last_output = None
 
     def _run_python(self, block: Block) -> None:

@@ -214,9 +214,11 @@ def test_a_document_runs_its_blocks_in_order_in_one_folder(tmp_path: Path) -> No
         "<!-- output -->\n```text\nhello ...\n```\n\n"
         "```console\n$ python -c 'import greet; print(greet.hello(1))'\nhello 1\n```\n\n"
         '```json\n{"a": [1, 2]}\n```\n\n'
+        "<!-- not-imported: reads NAME -->\n```python\n# env.py\nimport os\nNAME = os.environ['NAME']\n```\n\n"
+        "```console\n$ NAME=x python -c 'import env; print(env.NAME)'\nx\n```\n\n"
         "<!-- not-run: would fail -->\n```sh\nfalse\n```\n"
     )
-    assert run_text(text, tmp_path) == 5
+    assert run_text(text, tmp_path) == 7
 
 
 @pytest.mark.parametrize(
@@ -224,6 +226,11 @@ def test_a_document_runs_its_blocks_in_order_in_one_folder(tmp_path: Path) -> No
     [
         ("```python\nraise SystemExit(3)\n```\n", r"page\.md:1: the program exited with status 3"),
         ("```python\n# broken.py\nimport no_such_module_here\n```\n", r"importing broken\.py exited with status 1"),
+        (
+            "<!-- not-imported: needs X -->\n```python\n# broken.py\ndef f(:\n```\n",
+            r"compiling broken\.py exited with status 1",
+        ),
+        ("<!-- not-imported: -->\n```python\n# a.py\nx = 1\n```\n", "needs a reason"),
         ("```sh\ntrue\nfalse\n```\n", r"`false` exited with status 1"),
         ("```sh\ncd /\n```\n", "would not last"),
         ("```console\n$ echo two\none\n```\n", "--- the page shows\n\\+\\+\\+ it printed\n@@ -1 \\+1 @@\n-one\n\\+two"),
