@@ -197,6 +197,8 @@ def _oauth(context: dict[str, Any], **options: Any) -> Any:
     "auth/iss-unexpected",
     "auth/iss-normalized",
     "auth/metadata-issuer-mismatch",
+    "auth/dpop",
+    "auth/dpop-nonce",
 )
 async def authorized(url: str, context: dict[str, Any]) -> None:
     async with Client.connect_http(url, auth=_oauth(context), **_options()) as client:
@@ -209,6 +211,51 @@ async def pre_registered(url: str, context: dict[str, Any]) -> None:
     auth = _oauth(context, client_id=context["client_id"], client_secret=context["client_secret"])
     async with Client.connect_http(url, auth=auth, **_options()) as client:
         await client.list_tools()
+
+
+@scenario("auth/client-credentials-basic", "auth/client-credentials-jwt")
+async def client_credentials(url: str, context: dict[str, Any]) -> None:
+    from jsonrpc_mcp.auth import OAuth
+    from jsonrpc_mcp.auth.oauth_grants import ClientCredentials
+
+    if "private_key_pem" in context:
+        grant = ClientCredentials(
+            context["client_id"],
+            private_key=context["private_key_pem"],
+            signing_algorithm=context.get("signing_algorithm"),
+        )
+    else:
+        grant = ClientCredentials(context["client_id"], context["client_secret"])
+    async with Client.connect_http(url, auth=OAuth(grant=grant), **_options()) as client:
+        await client.list_tools()
+
+
+@scenario("auth/wif-jwt-bearer")
+async def workload_identity(url: str, context: dict[str, Any]) -> None:
+    from jsonrpc_mcp.auth import OAuth
+    from jsonrpc_mcp.auth.oauth_grants import JwtBearer
+
+    grant = JwtBearer(context["valid_jwt"], client_id=context.get("client_id"))
+    async with Client.connect_http(url, auth=OAuth(grant=grant), **_options()) as client:
+        await client.list_tools()
+
+
+@scenario("auth/enterprise-managed-authorization")
+async def enterprise_managed(url: str, context: dict[str, Any]) -> None:
+    from jsonrpc_mcp.auth import OAuth
+    from jsonrpc_mcp.auth.oauth_grants import EnterpriseManaged
+
+    grant = EnterpriseManaged(
+        identity_assertion=context["idp_id_token"],
+        idp_token_endpoint=context["idp_token_endpoint"],
+        idp_client_id=context.get("idp_client_id"),
+        client_id=context["client_id"],
+        client_secret=context.get("client_secret"),
+    )
+    extension = {"extensions": {"io.modelcontextprotocol/enterprise-managed-authorization": {}}}
+    async with Client.connect_http(url, auth=OAuth(grant=grant), **_options(capabilities=extension)) as client:
+        await client.list_tools()
+        await client.call_tool("test-tool", {})
 
 
 async def run(name: str, url: str, context: dict[str, Any]) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from .errors import (
+    AuthorizationError,
     ConnectionClosed,
     InternalError,
     InvalidParams,
@@ -46,6 +47,7 @@ __all__ = (
     "ResourceNotFound",
     "RequestTimeout",
     "ConnectionClosed",
+    "AuthorizationError",
     "ToolError",
     "InputRequired",
     "MissingClientCapability",

@@ -122,6 +122,9 @@ def _parser() -> argparse.ArgumentParser:
         target.add_argument("--url", metavar="URL", help="Streamable HTTP endpoint")
         cmd.add_argument("rest", nargs=argparse.REMAINDER, help="[-- COMMAND...] METHOD [NAME] [JSON]")
         cmd.add_argument("--timeout", type=float, default=60.0)
+        from .auth.oauth_cli import add_arguments
+
+        add_arguments(cmd)
 
     from .checker import add_check_arguments
 
@@ -221,7 +224,9 @@ async def _connect(args: argparse.Namespace, command: list[str]) -> AsyncIterato
         async with Client.connect_unix(args.unix) as client:
             yield client
     elif args.url:
-        async with Client.connect_http(args.url) as client:
+        from .auth.oauth_cli import oauth_from_arguments
+
+        async with Client.connect_http(args.url, auth=oauth_from_arguments(args)) as client:
             yield client
     elif command:
         async with Client.connect_stdio(command) as client:
@@ -241,7 +246,7 @@ async def _client_command(args: argparse.Namespace) -> int:
     if args.command == "call" and not words:
         raise SystemExit("jsonrpc-mcp call: give METHOD [NAME] [JSON], e.g. tools/call add '{\"a\": 1}'")
     try:
-        with anyio.fail_after(args.timeout):
+        with anyio.fail_after(args.timeout) as args.deadline:  # authorization's time in the browser is not counted
             async with _connect(args, command) as client:
                 if args.command == "list":
                     _print(await _list_everything(client))

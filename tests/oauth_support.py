@@ -21,6 +21,9 @@ from typing import Any
 from urllib.parse import parse_qsl, unquote, urlencode, urlsplit
 
 from http_support import ServerThread, make_server
+from joserfc import jwt
+from joserfc.errors import JoseError
+from joserfc.jwk import ECKey, Key, import_key
 
 from jsonrpc_mcp.transports.http_asgi import McpAsgiApp
 
@@ -90,6 +93,9 @@ class AuthServer:
         registration_method: str | None = None,
         clients: Mapping[str, Mapping[str, Any]] | None = None,
         serve: bool = True,
+        dpop: bool = False,
+        dpop_nonce: str | None = None,
+        assertion_issuers: Mapping[str, Key] | None = None,
     ) -> None:
         """``serve=False``: not served on a port of its own (mounted in a ``ProtectedMcp`` on its origin: set
         ``origin``)."""
@@ -102,6 +108,11 @@ class AuthServer:
         self.methods = methods
         self.registration_method = registration_method
         self.clients: dict[str, dict[str, Any]] = {k: dict(v) for k, v in (clients or {}).items()}
+        #: DPoP (RFC 9449): proofs at the token endpoint bind tokens; with ``dpop_nonce`` a proof must carry it
+        self.dpop = dpop
+        self.dpop_nonce = dpop_nonce
+        #: JWT bearer grants: the issuer of an assertion -> the key its signature is checked with
+        self.assertion_issuers: dict[str, Key] = dict(assertion_issuers or {})
         self.codes: dict[str, dict[str, Any]] = {}
         self.tokens: dict[str, dict[str, Any]] = {}
         self.refresh: dict[str, dict[str, Any]] = {}
@@ -139,11 +150,19 @@ class AuthServer:
             "token_endpoint": self.issuer + "/token",
             "registration_endpoint": self.issuer + "/register",
             "response_types_supported": ["code"],
-            "grant_types_supported": ["authorization_code", "refresh_token"],
             "code_challenge_methods_supported": ["S256"],
             "token_endpoint_auth_methods_supported": list(self.methods),
             "authorization_response_iss_parameter_supported": True,
+            "grant_types_supported": [
+                "authorization_code",
+                "refresh_token",
+                "client_credentials",
+                "urn:ietf:params:oauth:grant-type:jwt-bearer",
+            ],
+            "token_endpoint_auth_signing_alg_values_supported": ["ES256", "RS256"],
         }
+        if self.dpop:
+            document["dpop_signing_alg_values_supported"] = ["ES256", "RS256"]
         for key, value in self.overrides.items():
             if value is None:
                 document.pop(key, None)
@@ -184,7 +203,8 @@ class AuthServer:
         if client is None and not query.get("client_id", "").startswith("https://"):
             await _respond(send, 400, "unknown client", text=True)
             return
-        if client is not None and redirect not in client.get("redirect_uris", [redirect]):
+        allowed = client.get("redirect_uris") if client is not None else None
+        if allowed is not None and redirect not in allowed:  # None: any (a pre-registered loopback client)
             await _respond(send, 400, "redirect_uri not registered", text=True)
             return
         answer: dict[str, str] = {}
@@ -216,6 +236,8 @@ class AuthServer:
         """(client_id, error) from the token request's client authentication."""
         auth = request.headers.get("authorization", "")
         form = request.form
+        if form.get("client_assertion_type") == "urn:ietf:params:oauth:client-assertion-type:jwt-bearer":
+            return self._assertion_client(form.get("client_assertion", ""))
         if auth.startswith("Basic "):
             client_id, _, secret = base64.b64decode(auth[6:]).decode().partition(":")
             client_id, secret, method = unquote(client_id), unquote(secret), "client_secret_basic"
@@ -232,13 +254,61 @@ class AuthServer:
             return None, f"the client authenticates with {client.get('method')}, not {method}"
         return client_id, None
 
+    def _assertion_client(self, assertion: str) -> tuple[str | None, str | None]:
+        """private_key_jwt (RFC 7523 §2.2): iss = sub = a client with a public key, aud = this issuer."""
+        try:
+            unverified = json.loads(base64.urlsafe_b64decode(assertion.split(".")[1] + "=="))
+            client = self.clients[unverified["iss"]]
+            claims = jwt.decode(assertion, client["public_key"], algorithms=["ES256", "RS256"]).claims
+        except (ValueError, KeyError, IndexError, JoseError) as exc:
+            return None, f"bad client assertion: {exc}"
+        if claims.get("sub") != claims["iss"] or claims.get("aud") != self.issuer:
+            return None, "client assertion with the wrong sub or aud"
+        return str(claims["iss"]), None
+
+    def _dpop_proof(self, request: Request) -> tuple[str | None, dict[str, Any] | None]:
+        """(the proof key's thumbprint, None) or (None, an error answer)."""
+        proof = request.headers.get("dpop")
+        if proof is None:
+            return None, None
+        try:
+            header = json.loads(base64.urlsafe_b64decode(proof.split(".")[0] + "=="))
+            key = import_key(header["jwk"])
+            claims = jwt.decode(proof, key, algorithms=["ES256", "RS256"]).claims
+        except (ValueError, KeyError, IndexError, JoseError) as exc:
+            return None, {"error": "invalid_dpop_proof", "error_description": str(exc)}
+        if (
+            header.get("typ") != "dpop+jwt"
+            or claims.get("htm") != "POST"
+            or claims.get("htu") != self.issuer + "/token"
+        ):
+            return None, {"error": "invalid_dpop_proof"}
+        if self.dpop_nonce is not None and claims.get("nonce") != self.dpop_nonce:
+            return None, {"error": "use_dpop_nonce"}
+        return key.thumbprint(), None
+
     async def _token(self, request: Request, send: Send) -> None:
         form = request.form
         client_id, error = self._client_of(request)
+        if client_id is None and form.get("grant_type") == "urn:ietf:params:oauth:grant-type:jwt-bearer":
+            client_id, error = "", None  # a JWT bearer grant needs no client authentication
         if client_id is None:
             await _respond(send, 401, {"error": "invalid_client", "error_description": error})
             return
-        if form.get("grant_type") == "authorization_code":
+        self.jkt = None
+        if self.dpop:
+            jkt, problem = self._dpop_proof(request)
+            if problem is not None:
+                await _respond(send, 400, problem, {"dpop-nonce": self.dpop_nonce or ""})
+                return
+            self.jkt = jkt
+        if form.get("grant_type") == "client_credentials":
+            await _respond(
+                send, 200, self._issue(client_id, form.get("scope", ""), form.get("resource"), refresh=False)
+            )
+        elif form.get("grant_type") == "urn:ietf:params:oauth:grant-type:jwt-bearer":
+            await self._jwt_bearer(form, client_id, send)
+        elif form.get("grant_type") == "authorization_code":
             grant = self.codes.pop(form.get("code", ""), None)
             if grant is None or grant["client_id"] != client_id or grant["redirect_uri"] != form.get("redirect_uri"):
                 await _respond(send, 400, {"error": "invalid_grant"})
@@ -259,13 +329,40 @@ class AuthServer:
         else:
             await _respond(send, 400, {"error": "unsupported_grant_type"})
 
-    def _issue(self, client_id: str, scope: str, resource: str | None) -> dict[str, Any]:
+    async def _jwt_bearer(self, form: dict[str, str], client_id: str, send: Send) -> None:
+        """RFC 7523 §2.1: an assertion from a trusted issuer, for this server (``aud``); an ID-JAG also names the
+        client it was issued to, which must be the one authenticating, and the resource."""
+        assertion = form.get("assertion", "")
+        try:
+            unverified = json.loads(base64.urlsafe_b64decode(assertion.split(".")[1] + "=="))
+            header = json.loads(base64.urlsafe_b64decode(assertion.split(".")[0] + "=="))
+            key = self.assertion_issuers[unverified["iss"]]
+            claims = jwt.decode(assertion, key, algorithms=["ES256", "RS256"]).claims
+        except (ValueError, KeyError, IndexError, JoseError) as exc:
+            await _respond(send, 400, {"error": "invalid_grant", "error_description": f"bad assertion: {exc}"})
+            return
+        if claims.get("aud") != self.issuer:
+            await _respond(send, 400, {"error": "invalid_grant", "error_description": "wrong audience"})
+            return
+        resource = form.get("resource")
+        if header.get("typ") == "oauth-id-jag+jwt":
+            if claims.get("client_id") != client_id:
+                await _respond(send, 400, {"error": "invalid_grant", "error_description": "not your ID-JAG"})
+                return
+            resource = claims.get("resource")
+        await _respond(
+            send, 200, self._issue(client_id or str(claims["sub"]), form.get("scope", ""), resource, refresh=False)
+        )
+
+    def _issue(self, client_id: str, scope: str, resource: str | None, *, refresh: bool = True) -> dict[str, Any]:
         token = "at-" + secrets.token_urlsafe(16)
-        self.tokens[token] = {"client_id": client_id, "scope": scope.split(), "resource": resource}
-        answer: dict[str, Any] = {"access_token": token, "token_type": "Bearer", "expires_in": self.token_lifetime}
+        jkt = getattr(self, "jkt", None)
+        self.tokens[token] = {"client_id": client_id, "scope": scope.split(), "resource": resource, "jkt": jkt}
+        answer: dict[str, Any] = {"access_token": token, "token_type": "DPoP" if jkt else "Bearer"}
+        answer["expires_in"] = self.token_lifetime
         if scope:
             answer["scope"] = scope
-        if self.refresh_tokens:
+        if self.refresh_tokens and refresh:
             refresh = "rt-" + secrets.token_urlsafe(16)
             self.refresh[refresh] = {"client_id": client_id, "scope": scope, "resource": resource}
             answer["refresh_token"] = refresh
@@ -307,8 +404,15 @@ class ProtectedMcp:
         challenge_scope: str | None = None,
         resource: str | None = None,
         accept: Callable[[str], bool] | None = None,
+        dpop_nonce: str | None = None,
+        dpop_challenge: bool | None = None,
     ) -> None:
         self.auth = auth
+        #: whether its 401 challenge is a DPoP one (None: when its authorization server does DPoP)
+        self.dpop_challenge = dpop_challenge
+        #: with a nonce, DPoP proofs must carry it (RFC 9449 §9); the jti of every proof seen (replays refused)
+        self.dpop_nonce = dpop_nonce
+        self.jtis: set[str] = set()
         self.scopes = dict(scopes or {})
         self.scopes_supported = scopes_supported
         self.prm = prm
@@ -385,10 +489,19 @@ class ProtectedMcp:
         request = Request(scope, body)
         self.requests.append(request)
         header = request.headers.get("authorization", "")
-        token = header[7:] if header.startswith("Bearer ") else None
-        granted = self._check(token)
-        if granted is None:
+        scheme, _, token = header.partition(" ")
+        granted = self._check(token or None, scheme, request)
+        if granted == "nonce":
+            challenge = f'DPoP error="use_dpop_nonce", {self._challenge()[7:]}'
+            headers = {"www-authenticate": challenge, "dpop-nonce": self.dpop_nonce or ""}
+            await _respond(send, 401, {"error": "use_dpop_nonce"}, headers)
+            return
+        if granted is None or isinstance(granted, str):
+            auth = self.current_auth()
             challenge = self._challenge(scope=self.challenge_scope)
+            dpop = self.dpop_challenge if self.dpop_challenge is not None else (auth is not None and auth.dpop)
+            if dpop:
+                challenge = "DPoP " + challenge[7:]
             await _respond(send, 401, {"error": "invalid_token"}, {"www-authenticate": challenge})
             return
         needed = self._needed(request)
@@ -408,9 +521,10 @@ class ProtectedMcp:
 
         await self.inner(scope, replay, send)
 
-    def _check(self, token: str | None) -> list[str] | None:
-        """The scopes of a valid token for this server (None: not valid here)."""
-        if token is None:
+    def _check(self, token: str | None, scheme: str, request: Request) -> list[str] | str | None:
+        """The scopes of a valid token for this server (None: not valid here; "nonce": a DPoP proof without the
+        nonce asked for)."""
+        if token is None or scheme not in ("Bearer", "DPoP"):
             return None
         if self.accept is not None:
             return [] if self.accept(token) else None
@@ -421,7 +535,32 @@ class ProtectedMcp:
         resource = grant["resource"]
         if resource is not None and not self.url.startswith(resource):
             return None  # a token for another resource (RFC 8707)
+        if grant.get("jkt") is not None or scheme == "DPoP":
+            verdict = self._check_proof(token, grant.get("jkt"), request)
+            if verdict is not None:
+                return verdict
         return list(grant["scope"])
+
+    def _check_proof(self, token: str, jkt: str | None, request: Request) -> str | None:
+        """None when the request's DPoP proof binds it to the token's key, else why not (RFC 9449 §4.3, §7)."""
+        proof = request.headers.get("dpop")
+        if proof is None or jkt is None or not request.headers.get("authorization", "").startswith("DPoP "):
+            return "unbound"
+        try:
+            header = json.loads(base64.urlsafe_b64decode(proof.split(".")[0] + "=="))
+            key = import_key(header["jwk"])
+            claims = jwt.decode(proof, key, algorithms=["ES256", "RS256"]).claims
+        except (ValueError, KeyError, IndexError, JoseError):
+            return "bad proof"
+        ath = base64.urlsafe_b64encode(hashlib.sha256(token.encode()).digest()).rstrip(b"=").decode()
+        if key.thumbprint() != jkt or claims.get("ath") != ath or claims.get("jti") in self.jtis:
+            return "bad proof"
+        if claims.get("htm") != request.method or claims.get("htu") != self.url:
+            return "bad proof"
+        self.jtis.add(str(claims.get("jti")))
+        if self.dpop_nonce is not None and claims.get("nonce") != self.dpop_nonce:
+            return "nonce"
+        return None
 
     def _needed(self, request: Request) -> list[str]:
         if not request.body:
@@ -443,3 +582,54 @@ class ProtectedMcp:
 
 def redirect_target(location: str) -> dict[str, str]:
     return dict(parse_qsl(urlsplit(location).query))
+
+
+class IdentityProvider:
+    """An enterprise identity provider's token endpoint for the identity assertion grant (ID-JAG): an RFC 8693
+    token exchange of a known ID token for an ID-JAG (``typ: oauth-id-jag+jwt``) naming the authorization server
+    (``aud``), the resource and the client it is for, signed with its key (which ``AuthServer`` trusts)."""
+
+    def __init__(self, id_token: str, client_of_as: str) -> None:
+        self.id_token = id_token
+        self.client_of_as = client_of_as
+        self.key = ECKey.generate_key("P-256")
+        self.requests: list[Request] = []
+        self.thread = ServerThread(self, lifespan="off")
+
+    @property
+    def issuer(self) -> str:
+        return f"http://127.0.0.1:{self.thread.port}"
+
+    def stop(self) -> None:
+        self.thread.stop()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            return
+        request = Request(scope, await _body(receive))
+        self.requests.append(request)
+        form = request.form
+        if (
+            request.path != "/token"
+            or form.get("grant_type") != "urn:ietf:params:oauth:grant-type:token-exchange"
+            or form.get("requested_token_type") != "urn:ietf:params:oauth:token-type:id-jag"
+            or form.get("subject_token_type") != "urn:ietf:params:oauth:token-type:id_token"
+            or not form.get("audience")
+            or not form.get("resource")
+        ):
+            await _respond(send, 400, {"error": "invalid_request"})
+            return
+        if form.get("subject_token") != self.id_token:
+            await _respond(send, 400, {"error": "invalid_grant"})
+            return
+        claims = {
+            "iss": self.issuer,
+            "sub": "alice",
+            "aud": form["audience"],
+            "resource": form["resource"],
+            "client_id": self.client_of_as,
+            "jti": secrets.token_urlsafe(8),
+        }
+        id_jag = jwt.encode({"alg": "ES256", "typ": "oauth-id-jag+jwt"}, claims, self.key)
+        answer = {"access_token": id_jag, "issued_token_type": "urn:ietf:params:oauth:token-type:id-jag"}
+        await _respond(send, 200, {**answer, "token_type": "N_A"})

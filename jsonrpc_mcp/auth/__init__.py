@@ -42,13 +42,29 @@ __all__ = (
     "MemoryTokenStore",
     "FileTokenStore",
     "client_metadata_document",
+    "ClientAuth",
+    "ClientCredentials",
+    "JwtBearer",
+    "EnterpriseManaged",
+    "PrivateKeyJwt",
+    "DPoPKey",
 )
 
 if TYPE_CHECKING:
     from .introspection import IntrospectionVerifier
     from .jwt import JwksCache, JwtVerifier
-    from .oauth_client import AuthorizationCode, ClientRegistration, Grant, GrantContext, OAuth, StoredToken
+    from .oauth_client import (
+        AuthorizationCode,
+        ClientAuth,
+        ClientRegistration,
+        Grant,
+        GrantContext,
+        OAuth,
+        StoredToken,
+    )
     from .oauth_consent import Consent, HeadlessConsent, LoopbackConsent
+    from .oauth_dpop import DPoPKey
+    from .oauth_grants import ClientCredentials, EnterpriseManaged, JwtBearer, PrivateKeyJwt
     from .oauth_store import FileTokenStore, MemoryTokenStore, TokenStore
     from .oauth_wire import client_metadata_document
     from .principal import (
@@ -85,6 +101,12 @@ _WHERE = {
     "MemoryTokenStore": "oauth_store",
     "FileTokenStore": "oauth_store",
     "client_metadata_document": "oauth_wire",
+    "ClientAuth": "oauth_client",
+    "ClientCredentials": "oauth_grants",
+    "JwtBearer": "oauth_grants",
+    "EnterpriseManaged": "oauth_grants",
+    "PrivateKeyJwt": "oauth_grants",
+    "DPoPKey": "oauth_dpop",
 }
 
 
@@ -95,7 +117,7 @@ def __getattr__(name: str) -> Any:
     try:
         value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
     except ImportError as exc:
-        extra = "http" if module.startswith("oauth_") else "auth"
+        extra = "auth" if module in ("oauth_dpop", "oauth_grants") or not module.startswith("oauth_") else "http"
         raise ImportError(
             f"jsonrpc_mcp.auth.{name} needs the {extra} extra: pip install 'jsonrpc-mcp[{extra}]' ({exc})"
         ) from exc

@@ -40,7 +40,7 @@ import hmac
 import logging
 import time
 from collections.abc import AsyncGenerator, Generator, Mapping, Sequence
-from typing import Any, Final, Protocol
+from typing import TYPE_CHECKING, Any, Final, Protocol
 from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
 import anyio
@@ -54,6 +54,9 @@ except ImportError:  # pragma: no cover - the http extra is missing
     ) from None
 
 from ..errors import AuthorizationError
+
+if TYPE_CHECKING:
+    from .oauth_dpop import DPoPKey
 from .oauth_consent import Consent, LoopbackConsent, check_redirect_uri
 from .oauth_store import MemoryTokenStore, TokenStore
 from .oauth_wire import (
@@ -63,6 +66,7 @@ from .oauth_wire import (
     TokenResponse,
     authorization_server_metadata_urls,
     canonical_resource,
+    choose_dpop_algorithm,
     decode_json_object,
     is_client_metadata_url,
     is_secure_endpoint,
@@ -76,7 +80,7 @@ from .oauth_wire import (
     split_scopes,
 )
 
-__all__ = ("OAuth", "Grant", "AuthorizationCode", "StoredToken", "ClientRegistration")
+__all__ = ("OAuth", "Grant", "GrantContext", "AuthorizationCode", "StoredToken", "ClientRegistration", "ClientAuth")
 
 logger = logging.getLogger(__name__)
 
@@ -99,6 +103,7 @@ class StoredToken(msgspec.Struct, kw_only=True, omit_defaults=True):
     resource: str | None = None  # the RFC 8707 resource indicator it was asked for (None: not sent)
     issuer: str
     token_endpoint: str | None = None
+    jkt: str | None = None  # the thumbprint of the DPoP key a DPoP token is bound to
 
     def expired(self, now: float | None = None) -> bool:
         if self.expires_at is None:
@@ -106,8 +111,18 @@ class StoredToken(msgspec.Struct, kw_only=True, omit_defaults=True):
         return (time.time() if now is None else now) >= self.expires_at - _EXPIRY_MARGIN
 
 
+class ClientAuth(Protocol):
+    """Client authentication at a token endpoint: adds what proves the client to the form or the headers."""
+
+    def apply(self, form: dict[str, str], headers: dict[str, str], issuer: str, offered: list[str] | None) -> None:
+        """``issuer``: the audience of an assertion; ``offered``: the server's signing algorithms for one."""
+        ...
+
+
 class ClientRegistration(msgspec.Struct, kw_only=True, omit_defaults=True):
-    """A client known to one authorization server (``issuer``; None for a portable client ID metadata URL)."""
+    """A client known to one authorization server (``issuer``; None for a portable client ID metadata URL), and its
+    authentication at the token endpoint (RFC 6749 §2.3.1): ``client_secret_basic`` (the id and secret
+    form-encoded, then Basic), ``client_secret_post``, or ``none`` (the id in the form)."""
 
     client_id: str
     client_secret: str | None = None
@@ -120,6 +135,17 @@ class ClientRegistration(msgspec.Struct, kw_only=True, omit_defaults=True):
         expires = self.client_secret_expires_at
         return bool(expires) and time.time() >= float(expires or 0)
 
+    def apply(self, form: dict[str, str], headers: dict[str, str], issuer: str, offered: list[str] | None) -> None:
+        method = self.token_endpoint_auth_method
+        if method == "client_secret_basic" and self.client_secret is not None:
+            pair = f"{quote(self.client_id, safe='')}:{quote(self.client_secret, safe='')}"
+            headers["Authorization"] = "Basic " + base64.b64encode(pair.encode()).decode("ascii")
+        elif method == "client_secret_post" and self.client_secret is not None:
+            form["client_id"] = self.client_id
+            form["client_secret"] = self.client_secret
+        else:
+            form["client_id"] = self.client_id
+
 
 class _Target(msgspec.Struct, kw_only=True):
     """What discovery found: the authorization server to use, and the resource to ask tokens for."""
@@ -130,6 +156,7 @@ class _Target(msgspec.Struct, kw_only=True):
     resource: str | None  # the RFC 8707 resource indicator (None on the 2025-03-26 path)
     scopes_supported: list[str] | None
     legacy: bool
+    dpop: str | None = None  # the algorithm of DPoP proofs, when tokens are to be DPoP-bound
 
 
 class _Tries:
@@ -155,17 +182,27 @@ class _ServerState:
         self.token: StoredToken | None = None
         self.target: _Target | None = None
         self.requested: list[str] = []
+        self.dpop_nonce: str | None = None  # the last DPoP-Nonce the server gave (RFC 9449 §9)
 
 
 class GrantContext:
     """What a :class:`Grant` works with: the authorization server found, the scope and resource to ask for, an
     HTTP client for the authorization server, and the token request helper (client authentication included)."""
 
-    def __init__(self, oauth: OAuth, http: httpx.AsyncClient, target: _Target, scope: str | None) -> None:
+    def __init__(
+        self,
+        oauth: OAuth,
+        http: httpx.AsyncClient,
+        target: _Target,
+        scope: str | None,
+        dpop: DPoPKey | None = None,
+    ) -> None:
         self.oauth = oauth
         self.http = http
         self.target = target
         self.scope = scope
+        #: the key token requests carry DPoP proofs of (None: tokens are not DPoP-bound)
+        self.dpop = dpop
 
     @property
     def issuer(self) -> str:
@@ -186,9 +223,18 @@ class GrantContext:
         return endpoint
 
     async def token_request(
-        self, form: Mapping[str, str], client: ClientRegistration | None, *, step: str = "token request"
+        self, form: Mapping[str, str], client: ClientAuth | None, *, step: str = "token request"
     ) -> TokenResponse:
-        return await self.oauth._token_request(self.http, self.token_endpoint(), dict(form), client, step, self.issuer)
+        return await self.oauth._token_request(
+            self.http,
+            self.token_endpoint(),
+            dict(form),
+            client,
+            step,
+            self.issuer,
+            offered=self.metadata.token_endpoint_auth_signing_alg_values_supported,
+            dpop=self.dpop,
+        )
 
 
 class Grant(Protocol):
@@ -200,7 +246,7 @@ class Grant(Protocol):
 
     async def obtain(self, context: GrantContext) -> TokenResponse: ...
 
-    def client_for_refresh(self, oauth: OAuth, issuer: str) -> ClientRegistration | None:
+    def client_for_refresh(self, oauth: OAuth, issuer: str) -> ClientAuth | None:
         """The client that refreshes tokens of ``issuer`` without new registration (None: not known here)."""
         ...
 
@@ -250,7 +296,7 @@ class AuthorizationCode:
             form["resource"] = target.resource
         return await context.token_request(form, client)
 
-    def client_for_refresh(self, oauth: OAuth, issuer: str) -> ClientRegistration | None:
+    def client_for_refresh(self, oauth: OAuth, issuer: str) -> ClientAuth | None:
         return None
 
 
@@ -331,6 +377,9 @@ class OAuth(httpx.Auth):
     :param consent: how the user's consent is obtained (:class:`~jsonrpc_mcp.auth.LoopbackConsent` by default).
     :param grant: how tokens are obtained (:class:`AuthorizationCode` by default; see the extensions).
     :param max_step_ups: new authorizations for more scope (403 ``insufficient_scope``) per request.
+    :param dpop: DPoP-bound tokens (RFC 9449; needs the ``auth`` extra): by default (None) when the resource asks
+        for them and its authorization server supports them; ``True`` whenever the authorization server supports
+        them (an error if it does not); ``False`` never. ``dpop_algorithm``: the proofs' JWS algorithm (ES256).
     :param verify: TLS verification for the authorization server (``httpx`` ``verify``).
     :param timeout: for each request to the authorization server, seconds.
     """
@@ -355,6 +404,8 @@ class OAuth(httpx.Auth):
         consent: Consent | None = None,
         grant: Grant | None = None,
         max_step_ups: int = 2,
+        dpop: bool | None = None,
+        dpop_algorithm: str = "ES256",
         verify: Any = True,
         timeout: float = 30.0,
     ) -> None:
@@ -382,6 +433,10 @@ class OAuth(httpx.Auth):
         self.max_step_ups = max_step_ups
         self.verify = verify
         self.timeout = timeout
+        self.dpop = dpop
+        self.dpop_algorithm = dpop_algorithm
+        self._dpop_key: DPoPKey | None = None
+        self._as_nonces: dict[str, str] = {}  # the last DPoP-Nonce of each authorization server (RFC 9449 §8)
         self._servers: dict[str, _ServerState] = {}
 
     @property
@@ -399,15 +454,23 @@ class OAuth(httpx.Auth):
     async def async_auth_flow(self, request: httpx.Request) -> AsyncGenerator[httpx.Request, httpx.Response]:
         state = self._state(str(request.url))
         token = await self._usable_token(state, str(request.url))
-        self._sign(request, token)
+        self._sign(request, token, state)
         response = yield request
         tries = _Tries()
         while True:
+            nonce = response.headers.get("dpop-nonce")
+            if nonce:
+                state.dpop_nonce = nonce
             problem = _problem(response)
             if problem is None:
                 return
-            token = await self._recover(state, request, response, problem, token, tries)
-            self._sign(request, token)
+            if problem == "dpop_nonce":  # the same token again, with a proof carrying the server's nonce
+                tries.nonces += 1
+                if tries.nonces > _MAX_NONCE_RETRIES or token is None or token.jkt is None:
+                    return
+            else:
+                token = await self._recover(state, request, response, problem, token, tries)
+            self._sign(request, token, state)
             response = yield request
 
     # --- tokens ----------------------------------------------------------------------------------------------
@@ -445,12 +508,26 @@ class OAuth(httpx.Auth):
             token = state.token
         if token is None or token.expired() or not resource_covers(token.url, url):
             return None
+        if token.jkt is not None:
+            key = self._dpop_key
+            if key is None or key.thumbprint != token.jkt:
+                key = await self._load_dpop_key(None)
+            if key is None or key.thumbprint != token.jkt:
+                return None  # bound to a key this client no longer has
         return token
 
-    def _sign(self, request: httpx.Request, token: StoredToken | None) -> None:
+    def _sign(self, request: httpx.Request, token: StoredToken | None, state: _ServerState) -> None:
         if token is None:
             return
-        request.headers["Authorization"] = f"Bearer {token.access_token}"
+        if token.jkt is None:
+            request.headers["Authorization"] = f"Bearer {token.access_token}"
+            return
+        key = self._dpop_key
+        assert key is not None and key.thumbprint == token.jkt
+        request.headers["Authorization"] = f"DPoP {token.access_token}"
+        request.headers["DPoP"] = key.proof(
+            request.method, str(request.url), access_token=token.access_token, nonce=state.dpop_nonce
+        )
 
     async def _save(self, state: _ServerState, token: StoredToken | None) -> None:
         state.token = token
@@ -460,17 +537,28 @@ class OAuth(httpx.Auth):
             await self.store.save(state.key, msgspec.to_builtins(token))
 
     def _stored(
-        self, response: TokenResponse, target: _Target, scope: str | None, old: StoredToken | None
+        self,
+        response: TokenResponse,
+        target: _Target,
+        scope: str | None,
+        old: StoredToken | None,
+        dpop: DPoPKey | None,
     ) -> StoredToken:
-        token_type = response.token_type
-        if token_type.lower() != "bearer":
+        token_type = response.token_type.lower()
+        if token_type == "dpop" and dpop is not None:
+            jkt: str | None = dpop.thumbprint
+        elif token_type == "bearer":
+            jkt = None  # an authorization server may answer a DPoP proof with a Bearer token (RFC 9449 §5)
+        else:
             raise AuthorizationError(
-                "token request", f"{target.issuer} issued a token of type {token_type!r}, which this client cannot use"
+                "token request",
+                f"{target.issuer} issued a token of type {response.token_type!r}, which this client cannot use",
             )
         lifetime = response.lifetime()
         return StoredToken(
             access_token=response.access_token,
-            token_type="Bearer",
+            token_type="DPoP" if jkt is not None else "Bearer",
+            jkt=jkt,
             expires_at=time.time() + lifetime if lifetime is not None else None,
             refresh_token=response.refresh_token or (old.refresh_token if old is not None else None),
             scope=response.scope if response.scope is not None else (scope or (old.scope if old else None)),
@@ -563,8 +651,9 @@ class OAuth(httpx.Auth):
         self, http: httpx.AsyncClient, state: _ServerState, target: _Target, scope: str | None
     ) -> StoredToken:
         logger.info("authorizing with %s for %s", target.issuer, target.url)
-        response = await self.grant.obtain(GrantContext(self, http, target, scope))
-        token = self._stored(response, target, scope, None)
+        key = await self._load_dpop_key(target.dpop) if target.dpop is not None else None
+        response = await self.grant.obtain(GrantContext(self, http, target, scope, key))
+        token = self._stored(response, target, scope, None, key)
         await self._save(state, token)
         logger.info("authorized with %s (scope: %s)", target.issuer, token.scope or "not said")
         return token
@@ -582,8 +671,14 @@ class OAuth(httpx.Auth):
         form = {"grant_type": "refresh_token", "refresh_token": token.refresh_token}
         if token.resource is not None:
             form["resource"] = token.resource
+        key = None
+        if token.jkt is not None:  # a DPoP-bound refresh token needs a proof by the same key
+            key = await self._load_dpop_key(None)
+            if key is None or key.thumbprint != token.jkt:
+                await self._save(state, None)
+                return None
         try:
-            response = await self._token_request(http, endpoint, form, client, "token refresh", token.issuer)
+            response = await self._token_request(http, endpoint, form, client, "token refresh", token.issuer, dpop=key)
         except AuthorizationError as exc:
             logger.info("refreshing the token failed (%s): authorizing again", exc.reason)
             await self._save(state, None)
@@ -597,7 +692,7 @@ class OAuth(httpx.Auth):
                 scopes_supported=None,
                 legacy=token.resource is None,
             )
-        refreshed = self._stored(response, target, token.scope, token)
+        refreshed = self._stored(response, target, token.scope, token, key)
         await self._save(state, refreshed)
         logger.info("refreshed the token from %s", token.issuer)
         return refreshed
@@ -658,8 +753,55 @@ class OAuth(httpx.Auth):
             target = await self._legacy_target(http, server_url, mcp_headers)
         else:
             target = await self._prm_target(http, server_url, prm, prm_url)
+        target.dpop = self._dpop_algorithm(target, challenge, prm)
         state.target = target
         return target
+
+    def _dpop_algorithm(
+        self, target: _Target, challenge: Challenge | None, prm: ProtectedResourceMetadata | None
+    ) -> str | None:
+        """Whether (and with which algorithm) tokens are to be DPoP-bound: with ``dpop=True`` whenever the
+        authorization server supports it; by default (``dpop=None``) when it does and the resource asks for it (a
+        ``DPoP`` challenge, or DPoP fields in its metadata); never with ``dpop=False``."""
+        if self.dpop is False:
+            return None
+        offered = target.metadata.dpop_signing_alg_values_supported
+        algorithm = choose_dpop_algorithm(offered, self.dpop_algorithm) if offered else None
+        required = prm is not None and prm.dpop_bound_access_tokens_required
+        asked = (challenge is not None and challenge.scheme == "dpop") or (
+            prm is not None and (required or prm.dpop_signing_alg_values_supported is not None)
+        )
+        if algorithm is None and (self.dpop is True or required):
+            raise AuthorizationError(
+                "authorization server metadata",
+                f"{target.issuer} does not offer DPoP with an algorithm this client signs with "
+                f"(dpop_signing_alg_values_supported: {', '.join(offered or []) or 'none'})",
+            )
+        return algorithm if (self.dpop is True or asked) else None
+
+    async def _load_dpop_key(self, algorithm: str | None) -> DPoPKey | None:
+        """The DPoP key: kept in memory, in the store (so that stored tokens stay usable), or made now (when an
+        ``algorithm`` is given; None: only an existing key)."""
+        from .oauth_dpop import DPoPKey
+
+        key = self._dpop_key
+        if key is not None and algorithm in (None, key.algorithm):
+            return key
+        raw = await self.store.load("dpop key")
+        if raw is not None and isinstance(raw.get("jwk"), dict) and algorithm in (None, raw.get("alg")):
+            try:
+                key = DPoPKey(str(raw.get("alg")), private_jwk=raw["jwk"])
+            except (ValueError, TypeError, KeyError):
+                key = None
+            if key is not None:
+                self._dpop_key = key
+                return key
+        if algorithm is None:
+            return None
+        key = DPoPKey(algorithm)
+        await self.store.save("dpop key", {"alg": algorithm, "jwk": key.private_jwk()})
+        self._dpop_key = key
+        return key
 
     async def _prm_target(
         self, http: httpx.AsyncClient, server_url: str, prm: ProtectedResourceMetadata, prm_url: str
@@ -796,7 +938,7 @@ class OAuth(httpx.Auth):
             return None
         return client
 
-    async def _known_client(self, issuer: str) -> ClientRegistration | None:
+    async def _known_client(self, issuer: str) -> ClientAuth | None:
         """The client that obtained tokens from ``issuer`` (for refreshing them)."""
         if self.client_id is not None:
             return self._preregistered(issuer, None) if self.client_issuer in (None, issuer) else None
@@ -899,40 +1041,40 @@ class OAuth(httpx.Auth):
 
     # --- the token endpoint ------------------------------------------------------------------------------------
 
-    def _authenticate(
-        self, form: dict[str, str], headers: dict[str, str], client: ClientRegistration | None, issuer: str
-    ) -> None:
-        """Client authentication at the token endpoint (RFC 6749 §2.3.1)."""
-        if client is None:
-            return
-        method = client.token_endpoint_auth_method
-        if method == "client_secret_basic" and client.client_secret is not None:
-            pair = f"{quote(client.client_id, safe='')}:{quote(client.client_secret, safe='')}"
-            headers["Authorization"] = "Basic " + base64.b64encode(pair.encode()).decode("ascii")
-        elif method == "client_secret_post" and client.client_secret is not None:
-            form["client_id"] = client.client_id
-            form["client_secret"] = client.client_secret
-        else:
-            form["client_id"] = client.client_id
-
     async def _token_request(
         self,
         http: httpx.AsyncClient,
         endpoint: str,
         form: dict[str, str],
-        client: ClientRegistration | None,
+        client: ClientAuth | None,
         step: str,
         issuer: str,
+        *,
+        offered: list[str] | None = None,
+        dpop: DPoPKey | None = None,
     ) -> TokenResponse:
+        """POST a token request (client authentication, a DPoP proof when ``dpop``; one retry with the server's
+        nonce after ``use_dpop_nonce``, RFC 9449 §8) and read the token response."""
         if not is_secure_endpoint(endpoint):
             raise AuthorizationError(step, f"the token endpoint {endpoint} is neither HTTPS nor on loopback: refused")
-        headers = {"Accept": "application/json"}
-        self._authenticate(form, headers, client, issuer)
-        try:
-            response = await http.post(endpoint, data=form, headers=headers)
-        except httpx.HTTPError as exc:
-            raise AuthorizationError(step, f"{endpoint} could not be reached ({type(exc).__name__})") from None
-        document = decode_json_object(response.content[:_MAX_BODY])
+        for attempt in range(2):
+            headers = {"Accept": "application/json"}
+            body = dict(form)
+            if client is not None:
+                client.apply(body, headers, issuer, offered)
+            if dpop is not None:
+                headers["DPoP"] = dpop.proof("POST", endpoint, nonce=self._as_nonces.get(issuer))
+            try:
+                response = await http.post(endpoint, data=body, headers=headers)
+            except httpx.HTTPError as exc:
+                raise AuthorizationError(step, f"{endpoint} could not be reached ({type(exc).__name__})") from None
+            document = decode_json_object(response.content[:_MAX_BODY])
+            nonce = response.headers.get("dpop-nonce")
+            if dpop is not None and nonce:
+                self._as_nonces[issuer] = nonce
+                if attempt == 0 and response.status_code == 400 and (document or {}).get("error") == "use_dpop_nonce":
+                    continue
+            break
         if response.status_code != 200 or document is None:
             raise AuthorizationError(step, f"{endpoint} refused: {_error_text(response, document)}")
         try:
@@ -955,6 +1097,9 @@ def _problem(response: httpx.Response) -> str | None:
     nothing."""
     status = response.status_code
     if status == 401:
+        challenge = _challenge(response)
+        if challenge is not None and challenge.get("error") == "use_dpop_nonce" and response.headers.get("dpop-nonce"):
+            return "dpop_nonce"
         return "unauthorized"
     if status == 403:
         challenge = _challenge(response)

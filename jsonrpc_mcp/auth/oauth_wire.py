@@ -36,6 +36,8 @@ __all__ = (
     "decode_json_object",
     "is_client_metadata_url",
     "client_metadata_document",
+    "DPOP_ALGORITHMS",
+    "choose_dpop_algorithm",
 )
 
 _DEFAULT_PORTS: Final = {"http": 80, "https": 443}
@@ -88,6 +90,7 @@ class TokenResponse(msgspec.Struct, kw_only=True):
     expires_in: int | float | str | None = None
     refresh_token: str | None = None
     scope: str | None = None
+    issued_token_type: str | None = None  # RFC 8693 token exchange answers
 
     def lifetime(self) -> float | None:
         """``expires_in`` in seconds, or None when absent or unreadable."""
@@ -243,6 +246,18 @@ def authorization_server_metadata_urls(issuer: str) -> list[str]:
         f"{base}/.well-known/openid-configuration{path}",
         f"{base}{path}/.well-known/openid-configuration",
     ]
+
+
+#: The JWS algorithms this client signs DPoP proofs with (never ``none`` or HMAC: RFC 9449 §4.2)
+DPOP_ALGORITHMS: Final = ("ES256", "ES384", "ES512", "RS256", "PS256")
+
+
+def choose_dpop_algorithm(offered: Sequence[str], preferred: str = "ES256") -> str | None:
+    """The DPoP proof algorithm to use given a server's ``dpop_signing_alg_values_supported``: ``preferred`` when
+    offered, else the first of ours it offers, else None."""
+    if preferred in offered and preferred in DPOP_ALGORITHMS:
+        return preferred
+    return next((alg for alg in DPOP_ALGORITHMS if alg in offered), None)
 
 
 def pkce_pair() -> tuple[str, str]:
