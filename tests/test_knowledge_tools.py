@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from test_knowledge_helpers import ERAS, HANDSHAKE, knowledge, mime, texts
 
-from jsonrpc_mcp import types
+from jsonrpc_mcp import RpcError, types
 
 pytestmark = pytest.mark.anyio
 
@@ -238,7 +238,10 @@ async def test_query_by_topic_text_tags_and_confidence(db: Path) -> None:
         assert confident["total"] == 1
         limited = await kb.call("query", topic="o", limit=1)
         assert limited["total"] == 3 and len(limited["entries"]) == 1
-        assert limited["nextSteps"][0].startswith("2 more match: raise limit or read knowledge://entries?topic=o")
+        assert limited["nextSteps"] == [
+            "2 more match: call again with limit=3, or read knowledge://entries?topic=o "
+            "(every match, a page at a time)."
+        ]
         none = await kb.call("query", text="haskell")
         assert (none["status"], none["total"], none["entries"]) == ("info", 0, [])
 
@@ -305,21 +308,82 @@ async def test_every_error_and_needs_input_carries_a_next_step(db: Path) -> None
         ]
 
 
-async def test_a_big_query_result_is_cut_with_a_link_to_the_full_resource(db: Path) -> None:
+async def test_the_inline_budget_never_cuts_the_machine_contract(db: Path) -> None:
+    """12 facts of ~100 characters, limit 10, format json: 10 entries whole (it used to be 5 of 12 cut to fit);
+    long facts come back whole in structuredContent and the JSON block, only the markdown preview is short, and
+    saying so; an update from what query returned saves the whole text."""
+    async with knowledge(db) as kb:
+        for i in range(12):
+            await kb.store("bulk", f"fact number {i:02} " + "padding " * 11)
+        as_json = await kb.result("query", topic="bulk", limit=10, format="json")
+        data = as_json.structured_content
+        assert (data["truncated"], data["total"], len(data["entries"])) == (False, 12, 10)
+        assert json.loads(texts(as_json)[0].text) == data
+        assert data["fullResult"] == "knowledge://entries?topic=bulk"
+        long = "A long fact. " + "word " * 400
+        stored = (await kb.store("long", long))["entry"]
+        both = await kb.result("query", topic="long", format="both")
+        markdown, *_, json_block = texts(both)
+        (entry,) = both.structured_content["entries"]
+        assert (
+            entry["content"] == long.strip()
+            and json.loads(json_block.text)["entries"][0]["content"] == entry["content"]
+        )
+        assert "—" in markdown.text and "…" in markdown.text and long.strip() not in markdown.text
+        assert "the structured result has them whole" in markdown.text
+        await kb.call("update", id=stored["id"], content=entry["content"], confidence=0.5)
+        assert (await kb.read(f"knowledge://entries/{stored['id']}"))["item"]["content"] == long.strip()
+
+
+async def test_a_big_query_result_previews_its_markdown_and_links_the_full_resource(db: Path) -> None:
     async with knowledge(db) as kb:
         for i in range(30):
             await kb.store("bulk", f"fact number {i} " + "padding " * 40)
         result = await kb.result("query", topic="bulk", limit=30, format="both")
         data = result.structured_content
-        assert data["truncated"] is True and data["total"] == 30
-        assert 0 < len(data["entries"]) < 30
+        assert data["truncated"] is False and data["total"] == 30 and len(data["entries"]) == 30
         links = [c for c in result.content if isinstance(c, types.ResourceLink)]
         assert [link.uri for link in links] == ["knowledge://entries?topic=bulk"]
-        assert "Read knowledge://entries?topic=bulk for the full result." in data["nextSteps"]
-        for block in texts(result):
-            assert len(block.text) < 2300
+        markdown = texts(result)[0]
+        assert len(markdown.text) <= 2000
+        assert (
+            "of the 30 entries shown; all 30 in the JSON block below, and at `knowledge://entries?topic=bulk`"
+            in markdown.text
+        )
         full = await kb.read("knowledge://entries?topic=bulk&limit=200")
         assert len(full["items"]) == 30
+
+
+async def test_past_the_data_limit_whole_entries_are_left_out_and_named(db: Path) -> None:
+    async with knowledge(db) as kb:
+        for i in range(20):
+            await kb.store("huge", f"{i:02} " + "z" * 19_990)  # 20 x 20,000 characters: over 256 KiB of JSON
+        result = await kb.result("query", topic="huge", limit=20, format="json")
+        data = result.structured_content
+        assert data["truncated"] is True and data["total"] == 20
+        kept = data["entries"]
+        assert 0 < len(kept) < 20 and all(len(e["content"]) == 19_993 for e in kept)  # whole, not cut
+        every = [e["id"] for e in (await kb.read("knowledge://entries?topic=huge&limit=200"))["items"]]
+        assert data["omitted"]["field"] == "entries"
+        assert sorted([e["id"] for e in kept] + data["omitted"]["ids"]) == sorted(every)
+        assert data["nextSteps"][-1].endswith("read knowledge://entries?topic=huge for them.")
+        assert [c.uri for c in result.content if isinstance(c, types.ResourceLink)] == [
+            "knowledge://entries?topic=huge"
+        ]
+
+
+async def test_raise_limit_is_suggested_only_when_it_can_help(db: Path) -> None:
+    async with knowledge(db) as kb:
+        for i in range(101):
+            await kb.store("many", f"fact {i}")
+        at_most = await kb.call("query", topic="many", limit=100)
+        assert at_most["nextSteps"] == [
+            "1 more match: read knowledge://entries?topic=many (every match, a page at a time)."
+        ]
+        history = await kb.call("history", limit=100)
+        assert history["total"] == 101 and "limit" not in history["nextSteps"][0]
+        fewer = await kb.call("history", limit=5, entry_id=1)
+        assert (fewer["total"], fewer["fullResult"]) == (1, "knowledge://history/transactions?entry_id=1")
 
 
 @pytest.mark.parametrize("version", ERAS)
@@ -459,10 +523,53 @@ async def test_query_graph_walks_neighbours_to_a_depth_and_finds_paths(db: Path)
         far = await kb.call("query_graph", node="a", target="d", depth=1)
         assert (far["paths"], far["status"]) == ([], "info")
         capped = await kb.call("query_graph", node="a", depth=4, limit=2)
-        assert capped["truncated"] is True and len(capped["triples"]) == 2
+        assert (capped["truncated"], capped["total"], len(capped["triples"])) == (False, 4, 2)
         await kb.call("relate", subject="b", predicate="near", object="d")  # a second two-hop path to d
         two_ways = await kb.call("query_graph", node="a", target="d", depth=2)
         assert sorted(two_ways["paths"]) == [[1, 5], [4, 3]]
+
+
+async def test_query_graph_on_a_busy_node_returns_the_first_page_and_links_the_neighbourhood(db: Path) -> None:
+    async with knowledge(db) as kb:
+        for i in range(60):
+            await kb.call("relate", subject="hub", predicate="links", object=f"spoke {i:02}")
+        await kb.call("relate", subject="spoke 00", predicate="links", object="rim")  # two hops away
+        result = await kb.result("query_graph", node="hub", format="both")
+        data = result.structured_content
+        assert (data["truncated"], data["total"], len(data["triples"])) == (False, 60, 50)
+        assert data["nodes"] == ["hub", *(f"spoke {i:02}" for i in range(50))]  # the nodes of these triples only
+        link = "knowledge://graph/triples?node=hub&depth=1"
+        assert data["fullResult"] == link
+        assert data["nextSteps"] == [
+            f"10 more relations within 1 hop: call again with limit=60, or read {link} (all 60, a page at a time)."
+        ]
+        assert [c.uri for c in result.content if isinstance(c, types.ResourceLink)] == [link]
+        markdown = texts(result)[0].text
+        assert "No relations" not in markdown and "`hub` —*links*→ `spoke 00`" in markdown and len(markdown) <= 2000
+        seen: list[int] = []
+        page = await kb.read(f"{link}&limit=25")
+        while True:
+            seen += [t["id"] for t in page["items"]]
+            if page["next_cursor"] is None:
+                break
+            page = await kb.read(f"{link}&limit=25&cursor={page['next_cursor']}")
+        assert seen == list(range(1, 61))
+        deep = await kb.call("query_graph", node="hub", depth=2, limit=200)
+        two_hops = await kb.read("knowledge://graph/triples?node=hub&depth=2&limit=200")
+        assert sorted(t["id"] for t in deep["triples"]) == [t["id"] for t in two_hops["items"]] == list(range(1, 62))
+        assert deep["total"] == 61 and not deep["nextSteps"]
+        few = await kb.call("query_graph", node="hub", limit=200, predicate="links")
+        assert few["total"] == 60 and few["fullResult"].endswith("&predicate=links")
+
+
+@pytest.mark.parametrize("query", ["node=hub&depth=5", "node=hub&depth=x", "node=" + "n" * 201, "entry_id=0"])
+async def test_neighbourhood_and_history_filters_refuse_bad_values(db: Path, query: str) -> None:
+    async with knowledge(db) as kb:
+        await kb.call("relate", subject="hub", predicate="links", object="x")
+        uri = "knowledge://history/transactions" if query.startswith("entry_id") else "knowledge://graph/triples"
+        with pytest.raises(RpcError) as raised:
+            await kb.read(f"{uri}?{query}")
+        assert raised.value.code == -32602
 
 
 async def test_query_graph_on_an_unknown_node_suggests_similar_ones(db: Path) -> None:

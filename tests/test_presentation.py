@@ -33,6 +33,7 @@ from jsonrpc_mcp.presentation import (
     call_tool_with_retry,
     check_answers,
     elicitation_schema,
+    fit_data,
     fit_summary,
     is_retryable,
     kind_of,
@@ -178,39 +179,89 @@ def test_token_usage_and_rate_limit_hints_travel_in_the_envelope() -> None:
 
 
 @pytest.mark.parametrize("fmt", ["markdown", "json", "both"])
-def test_big_results_are_cut_to_the_budget_with_truncated_and_a_resource_link(fmt: Format) -> None:
+def test_the_budget_is_the_markdowns_and_the_structured_data_stays_whole(fmt: Format) -> None:
     result = present(Presented(items(200), full_uri="test://items", full_name="all items"), format=fmt)
     data = result.structured_content
-    assert data["truncated"] is True
-    assert 0 < len(data["items"]) < 200
-    assert data["total"] == 200
-    assert "Read test://items for the full result." in data["nextSteps"]
-    for block in texts(result):
-        assert len(block.text) <= 2000 + 200  # "~2,000": the budget plus the added next step
-    links = [c for c in result.content if isinstance(c, types.ResourceLink)]
-    expected = [("test://items", "all items", "application/json")]
-    assert [(link.uri, link.name, link.mime_type) for link in links] == expected
+    assert data["truncated"] is False and "omitted" not in data
+    assert data["items"] == [{"n": i, "text": "x" * 40} for i in range(200)] and data["total"] == 200
+    assert data["fullResult"] == "test://items"
+    json_blocks = [b for b in texts(result) if mime(b) == "application/json"]
+    assert [json.loads(b.text) for b in json_blocks] == ([data] if fmt != "markdown" else [])
+    links = [(c.uri, c.name, c.mime_type) for c in result.content if isinstance(c, types.ResourceLink)]
+    markdown = [b.text for b in texts(result) if mime(b) == "text/markdown"]
+    if fmt == "json":
+        assert markdown == [] and links == []  # nothing is shown in part: no link needed
+        return
+    (text,) = markdown
+    assert len(text) <= 2000
+    where = "the JSON block below" if fmt == "both" else "structuredContent (format json sends it as text)"
+    shown = text.count("\n- ")
+    assert text.endswith(f"_Preview: {shown} of the 200 items shown; all 200 in {where}, and at `test://items`._")
+    assert 0 < shown < 200
+    assert links == [("test://items", "all items", "application/json")]
 
 
-def test_a_result_that_fits_is_not_truncated_and_has_no_link() -> None:
+def test_a_result_that_fits_is_whole_everywhere_and_has_no_link() -> None:
     result = present(Presented(items(3), full_uri="test://items"), format="both")
     assert result.structured_content["truncated"] is False
+    assert result.structured_content["fullResult"] == "test://items"
+    assert "Preview" not in texts(result)[0].text
     assert not any(isinstance(c, types.ResourceLink) for c in result.content)
+    more = present(Presented(items(3), full_uri="test://items", more=True))  # a limit left items out: link them
+    assert [c.uri for c in more.content if isinstance(c, types.ResourceLink)] == ["test://items"]
 
 
-def test_markdown_that_cannot_shrink_is_cut_and_marked_truncated() -> None:
+def test_markdown_that_cannot_shrink_is_cut_while_the_data_stays_whole() -> None:
     payload = Payload(summary="one huge detail", details={"blob": "z" * 5000})
-    payload_md = present(payload)
-    assert payload_md.structured_content["truncated"] is True
-    (block,) = texts(payload_md)
+    result = present(payload)
+    assert result.structured_content["truncated"] is False
+    assert result.structured_content["details"] == {"blob": "z" * 5000}
+    (block,) = texts(result)
     assert len(block.text) <= 2000 and "(cut to fit)" in block.text
-    assert present(payload, limit=10_000).structured_content["truncated"] is False
+    assert "_Preview: cut to fit; the whole result in structuredContent" in block.text
 
 
 def test_custom_limit() -> None:
-    result = present(items(50), limit=500, format="json")
-    assert len(texts(result)[0].text) <= 500
-    assert result.structured_content["truncated"] is True
+    result = present(items(50), limit=500, format="both")
+    markdown, data = texts(result)
+    assert len(markdown.text) <= 500
+    assert len(json.loads(data.text)["items"]) == 50 and result.structured_content["truncated"] is False
+
+
+def test_structured_data_past_its_limit_leaves_out_whole_items_and_names_them() -> None:
+    big = items(100, size=1000)
+    result = present(Presented(big, full_uri="test://items"), format="both", data_limit=20_000)
+    data = result.structured_content
+    kept = data["items"]
+    assert data["truncated"] is True and 0 < len(kept) < 100
+    assert all(item == {"n": i, "text": "x" * 1000} for i, item in enumerate(kept))  # whole, never altered
+    assert data["omitted"] == {"field": "items", "ids": list(range(len(kept), 100))}  # no id: positions
+    assert len(json.dumps(data, separators=(",", ":"))) <= 20_000
+    gone = 100 - len(kept)
+    assert (
+        data["nextSteps"][-1]
+        == f"{gone} of the 100 items were left out to stay under 19 KiB: read test://items for them."
+    )
+    assert json.loads(texts(result)[-1].text) == data
+    assert [c.uri for c in result.content if isinstance(c, types.ResourceLink)] == ["test://items"]
+    fits = present(Presented(big, full_uri="test://items"), format="json")  # 100 KB: under the 256 KiB default
+    assert len(fits.structured_content["items"]) == 100 and fits.structured_content["truncated"] is False
+
+
+def test_items_left_out_are_named_by_their_ids() -> None:
+    class Row(msgspec.Struct):
+        id: int
+        text: str
+
+    class Rows(Payload, tag="rows:v1"):
+        rows: list[Row]
+        trim_field: ClassVar[str | None] = "rows"
+
+    payload = Rows(summary="rows", rows=[Row(id=100 + i, text="y" * 500) for i in range(10)])
+    data = fit_data(payload, 2_000)
+    assert isinstance(data, Rows) and data.truncated is True
+    assert [row.id for row in data.rows] + data.omitted.ids == list(range(100, 110))  # type: ignore[union-attr]
+    assert data.next_steps[-1].endswith("ask for fewer at a time.")
 
 
 # --- formats from the request headers ------------------------------------------------------------------------

@@ -7,8 +7,9 @@
   ``X-Response-Format`` request header sets the default (an explicit argument wins).
 * **One envelope** — every payload has a versioned ``kind`` (``entrySearchResults:v1``), ``status``, a one-line
   ``summary`` (≤ 80 characters), ``details``, ``nextSteps``, ``truncated``, and optional ``tokenUsage`` and
-  ``rateLimit`` hints. Inline text stays under ~2,000 characters; when cut, ``truncated`` is set and a
-  ``resource_link`` points to the full data.
+  ``rateLimit`` hints. The markdown stays under ~2,000 characters (a preview, saying so, when the result is
+  bigger); structured data carries every item whole, and past 256 KiB leaves out whole items, naming them
+  (``truncated``, ``omitted``); ``fullResult`` and a ``resource_link`` point to the whole result.
 * **Needs input** — :func:`ask` elicits missing input when the client can answer (a real ``elicitation/create``,
   or an input-required round trip in the stateless era); otherwise the tool answers with a ``needsInput:v1``
   payload (fields, reason, suggestions per field, options).
@@ -31,6 +32,7 @@ from .payloads import (
     InputField,
     InputOption,
     NeedsInput,
+    Omitted,
     Payload,
     RateLimit,
     Status,
@@ -41,11 +43,22 @@ from .payloads import (
     output_schema,
     tool_error,
 )
-from .render import FORMAT_HEADER, INLINE_LIMIT, MIME_JSON, MIME_MARKDOWN, Presented, present, resolve_format
+from .render import (
+    DATA_LIMIT,
+    FORMAT_HEADER,
+    INLINE_LIMIT,
+    MIME_JSON,
+    MIME_MARKDOWN,
+    Presented,
+    fit_data,
+    present,
+    resolve_format,
+)
 from .retry import backoff_delay, call_tool_with_retry, is_retryable
 from .tool import ToolFailure, presented_tool
 
 __all__ = (
+    "DATA_LIMIT",
     "DEFAULT_NEXT_STEPS",
     "FORMATS",
     "FORMAT_HEADER",
@@ -59,6 +72,7 @@ __all__ = (
     "InputField",
     "InputOption",
     "NeedsInput",
+    "Omitted",
     "Payload",
     "Presented",
     "RateLimit",
@@ -71,6 +85,7 @@ __all__ = (
     "call_tool_with_retry",
     "check_answers",
     "elicitation_schema",
+    "fit_data",
     "fit_summary",
     "is_retryable",
     "kind_of",

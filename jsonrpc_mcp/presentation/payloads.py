@@ -6,8 +6,12 @@ the same for every kind:
 ``status``     ``ok`` | ``error`` | ``info`` | ``warn``
 ``summary``    one line for people, at most 80 characters
 ``details``    an object of structured specifics (optional)
-``nextSteps``  what to do next, as short sentences (may be empty)
-``truncated``  true when the inline result was cut to fit (see :func:`~jsonrpc_mcp.presentation.present`)
+``nextSteps``  what to do next, as short sentences (every error and needs-input has one)
+``truncated``  true when this payload leaves out items of its list to stay under the size limit of structured
+               data; ``omitted`` then names them (the list and each item's id). Values are never altered: an
+               item is there whole or not at all. The ~2,000-character budget is the markdown preview's only.
+``fullResult`` the URI of a resource that returns the whole result (every item, a page at a time), when the
+               tool has one
 ``tokenUsage`` ``rateLimit``  optional hints for hosts that surface them
 
 Kind-specific fields sit beside them at the top level. Two kinds are shared by every tool: :class:`NeedsInput`
@@ -33,6 +37,7 @@ __all__ = (
     "TokenUsage",
     "RateLimit",
     "Payload",
+    "Omitted",
     "InputField",
     "InputOption",
     "NeedsInput",
@@ -84,12 +89,21 @@ class RateLimit(_Wire):
     retry_after_ms: int | UnsetType = UNSET
 
 
+class Omitted(_Wire):
+    """What a truncated payload left out: the list (``field``) and the id of each item left out, in order (its
+    position in the list when the item has no ``id``)."""
+
+    field: str
+    ids: list[Any]
+
+
 class Payload(_Wire, tag_field="kind"):
     """The envelope. Subclass it with ``tag="yourKind:v1"`` and add the kind's fields.
 
-    Override :meth:`markdown` to render the kind's body for people, and :meth:`shrink` to make a smaller
-    version when the inline result is over budget (the default drops items from the list named by
-    ``trim_field``).
+    Name the kind's list in ``trim_field``: when the structured data is over its size limit, whole items are left
+    out from its end (:meth:`keep_first`, ``truncated``, ``omitted``); when the markdown is over its budget, the
+    preview shows fewer (:meth:`shrink`). Override :meth:`markdown` to render the kind's body for people, and
+    :meth:`keep_first` when other fields depend on the list.
     """
 
     status: Status = "ok"
@@ -97,12 +111,14 @@ class Payload(_Wire, tag_field="kind"):
     details: dict[str, Any] | UnsetType = UNSET
     next_steps: list[str] = msgspec.field(default_factory=list)
     truncated: bool = False
+    omitted: Omitted | UnsetType = UNSET
+    full_result: str | UnsetType = UNSET
     token_usage: TokenUsage | UnsetType = UNSET
     rate_limit: RateLimit | UnsetType = UNSET
 
     #: A result of this kind is a failure (``isError: true``).
     is_error: ClassVar[bool] = False
-    #: The list field :meth:`shrink` may cut (``None``: nothing to cut).
+    #: The list whose items may be left out (``None``: nothing to cut).
     trim_field: ClassVar[str | None] = None
 
     def label(self) -> str:
@@ -115,17 +131,30 @@ class Payload(_Wire, tag_field="kind"):
             return ""
         return "\n".join(f"- **{k}**: {_inline(v)}" for k, v in self.details.items())
 
+    def trim_items(self) -> list[Any]:
+        """The items of ``trim_field`` (empty without one)."""
+        items = getattr(self, self.trim_field) if self.trim_field is not None else None
+        return items if isinstance(items, list) else []
+
+    def keep_first(self, count: int) -> Payload:
+        """This payload with only the first ``count`` items of ``trim_field``; override to cut what depends on
+        them too (never to alter the items kept)."""
+        if self.trim_field is None:
+            return self
+        return msgspec.structs.replace(self, **{self.trim_field: self.trim_items()[:count]})
+
+    def item_id(self, item: Any, position: int) -> Any:
+        """How ``omitted`` names a left-out item: its ``id``, else its position in the list."""
+        ident = getattr(item, "id", None)
+        return ident if ident is not None else position
+
     def shrink(self) -> Payload | None:
-        """A smaller payload, or ``None`` when nothing more can go. The default drops the last quarter of the
-        items of ``trim_field`` (at least one)."""
-        name = self.trim_field
-        if name is None:
+        """A smaller payload for the markdown preview, or ``None`` when nothing more can go. The default keeps
+        all but the last quarter of the items of ``trim_field`` (at least one goes)."""
+        items = self.trim_items()
+        if not items:
             return None
-        items = getattr(self, name)
-        if not isinstance(items, list) or not items:
-            return None
-        keep = len(items) - max(1, len(items) // 4)
-        return msgspec.structs.replace(self, **{name: items[:keep]})
+        return self.keep_first(len(items) - max(1, len(items) // 4))
 
 
 def _inline(value: Any) -> str:

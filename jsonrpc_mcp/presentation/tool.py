@@ -35,7 +35,7 @@ from ..mcp import types as t
 from ..mcp.context import Context, InputRequired
 from ..mcp.server import Server, ToolDef
 from .payloads import ErrorCode, Payload, output_schema, tool_error
-from .render import INLINE_LIMIT, Presented, present, resolve_format
+from .render import DATA_LIMIT, INLINE_LIMIT, Presented, present, resolve_format
 
 __all__ = ("presented_tool", "ToolFailure")
 
@@ -78,13 +78,14 @@ def presented_tool(
     meta: Mapping[str, Any] | None = None,
     format_param: str = "format",
     limit: int = INLINE_LIMIT,
+    data_limit: int = DATA_LIMIT,
     estimate_tokens: bool = False,
 ) -> Callable[[F], F]:
     """Register ``fn`` on ``server`` as a presented tool answering with ``kinds`` (see the module docs)."""
 
     def register(fn: F) -> F:
         tool_name = name or fn.__name__
-        options = {"limit": limit, "estimate_tokens": estimate_tokens}
+        options = {"limit": limit, "data_limit": data_limit, "estimate_tokens": estimate_tokens}
         wrapper = _wrap(fn, tool_name, format_param, options)
         entry = server.add_tool(
             wrapper,

@@ -7,7 +7,7 @@ triple ids from the start node to the target, in walking order.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 
 from .models import Triple
 
@@ -15,10 +15,11 @@ __all__ = ("neighbourhood", "shortest_paths")
 
 
 def neighbourhood(
-    start: str, depth: int, edges: Callable[[Sequence[str]], list[Triple]], limit: int
+    start: str, depth: int, edges: Callable[[Sequence[str], Collection[int]], list[Triple]], limit: int
 ) -> tuple[list[str], list[Triple], bool]:
     """Nodes and triples within ``depth`` hops of ``start`` (breadth first, at most ``limit`` triples).
-    The last value says whether the limit cut the walk short."""
+    ``edges(nodes, known)`` gives the triples touching ``nodes`` other than those in ``known`` (ids), at least
+    ``limit + 1`` of them when there are that many. The last value says whether the limit cut the walk short."""
     seen_nodes = {start}
     order = [start]
     found: dict[int, Triple] = {}
@@ -27,7 +28,7 @@ def neighbourhood(
         if not frontier:
             break
         new: list[str] = []
-        for triple in edges(frontier):
+        for triple in edges(frontier, found.keys()):
             if triple.id in found:
                 continue
             if len(found) >= limit:

@@ -4,7 +4,9 @@
 ``{"resource_uri", "as_of_tx_id", "items", "next_cursor"}`` (``next_cursor`` is null on the last page), items in
 ascending id order so pages stay stable while writes go on. URI query parameters: ``limit`` (1-200, default
 50) and ``cursor`` (opaque, from ``next_cursor``); ``knowledge://entries`` also filters with ``topic``,
-``text``, ``tags`` (comma-separated) and ``min_confidence``. A cursor we did not issue, or one used with other
+``text``, ``tags`` (comma-separated) and ``min_confidence``, ``knowledge://graph/triples`` with ``node``, ``depth``
+and ``predicate`` (the neighbourhood ``query_graph`` walks), ``knowledge://history/transactions`` with
+``entry_id``. A cursor we did not issue, or one used with other
 filters or on another collection, is invalid params (-32602). ``knowledge://entries/{id}`` reads one entry as
 ``{"resource_uri", "as_of_tx_id", "item"}``.
 
@@ -24,13 +26,15 @@ from ...errors import InvalidParams, ResourceNotFound
 from ...mcp.server import Server
 from .app import ENTRIES, ENTRY_TEMPLATE, HISTORY, TRIPLES, Knowledge, entry_uri
 from .models import parse_id
-from .store import SearchFilters, normalize_tags, search_terms
+from .store import Filters, GraphFilters, HistoryFilters, SearchFilters, normalize_tags, search_terms
 
 __all__ = (
     "register_resources",
     "encode_cursor",
     "decode_cursor",
     "entry_filters",
+    "graph_filters",
+    "history_filters",
     "RESOURCE_VERSION",
     "DEFAULT_LIMIT",
     "MAX_LIMIT",
@@ -42,18 +46,18 @@ MAX_LIMIT: Final = 200
 _META: Final = {"version": RESOURCE_VERSION}
 
 
-def _digest(table: str, filters: SearchFilters | None) -> str:
+def _digest(table: str, filters: Filters | None) -> str:
     key = f"{table}|{filters.key() if filters is not None else ''}"
     return hashlib.sha256(key.encode()).hexdigest()[:12]
 
 
-def encode_cursor(table: str, after: int, filters: SearchFilters | None = None) -> str:
+def encode_cursor(table: str, after: int, filters: Filters | None = None) -> str:
     """An opaque cursor: the last id seen, bound to the collection and its filters."""
     raw = f"v1:{table}:{after}:{_digest(table, filters)}".encode()
     return base64.urlsafe_b64encode(raw).decode("ascii").rstrip("=")
 
 
-def decode_cursor(cursor: str, table: str, filters: SearchFilters | None = None) -> int:
+def decode_cursor(cursor: str, table: str, filters: Filters | None = None) -> int:
     """The last id seen; :class:`InvalidParams` (-32602) for anything we did not issue for these filters."""
     try:
         text = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode("ascii")
@@ -111,6 +115,28 @@ def entry_filters(query: dict[str, str]) -> SearchFilters:
     )
 
 
+def graph_filters(query: dict[str, str]) -> GraphFilters | None:
+    """The ``knowledge://graph/triples`` neighbourhood filter (``node``, ``depth`` 1-4, ``predicate``), if any."""
+    if "node" not in query:
+        return None
+    depth = query.get("depth", "1")
+    if depth not in ("1", "2", "3", "4"):
+        raise InvalidParams("Invalid params: depth must be 1, 2, 3 or 4", {"depth": depth[:20]})
+    predicate = _bounded(query, "predicate", 200).strip() or None
+    return GraphFilters(_bounded(query, "node", 200).strip(), int(depth), predicate)
+
+
+def history_filters(query: dict[str, str]) -> HistoryFilters | None:
+    """The ``knowledge://history/transactions`` filter (``entry_id``: the transactions that touched it), if any."""
+    value = query.get("entry_id")
+    if value is None:
+        return None
+    entry_id = parse_id(value)
+    if entry_id is None:
+        raise InvalidParams("Invalid params: entry_id must be an entry id", {"entry_id": value[:20]})
+    return HistoryFilters(entry_id)
+
+
 def _page(uri: str, as_of: int, items: list[Any], next_cursor: str | None) -> dict[str, Any]:
     return {
         "resource_uri": uri,
@@ -123,7 +149,7 @@ def _page(uri: str, as_of: int, items: list[Any], next_cursor: str | None) -> di
 def register_resources(kb: Knowledge) -> None:
     server: Server = kb.server
 
-    async def read_page(uri: str, table: str, query: dict[str, str], filters: SearchFilters | None) -> dict[str, Any]:
+    async def read_page(uri: str, table: str, query: dict[str, str], filters: Filters | None) -> dict[str, Any]:
         limit = _limit(query)
         cursor = query.get("cursor")
         after = decode_cursor(cursor, table, filters) if cursor else 0
@@ -147,24 +173,25 @@ def register_resources(kb: Knowledge) -> None:
         TRIPLES,
         name="triples",
         title="Knowledge graph triples",
-        description="Every relation (subject, predicate, object), oldest first. Query parameters: limit, cursor.",
+        description="Every relation (subject, predicate, object), oldest first. Query parameters: limit, cursor; "
+        "node, depth (1-4) and predicate: only the relations within depth hops of node (query_graph's walk).",
         mime_type="application/json",
         meta=_META,
     )
     async def triples(query: dict[str, str]) -> dict[str, Any]:
-        return await read_page(TRIPLES, "triples", query, None)
+        return await read_page(TRIPLES, "triples", query, graph_filters(query))
 
     @server.resource(
         HISTORY,
         name="transactions",
         title="Transaction history",
         description="Every committed write, oldest first, with what it changed and whether it was undone. "
-        "Query parameters: limit, cursor.",
+        "Query parameters: limit, cursor; entry_id: only the transactions that touched that entry.",
         mime_type="application/json",
         meta=_META,
     )
     async def transactions(query: dict[str, str]) -> dict[str, Any]:
-        return await read_page(HISTORY, "transactions", query, None)
+        return await read_page(HISTORY, "transactions", query, history_filters(query))
 
     @server.resource(
         ENTRY_TEMPLATE,

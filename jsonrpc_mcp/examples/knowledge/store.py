@@ -12,10 +12,10 @@ import json
 import os
 import re
 import sqlite3
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
 import msgspec
 
@@ -29,6 +29,10 @@ __all__ = (
     "Write",
     "UndoOutcome",
     "SearchFilters",
+    "GraphFilters",
+    "HistoryFilters",
+    "Filters",
+    "Neighbourhood",
     "StoreNotFound",
     "StoreConflict",
     "StoreUnavailable",
@@ -115,6 +119,71 @@ class SearchFilters:
 
     def key(self) -> str:
         return json.dumps([self.topic, self.terms, self.tags, self.min_confidence])
+
+
+class Filters(Protocol):
+    """A collection's filter: its SQL condition and a key that binds cursors to it."""
+
+    def sql(self) -> tuple[str, list[Any]]: ...
+
+    def key(self) -> str: ...
+
+
+# The nodes within ``hops`` of a start node, walking triples both ways (following one predicate when given): the
+# same walk as graph.neighbourhood, in SQL. UNION keeps it finite: each (node, hops) once, hops bounded.
+_WALK = (
+    "WITH RECURSIVE walk(node, hops) AS (SELECT ?, 0 UNION "
+    "SELECT CASE WHEN t.subject = w.node THEN t.object ELSE t.subject END, w.hops + 1 "
+    "FROM walk w JOIN triples t ON (t.subject = w.node OR t.object = w.node){predicate} WHERE w.hops < ?) "
+    "SELECT node FROM walk"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class GraphFilters:
+    """The triples within ``depth`` hops of ``node`` (the ``query_graph`` neighbourhood), on
+    ``knowledge://graph/triples``."""
+
+    node: str
+    depth: int = 1
+    predicate: str | None = None
+
+    def sql(self) -> tuple[str, list[Any]]:
+        walk = _WALK.format(predicate=" AND t.predicate = ?" if self.predicate else "")
+        walk_params: list[Any] = [self.node, *([self.predicate] if self.predicate else []), self.depth - 1]
+        clause = f"(subject IN ({walk}) OR object IN ({walk}))"
+        params = [*walk_params, *walk_params]
+        if self.predicate:
+            clause += " AND predicate = ?"
+            params.append(self.predicate)
+        return clause, params
+
+    def key(self) -> str:
+        return json.dumps(["graph", self.node, self.depth, self.predicate])
+
+
+@dataclass(frozen=True, slots=True)
+class HistoryFilters:
+    """The transactions that touched entry ``entry_id``, on ``knowledge://history/transactions``."""
+
+    entry_id: int
+
+    def sql(self) -> tuple[str, list[Any]]:
+        return "id IN (SELECT tx_id FROM changes WHERE tbl = 'entries' AND row_id = ?)", [self.entry_id]
+
+    def key(self) -> str:
+        return json.dumps(["history", self.entry_id])
+
+
+@dataclass(frozen=True, slots=True)
+class Neighbourhood:
+    """What ``query_graph`` shows: the first triples, nearest first, the nodes they connect, how many triples
+    the whole neighbourhood has, and the as-of transaction id (all one snapshot)."""
+
+    nodes: list[str]
+    triples: list[Triple]
+    total: int
+    as_of_tx_id: int
 
 
 def search_terms(text: str | None, limit: int = 16) -> tuple[str, ...]:
@@ -313,9 +382,7 @@ class KnowledgeStore:
 
         return self._read(run)
 
-    def page(
-        self, table: str, after: int, limit: int, filters: SearchFilters | None = None
-    ) -> tuple[list[Any], bool, int]:
+    def page(self, table: str, after: int, limit: int, filters: Filters | None = None) -> tuple[list[Any], bool, int]:
         """One page of ``entries``, ``triples`` or ``transactions`` by ascending id after ``after``:
         (items, whether more follow, as-of tx id), all from one snapshot."""
 
@@ -338,19 +405,17 @@ class KnowledgeStore:
             raise ValueError(table)
         return self._read(run)
 
-    def history(self, limit: int, entry_id: int | None = None) -> tuple[list[Transaction], int]:
-        """The latest transactions, newest first (only those touching ``entry_id`` when given)."""
+    def history(self, limit: int, entry_id: int | None = None) -> tuple[list[Transaction], int, int]:
+        """The latest transactions, newest first (only those touching ``entry_id`` when given): (page, how many
+        there are in all, as-of tx id)."""
 
-        def run(conn: sqlite3.Connection) -> tuple[list[Transaction], int]:
-            if entry_id is None:
-                ids = conn.execute("SELECT id FROM transactions ORDER BY id DESC LIMIT ?", (limit,)).fetchall()
-            else:
-                ids = conn.execute(
-                    "SELECT DISTINCT tx_id AS id FROM changes WHERE tbl = 'entries' AND row_id = ? "
-                    "ORDER BY tx_id DESC LIMIT ?",
-                    (entry_id, limit),
-                ).fetchall()
-            return [_transaction(conn, r["id"]) for r in ids], _last_tx(conn)
+        def run(conn: sqlite3.Connection) -> tuple[list[Transaction], int, int]:
+            where, params = HistoryFilters(entry_id).sql() if entry_id is not None else ("1", [])
+            ids = conn.execute(
+                f"SELECT id FROM transactions WHERE {where} ORDER BY id DESC LIMIT ?", [*params, limit]
+            ).fetchall()
+            total = conn.execute(f"SELECT count(*) FROM transactions WHERE {where}", params).fetchone()[0]
+            return [_transaction(conn, r["id"]) for r in ids], int(total), _last_tx(conn)
 
         return self._read(run)
 
@@ -400,18 +465,21 @@ class KnowledgeStore:
 
         return self._read(run)
 
-    def neighbourhood(
-        self, node: str, depth: int, predicate: str | None = None, limit: int = 200
-    ) -> tuple[list[str], list[Triple], bool, int]:
-        """Nodes and triples within ``depth`` hops of ``node``, walked in one snapshot (see
-        :func:`~.graph.neighbourhood`), and the as-of transaction id."""
+    def neighbourhood(self, node: str, depth: int, predicate: str | None = None, limit: int = 200) -> Neighbourhood:
+        """The first ``limit`` triples within ``depth`` hops of ``node``, nearest first (see
+        :func:`~.graph.neighbourhood`), the nodes they connect, and how many triples are within ``depth`` hops in
+        all (:class:`GraphFilters`), from one snapshot."""
 
-        def run(conn: sqlite3.Connection) -> tuple[list[str], list[Triple], bool, int]:
-            def edges(nodes: Sequence[str]) -> list[Triple]:
-                return _edges(conn, nodes, predicate, limit + 1)
+        def run(conn: sqlite3.Connection) -> Neighbourhood:
+            def edges(nodes: Sequence[str], known: Collection[int]) -> list[Triple]:
+                return _edges(conn, nodes, predicate, known, limit + 1)
 
             nodes, triples, capped = neighbourhood(node, depth, edges, limit)
-            return nodes, triples, capped, _last_tx(conn)
+            total = len(triples)
+            if capped:
+                where, params = GraphFilters(node, depth, predicate).sql()
+                total = int(conn.execute(f"SELECT count(*) FROM triples WHERE {where}", params).fetchone()[0])
+            return Neighbourhood(nodes, triples, total, _last_tx(conn))
 
         return self._read(run)
 
@@ -441,13 +509,18 @@ def _last_tx(conn: sqlite3.Connection) -> int:
     return int(conn.execute("SELECT coalesce(max(id), 0) FROM transactions").fetchone()[0])
 
 
-def _edges(conn: sqlite3.Connection, nodes: Sequence[str], predicate: str | None, most: int) -> list[Triple]:
-    """Up to ``most`` triples with any of ``nodes`` as subject or object."""
+def _edges(
+    conn: sqlite3.Connection, nodes: Sequence[str], predicate: str | None, known: Collection[int], most: int
+) -> list[Triple]:
+    """Up to ``most`` triples with any of ``nodes`` as subject or object, other than the ``known`` ids."""
     if not nodes:
         return []
     marks = ", ".join("?" for _ in nodes)
     sql = f"SELECT * FROM triples WHERE (subject IN ({marks}) OR object IN ({marks}))"
     params: list[Any] = [*nodes, *nodes]
+    if known:
+        sql += f" AND id NOT IN ({', '.join('?' for _ in known)})"
+        params += list(known)
     if predicate:
         sql += " AND predicate = ?"
         params.append(predicate)

@@ -27,7 +27,7 @@ from ...presentation import (
     presented_tool,
     resolve_format,
 )
-from .app import ENTRIES, HISTORY, Knowledge, entry_uri
+from .app import ENTRIES, HISTORY, TRIPLES, Knowledge, entry_uri
 from .models import Entry, RowId, parse_id
 from .store import SearchFilters, normalize_tags, search_terms
 from .views import (
@@ -46,6 +46,8 @@ __all__ = ("register_tools",)
 
 _encode: Final = msgspec.json.Encoder().encode
 _EMBEDDED_MAX: Final = 3
+_QUERY_LIMIT: Final = 100
+_GRAPH_LIMIT: Final = 200
 _EMBED_SIZE: Final = 2000
 
 TopicArg = Annotated[str, msgspec.Meta(max_length=200, description="What the fact is about, e.g. 'python/gil'.")]
@@ -143,6 +145,12 @@ def _embedded(entries: list[Entry], as_of: int) -> list[t.ContentBlock]:
                 t.EmbeddedResource(resource=t.TextResourceContents(uri=uri, text=text, mime_type="application/json"))
             )
     return blocks
+
+
+def _graph_link(node: str, depth: int, predicate: str | None) -> str:
+    """The whole neighbourhood ``query_graph`` shows the start of, on the triples collection."""
+    params = [("node", node), ("depth", str(depth)), *([("predicate", predicate)] if predicate else [])]
+    return f"{TRIPLES}?{urlencode(params)}"
 
 
 def _entries_link(filters: SearchFilters, text: str | None) -> str:
@@ -294,7 +302,7 @@ def register_tools(kb: Knowledge) -> None:
         text: TextArg | None = None,
         tags: TagsArg | None = None,
         min_confidence: ConfidenceArg | None = None,
-        limit: Annotated[int, msgspec.Meta(ge=1, le=100, description="At most this many entries.")] = 10,
+        limit: Annotated[int, msgspec.Meta(ge=1, le=_QUERY_LIMIT, description="At most this many entries.")] = 10,
         format: FormatArg = None,
     ) -> Any:
         """Find entries by topic (substring) and/or free text, optionally only with all of ``tags`` and a minimum
@@ -343,7 +351,8 @@ def register_tools(kb: Knowledge) -> None:
         link = _entries_link(filters, text if terms else None)
         steps = []
         if total > len(entries):
-            steps.append(f"{total - len(entries)} more match: raise limit or read {link}.")
+            wider = f"call again with limit={min(total, _QUERY_LIMIT)}, or " if limit < _QUERY_LIMIT else ""
+            steps.append(f"{total - len(entries)} more match: {wider}read {link} (every match, a page at a time).")
         if not entries:
             steps.append("Try fewer words, a shorter topic, or no tag filter.")
         payload = EntrySearchResults(
@@ -355,7 +364,13 @@ def register_tools(kb: Knowledge) -> None:
             entries=entries,
             next_steps=steps,
         )
-        return Presented(payload, full_uri=link, full_name="matching entries", blocks=_embedded(entries, as_of))
+        return Presented(
+            payload,
+            full_uri=link,
+            full_name="matching entries",
+            blocks=_embedded(entries, as_of),
+            more=total > len(entries),
+        )
 
     @presented_tool(
         server,
@@ -421,14 +436,16 @@ def register_tools(kb: Knowledge) -> None:
         depth: Annotated[int, msgspec.Meta(ge=1, le=4, description="How many hops to walk.")] = 1,
         target: Annotated[NodeArg | None, msgspec.Meta(description="Find shortest paths to this node.")] = None,
         predicate: Annotated[NodeArg | None, msgspec.Meta(description="Follow only this predicate.")] = None,
-        limit: Annotated[int, msgspec.Meta(ge=1, le=200, description="At most this many triples.")] = 50,
+        limit: Annotated[
+            int, msgspec.Meta(ge=1, le=_GRAPH_LIMIT, description="At most this many triples, nearest first.")
+        ] = 50,
         format: FormatArg = None,
     ) -> Any:
         """The relations around a node up to ``depth`` hops (both directions), and with ``target`` the shortest
         paths from ``node`` to it."""
         start = node.strip()
-        nodes, triples, capped, _ = await kb.call(store.neighbourhood, start, depth, predicate or None, limit)
-        if not triples:
+        found = await kb.call(store.neighbourhood, start, depth, predicate or None, limit)
+        if not found.triples:
             similar = [n for n in await kb.call(store.similar_nodes, start or "", 5) if n != start]
             need = NeedsInput(
                 summary=f"No relations for {start!r}" if start else "query_graph needs a node",
@@ -455,19 +472,28 @@ def register_tools(kb: Knowledge) -> None:
             start = _text(answers.get("node")) if answers else ""
             if not start:
                 return need
-            nodes, triples, capped, _ = await kb.call(store.neighbourhood, start, depth, predicate or None, limit)
-            if not triples:
+            found = await kb.call(store.neighbourhood, start, depth, predicate or None, limit)
+            if not found.triples:
                 return need
+        triples, total = found.triples, found.total
+        hops = f"{depth} hop{'s' if depth > 1 else ''}"
         payload = GraphResults(
-            summary=f"{len(triples)} relations within {depth} hop{'s' if depth > 1 else ''} of {start}",
+            summary=f"{total} relations within {hops} of {start}"
+            + (f" (the first {len(triples)})" if total > len(triples) else ""),
             node=start,
             depth=depth,
-            nodes=nodes,
+            total=total,
+            nodes=found.nodes,
             triples=triples,
-            truncated=capped,
         )
-        if capped:
-            payload.next_steps = [f"More relations exist: lower depth or raise limit (now {limit})."]
+        link = _graph_link(start, depth, predicate or None)
+        if total > len(triples):
+            more = f"{total - len(triples)} more relations within {hops}"
+            if limit < _GRAPH_LIMIT:
+                wider = f"call again with limit={min(total, _GRAPH_LIMIT)}"
+                payload.next_steps = [f"{more}: {wider}, or read {link} (all {total}, a page at a time)."]
+            else:
+                payload.next_steps = [f"{more}: read {link} (all {total}, a page at a time)."]
         if target:
             from .graph import shortest_paths
 
@@ -480,7 +506,11 @@ def register_tools(kb: Knowledge) -> None:
                 else f"No path from {start} to {target.strip()} within {depth} hops"
             )
             payload.status = "ok" if paths else "info"
-        return payload
+            if not paths and total > len(triples):
+                payload.next_steps.append(
+                    "Paths are looked for among the relations returned: a wider limit may find one."
+                )
+        return Presented(payload, full_uri=link, full_name="the whole neighbourhood", more=total > len(triples))
 
     @presented_tool(
         server,
@@ -552,16 +582,20 @@ def register_tools(kb: Knowledge) -> None:
         format: FormatArg = None,
     ) -> Any:
         """The latest transactions, newest first: what each did, and whether it was undone (and by which)."""
-        transactions, as_of = await kb.call(store.history, limit, entry_id)
+        transactions, total, as_of = await kb.call(store.history, limit, entry_id)
         scope = f" touching #{entry_id}" if entry_id is not None else ""
-        return Presented(
-            TransactionHistory(
-                status="ok" if transactions else "info",
-                summary=f"{len(transactions)} transaction{'s' if len(transactions) != 1 else ''}{scope}",
-                entry_id=entry_id,
-                as_of_tx_id=as_of,
-                transactions=transactions,
-            ),
-            full_uri=HISTORY,
-            full_name="transaction history",
+        link = f"{HISTORY}?entry_id={entry_id}" if entry_id is not None else HISTORY
+        payload = TransactionHistory(
+            status="ok" if transactions else "info",
+            summary=f"{total} transaction{'s' if total != 1 else ''}{scope}"
+            + (f" (the latest {len(transactions)})" if total > len(transactions) else ""),
+            entry_id=entry_id,
+            as_of_tx_id=as_of,
+            total=total,
+            transactions=transactions,
         )
+        if total > len(transactions):
+            more = f"{total - len(transactions)} older transactions"
+            wider = f"call again with limit={min(total, 100)}, or " if limit < 100 else ""
+            payload.next_steps = [f"{more}: {wider}read {link} (oldest first, a page at a time)."]
+        return Presented(payload, full_uri=link, full_name="transaction history", more=total > len(transactions))

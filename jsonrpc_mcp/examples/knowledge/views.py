@@ -39,6 +39,14 @@ def entry_line(e: Entry) -> str:
     return f"- **#{e.id}** *{e.topic}* — {_cut(e.content, _SNIPPET)} (confidence {e.confidence:g}{tags}; v{e.version})"
 
 
+def _entries(entries: list[Entry]) -> str:
+    """Entry lines, and a note when a content is longer than the markdown shows (the structured result has it)."""
+    lines = [entry_line(e) for e in entries]
+    if any(len(e.content) > _SNIPPET for e in entries):
+        lines += ["", f"_Contents over {_SNIPPET} characters end in … here; the structured result has them whole._"]
+    return "\n".join(lines)
+
+
 def _triple_line(t: Triple) -> str:
     return f"- `{t.subject}` —*{t.predicate}*→ `{t.object}` (#{t.id})"
 
@@ -57,7 +65,7 @@ class EntryStored(Payload, tag="entryStored:v1"):
 
     def markdown(self) -> str:
         where = f"Transaction {self.tx_id}." if self.tx_id is not None else "Nothing was written."
-        return f"{entry_line(self.entry)}\n\n{where}"
+        return f"{_entries([self.entry])}\n\n{where}"
 
 
 class EntryUpdated(Payload, tag="entryUpdated:v1"):
@@ -70,7 +78,7 @@ class EntryUpdated(Payload, tag="entryUpdated:v1"):
     def markdown(self) -> str:
         changed = ", ".join(self.changed_fields) or "nothing"
         where = f"transaction {self.tx_id}" if self.tx_id is not None else "no transaction"
-        return f"{entry_line(self.entry)}\n\nChanged: {changed} ({where})."
+        return f"{_entries([self.entry])}\n\nChanged: {changed} ({where})."
 
 
 class EntryDeleted(Payload, tag="entryDeleted:v1"):
@@ -80,7 +88,7 @@ class EntryDeleted(Payload, tag="entryDeleted:v1"):
     entry: Entry
 
     def markdown(self) -> str:
-        return f"{entry_line(self.entry)}\n\nDeleted in transaction {self.tx_id}."
+        return f"{_entries([self.entry])}\n\nDeleted in transaction {self.tx_id}."
 
 
 class SearchEcho(msgspec.Struct, kw_only=True, rename="camel"):
@@ -99,7 +107,7 @@ class SearchEcho(msgspec.Struct, kw_only=True, rename="camel"):
 
 class EntrySearchResults(Payload, tag="entrySearchResults:v1"):
     """``query``: matching entries, most confident first. ``total`` counts every match, ``entries`` holds the
-    ones shown (at most ``limit``, fewer when cut to fit)."""
+    first ``limit`` of them, each whole (fewer only when ``truncated``: see ``omitted``)."""
 
     query: SearchEcho
     total: int
@@ -111,14 +119,7 @@ class EntrySearchResults(Payload, tag="entrySearchResults:v1"):
     def markdown(self) -> str:
         if not self.entries:
             return "No entries match."
-        return "\n".join(entry_line(e) for e in self.entries)
-
-    def shrink(self) -> Payload | None:
-        long = [e for e in self.entries if len(e.content) > _SNIPPET]
-        if long:
-            short = [msgspec.structs.replace(e, content=_cut(e.content, _SNIPPET)) for e in self.entries]
-            return msgspec.structs.replace(self, entries=short)
-        return Payload.shrink(self)
+        return _entries(self.entries)
 
 
 class TripleRelated(Payload, tag="tripleRelated:v1"):
@@ -133,17 +134,29 @@ class TripleRelated(Payload, tag="tripleRelated:v1"):
 
 
 class GraphResults(Payload, tag="graphResults:v1"):
-    """``query_graph``: the triples within ``depth`` hops of ``node`` and, with a ``target``, the shortest
-    ``paths`` to it (each a list of triple ids, in walking order)."""
+    """``query_graph``: the first ``limit`` triples within ``depth`` hops of ``node``, nearest first, the
+    ``nodes`` they connect (``node`` first), ``total`` (how many triples are within ``depth`` hops: the rest are
+    at ``fullResult``) and, with a ``target``, the shortest ``paths`` to it among these triples (each a list of
+    triple ids, in walking order)."""
 
     node: str
     depth: int
+    total: int
     nodes: list[str]
     triples: list[Triple]
     target: str | UnsetType = UNSET
     paths: list[list[int]] | UnsetType = UNSET
 
     trim_field: ClassVar[str | None] = "triples"
+
+    def keep_first(self, count: int) -> GraphResults:
+        """The first ``count`` triples, the nodes they connect, and the paths made of them only."""
+        kept = self.triples[:count]
+        ids = {t.id for t in kept}
+        touched = {n for t in kept for n in (t.subject, t.object)} | {self.node}
+        nodes = [n for n in self.nodes if n in touched]
+        paths = [p for p in self.paths if set(p) <= ids] if isinstance(self.paths, list) else self.paths
+        return msgspec.structs.replace(self, triples=kept, nodes=nodes, paths=paths)
 
     def markdown(self) -> str:
         lines = [_triple_line(t) for t in self.triples] or ["No relations."]
@@ -170,10 +183,12 @@ class UndoResult(Payload, tag="undoResult:v1"):
 
 
 class TransactionHistory(Payload, tag="transactionHistory:v1"):
-    """``history``: transactions, newest first."""
+    """``history``: the latest ``limit`` transactions, newest first; ``total`` counts them all (those touching
+    ``entry_id`` when given)."""
 
     entry_id: int | None = None
     as_of_tx_id: int
+    total: int
     transactions: list[Transaction]
 
     trim_field: ClassVar[str | None] = "transactions"
