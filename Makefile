@@ -16,7 +16,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install test test-all lint bench bench-compare serve conformance docs docs-serve clean
+.PHONY: install test test-all test-min release lint bench bench-compare serve conformance docs docs-serve clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -33,9 +33,27 @@ test: $(STAMP)
 test-all:
 	.ci/test-pythons
 
+# The suite against the lowest versions pyproject.toml admits for anyio, msgspec and the http, validation and auth
+# extras (.ci/lowest.py), in .venv-min; the official SDK (an interop peer whose own floors are above ours) is left
+# out and its interop tests skip. anyio's pytest plugin at the floor uses a name pytest 9.2 deprecates.
+MIN_VENV := .venv-min
+test-min:
+	test -x $(MIN_VENV)/bin/python || $(PY) -m venv $(MIN_VENV)
+	$(MIN_VENV)/bin/python -m pip install -q --upgrade pip
+	$(MIN_VENV)/bin/python .ci/lowest.py constraints > $(MIN_VENV)/constraints.txt
+	$(MIN_VENV)/bin/python .ci/lowest.py test-deps > $(MIN_VENV)/test-requirements.txt
+	$(MIN_VENV)/bin/python -m pip install -q -c $(MIN_VENV)/constraints.txt -e '.[http,validation,auth]' \
+		-r $(MIN_VENV)/test-requirements.txt
+	$(MIN_VENV)/bin/python .ci/lowest.py check
+	$(MIN_VENV)/bin/python -m pytest -q -p no:cacheprovider -W "ignore::pytest.PytestRemovedIn10Warning" $(PYTEST_ARGS)
+
+# Build, check and smoke-test the sdist and wheel with every extra, and write the release notes (.ci/release).
+release: $(STAMP)
+	VENV_PY=$(BIN)/python .ci/release
+
 lint: $(STAMP)
-	$(BIN)/ruff check jsonrpc_mcp tests bench conformance docs/_hooks.py
-	$(BIN)/ruff format --check jsonrpc_mcp tests conformance docs/_hooks.py bench/run.py bench/inproc.py bench/inproc_http.py bench/sockload.py bench/servers
+	$(BIN)/ruff check jsonrpc_mcp tests bench conformance .ci docs/_hooks.py
+	$(BIN)/ruff format --check jsonrpc_mcp tests conformance .ci docs/_hooks.py bench/run.py bench/inproc.py bench/inproc_http.py bench/sockload.py bench/servers
 	$(BIN)/mypy
 
 bench: $(STAMP)
@@ -58,4 +76,4 @@ conformance: $(STAMP)
 	$(BIN)/python conformance/run.py
 
 clean:
-	rm -rf .venv .venv-3.* .pytest_cache .mypy_cache .ruff_cache conformance/.node site
+	rm -rf .venv .venv-3.* .venv-min .pytest_cache .mypy_cache .ruff_cache conformance/.node site

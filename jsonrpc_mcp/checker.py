@@ -87,6 +87,16 @@ __all__ = (
     "rewrite",
     "run_check",
     "main",
+    "TranscriptError",
+    "Channel",
+    "frame_key",
+    "apply_masks",
+    "judge",
+    "summarize",
+    "format_report",
+    "report_json",
+    "add_check_arguments",
+    "run_check_command",
 )
 
 logger = logging.getLogger(__name__)

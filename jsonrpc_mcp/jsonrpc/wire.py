@@ -44,6 +44,8 @@ __all__ = (
     "classify",
     "read_message",
     "is_batch",
+    "decode_batch",
+    "nested_too_deeply",
     "encode",
     "encode_request",
     "encode_notification",

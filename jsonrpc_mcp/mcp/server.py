@@ -43,7 +43,18 @@ from .versions import META_SUBSCRIPTION_ID, SUPPORTED_VERSIONS
 if TYPE_CHECKING:
     from .uri_template import UriTemplate
 
-__all__ = ("Server", "ToolDef", "ResourceDef", "ResourceTemplateDef", "PromptDef", "CacheHint", "TOOL_NAME")
+__all__ = (
+    "Server",
+    "ToolDef",
+    "ResourceDef",
+    "ResourceTemplateDef",
+    "PromptDef",
+    "CacheHint",
+    "TOOL_NAME",
+    "resource_contents",
+    "prompt_result",
+    "complete_result",
+)
 
 logger = logging.getLogger(__name__)
 

@@ -21,6 +21,7 @@ __all__ = (
     "MAX_ID",
     "RowId",
     "parse_id",
+    "to_record",
 )
 
 ChangeType = Literal["upsert", "delete"]
