@@ -43,6 +43,7 @@ _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z`*_(\[])")
 def _clean(text: str) -> str:
     text = re.sub(r"<[^>]+>", " ", text)  # JSX and HTML tags (their text content stays)
     text = re.sub(r"\[([^\]]+)\]\([^)]*\)", r"\1", text)  # links: keep the words
+    text = re.sub(r"\[([^\]]+)\]\[[^\]]*\]", r"\1", text)  # reference-style links too
     text = re.sub(r"[*_]{1,2}([^*_]+)[*_]{1,2}", r"\1", text)  # emphasis
     return re.sub(r"\s+", " ", text).strip()
 
