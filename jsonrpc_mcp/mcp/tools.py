@@ -38,6 +38,7 @@ __all__ = (
     "run_sync",
     "runner",
     "INLINE_WARNING_AFTER",
+    "call_inline",
 )
 
 logger = logging.getLogger(__name__)
