@@ -358,6 +358,24 @@ async def test_back_pressure_reader_stops_at_max_in_flight() -> None:
     await peer.stream.aclose()
 
 
+async def test_a_malformed_answer_to_our_request_fails_that_call_and_is_not_answered() -> None:
+    async with raw_to_dispatcher() as (dispatcher, peer):
+        caught: list[RpcError] = []
+
+        async def call() -> None:
+            try:
+                await dispatcher.request("question")
+            except RpcError as exc:
+                caught.append(exc)
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(call)
+            sent = json.loads(await peer.recv())
+            await peer.send(b'{"jsonrpc":"2.0","id":' + str(sent["id"]).encode() + b',"error":null}')
+        assert [(e.code, e.message) for e in caught] == [(-32600, "Invalid Request: malformed error response")]
+        assert await peer.sync() == []  # nothing was sent back to the peer
+
+
 async def test_connection_close_fails_pending_requests() -> None:
     a, b = memory_pair(16)
     dispatcher = Dispatcher(a, cancel_frame=cancel_frame)

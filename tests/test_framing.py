@@ -41,6 +41,12 @@ def test_blank_and_whitespace_lines_are_skipped() -> None:
     assert framer.pending() == 0
 
 
+def test_only_json_whitespace_makes_a_line_blank() -> None:
+    """A form feed or a vertical tab is not JSON whitespace: such a line is a frame (its parse error is answered)."""
+    framer = LineFramer()
+    assert framer.feed(b"\x0c\n\x0b\n \x0c \r\n\x1c\n") == [b"\x0c", b"\x0b", b" \x0c ", b"\x1c"]
+
+
 def test_partial_line_is_held_until_its_newline() -> None:
     framer = LineFramer()
     assert framer.feed(b'{"jsonrpc":') == []

@@ -20,7 +20,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from jsonrpc_mcp import Server
-from jsonrpc_mcp.errors import InvalidRequest
+from jsonrpc_mcp.errors import InvalidRequest, ParseError
 from jsonrpc_mcp.jsonrpc import wire
 from jsonrpc_mcp.jsonrpc.wire import (
     ErrorResponse,
@@ -112,6 +112,7 @@ def ok(ident: bytes, result: bytes = b"{}") -> bytes:
     return b'{"jsonrpc":"2.0","id":' + ident + b',"result":' + result + b"}"
 
 
+LONG_ID = b"1" + b"0" * 4300  # one digit past Python's int-string conversion limit
 PING1 = b'{"jsonrpc":"2.0","id":1,"method":"ping"}'
 PING2 = b'{"jsonrpc":"2.0","id":2,"method":"ping"}'
 NOTE = b'{"jsonrpc":"2.0","method":"notifications/unknown"}'
@@ -147,6 +148,51 @@ CASES = [
     ),
     Case("parse-error-garbage", None, b"hello world", [err(None, -32700, "Parse error: invalid JSON")]),
     Case("parse-error-trailing", V4, PING1 + b" x", [err(None, -32700, "Parse error: invalid JSON")]),
+    # (a value followed by junk, or an array cut short: the typed decode saw the wrong shape first, but it is not JSON)
+    Case("parse-error-number-then-garbage", V4, b"8 garbage", [err(None, -32700, "Parse error: invalid JSON")]),
+    Case("parse-error-string-then-garbage", V4, b'"a" b', [err(None, -32700, "Parse error: invalid JSON")]),
+    Case("parse-error-broken-array", V4, b"[1,", [err(None, -32700, "Parse error: invalid JSON")]),
+    Case("parse-error-broken-array-no-handshake", None, b"[1,", [err(None, -32700, "Parse error: invalid JSON")]),
+    Case("parse-error-form-feed", V4, b"\x0c", [err(None, -32700, "Parse error: invalid JSON")]),
+    Case(
+        "parse-error-vertical-tab-before-a-ping", V4, b"\x0b" + PING1, [err(None, -32700, "Parse error: invalid JSON")]
+    ),
+    Case(
+        "lone-surrogate-inside-params",
+        V4,
+        b'{"jsonrpc":"2.0","id":5,"method":"ping","params":{"a":"x\\ud800y"}}',
+        [err(b"5", -32700, "Parse error: a string holds an unpaired surrogate escape")],
+    ),
+    Case(
+        "lone-low-surrogate-inside-params",
+        V4,
+        b'{"jsonrpc":"2.0","id":"s","method":"ping","params":{"a":"\\udc00"}}',
+        [err(b'"s"', -32700, "Parse error: a string holds an unpaired surrogate escape")],
+    ),
+    Case(
+        "lone-surrogate-inside-a-notification",
+        V4,
+        b'{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"\\ud800","progress":1}}',
+        [],
+    ),
+    Case(
+        "lone-surrogate-inside-the-id",
+        V4,
+        b'{"jsonrpc":"2.0","id":"\\ud800","method":"ping"}',
+        [err(None, -32700, "Parse error: a string holds an unpaired surrogate escape")],
+    ),
+    Case(
+        "surrogate-pair-is-fine",
+        V4,
+        b'{"jsonrpc":"2.0","id":5,"method":"ping","params":{"a":"\\ud83d\\ude00"}}',
+        [ok(b"5")],
+    ),
+    Case(
+        "escaped-backslash-before-ud800-is-no-surrogate",
+        V4,
+        b'{"jsonrpc":"2.0","id":5,"method":"ping","params":{"a":"\\\\ud800"}}',
+        [ok(b"5")],
+    ),
     Case(
         "parse-error-invalid-utf8",
         V4,
@@ -184,7 +230,19 @@ CASES = [
         "method-out-of-range",
         V4,
         b'{"jsonrpc":"2.0","id":3,"method":-1e999}',
-        [err(None, -32600, "Invalid Request: a number is out of range")],
+        [err(b"3", -32600, "Invalid Request: a number is out of range")],
+    ),
+    Case(
+        "number-out-of-range-after-a-long-id",
+        V4,
+        b'{"jsonrpc":"2.0","id":' + LONG_ID + b',"method":-1e999}',
+        [err(LONG_ID, -32600, "Invalid Request: a number is out of range")],
+    ),
+    Case(
+        "notification-number-out-of-range",
+        V4,
+        b'{"jsonrpc":"2.0","method":"notifications/progress","params":{},"x":1e999}',
+        [],
     ),
     Case(
         "bad-jsonrpc-version",
@@ -345,12 +403,52 @@ CASES = [
         [],
     ),
     Case("response-to-unknown-id", V4, b'{"jsonrpc":"2.0","id":12345,"result":{}}', []),
+    # --- shaped like a response ("result" or "error", no "method"): never answered, however malformed -----------
+    Case("response-error-null", V4, b'{"jsonrpc":"2.0","id":8,"error":null}', []),
+    Case("response-error-not-an-object", V4, b'{"jsonrpc":"2.0","id":8,"error":"boom"}', []),
+    Case("response-error-code-not-integer", V4, b'{"jsonrpc":"2.0","id":8,"error":{"code":"x","message":"m"}}', []),
+    Case("response-error-code-out-of-range", V4, b'{"jsonrpc":"2.0","id":8,"error":{"code":1e999,"message":"m"}}', []),
+    Case("response-result-and-error", V4, b'{"jsonrpc":"2.0","id":8,"result":{},"error":{"code":1,"message":"m"}}', []),
+    Case("response-without-id", V4, b'{"jsonrpc":"2.0","result":{}}', []),
+    Case("response-id-null", V4, b'{"jsonrpc":"2.0","id":null,"result":{}}', []),
+    Case("response-bad-jsonrpc", V4, b'{"jsonrpc":"1.0","id":8,"result":{}}', []),
+    Case("response-no-jsonrpc", V4, b'{"id":8,"error":{"code":-32600,"message":"m"}}', []),
+    Case("response-invalid-utf8", V4, b'{"jsonrpc":"2.0","id":8,"result":{"a":"\xff"}}', []),
+    Case("response-lone-surrogate", V4, b'{"jsonrpc":"2.0","id":8,"result":{"a":"\\ud800"}}', []),
+    Case("error-response-without-id-is-not-answered", V4, err(None, -32600, "Invalid Request: x"), []),
     Case("error-to-unknown-id", V4, b'{"jsonrpc":"2.0","id":12345,"error":{"code":-1,"message":"no"}}', []),
     # --- ids are kept exactly ----------------------------------------------------------------------------------
     Case("id-string-one", V4, b'{"jsonrpc":"2.0","id":"1","method":"ping"}', [ok(b'"1"')]),
     Case("id-big", V4, b'{"jsonrpc":"2.0","id":18446744073709551617,"method":"ping"}', [ok(b"18446744073709551617")]),
     Case("id-negative", V4, b'{"jsonrpc":"2.0","id":-9007199254740993,"method":"ping"}', [ok(b"-9007199254740993")]),
     Case("id-zero", V4, b'{"jsonrpc":"2.0","id":0,"method":"ping"}', [ok(b"0")]),
+    Case("id-4300-digits", V4, b'{"jsonrpc":"2.0","id":' + b"7" * 4300 + b',"method":"ping"}', [ok(b"7" * 4300)]),
+    Case("id-4301-digits", V4, b'{"jsonrpc":"2.0","id":' + LONG_ID + b',"method":"ping"}', [ok(LONG_ID)]),
+    Case("id-long-negative", V4, b'{"jsonrpc":"2.0","id":-' + LONG_ID + b',"method":"ping"}', [ok(b"-" + LONG_ID)]),
+    Case(
+        "id-long-with-an-invalid-method",
+        V4,
+        b'{"jsonrpc":"2.0","id":' + LONG_ID + b',"method":7}',
+        [err(LONG_ID, -32600, 'Invalid Request: "method" must be a string')],
+    ),
+    Case(
+        "id-long-unknown-method",
+        V4,
+        b'{"jsonrpc":"2.0","id":' + LONG_ID + b',"method":"nope"}',
+        [err(LONG_ID, -32601, "Method not found: nope")],
+    ),
+    Case(
+        "id-long-tool-call",
+        V4,
+        b'{"jsonrpc":"2.0","id":' + LONG_ID + b',"method":"tools/call","params":{"name":"add","arguments":{"a":2}}}',
+        [ok(LONG_ID, b'{"content":[{"type":"text","text":"{\\"result\\":2}"}],"structuredContent":{"result":2}}')],
+    ),
+    Case(
+        "id-long-fraction",
+        V4,
+        b'{"jsonrpc":"2.0","id":' + LONG_ID + b'.5,"method":"ping"}',
+        [err(None, -32600, 'Invalid Request: "id" must be a string or an integer')],
+    ),
     Case("id-empty-string", V4, b'{"jsonrpc":"2.0","id":"","method":"ping"}', [ok(b'""')]),
     Case("id-unicode", V4, '{"jsonrpc":"2.0","id":"ü\\n☃","method":"ping"}'.encode(), [ok('"ü\\n☃"'.encode())]),
     Case("unknown-fields-ignored", V4, b'{"jsonrpc":"2.0","id":1,"method":"ping","extra":{"x":1}}', [ok(b"1")]),
@@ -711,3 +809,23 @@ def test_the_measured_depth_is_the_real_depth(value: Any) -> None:
     pad = wire.MAX_DEPTH - depth(value)  # wrap it to exactly the limit, then one level more
     assert not wire.nested_too_deeply(b"[" * pad + frame + b"]" * pad)
     assert wire.nested_too_deeply(b"[" * (pad + 1) + frame + b"]" * (pad + 1))
+
+
+def test_a_long_integer_id_is_kept_as_its_digits_and_written_back_as_sent() -> None:
+    digits = b"-" + b"9" * 5000
+    msg = wire.read_message(b'{"jsonrpc":"2.0","id":' + digits + b',"method":"ping"}')
+    assert type(msg) is Request and type(msg.id) is wire.LongIntId
+    assert msg.id == wire.LongIntId(digits) and hash(msg.id) == hash(wire.LongIntId(digits))
+    assert msg.id != digits.decode() and msg.id != wire.LongIntId(digits[1:])  # never a string id's equal
+    assert encode_result(msg.id, b"{}") == b'{"jsonrpc":"2.0","id":' + digits + b',"result":{}}'
+    assert encode_error(msg.id, -1, "m") == b'{"jsonrpc":"2.0","id":' + digits + b',"error":{"code":-1,"message":"m"}}'
+    assert len(repr(msg.id)) < 60  # ids are logged: the repr stays short
+    assert wire.valid_id(msg.id)
+
+
+def test_ensure_json_checks_the_syntax_of_any_value() -> None:
+    wire.ensure_json(b'[1, {"a": "b"}]')
+    wire.ensure_json(b"8")
+    for text in (b"8 garbage", b"[1,", b"\x0c", b"", b"[1]]"):
+        with pytest.raises(ParseError):
+            wire.ensure_json(text)

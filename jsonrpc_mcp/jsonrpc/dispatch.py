@@ -288,7 +288,9 @@ class Dispatcher:
             ident = getattr(exc, "request_id", None)
             logger.debug("rejected frame: %s", exc.message)
             if getattr(exc, "silent", False):
-                return None  # a malformed notification is never answered
+                if ident in self._pending:  # a malformed answer to one of our requests: that call fails now
+                    self._resolve(ident, None, RpcError(exc.message, code=exc.code))
+                return None  # a malformed notification or response is never answered
             if type(frame) is OversizedFrame and ident in self._pending and frame.find(b'"method"') < 0:
                 # The answer to one of our own requests was too big to read: fail that call now, tell no one.
                 self._resolve(ident, None, RpcError(exc.message, code=codes.INVALID_REQUEST))
@@ -299,12 +301,12 @@ class Dispatcher:
         return self.take(msg)
 
     def _feed_batch(self, frame: bytes) -> bytes | None:
-        if not self.allow_batch():
-            return _error_reply(None, codes.INVALID_REQUEST, "Invalid Request: batches are not supported")
         try:
-            items = decode_batch(frame)
+            items = decode_batch(frame)  # first: an array that is not JSON ("[1,") is a parse error, batches or not
         except RpcError as exc:
             return _error_reply(None, exc.code, exc.message)
+        if not self.allow_batch():
+            return _error_reply(None, codes.INVALID_REQUEST, "Invalid Request: batches are not supported")
         if not items:
             return _error_reply(None, codes.INVALID_REQUEST, "Invalid Request: empty batch")
         batch = _Batch(len(items))

@@ -14,8 +14,13 @@ keys present                    kind
 ==============================  ================
 
 ``params`` and ``result`` stay :class:`msgspec.Raw` until a method table picks their type, so a frame is parsed
-once. Request ids are kept exactly as sent: a string stays a string, an integer of any size stays exact, and
-``null``, booleans and fractions are refused (the MCP schemas admit only strings and integers).
+once. Request ids are kept exactly as sent: a string stays a string, an integer of any size stays exact (one too
+long for Python's int-string conversion stays its JSON text, :class:`LongIntId`), and ``null``, booleans and
+fractions are refused (the MCP schemas admit only strings and integers).
+
+What is never answered, not even with an error: a notification (``method`` without ``id``) and anything shaped
+like a response (``result`` or ``error`` present, no ``method``). A malformed one is logged and dropped, so two
+peers can never bounce error replies off each other.
 """
 
 from __future__ import annotations
@@ -33,6 +38,7 @@ from ..errors import InvalidRequest, ParseError, RpcError
 
 __all__ = (
     "RequestId",
+    "LongIntId",
     "OversizedFrame",
     "Envelope",
     "Request",
@@ -41,6 +47,7 @@ __all__ = (
     "ErrorResponse",
     "Message",
     "decode_frame",
+    "ensure_json",
     "classify",
     "read_message",
     "is_batch",
@@ -56,9 +63,41 @@ __all__ = (
     "MAX_DEPTH",
 )
 
-RequestId = str | int
 
-_encoder: Final = msgspec.json.Encoder()
+class LongIntId:
+    """An integer id too long for Python's int-string conversion (over 4,300 digits): kept as its JSON text.
+
+    Converting such a number is refused by the interpreter (its cost grows with the square of the length), and
+    changing the process-wide limit is not a library's call; so the id stays the digits the peer sent, compares and
+    hashes by them (never equal to a string id of the same digits), and is written back exactly as sent.
+    """
+
+    __slots__ = ("text",)
+
+    def __init__(self, text: bytes) -> None:
+        self.text = text
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is LongIntId and other.text == self.text
+
+    def __hash__(self) -> int:
+        return hash((LongIntId, self.text))
+
+    def __repr__(self) -> str:  # bounded: ids are logged
+        return f"LongIntId({self.text[:12].decode()}...: {len(self.text.lstrip(b'-'))} digits)"
+
+
+RequestId = str | int | LongIntId
+
+
+def _encode_other(value: Any) -> Any:
+    """What the encoder cannot write itself: a :class:`LongIntId` is written as its own JSON text."""
+    if type(value) is LongIntId:
+        return Raw(value.text)
+    raise TypeError(f"cannot encode {type(value).__name__}")
+
+
+_encoder: Final = msgspec.json.Encoder(enc_hook=_encode_other)
 encode = _encoder.encode
 
 #: ``unpack_byte(buffer)[0]``: the first byte of a non-empty buffer (``bytes``, :class:`msgspec.Raw`), for about
@@ -116,14 +155,39 @@ class ErrorResponse(msgspec.Struct):
 
 Message = Request | Notification | Response | ErrorResponse
 
+
+class _RawEnvelope(msgspec.Struct):
+    """The envelope with every field kept as raw JSON: reads any object's shape and checks the whole text's syntax
+    without making a value (for frames the typed decode refused)."""
+
+    jsonrpc: Raw | UnsetType = UNSET
+    id: Raw | UnsetType = UNSET
+    method: Raw | UnsetType = UNSET
+    params: Raw | UnsetType = UNSET
+    result: Raw | UnsetType = UNSET
+    error: Raw | UnsetType = UNSET
+
+
+class _LongIdEnvelope(Envelope):
+    """:class:`Envelope` for a frame whose ``id`` is a :class:`LongIntId` (``id`` kept raw, the rest as usual)."""
+
+    id: Raw | UnsetType = UNSET
+
+
 _envelope_decoder: Final = msgspec.json.Decoder(Envelope)
+_raw_envelope_decoder: Final = msgspec.json.Decoder(_RawEnvelope)
+_long_id_decoder: Final = msgspec.json.Decoder(_LongIdEnvelope)
 _any_decoder: Final = msgspec.json.Decoder()
+_syntax_decoder: Final = msgspec.json.Decoder(Raw)
+
+#: The JSON text of an integer (RFC 8259 §6).
+_INTEGER: Final = re.compile(rb"-?(?:0|[1-9][0-9]*)")
 
 
 def valid_id(value: Any) -> bool:
     """True for the id types MCP admits: strings and integers (not booleans, not null, not fractions)."""
     t = type(value)
-    return t is str or t is int
+    return t is str or t is int or t is LongIntId
 
 
 def is_batch(frame: bytes) -> bool:
@@ -139,7 +203,8 @@ def decode_frame(frame: bytes | bytearray | memoryview) -> Envelope:
     """Decode one JSON object frame into an :class:`Envelope`.
 
     Raises :class:`ParseError` when the bytes are not JSON, and :class:`InvalidRequest` when they are JSON but
-    not an object (a string, a number, an array handed here by mistake).
+    not an object (a string, a number, an array handed here by mistake). Either error carries the frame's id in
+    ``.request_id`` when it could be read, and ``.silent`` when the frame must not be answered.
     """
     if type(frame) is OversizedFrame:
         err = InvalidRequest(f"Invalid Request: message exceeds the {frame.limit}-byte limit")
@@ -150,17 +215,11 @@ def decode_frame(frame: bytes | bytearray | memoryview) -> Envelope:
     try:
         env = _envelope_decoder.decode(frame)
     except msgspec.ValidationError as exc:
-        problem = str(exc)
-        if problem.startswith("Number out of range"):
-            # An object, with a number no float can hold (1e400) in one of the envelope's own fields.
-            if problem.endswith("`$.id`"):
-                raise InvalidRequest('Invalid Request: "id" must be a string or an integer') from None
-            raise InvalidRequest("Invalid Request: a number is out of range") from None
-        # Well-formed JSON of the wrong shape: the envelope must be an object.
-        raise InvalidRequest("Invalid Request: a message must be a JSON object") from None
+        # The typed decode stops at the first value it cannot take, before it has seen the rest of the text.
+        env = _reread(frame, str(exc))
     except (msgspec.DecodeError, UnicodeDecodeError):
         # msgspec reports invalid UTF-8 inside a string as UnicodeDecodeError; JSON text must be UTF-8.
-        raise ParseError("Parse error: invalid JSON") from None
+        raise _unreadable(frame) from None
     except RecursionError:  # the interpreter's limit, reached first only on an already deep stack
         raise _too_deep(frame) from None
     if not (type(frame) is bytes and frame.isascii()) and not _strings_ok(frame):
@@ -168,9 +227,106 @@ def decode_frame(frame: bytes | bytearray | memoryview) -> Envelope:
         # answer a notification.
         bad = ParseError("Parse error: invalid UTF-8 in a string")
         bad.request_id = env.id if valid_id(env.id) else None  # type: ignore[attr-defined]
-        bad.silent = env.method is not UNSET and env.id is UNSET  # type: ignore[attr-defined]
+        bad.silent = _unanswered(env)  # type: ignore[attr-defined]
         raise bad
     return env
+
+
+def ensure_json(frame: bytes | bytearray | memoryview) -> None:
+    """Raise :class:`ParseError` unless ``frame`` is one JSON value (checked without building it)."""
+    try:
+        _syntax_decoder.decode(frame)
+    except (msgspec.DecodeError, UnicodeDecodeError):
+        raise ParseError("Parse error: invalid JSON") from None
+    except RecursionError:
+        raise InvalidRequest("Invalid Request: message is nested too deeply") from None
+
+
+def _reread(frame: bytes | bytearray | memoryview, problem: str) -> Envelope:
+    """A frame the typed envelope refused: not an object (or not JSON at all), or a number out of range somewhere.
+
+    Returns the envelope when the only trouble was an integer id too long to convert (kept as a
+    :class:`LongIntId`); raises otherwise, with the id when it is readable.
+    """
+    if problem.startswith("Expected `object`"):
+        ensure_json(frame)  # "8 garbage", "[1," are parse errors; only well-formed JSON is the wrong shape
+        raise InvalidRequest("Invalid Request: a message must be a JSON object")
+    try:
+        lax = _raw_envelope_decoder.decode(frame)  # reads the shape, and the syntax of the whole text
+    except (msgspec.DecodeError, UnicodeDecodeError):
+        raise _unreadable(frame) from None
+    except RecursionError:
+        raise _too_deep(frame) from None
+    except msgspec.ValidationError:  # pragma: no cover - the typed decode saw an object
+        raise InvalidRequest("Invalid Request: a message must be a JSON object") from None
+    ident = _raw_id(lax.id)
+    silent = _unanswered(lax)
+    if problem.endswith("`$.id`"):
+        if type(ident) is LongIntId:
+            try:
+                env: Envelope = _long_id_decoder.decode(frame)
+            except msgspec.ValidationError:
+                _invalid("Invalid Request: a number is out of range", ident, silent)
+            env.id = ident
+            return env
+        _invalid('Invalid Request: "id" must be a string or an integer', None, silent)
+    _invalid("Invalid Request: a number is out of range", ident, silent)
+
+
+def _raw_id(raw: Raw | UnsetType) -> Any:
+    """The id held in raw JSON, :class:`LongIntId` for an integer too long to convert, UNSET when absent."""
+    if raw is UNSET:
+        return UNSET
+    text = bytes(raw)
+    try:
+        return _any_decoder.decode(text)
+    except msgspec.ValidationError:
+        return LongIntId(text) if _INTEGER.fullmatch(text) else None
+    except (msgspec.DecodeError, UnicodeDecodeError):  # pragma: no cover - the raw decode checked it
+        return None
+
+
+def _unanswered(env: Envelope | _RawEnvelope) -> bool:
+    """A notification (``method``, no ``id``) or anything shaped like a response (``result`` or ``error``, no
+    ``method``): never answered, even when malformed."""
+    if env.method is not UNSET:
+        return env.id is UNSET
+    return env.result is not UNSET or env.error is not UNSET
+
+
+#: A ``\uXXXX`` escape of a surrogate, paired or not; ``\\`` is matched too so that an escaped backslash is skipped.
+_ESCAPE: Final = re.compile(
+    rb"\\(?:u[dD][89abAB][0-9a-fA-F]{2}(?:\\u[dD][c-fC-F][0-9a-fA-F]{2})?|u[dD][c-fC-F][0-9a-fA-F]{2}|.)", re.DOTALL
+)
+_REPLACEMENT: Final = b"\\ufffd"
+
+
+def _unreadable(frame: bytes | bytearray | memoryview) -> ParseError:
+    """The parse error for a frame msgspec could not read. A string escape of an unpaired surrogate (``\\ud800``)
+    makes a frame unreadable, yet the rest may be a well-formed request: its id is kept for the reply, as for a
+    string of invalid UTF-8."""
+    data = bytes(frame)
+    if b"\\u" not in data:
+        return ParseError("Parse error: invalid JSON")
+    masked = _ESCAPE.sub(_mask_lone_surrogate, data)
+    if masked == data:
+        return ParseError("Parse error: invalid JSON")
+    try:
+        env = _envelope_decoder.decode(masked)
+    except (msgspec.ValidationError, msgspec.DecodeError, UnicodeDecodeError, RecursionError):
+        return ParseError("Parse error: invalid JSON")
+    bad = ParseError("Parse error: a string holds an unpaired surrogate escape")
+    ident = env.id
+    if type(ident) is str and "\ufffd" in ident:
+        ident = None  # the id held the surrogate itself: it cannot be sent back as it was
+    bad.request_id = ident if valid_id(ident) else None  # type: ignore[attr-defined]
+    bad.silent = _unanswered(env)  # type: ignore[attr-defined]
+    return bad
+
+
+def _mask_lone_surrogate(match: re.Match[bytes]) -> bytes:
+    escape = match.group()
+    return _REPLACEMENT if len(escape) == 6 else escape
 
 
 def _strings_ok(frame: bytes | bytearray | memoryview) -> bool:
@@ -269,12 +425,12 @@ def classify(env: Envelope) -> Message:
     """Turn a decoded envelope into exactly one message kind, or raise :class:`InvalidRequest`.
 
     The raised error carries the request ``id`` in ``.request_id`` when it was readable, so the reply can echo it,
-    and ``.silent`` set when the frame was a (malformed) notification, which must not be answered at all.
+    and ``.silent`` set when the frame must not be answered at all: a malformed notification, or a malformed
+    frame shaped like a response (answering it could start two peers bouncing errors off each other).
     """
     ident = env.id
     has_id = ident is not UNSET
-    # A malformed notification (``method`` without ``id``) is never answered, not even with an error.
-    silent = env.method is not UNSET and not has_id
+    silent = _unanswered(env)
     if env.jsonrpc != "2.0":
         _invalid('Invalid Request: "jsonrpc" must be exactly "2.0"', ident, silent)
     if env.method is not UNSET:
@@ -294,13 +450,18 @@ def classify(env: Envelope) -> Message:
         return Request(ident, method, raw)
     if env.error is not UNSET:
         err = env.error
-        if not isinstance(err, dict) or type(err.get("code")) is not int or not isinstance(err.get("message"), str):
-            _invalid("Invalid Request: malformed error object", ident)
+        if (
+            env.result is not UNSET
+            or not isinstance(err, dict)
+            or type(err.get("code")) is not int
+            or not isinstance(err.get("message"), str)
+        ):
+            _invalid("Invalid Request: malformed error response", ident, silent)
         rid = ident if has_id and valid_id(ident) else None
         return ErrorResponse(rid, err["code"], err["message"], err.get("data"))
     if env.result is not UNSET:
         if not has_id or not valid_id(ident):
-            _invalid('Invalid Request: a response needs a string or integer "id"', ident)
+            _invalid('Invalid Request: a response needs a string or integer "id"', ident, silent)
         return Response(ident, env.result)  # type: ignore[arg-type]
     return _invalid("Invalid Request: not a request, notification or response", ident)
 
@@ -336,7 +497,7 @@ def _first_byte(raw: Raw) -> int:
 def _invalid(message: str, ident: Any, silent: bool = False) -> NoReturn:
     err = InvalidRequest(message)
     err.request_id = ident if ident is not UNSET and valid_id(ident) else None  # type: ignore[attr-defined]
-    err.silent = silent  # type: ignore[attr-defined]  # a malformed notification: log it, answer nothing
+    err.silent = silent  # type: ignore[attr-defined]  # a notification or a response: log it, answer nothing
     raise err
 
 

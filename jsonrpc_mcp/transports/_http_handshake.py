@@ -219,6 +219,11 @@ class HandshakeEndpoint:
     async def post_batch(
         self, headers: Headers, version: str | None, body: bytes, receive: Receive, send: Send
     ) -> None:
+        try:
+            items = decode_batch(body)  # first: an array that is not JSON ("[1,") is a parse error, batches or not
+        except RpcError as exc:
+            await send_error(send, 400, exc.message, code=exc.code)
+            return
         sid = headers.get("mcp-session-id")
         session = self.table.get(sid) if sid is not None else None
         if sid is not None and session is None:
@@ -226,11 +231,6 @@ class HandshakeEndpoint:
             return
         if session is None or session.mcp.version not in BATCH_VERSIONS or version in STATELESS_VERSIONS:
             await send_error(send, 400, "Invalid Request: batches exist only in 2025-03-26 sessions")
-            return
-        try:
-            items = decode_batch(body)
-        except RpcError as exc:
-            await send_error(send, 400, exc.message, code=exc.code)
             return
         if not items:
             await send_error(send, 400, "Invalid Request: empty batch")
@@ -243,7 +243,8 @@ class HandshakeEndpoint:
             try:
                 msg = classify(decode_frame(bytes(raw)))
             except RpcError as exc:
-                answered.append(encode_error(getattr(exc, "request_id", None), exc.code, exc.message))
+                if not getattr(exc, "silent", False):  # a malformed notification or response is never answered
+                    answered.append(encode_error(getattr(exc, "request_id", None), exc.code, exc.message))
                 continue
             if type(msg) is not Request:
                 dispatcher.take(msg)

@@ -1,9 +1,11 @@
 """Newline-delimited JSON framing, sans I/O (L2).
 
 Feed it bytes as they arrive; it returns whole frames. One JSON-RPC message per line, UTF-8, no embedded
-newlines. CRLF endings and blank lines are tolerated. A line longer than ``max_frame`` is never buffered whole:
-its first bytes are kept (to find its id for the error reply), the rest is skipped up to the next newline, and
-an :class:`~jsonrpc_mcp.jsonrpc.wire.OversizedFrame` stands in its place so the dispatcher answers it.
+newlines. CRLF endings and blank lines (nothing but JSON whitespace: space, tab, CR, LF) are tolerated; a line
+holding anything else (a form feed, a vertical tab) is a frame, and its parse error is answered. A line longer
+than ``max_frame`` is never buffered whole: its first bytes are kept (to find its id for the error reply), the
+rest is skipped up to the next newline, and an :class:`~jsonrpc_mcp.jsonrpc.wire.OversizedFrame` stands in its
+place so the dispatcher answers it.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ __all__ = ("LineFramer", "DEFAULT_MAX_FRAME")
 
 DEFAULT_MAX_FRAME = 16 * 1024 * 1024
 _KEEP = 4096
+_JSON_WHITESPACE = b" \t\r\n"  # (bytes.strip() alone would also drop \f, \v and \x1c-\x1f)
 
 
 class LineFramer:
@@ -70,7 +73,7 @@ class LineFramer:
     def _append(self, frames: list[bytes], line: bytes) -> None:
         if line.endswith(b"\r"):
             line = line[:-1]
-        if line.strip():
+        if line.strip(_JSON_WHITESPACE):
             frames.append(line)
 
     def _oversized(self, prefix: bytes) -> bytes:

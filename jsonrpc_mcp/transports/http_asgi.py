@@ -287,7 +287,9 @@ class McpAsgiApp:
         try:
             msg = read_message(body)
         except RpcError as exc:
-            await send_error(send, 400, exc.message, code=exc.code, ident=getattr(exc, "request_id", None))
+            # (a notification or a response is never answered: its refusal carries no id)
+            ident = None if getattr(exc, "silent", False) else getattr(exc, "request_id", None)
+            await send_error(send, 400, exc.message, code=exc.code, ident=ident)
             return
         call = read_call(self.server.methods, msg, version) if type(msg) is Request else None
         if (
