@@ -626,3 +626,51 @@ async def test_mounted_under_a_prefix_with_any_path() -> None:
         assert status == 200
     finally:
         await app.aclose()
+
+
+def big_answer_server() -> Server:
+    server = Server("big-answers", "1")
+
+    @server.tool()
+    async def big(mib: int, ctx: Context) -> str:
+        """Close this request's SSE connection (the client is gone), then answer with ``mib`` MiB of text."""
+        closer = getattr(ctx.session.dispatcher.stream, "close_sse_stream", None)
+        if closer is not None:
+            closer(ctx.request_id)
+        await anyio.lowlevel.checkpoint()
+        return "x" * (mib << 20)
+
+    return server
+
+
+@pytest.mark.slow
+async def test_answers_for_clients_that_left_stay_within_the_event_stores_byte_bound(http: httpx.AsyncClient) -> None:
+    """60 answers of 4 MiB that nobody reads: the default store keeps at most its 64 MiB, the newest answers first."""
+    app = McpAsgiApp(big_answer_server())
+    thread = ServerThread(app)
+    store = app.store
+    assert isinstance(store, InMemoryEventStore) and store.max_bytes == 64 << 20
+    try:
+        last_ids: list[str] = []
+        sessions = []
+        for n in range(60):
+            session = await open_session(http, thread.url)
+            sessions.append(session)
+            async with session.stream(call_body(n, "big", {"mib": 4})) as response:
+                reader = SseReader(response)
+                assert [e for e in await reader.rest() if e.data] == []  # closed before the answer
+                assert reader.parser.last_event_id is not None
+                last_ids.append(reader.parser.last_event_id)
+            assert store.size <= store.max_bytes
+        assert store.size > 48 << 20  # the newest answers are kept, up to the bound
+        # The newest answer can still be resumed; the oldest was evicted to make room.
+        newest, oldest = sessions[-1], sessions[0]
+        headers = {"Accept": "text/event-stream", "Last-Event-ID": last_ids[-1]}
+        async with newest.stream(None, "GET", **headers) as resumed:
+            events = [e for e in await SseReader(resumed).rest() if e.data]
+        assert len(events) == 1 and len(events[0].data) > 4 << 20
+        async with oldest.stream(None, "GET", **{**headers, "Last-Event-ID": last_ids[0]}) as resumed:
+            assert resumed.status_code == 200
+            assert [e for e in await SseReader(resumed).rest() if e.data] == []
+    finally:
+        thread.stop()

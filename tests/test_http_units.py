@@ -3,6 +3,7 @@ the session stream's routing, the session table, the event store, and the statel
 
 from __future__ import annotations
 
+import tracemalloc
 from typing import Any, cast
 
 import anyio
@@ -311,6 +312,66 @@ async def test_in_memory_event_store_is_bounded() -> None:
     assert len(store) == 3 and await store.replay("s/1", 0) == []
     with pytest.raises(ValueError):
         InMemoryEventStore(max_events=0)
+    for bad in ({"max_bytes": 0}, {"max_age": 0}, {"max_per_stream": 0}):
+        with pytest.raises(ValueError):
+            InMemoryEventStore(**bad)  # type: ignore[arg-type]
+
+
+@pytest.mark.anyio
+async def test_in_memory_event_store_is_bounded_in_bytes_the_oldest_going_first() -> None:
+    store = InMemoryEventStore(max_bytes=100)
+    for seq in range(1, 4):
+        await store.append("old", seq, b"a" * 30)
+    assert (len(store), store.size) == (3, 90)
+    await store.append("new", 1, b"b" * 30)  # 120 bytes: the oldest event goes
+    assert (len(store), store.size) == (3, 90)
+    assert [seq for seq, _ in await store.replay("old", 0)] == [2, 3]
+    await store.append("new", 2, b"c" * 70)  # 160 bytes: the two next oldest go, whatever their stream
+    assert store.size == 100 and await store.replay("old", 0) == []
+    assert await store.replay("new", 0) == [(1, b"b" * 30), (2, b"c" * 70)]
+    await store.append("huge", 1, b"x" * 101)  # larger than the whole bound: not kept, and it evicts nothing else
+    assert await store.replay("huge", 0) == []
+    assert store.size <= 100
+    await store.discard("new")
+    assert (len(store), store.size) == (0, 0)
+
+
+@pytest.mark.anyio
+async def test_in_memory_event_store_drops_events_past_their_age() -> None:
+    now = [1000.0]
+    store = InMemoryEventStore(max_age=60, clock=lambda: now[0])
+    await store.append("left", 1, b"1")
+    now[0] += 30
+    await store.append("left", 2, b"2")
+    await store.append("live", 1, b"x")
+    now[0] += 31  # "left" 1 is 61 s old
+    assert await store.replay("left", 0) == [(2, b"2")]
+    assert len(store) == 2
+    now[0] += 30  # everything is past 60 s
+    assert await store.replay("live", 0) == [] and await store.replay("left", 0) == []
+    assert (len(store), store.size) == (0, 0)
+    await store.append("live", 2, b"y")  # a stream goes on after its old events expired
+    assert await store.replay("live", 0) == [(2, b"y")]
+
+
+@pytest.mark.anyio
+async def test_in_memory_event_store_bookkeeping_stays_small_under_churn() -> None:
+    """Per-stream evictions and discards leave entries behind in the order queue; they are compacted away."""
+    store = InMemoryEventStore(max_per_stream=2)
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        await store.append("anchor", 1, b"a")  # the oldest event, kept throughout: the queue's front stays put
+        for seq in range(1, 20_001):
+            await store.append("busy", seq, b"e")
+            if seq % 10 == 0:
+                await store.append(f"short-{seq}", 1, b"s")
+                await store.discard(f"short-{seq}")
+        grown = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    assert len(store) == 3 and await store.replay("busy", 0) == [(19_999, b"e"), (20_000, b"e")]
+    assert grown < 100_000  # (22,000 entries left behind would hold well over 1 MB)
 
 
 # --- stateless checks ----------------------------------------------------------------------------------------------
