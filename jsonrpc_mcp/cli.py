@@ -2,7 +2,7 @@
 
 ::
 
-    jsonrpc-mcp serve [APP] [--stdio | --tcp HOST:PORT | --unix PATH | --http HOST:PORT [--path /mcp]]
+    jsonrpc-mcp serve [APP] [--stdio | --tcp HOST:PORT | --unix PATH | --http HOST:PORT [--path /mcp] [HTTP options]]
     jsonrpc-mcp list  (--tcp HOST:PORT | --unix PATH | --url URL | -- COMMAND...)
     jsonrpc-mcp call  (--tcp HOST:PORT | --unix PATH | --url URL) METHOD [NAME] [JSON]
     jsonrpc-mcp call  -- COMMAND... METHOD [NAME] [JSON]
@@ -99,6 +99,22 @@ def _host_port(value: str) -> tuple[str, int]:
     return host.strip("[]") or "127.0.0.1", int(port)
 
 
+def _positive(value: str) -> float:
+    try:
+        number = float(value)
+    except ValueError:
+        number = 0.0
+    if not number > 0:
+        raise argparse.ArgumentTypeError(f"expected a positive number of seconds, got {value!r}")
+    return number
+
+
+def _count(value: str) -> int:
+    if not value.isdigit() or int(value) < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive whole number, got {value!r}")
+    return int(value)
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="jsonrpc-mcp", description="Serve or call MCP servers.")
     parser.add_argument("-v", "--verbose", action="count", default=0, help="more logging on stderr")
@@ -113,6 +129,19 @@ def _parser() -> argparse.ArgumentParser:
     where.add_argument("--http", type=_host_port, metavar="HOST:PORT", help="Streamable HTTP (needs the http extra)")
     serve.add_argument("--path", default="/mcp", help="HTTP endpoint path (default /mcp)")
     serve.add_argument("--allow-host", action="append", default=None, help="extra allowed Host/Origin host names")
+    serve.add_argument(
+        "--header-timeout", type=_positive, default=10.0, metavar="S", help="HTTP: seconds to send request headers (10)"
+    )
+    serve.add_argument(
+        "--body-timeout", type=_positive, default=30.0, metavar="S", help="HTTP: seconds to send a request body (30)"
+    )
+    serve.add_argument(
+        "--max-connections",
+        type=_count,
+        default=None,
+        metavar="N",
+        help="HTTP: open connections at most (default: 3/4 of the descriptor limit)",
+    )
 
     for name, helptext in (("list", "list tools, resources and prompts"), ("call", "send one request")):
         cmd = sub.add_parser(name, help=helptext)
@@ -180,7 +209,11 @@ def _serve(args: argparse.Namespace) -> int:
         host, port = args.http
         shown = f"[{host}]" if ":" in host else host
         _banner(args, f"http://{shown}:{port}{args.path}")
-        options: dict[str, Any] = {}
+        options: dict[str, Any] = {
+            "header_timeout": args.header_timeout,
+            "body_timeout": args.body_timeout,
+            "max_connections": args.max_connections,
+        }
         if args.allow_host:
             options["allowed_hosts"] = args.allow_host
         serve_http(server, host, port, path=args.path, **options)

@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Iterable, MutableMapping
 from typing import Any, Final
 
+import anyio
+
 from ..jsonrpc import codes
 from ..jsonrpc.wire import RequestId, encode_error
 
@@ -21,10 +23,12 @@ __all__ = (
     "Headers",
     "HeaderList",
     "BodyTooLarge",
+    "BodyTimeout",
     "ClientGone",
     "read_body",
     "send_bytes",
     "send_error",
+    "send_body_timeout",
     "send_empty",
     "accepts",
     "accepts_json_and_sse",
@@ -100,14 +104,26 @@ class BodyTooLarge(Exception):
     pass
 
 
+class BodyTimeout(Exception):
+    """The rest of the request body did not arrive within the deadline."""
+
+    def __init__(self, seconds: float) -> None:
+        super().__init__(seconds)
+        self.seconds = seconds
+
+
 class ClientGone(Exception):
     """The client disconnected while we were reading its request."""
 
 
-async def read_body(receive: Receive, headers: Headers, limit: int, first: Message | None = None) -> bytes:
+async def read_body(
+    receive: Receive, headers: Headers, limit: int, first: Message | None = None, timeout: float | None = None
+) -> bytes:
     """The whole request body; :class:`BodyTooLarge` past ``limit`` bytes (a body in several messages is checked
     against Content-Length first, then as it arrives). ``first``: the request's first message, when the caller
-    has received it already."""
+    has received it already. :class:`BodyTimeout` when a body in several messages is not complete ``timeout``
+    seconds after its first one (a chunked body that never ends); the usual body, whole in one message, is read
+    without a deadline's cost."""
     message = first if first is not None else await receive()
     if message["type"] == "http.request" and not message.get("more_body", False):
         body: bytes = message.get("body", b"")  # the usual case: the whole body in one message
@@ -119,20 +135,23 @@ async def read_body(receive: Receive, headers: Headers, limit: int, first: Messa
         raise BodyTooLarge()
     chunks: list[bytes] = []
     size = 0
-    while True:
-        kind = message["type"]
-        if kind == "http.disconnect":
-            raise ClientGone()
-        if kind == "http.request":
-            chunk = message.get("body", b"")
-            if chunk:
-                size += len(chunk)
-                if size > limit:
-                    raise BodyTooLarge()
-                chunks.append(chunk)
-            if not message.get("more_body", False):
-                break
-        message = await receive()
+    with anyio.move_on_after(timeout) as deadline:
+        while True:
+            kind = message["type"]
+            if kind == "http.disconnect":
+                raise ClientGone()
+            if kind == "http.request":
+                chunk = message.get("body", b"")
+                if chunk:
+                    size += len(chunk)
+                    if size > limit:
+                        raise BodyTooLarge()
+                    chunks.append(chunk)
+                if not message.get("more_body", False):
+                    break
+            message = await receive()
+    if deadline.cancelled_caught:
+        raise BodyTimeout(timeout or 0.0)
     return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
 
@@ -240,6 +259,13 @@ def is_json_content(content_type: str | None) -> bool:
     if content_type == "application/json":
         return True
     return content_type.partition(";")[0].strip().lower() == "application/json"
+
+
+async def send_body_timeout(send: Send, seconds: float) -> None:
+    """408 for a body that did not arrive in time; the connection is closed after it (the rest of the body would
+    otherwise be read as the next request)."""
+    message = f"Request Timeout: the request body did not arrive within {seconds:g} seconds"
+    await send_error(send, 408, message, headers=[(b"connection", b"close")])
 
 
 async def send_busy(send: Send, status: int, message: str, ident: RequestId | None, retry_after: int = 1) -> None:

@@ -31,8 +31,8 @@ shutdown). When no lifespan arrives — ``--lifespan off``, or mounted in a fram
 itself — the first session starts it lazily in a background task (``asyncio`` task or trio system task);
 :meth:`McpAsgiApp.aclose` stops it. Embedders may also enter :meth:`McpAsgiApp.lifespan` themselves.
 
-Limits: ``max_body`` (413), ``max_sessions`` (when full, the least recently used idle session gives way; 503 +
-``Retry-After`` only when every session is busy), ``max_in_flight_per_session`` (429);
+Limits: ``max_body`` (413), ``body_timeout`` (408), ``max_sessions`` (when full, the least recently used idle
+session gives way; 503 + ``Retry-After`` only when every session is busy), ``max_in_flight_per_session`` (429);
 sessions idle for ``session_idle_timeout`` seconds are ended. ``Host`` and ``Origin`` are checked against
 allow-lists (403); by default only loopback names pass — set ``allowed_hosts`` (``["*"]`` for any) when
 serving other names. Error bodies are JSON-RPC errors with a plain sentence; details go to the log only.
@@ -54,6 +54,7 @@ from ._http_events import EventStore, InMemoryEventStore
 from ._http_handshake import HandshakeEndpoint
 from ._http_handshake_session import HttpSession
 from ._http_io import (
+    BodyTimeout,
     BodyTooLarge,
     ClientGone,
     HeaderList,
@@ -65,6 +66,7 @@ from ._http_io import (
     accepts_json_and_sse,
     is_json_content,
     read_body,
+    send_body_timeout,
     send_bytes,
     send_empty,
     send_error,
@@ -97,6 +99,8 @@ class McpAsgiApp:
     :param max_sessions: concurrent handshake-era sessions; when full, the least recently used idle one is ended
         to make room (503 when every session has something under way).
     :param max_body: largest request body in bytes (413 beyond).
+    :param body_timeout: seconds a body that comes in several messages may take from its first to its last (408
+        beyond, and the connection is closed); ``None`` for no deadline.
     :param max_in_flight_per_session: requests of one session awaiting their answers (429 beyond).
     :param event_store: where resumable SSE events wait for reconnecting clients (default: bounded, in memory).
     :param json_response_preference: ``"auto"`` (JSON when the response comes first, else SSE), ``"json"``
@@ -127,6 +131,7 @@ class McpAsgiApp:
         session_idle_timeout: float = 1800.0,
         max_sessions: int = 10_000,
         max_body: int = DEFAULT_MAX_FRAME,
+        body_timeout: float | None = 30.0,
         max_in_flight_per_session: int = 64,
         event_store: EventStore | None = None,
         json_response_preference: Preference = "auto",
@@ -138,13 +143,20 @@ class McpAsgiApp:
     ) -> None:
         if json_response_preference not in ("auto", "json", "sse"):
             raise ValueError('json_response_preference must be "auto", "json" or "sse"')
-        if session_idle_timeout <= 0 or max_sessions < 1 or max_body < 1 or max_in_flight_per_session < 1:
+        if (
+            session_idle_timeout <= 0
+            or max_sessions < 1
+            or max_body < 1
+            or max_in_flight_per_session < 1
+            or (body_timeout is not None and body_timeout <= 0)
+        ):
             raise ValueError("timeouts and limits must be positive")
         self.server = server
         self.path = None if path is None else "/" + path.strip("/")
         self._endpoint = None if self.path is None else self.path.rstrip("/")  # what the request path must match
         self.guard = HostGuard(allowed_hosts, allowed_origins)
         self.max_body = max_body
+        self.body_timeout = body_timeout
         self.store: EventStore = event_store if event_store is not None else InMemoryEventStore()
         self.preference: Preference = json_response_preference
         self.keepalive = sse_keepalive
@@ -276,9 +288,12 @@ class McpAsgiApp:
         if message["type"] != "http.request" or message.get("more_body", False) or len(body) > self.max_body:
             # (the usual body comes whole in one message, read above without another coroutine)
             try:
-                body = await read_body(receive, headers, self.max_body, message)
+                body = await read_body(receive, headers, self.max_body, message, self.body_timeout)
             except BodyTooLarge:
                 await send_error(send, 413, f"Payload Too Large: the body exceeds {self.max_body} bytes")
+                return
+            except BodyTimeout as late:
+                await send_body_timeout(send, late.seconds)
                 return
         version = _header_version(headers)
         if not body.startswith(b"{") and is_batch(body):

@@ -10,6 +10,11 @@ directly; build it with :class:`~jsonrpc_mcp.transports.http_asgi.McpAsgiApp`::
 
 Shutdown is graceful: on SIGINT/SIGTERM uvicorn stops accepting connections, gives open ones
 ``graceful_timeout`` seconds, and the ASGI lifespan shutdown then ends every session.
+
+Slow and surplus peers (:mod:`._uvicorn_guard`): a connection must send its request headers within
+``header_timeout`` seconds (10 by default) and a request's body within ``body_timeout`` (30, an option of the
+app: it answers 408), else it is closed; at most ``max_connections`` connections are open at once (by default three
+quarters of the process's descriptor limit), and one more is closed as soon as it is accepted.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ import logging
 import socket
 from typing import TYPE_CHECKING, Any
 
+from ._uvicorn_guard import default_max_connections, guarded_protocol
 from .http_asgi import McpAsgiApp
 
 if TYPE_CHECKING:
@@ -56,11 +62,23 @@ def make_uvicorn_server(
     path: str = "/mcp",
     log_level: str = "warning",
     graceful_timeout: float = 5.0,
+    header_timeout: float = 10.0,
+    max_connections: int | None = None,
     **app_options: Any,
 ) -> tuple[Any, McpAsgiApp]:
-    """A configured ``uvicorn.Server`` for ``server`` and the app it runs (for embedding and tests)."""
+    """A configured ``uvicorn.Server`` for ``server`` and the app it runs (for embedding and tests).
+
+    ``header_timeout``: seconds a connection may take to send a request's headers; ``max_connections``: open
+    connections at most (``None``: three quarters of the descriptor limit). ``app_options`` go to
+    :class:`McpAsgiApp` (``body_timeout`` among them).
+    """
     uvicorn = _uvicorn()
     app = McpAsgiApp(server, path=path, **app_options)
+    protocol = guarded_protocol(
+        header_timeout=header_timeout,
+        body_timeout=app.body_timeout,
+        max_connections=max_connections if max_connections is not None else default_max_connections(),
+    )
     if not _is_loopback(host) and app_options.get("allowed_hosts") is None:
         logger.warning(
             "serving on %s, but only loopback Host names are accepted: pass allowed_hosts (the names clients use, "
@@ -79,6 +97,7 @@ def make_uvicorn_server(
         # middleware around every request) has nothing to do; nor is the Server header of use to anyone.
         proxy_headers=False,
         server_header=False,
+        http=protocol,
     )
     return uvicorn.Server(config), app
 
@@ -91,11 +110,22 @@ def serve_http(
     path: str = "/mcp",
     log_level: str = "warning",
     graceful_timeout: float = 5.0,
+    header_timeout: float = 10.0,
+    max_connections: int | None = None,
     **app_options: Any,
 ) -> None:
-    """Serve until interrupted (blocking; runs its own asyncio loop). ``app_options`` go to :class:`McpAsgiApp`."""
+    """Serve until interrupted (blocking; runs its own asyncio loop). ``app_options`` go to :class:`McpAsgiApp`;
+    the other settings are :func:`make_uvicorn_server`'s."""
     uv_server, _ = make_uvicorn_server(
-        server, host, port, path=path, log_level=log_level, graceful_timeout=graceful_timeout, **app_options
+        server,
+        host,
+        port,
+        path=path,
+        log_level=log_level,
+        graceful_timeout=graceful_timeout,
+        header_timeout=header_timeout,
+        max_connections=max_connections,
+        **app_options,
     )
     logger.info("serving MCP on http://%s:%d%s", host, port, path)
     uv_server.run()
