@@ -8,6 +8,9 @@
     jsonrpc-mcp call  -- COMMAND... METHOD [NAME] [JSON]
     jsonrpc-mcp check (--url URL | -- COMMAND...) [--revision REV] [--json]
 
+HTTP options: ``--certfile PEM [--keyfile PEM]`` (HTTPS), ``--header-timeout S``, ``--body-timeout S``,
+``--max-connections N``, ``--allow-host NAME``.
+
 ``APP`` is ``module:attribute`` or ``path/to/file.py[:attribute]`` naming a :class:`~jsonrpc_mcp.Server` (or a
 function returning one); without it the knowledge server is served. Results are printed as JSON on stdout;
 logs and errors go to stderr.
@@ -135,6 +138,8 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument(
         "--body-timeout", type=_positive, default=30.0, metavar="S", help="HTTP: seconds to send a request body (30)"
     )
+    serve.add_argument("--certfile", metavar="PEM", help="HTTP: serve HTTPS with this certificate (chain)")
+    serve.add_argument("--keyfile", metavar="PEM", help="HTTP: the certificate's private key (with --certfile)")
     serve.add_argument(
         "--max-connections",
         type=_count,
@@ -204,19 +209,31 @@ def _banner(args: argparse.Namespace, url: str) -> None:
 def _serve(args: argparse.Namespace) -> int:
     server = load_app(args.app)
     if args.http:
+        import ssl
+
         from .transports.http_serve import serve_http
 
+        if args.keyfile and not args.certfile:
+            raise SystemExit("jsonrpc-mcp serve: --keyfile needs --certfile")
+        for pem in (args.certfile, args.keyfile):
+            if pem and not os.path.isfile(pem):
+                raise SystemExit(f"jsonrpc-mcp serve: no such file: {pem}")
         host, port = args.http
         shown = f"[{host}]" if ":" in host else host
-        _banner(args, f"http://{shown}:{port}{args.path}")
+        _banner(args, f"{'https' if args.certfile else 'http'}://{shown}:{port}{args.path}")
         options: dict[str, Any] = {
             "header_timeout": args.header_timeout,
             "body_timeout": args.body_timeout,
             "max_connections": args.max_connections,
+            "ssl_certfile": args.certfile,
+            "ssl_keyfile": args.keyfile,
         }
         if args.allow_host:
             options["allowed_hosts"] = args.allow_host
-        serve_http(server, host, port, path=args.path, **options)
+        try:
+            serve_http(server, host, port, path=args.path, **options)
+        except ssl.SSLError as exc:  # not a certificate, or a key that does not match it
+            raise SystemExit(f"jsonrpc-mcp serve: cannot use the certificate and key: {exc.reason or exc}") from None
         return 0
     if args.tcp:
         from .transports._run import run

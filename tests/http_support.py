@@ -225,6 +225,13 @@ class ServerThread:
         self.sock.close()
 
 
+def free_port() -> int:
+    """A loopback port free right now (for a server started as a subprocess, which binds it itself)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
 def unique(prefix: str) -> str:
     """A gate key no other test (or backend run) uses."""
     return f"{prefix}-{next(_keys)}"

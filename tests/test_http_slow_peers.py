@@ -5,7 +5,6 @@ under ``fail_after``, never a sleep; the deadlines are set short here, the defau
 from __future__ import annotations
 
 import json
-import socket
 import subprocess
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
@@ -17,7 +16,7 @@ import httpx
 import pytest
 import uvicorn
 from helpers import serve_command
-from http_support import JSON_HEADERS, ServerThread, asgi_request, init_body, make_server
+from http_support import JSON_HEADERS, ServerThread, asgi_request, free_port, init_body, make_server
 
 from jsonrpc_mcp.transports._uvicorn_guard import BODY_GRACE, default_max_connections, guarded_protocol
 from jsonrpc_mcp.transports.http_asgi import McpAsgiApp
@@ -204,12 +203,6 @@ def test_the_defaults_are_safe_and_settings_are_checked() -> None:
             guarded_protocol(**settings)
     with pytest.raises(ValueError):
         McpAsgiApp(make_server(), body_timeout=0)
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 @asynccontextmanager

@@ -3,6 +3,9 @@ round trips with a sealed requestState, caching hints, listen streams, and the c
 
 from __future__ import annotations
 
+import base64
+import hashlib
+import hmac
 import json
 import sys
 from typing import Any
@@ -377,3 +380,48 @@ def test_a_stateless_result_struct_is_encoded_as_the_dict_route_encodes_it(make:
 
     info = {"name": "srv", "version": "1"} if with_info else None
     assert encode_result(make(), stateless=True, server_info=info) == _dict_route(make(), info)
+
+
+# --- single-use states: the nonce and the set of spent ones ------------------------------------------------------
+
+
+def b64(data: bytes) -> str:
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
+
+
+def test_a_state_carries_a_nonce_and_states_sealed_without_one_still_open() -> None:
+    from jsonrpc_mcp.mcp.request_state import StatePayload, new_nonce, open_state, seal
+
+    key = b"k" * 32
+    nonce = new_nonce()
+    assert len(nonce) >= 22 and nonce != new_nonce()
+    sealed = seal(key, StatePayload("d", 100.0, {"a": 1}, ["b"], nonce))
+    assert open_state(key, sealed, digest="d", now=1.0).nonce == nonce
+    # a state sealed before the field existed (four items) reads as before, with no nonce
+    body = json.dumps(["d", 100.0, {"a": 1}, ["b"]], separators=(",", ":")).encode()
+    old = f"{b64(body)}.{b64(hmac.new(key, body, hashlib.sha256).digest())}"
+    opened = open_state(key, old, digest="d", now=1.0)
+    assert (opened.answers, opened.asked, opened.nonce) == ({"a": 1}, ["b"], "")
+
+
+def test_a_nonce_is_claimed_once_until_its_state_expires() -> None:
+    from jsonrpc_mcp.mcp.request_state import SeenNonces
+
+    seen = SeenNonces()
+    assert seen.claim("n1", expires=10.0, now=0.0)
+    assert not seen.claim("n1", expires=10.0, now=5.0)  # a replay
+    assert "n1" in seen and len(seen) == 1
+    assert seen.claim("n2", expires=20.0, now=11.0)  # n1's state expired: it is forgotten
+    assert "n1" not in seen and len(seen) == 1
+
+
+def test_the_set_of_spent_nonces_is_bounded_forgetting_the_soonest_to_expire() -> None:
+    from jsonrpc_mcp.mcp.request_state import SeenNonces
+
+    seen = SeenNonces(max_size=3)
+    for n, expires in (("a", 30.0), ("b", 10.0), ("c", 20.0)):
+        assert seen.claim(n, expires=expires, now=0.0)
+    assert seen.claim("d", expires=40.0, now=1.0)
+    assert len(seen) == 3 and "b" not in seen and all(n in seen for n in "acd")
+    with pytest.raises(ValueError):
+        SeenNonces(max_size=0)

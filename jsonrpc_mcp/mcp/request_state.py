@@ -10,14 +10,16 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import heapq
 import hmac
+import secrets
 from typing import Any
 
 import msgspec
 
 from ..errors import InvalidParams
 
-__all__ = ("StatePayload", "seal", "open_state", "request_digest")
+__all__ = ("StatePayload", "seal", "open_state", "request_digest", "new_nonce", "SeenNonces")
 
 
 class StatePayload(msgspec.Struct, array_like=True):
@@ -25,6 +27,9 @@ class StatePayload(msgspec.Struct, array_like=True):
     expires: float
     answers: dict[str, Any]
     asked: list[str]
+    #: Set for a state meant to be answered once (:class:`SeenNonces`); empty otherwise, and in states sealed
+    #: before the field existed (which read the same).
+    nonce: str = ""
 
 
 _encode = msgspec.json.Encoder(order="sorted").encode
@@ -71,3 +76,51 @@ def open_state(key: bytes, state: str, *, digest: str, now: float) -> StatePaylo
     if not hmac.compare_digest(payload.digest, digest):
         raise InvalidParams("Invalid requestState: it belongs to a different request")
     return payload
+
+
+def new_nonce() -> str:
+    """A fresh random nonce for :attr:`StatePayload.nonce` (128 bits, URL-safe)."""
+    return secrets.token_urlsafe(16)
+
+
+class SeenNonces:
+    """The nonces of single-use states already spent: bounded in count, each remembered until its state expires.
+
+    :meth:`claim` a state's nonce when its round is answered: the first claim wins, any later one (a replay) is
+    refused. A nonce need not be remembered past its state's expiry, since :func:`open_state` refuses an expired
+    state anyway. Past ``max_size`` live nonces the one closest to its expiry is forgotten to make room (states
+    share one lifetime, so that is the oldest): a replay of that one state would then pass, so size the set for
+    the rounds a server answers within one state lifetime. In memory, per process: workers that share a state key
+    must share this set too (or keep a session's rounds on one worker) for single use to hold across them.
+    """
+
+    def __init__(self, max_size: int = 100_000) -> None:
+        if max_size < 1:
+            raise ValueError("max_size must be positive")
+        self.max_size = max_size
+        self._expiry: dict[str, float] = {}
+        self._by_expiry: list[tuple[float, str]] = []  # a heap: the soonest expiry first
+
+    def __len__(self) -> int:
+        return len(self._expiry)
+
+    def __contains__(self, nonce: object) -> bool:
+        return nonce in self._expiry
+
+    def claim(self, nonce: str, expires: float, *, now: float) -> bool:
+        """True the first time ``nonce`` (of a state valid until ``expires``) is claimed, False after."""
+        self._forget_expired(now)
+        if nonce in self._expiry:
+            return False
+        while len(self._expiry) >= self.max_size:
+            _, oldest = heapq.heappop(self._by_expiry)
+            self._expiry.pop(oldest, None)
+        self._expiry[nonce] = expires
+        heapq.heappush(self._by_expiry, (expires, nonce))
+        return True
+
+    def _forget_expired(self, now: float) -> None:
+        heap = self._by_expiry
+        while heap and heap[0][0] < now:
+            _, nonce = heapq.heappop(heap)
+            self._expiry.pop(nonce, None)

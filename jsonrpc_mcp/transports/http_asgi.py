@@ -50,6 +50,8 @@ from ..jsonrpc import codes
 from ..jsonrpc.wire import Message, Notification, Request, is_batch, read_message
 from ..mcp.eras import Call, meta_problem, notification_is_stateless, read_call
 from ..mcp.versions import STATELESS_VERSIONS
+from ._http_checks import body_type_problem, repeated_header_problem
+from ._http_cors import Cors, cors_of
 from ._http_events import EventStore, InMemoryEventStore
 from ._http_handshake import HandshakeEndpoint
 from ._http_handshake_session import HttpSession
@@ -64,7 +66,6 @@ from ._http_io import (
     Send,
     accepts,
     accepts_json_and_sse,
-    is_json_content,
     read_body,
     send_body_timeout,
     send_bytes,
@@ -95,6 +96,8 @@ class McpAsgiApp:
     :param allowed_hosts: host names (``"name"``, ``"name:port"``, ``"*"``) accepted in ``Host``/``Origin`` besides
         the loopback names.
     :param allowed_origins: extra ``Origin`` values accepted (``"https://app.example"``, or ``"*"``).
+    :param cors_origins: browser origins allowed cross-origin requests (CORS, off by default): preflights are
+        answered and responses carry the CORS headers; each is also an allowed ``Origin``.
     :param session_idle_timeout: seconds without traffic (and nothing running) after which a session ends.
     :param max_sessions: concurrent handshake-era sessions; when full, the least recently used idle one is ended
         to make room (503 when every session has something under way).
@@ -128,6 +131,7 @@ class McpAsgiApp:
         path: str | None = "/mcp",
         allowed_hosts: Sequence[str] | None = None,
         allowed_origins: Sequence[str] | None = None,
+        cors_origins: Sequence[str] | None = None,
         session_idle_timeout: float = 1800.0,
         max_sessions: int = 10_000,
         max_body: int = DEFAULT_MAX_FRAME,
@@ -154,7 +158,8 @@ class McpAsgiApp:
         self.server = server
         self.path = None if path is None else "/" + path.strip("/")
         self._endpoint = None if self.path is None else self.path.rstrip("/")  # what the request path must match
-        self.guard = HostGuard(allowed_hosts, allowed_origins)
+        self.guard = HostGuard(allowed_hosts, [*(allowed_origins or ()), *(cors_origins or ())])
+        self.cors: Cors | None = cors_of(cors_origins)
         self.max_body = max_body
         self.body_timeout = body_timeout
         self.store: EventStore = event_store if event_store is not None else InMemoryEventStore()
@@ -262,6 +267,13 @@ class McpAsgiApp:
             logger.info("refused a request from origin %r (see allowed_origins)", origin.decode("latin-1"))
             return send_error(send, 403, "Forbidden: this Origin is not allowed")
         method = scope.get("method", "GET")
+        if self.cors is not None and origin is not None:
+            if method == "OPTIONS":
+                return self.cors.preflight(origin, headers, send)
+            send = self.cors.wrap(origin, send)
+        problem = repeated_header_problem(headers)
+        if problem is not None:
+            return send_error(send, 400, problem)
         if method == "POST":
             return self._post(headers, receive, send)
         if method == "GET":
@@ -278,10 +290,8 @@ class McpAsgiApp:
             await send_error(send, 406, "Not Acceptable: Accept must list application/json and text/event-stream")
             return
         content_type = headers.raw(b"content-type")
-        if content_type != b"application/json" and not is_json_content(
-            content_type.decode("latin-1") if content_type is not None else None
-        ):
-            await send_error(send, 415, "Unsupported Media Type: the body must be application/json")
+        if content_type != b"application/json" and (problem := body_type_problem(content_type)) is not None:
+            await send_error(send, 415, problem)
             return
         message = await receive()
         body = message.get("body", b"")

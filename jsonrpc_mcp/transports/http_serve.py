@@ -64,14 +64,19 @@ def make_uvicorn_server(
     graceful_timeout: float = 5.0,
     header_timeout: float = 10.0,
     max_connections: int | None = None,
+    ssl_certfile: str | None = None,
+    ssl_keyfile: str | None = None,
     **app_options: Any,
 ) -> tuple[Any, McpAsgiApp]:
     """A configured ``uvicorn.Server`` for ``server`` and the app it runs (for embedding and tests).
 
     ``header_timeout``: seconds a connection may take to send a request's headers; ``max_connections``: open
-    connections at most (``None``: three quarters of the descriptor limit). ``app_options`` go to
+    connections at most (``None``: three quarters of the descriptor limit); ``ssl_certfile`` and ``ssl_keyfile``
+    (PEM files; the key may sit in the certificate file): serve HTTPS. ``app_options`` go to
     :class:`McpAsgiApp` (``body_timeout`` among them).
     """
+    if ssl_keyfile is not None and ssl_certfile is None:
+        raise ValueError("ssl_keyfile needs ssl_certfile")
     uvicorn = _uvicorn()
     app = McpAsgiApp(server, path=path, **app_options)
     protocol = guarded_protocol(
@@ -98,6 +103,8 @@ def make_uvicorn_server(
         proxy_headers=False,
         server_header=False,
         http=protocol,
+        ssl_certfile=ssl_certfile,
+        ssl_keyfile=ssl_keyfile,
     )
     return uvicorn.Server(config), app
 
@@ -112,6 +119,8 @@ def serve_http(
     graceful_timeout: float = 5.0,
     header_timeout: float = 10.0,
     max_connections: int | None = None,
+    ssl_certfile: str | None = None,
+    ssl_keyfile: str | None = None,
     **app_options: Any,
 ) -> None:
     """Serve until interrupted (blocking; runs its own asyncio loop). ``app_options`` go to :class:`McpAsgiApp`;
@@ -125,9 +134,11 @@ def serve_http(
         graceful_timeout=graceful_timeout,
         header_timeout=header_timeout,
         max_connections=max_connections,
+        ssl_certfile=ssl_certfile,
+        ssl_keyfile=ssl_keyfile,
         **app_options,
     )
-    logger.info("serving MCP on http://%s:%d%s", host, port, path)
+    logger.info("serving MCP on %s://%s:%d%s", "https" if ssl_certfile else "http", host, port, path)
     uv_server.run()
 
 
