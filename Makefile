@@ -16,7 +16,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install test test-all test-min release lint bench bench-compare serve conformance docs docs-serve clean
+.PHONY: install test test-all test-min release lint fuzz bench bench-compare serve conformance docs docs-serve clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -55,6 +55,11 @@ lint: $(STAMP)
 	$(BIN)/ruff check jsonrpc_mcp tests bench conformance .ci docs/_hooks.py
 	$(BIN)/ruff format --check jsonrpc_mcp tests conformance .ci docs/_hooks.py bench/run.py bench/inproc.py bench/inproc_http.py bench/sockload.py bench/servers
 	$(BIN)/mypy
+
+# A million seeded frames, malformed and odd, through a real server over stdio (90%) and HTTP (10%); figures in
+# docs/robustness.md. (make test runs a bounded version: tests/test_fuzz.py.)
+fuzz: $(STAMP)
+	$(BIN)/python tests/fuzzing.py --frames 1000000
 
 bench: $(STAMP)
 	$(BIN)/python bench/run.py
