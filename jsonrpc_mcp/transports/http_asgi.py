@@ -147,14 +147,10 @@ class McpAsgiApp:
     ) -> None:
         if json_response_preference not in ("auto", "json", "sse"):
             raise ValueError('json_response_preference must be "auto", "json" or "sse"')
-        if (
-            session_idle_timeout <= 0
-            or max_sessions < 1
-            or max_body < 1
-            or max_in_flight_per_session < 1
-            or (body_timeout is not None and body_timeout <= 0)
-        ):
+        if session_idle_timeout <= 0 or max_sessions < 1 or max_body < 1 or max_in_flight_per_session < 1:
             raise ValueError("timeouts and limits must be positive")
+        if body_timeout is not None and body_timeout <= 0:
+            raise ValueError("body_timeout must be positive (or None)")
         self.server = server
         self.path = None if path is None else "/" + path.strip("/")
         self._endpoint = None if self.path is None else self.path.rstrip("/")  # what the request path must match
