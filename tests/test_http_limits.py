@@ -634,9 +634,7 @@ def big_answer_server() -> Server:
     @server.tool()
     async def big(mib: int, ctx: Context) -> str:
         """Close this request's SSE connection (the client is gone), then answer with ``mib`` MiB of text."""
-        closer = getattr(ctx.session.dispatcher.stream, "close_sse_stream", None)
-        if closer is not None:
-            closer(ctx.request_id)
+        await ctx.close_sse_stream()
         await anyio.lowlevel.checkpoint()
         return "x" * (mib << 20)
 
