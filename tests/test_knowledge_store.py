@@ -103,6 +103,15 @@ async def test_optimistic_concurrency_lets_exactly_one_of_two_racing_updates_win
         store.close()
 
 
+async def test_a_database_that_is_gone_is_a_dependency_error_not_worth_retrying(db: Path) -> None:
+    async with knowledge(db) as kb:
+        kb.server.store.close()
+        gone = await kb.result("store", topic="t", content="c")
+        data = gone.structured_content
+        assert (data["code"], data["retryable"]) == ("DEPENDENCY_ERROR", False)
+        assert data["nextSteps"] == ["Nothing was written; the server's operator should check its database file."]
+
+
 async def test_a_busy_database_is_a_retryable_dependency_error(db: Path) -> None:
     async with knowledge(db) as kb:
         kb.server.store.db._writer.execute("PRAGMA busy_timeout = 20")

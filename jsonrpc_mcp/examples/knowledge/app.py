@@ -80,6 +80,7 @@ class Knowledge:
             raise ToolFailure(
                 ErrorCode.DEPENDENCY_ERROR,
                 "The knowledge database is not available.",
+                retryable=False,
                 next_steps=["Nothing was written; the server's operator should check its database file."],
             ) from None
 
