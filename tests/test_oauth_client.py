@@ -477,3 +477,21 @@ def test_redirect_uris_must_be_https_or_loopback() -> None:
     with pytest.raises(ValueError, match="loopback"):
         LoopbackConsent(host="0.0.0.0")
     assert redirect_target("http://x/?code=1&state=2") == {"code": "1", "state": "2"}
+
+
+async def test_a_refresh_that_cannot_reach_the_server_keeps_the_tokens() -> None:
+    server = AuthServer(token_lifetime=1)  # expired at once: every request refreshes first
+    app = ProtectedMcp(server)
+    store = MemoryTokenStore()
+    try:
+        async with Client.connect_http(app.url, auth=oauth(store=store), **HANDSHAKE) as client:
+            await client.list_tools()
+            server.stop()  # the authorization server is down for a while
+            with pytest.raises(AuthorizationError) as caught:
+                await client.list_tools()
+        assert caught.value.step == "token refresh" and "could not be reached" in str(caught.value)
+        stored = await store.load(f"tokens {app.url}")
+        assert stored is not None and stored["refresh_token"]  # kept for when it is back
+    finally:
+        app.stop()
+        server.stop()

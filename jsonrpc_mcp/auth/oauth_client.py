@@ -159,6 +159,11 @@ class _Target(msgspec.Struct, kw_only=True):
     dpop: str | None = None  # the algorithm of DPoP proofs, when tokens are to be DPoP-bound
 
 
+class _Refused(AuthorizationError):
+    """The token endpoint answered with an OAuth error (RFC 6749 §5.2): the grant or the client is not good there,
+    as opposed to a server or network failure, which says nothing about them."""
+
+
 class _Tries:
     """What one request has already been through (to bound re-authorization)."""
 
@@ -679,7 +684,7 @@ class OAuth(httpx.Auth):
                 return None
         try:
             response = await self._token_request(http, endpoint, form, client, "token refresh", token.issuer, dpop=key)
-        except AuthorizationError as exc:
+        except _Refused as exc:  # the grant is no good there any more (a network failure is raised as it is)
             logger.info("refreshing the token failed (%s): authorizing again", exc.reason)
             await self._save(state, None)
             return None
@@ -1076,7 +1081,9 @@ class OAuth(httpx.Auth):
                     continue
             break
         if response.status_code != 200 or document is None:
-            raise AuthorizationError(step, f"{endpoint} refused: {_error_text(response, document)}")
+            refused = 400 <= response.status_code < 500 and document is not None and "error" in document
+            kind = _Refused if refused else AuthorizationError
+            raise kind(step, f"{endpoint} refused: {_error_text(response, document)}")
         try:
             return msgspec.convert(document, TokenResponse)
         except msgspec.ValidationError as exc:
