@@ -27,12 +27,15 @@ from http_support import (
     open_session,
     response_of,
     start_app,
+    stateless_body,
+    stateless_headers,
     unique,
 )
 from http_support import collect_garbage as collect_garbage
 from http_support import http as http
 from http_support import server as server
 
+from jsonrpc_mcp import Context, Server
 from jsonrpc_mcp.transports._http_events import InMemoryEventStore
 
 pytestmark = [pytest.mark.anyio, HTTPX_GENERATORS, pytest.mark.usefixtures("collect_garbage")]
@@ -502,5 +505,31 @@ async def test_sse_preference_always_streams(http: httpx.AsyncClient) -> None:
         response = await session.post(call_body(2, "add", {"a": 1, "b": 2}))
         assert response.headers["content-type"] == "text/event-stream"
         assert response_of(response, 2)["result"]["structuredContent"] == {"result": 3}
+    finally:
+        thread.stop()
+
+
+async def test_handlers_read_the_headers_of_their_post_in_both_eras(http: httpx.AsyncClient) -> None:
+    """``Context.request_headers``: a handler answered at once, one that has to wait, both eras."""
+    probe = Server("headers", "1")
+
+    @probe.tool(inline=True)
+    def now(ctx: Context) -> str:
+        return ctx.request_headers.get("x-probe", "none")
+
+    @probe.tool()
+    async def later(ctx: Context) -> str:
+        return ctx.request_headers.get("x-probe", "none")
+
+    thread = start_app(probe)
+    try:
+        session = await open_session(http, thread.url)
+        for ident, tool in enumerate(("now", "later"), start=2):
+            reply = await session.post(call_body(ident, tool, {}), **{"x-probe": tool})
+            assert response_of(reply, ident)["result"]["content"][0]["text"] == tool
+            body = stateless_body(ident, "tools/call", {"name": tool, "arguments": {}})
+            headers = {**stateless_headers("tools/call", tool), "x-probe": tool}
+            reply = await http.post(thread.url, json=body, headers=headers)
+            assert response_of(reply, ident)["result"]["content"][0]["text"] == tool
     finally:
         thread.stop()

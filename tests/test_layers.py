@@ -58,6 +58,7 @@ LAYERS: dict[str, int] = {
     # L4: typed requests over a MessageStream
     "mcp.context": 4,
     "mcp.session": 4,
+    "mcp.middleware": 4,  # what a middleware sees of a message, and the chain
     "mcp._groups": 4,
     # L5: the public API
     "mcp.server": 5,
@@ -70,6 +71,7 @@ LAYERS: dict[str, int] = {
     "cli": 7,
     "client": 7,  # Client: ClientSession (L5) plus the connect_* constructors of each transport (L6)
     "checker": 7,  # golden transcript replay (its docstring: L7)
+    "middleware": 7,  # the middleware that ships (logging, rate limit, response size)
 }
 #: Everything under these prefixes (after the exact table above).
 PREFIX_LAYERS: list[tuple[str, int]] = [

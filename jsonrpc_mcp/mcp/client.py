@@ -23,7 +23,7 @@ from typing import Any, Final, Self, TypeVar, cast
 import anyio
 import anyio.abc
 import msgspec
-from msgspec import UNSET
+from msgspec import UNSET, Raw
 
 from ..errors import AuthorizationError, ConnectionClosed, InvalidParams, MethodNotFound, RpcError, ToolError
 from ..jsonrpc.codes import UNSUPPORTED_PROTOCOL_VERSION
@@ -33,6 +33,7 @@ from ..jsonrpc.wire import Notification, Request, RequestId
 from . import types as t
 from ._groups import unwrap_group
 from .headers import InvalidHeaderAnnotation, tool_header_params
+from .middleware import ClientMessage, ClientMiddleware, is_awaitable, run_chain
 from .output_schemas import InvalidToolOutput, OutputSchemas
 from .pydantic_support import dec_hook
 from .versions import (
@@ -142,8 +143,12 @@ class ClientSession:
         max_total_timeout: float | None = 3600.0,
         capabilities: Mapping[str, Any] | None = None,
         validate_tool_output: bool = True,
+        middleware: Sequence[ClientMiddleware] = (),
     ) -> None:
         self.stream = stream
+        #: Callables around every request and notification this client sends, and every one it receives from the
+        #: server (:class:`ClientMessage`), outermost first.
+        self.middleware: tuple[ClientMiddleware, ...] = tuple(middleware)
         self.client_info = {"name": name, "version": version}
         self.requested_version = protocol_version
         self.sampling = sampling
@@ -164,8 +169,8 @@ class ClientSession:
         self._output_schemas = OutputSchemas()
         self.dispatcher = Dispatcher(
             stream,
-            self._on_request,
-            self._on_notification,
+            self._receive_request,
+            self._receive_notification,
             allow_batch=lambda: self.protocol_version in BATCH_VERSIONS,
             cancel_frame=_cancel_frame,
             request_timeout=request_timeout,
@@ -241,7 +246,7 @@ class ClientSession:
             self.stateless = True
             self.protocol_version = version
             try:
-                raw = await self.dispatcher.request("server/discover", _encode({"_meta": self._meta()}), timeout=30)
+                raw = await self._send("server/discover", {"_meta": self._meta()}, timeout=30)
             except ConnectionClosed as exc:
                 self.stateless = False
                 self.protocol_version = None
@@ -288,7 +293,7 @@ class ClientSession:
             "clientInfo": self.client_info,
         }
         try:
-            raw = await self.dispatcher.request("initialize", _encode(params))
+            raw = await self._send("initialize", params)
         except ConnectionClosed as exc:
             raise await self._explain(exc, "initialize") from None
         result = msgspec.json.decode(raw, type=t.InitializeResult)
@@ -301,7 +306,7 @@ class ClientSession:
         self.server_info = result.server_info
         self.server_capabilities = result.capabilities
         self.instructions = result.instructions if isinstance(result.instructions, str) else None
-        await self.dispatcher.notify("notifications/initialized")
+        await self._notify("notifications/initialized")
         return result
 
     async def aclose(self) -> None:
@@ -350,7 +355,7 @@ class ClientSession:
             ident = self.dispatcher.next_request_id()
             if watch is not None:
                 watch.ident = ident
-            raw = await self.dispatcher.request(method, _encode(body) if body else None, timeout=timeout, ident=ident)
+            raw = await self._send(method, body or None, timeout=timeout, ident=ident)
             rounds = 0
             while self.stateless and _result_kind(raw) == "input_required":
                 rounds += 1
@@ -365,7 +370,7 @@ class ClientSession:
                 ident = self.dispatcher.next_request_id()
                 if watch is not None:
                     watch.ident = ident
-                raw = await self.dispatcher.request(method, _encode(retry), timeout=timeout, ident=ident)
+                raw = await self._send(method, retry, timeout=timeout, ident=ident)
         except ConnectionClosed as exc:
             raise await self._explain(exc, method) from None
         finally:
@@ -525,13 +530,13 @@ class ClientSession:
         ident = self.dispatcher.next_request_id()
         acknowledged = anyio.Event()
         self._acks[ident] = (acknowledged, {})
-        body = _encode({"notifications": wanted, "_meta": self._meta()})
+        body = {"notifications": wanted, "_meta": self._meta()}
         with unwrap_group():
             async with anyio.create_task_group() as tg:
 
                 async def run() -> None:
                     try:
-                        await self.dispatcher.request("subscriptions/listen", body, ident=ident, timeout=None)
+                        await self._send("subscriptions/listen", body, ident=ident, timeout=None)
                     finally:
                         acknowledged.set()
 
@@ -582,7 +587,7 @@ class ClientSession:
         await self.request("logging/setLevel", {"level": level})
 
     async def notify_roots_changed(self) -> None:
-        await self.dispatcher.notify("notifications/roots/list_changed")
+        await self._notify("notifications/roots/list_changed")
 
     async def _all_pages(self, method: str, kind: Any, attr: str) -> list[Any]:
         items: list[Any] = []
@@ -599,6 +604,49 @@ class ClientSession:
             cursor = nxt
 
     # --- the server's requests and notifications -----------------------------------------------------------
+
+    # --- the one way out, and in (middleware) ---------------------------------------------------------------
+
+    async def _send(
+        self,
+        method: str,
+        params: dict[str, Any] | None,
+        *,
+        timeout: float | object | None = ...,
+        ident: RequestId | None = None,
+    ) -> Raw:
+        """Send a request (through the middleware) and return its raw result."""
+        if not self.middleware:
+            return await self.dispatcher.request(
+                method, _encode(params) if params else None, timeout=timeout, ident=ident
+            )
+        if ident is None:
+            ident = self.dispatcher.next_request_id()
+        message = ClientMessage(self, "outgoing", method, params, ident, timeout=timeout)
+        out = run_chain(self.middleware, message, _send_request)
+        return await out if is_awaitable(out) else out  # type: ignore[no-any-return]
+
+    async def _notify(self, method: str, params: dict[str, Any] | None = None) -> None:
+        """Send a notification (through the middleware)."""
+        if not self.middleware:
+            await self.dispatcher.notify(method, _encode(params) if params else None)
+            return
+        out = run_chain(self.middleware, ClientMessage(self, "outgoing", method, params, None), _send_notification)
+        if is_awaitable(out):
+            await out
+
+    def _receive_request(self, req: Request, context: Any = None) -> bytes | Any:
+        if not self.middleware:
+            return self._on_request(req)
+        message = ClientMessage(self, "incoming", req.method, _params_of(req.params), req.id, inbound=req)
+        out = run_chain(self.middleware, message, _answer_request)
+        return _bytes_later(out) if is_awaitable(out) else out
+
+    def _receive_notification(self, note: Notification) -> Any:
+        if not self.middleware:
+            return self._on_notification(note)
+        message = ClientMessage(self, "incoming", note.method, _params_of(note.params), None, inbound=note)
+        return run_chain(self.middleware, message, _take_notification)
 
     def _on_request(self, req: Request, context: Any = None) -> bytes | Any:
         method = req.method
@@ -713,6 +761,43 @@ def _decode_params(req: Request, kind: type[T]) -> T:
         return msgspec.json.decode(req.params or b"{}", type=kind)
     except msgspec.ValidationError as exc:
         raise InvalidParams(f"Invalid params: {exc}") from None
+
+
+def _params_of(raw: msgspec.Raw | None) -> dict[str, Any] | None:
+    if raw is None:
+        return None
+    try:
+        value = msgspec.json.decode(raw)
+    except msgspec.DecodeError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
+async def _bytes_later(pending: Awaitable[Any]) -> Any:
+    return await pending
+
+
+# The ends of a client's middleware chains (functions of the message only: a chain is composed once).
+
+
+async def _send_request(message: ClientMessage) -> Raw:
+    body = message.params
+    return await message.session.dispatcher.request(
+        message.method, _encode(body) if body else None, timeout=message.timeout, ident=message.request_id
+    )
+
+
+async def _send_notification(message: ClientMessage) -> None:
+    body = message.params
+    await message.session.dispatcher.notify(message.method, _encode(body) if body else None)
+
+
+def _answer_request(message: ClientMessage) -> Any:
+    return message.session._on_request(message.inbound)  # type: ignore[arg-type]
+
+
+def _take_notification(message: ClientMessage) -> Any:
+    return message.session._on_notification(message.inbound)  # type: ignore[arg-type]
 
 
 def _cancel_frame(ident: RequestId, reason: str) -> bytes:

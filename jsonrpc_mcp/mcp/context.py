@@ -98,6 +98,7 @@ class Context(msgspec.Struct, kw_only=True):
     meta: Mapping[str, Any] = _NO_ANSWERS
     log_level: str | None = None  #: the level the request asked for (2026-07-28)
     answers: Mapping[str, Any] = _NO_ANSWERS  #: inputs the client gave in earlier rounds (2026-07-28)
+    state: Mapping[str, Any] = _NO_ANSWERS  #: what middleware put there for the handler (``Message.state``)
     _auto_keys: int = 0
     _progress_last: float | None = None
     _request_headers: Mapping[str, str] | None = None

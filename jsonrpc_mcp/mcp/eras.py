@@ -13,6 +13,7 @@ era before it picks a session, and checks its headers between the two checks bel
 from __future__ import annotations
 
 from collections.abc import Mapping
+from types import MappingProxyType
 from typing import Any, Final, NamedTuple
 
 import msgspec
@@ -40,6 +41,7 @@ class _Meta(msgspec.Struct):
 
 
 _meta_decoder: Final = msgspec.json.Decoder(_Meta)
+_NOTHING: Final[Mapping[str, Any]] = MappingProxyType({})
 
 
 class Call(msgspec.Struct, kw_only=True):
@@ -53,6 +55,7 @@ class Call(msgspec.Struct, kw_only=True):
     problem: RpcError | None = None
     meta: dict[str, Any] | None = None
     stateless: bool = False
+    state: Mapping[str, Any] = _NOTHING  #: what middleware put for the handler (``ctx.state``)
 
 
 class _Reader(NamedTuple):

@@ -34,6 +34,7 @@ from ..jsonrpc.wire import unpack_byte
 from . import types as t
 from .context import LOG_LEVELS, Context
 from .methods import BOTH, HANDSHAKE_ONLY, STATELESS_ONLY, MethodSpec
+from .middleware import Middleware
 from .pagination import paginate
 from .session import ServerSession
 from .signature import describe_validation_error, inspect_function
@@ -168,6 +169,8 @@ class Server:
     :param page_size: items per page of every ``*/list`` (``None``: everything in one page).
     :param cache: default 2026-07-28 caching hints for list results, ``resources/read`` and ``server/discover``.
     :param request_state_key: HMAC key for ``requestState`` (share it between workers behind one URL).
+    :param middleware: callables around every inbound request and notification, outermost first (see
+        :mod:`jsonrpc_mcp.middleware`); :meth:`add_middleware` adds more.
     """
 
     def __init__(
@@ -185,6 +188,7 @@ class Server:
         request_state_key: bytes | None = None,
         request_state_ttl: float = 600.0,
         capabilities: Mapping[str, Any] | None = None,
+        middleware: Iterable[Middleware] = (),
     ) -> None:
         if page_size is not None and page_size < 1:
             raise ValueError("page_size must be positive or None")
@@ -210,7 +214,14 @@ class Server:
         self._notification_handlers: dict[str, list[Callable[[ServerSession, dict[str, Any]], Any]]] = {}
         self._info_cache: dict[str, Any] | None = None
         self.methods: Mapping[str, MethodSpec] = {}
+        #: The middleware, outermost first (empty: nothing runs around the handlers).
+        self.middleware: tuple[Middleware, ...] = tuple(middleware)
         self._rebuild_methods()
+
+    def add_middleware(self, middleware: Middleware) -> Middleware:
+        """Add a middleware inside those already there (it sees what they pass on); usable as a decorator."""
+        self.middleware = (*self.middleware, middleware)
+        return middleware
 
     # --- serving -------------------------------------------------------------------------------------------
 

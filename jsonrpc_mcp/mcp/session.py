@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Coroutine, Mapping
+from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from types import CoroutineType, MappingProxyType
 from typing import Any, Final, Protocol
 
@@ -30,6 +30,7 @@ from .compat import FITTED_METHODS, content_types, fit_content
 from .context import Context, InputRequired
 from .eras import Call, meta_problem, read_call
 from .methods import BOTH, INPUT_METHODS, MethodSpec
+from .middleware import Message, Middleware, is_awaitable, run_chain
 from .versions import (
     BATCH_VERSIONS,
     HANDSHAKE_VERSIONS,
@@ -69,6 +70,7 @@ class ServerApp(Protocol):
     """What a session needs from the server object (implemented by :class:`jsonrpc_mcp.Server`)."""
 
     methods: Mapping[str, MethodSpec]
+    middleware: tuple[Middleware, ...]
     instructions: str | None
     request_state_key: bytes
     request_state_ttl: float
@@ -199,11 +201,21 @@ class ServerSession:
 
     def on_request(self, req: Request, call: Call | None = None) -> bytes | Coroutine[Any, Any, bytes]:
         """Answer ``req``: bytes at once, or a coroutine to run. ``call``: the request as the transport already
-        read it (:func:`.eras.read_call`), else it is read here."""
+        read it (:func:`.eras.read_call`), else it is read here. With middleware, it runs around the handling."""
         if call is None:
             call = read_call(self.app.methods, req)
+        if self.app.middleware:
+            return self._through_middleware(call)
+        out = self._handle(call)
+        if type(out) is CoroutineType:
+            return self._finish_later(call, out)
+        return self._finish(call, out)
+
+    def _handle(self, call: Call) -> Any:
+        """The request's result, as its handler made it (or a coroutine producing it); raises RpcError."""
         if call.stateless:
             return self._stateless(call)
+        req = call.request
         method = req.method
         if method == "initialize":
             return self._initialize(req)
@@ -232,19 +244,30 @@ class ServerSession:
             client_capabilities=self.client_capabilities,
             client_info=self.client_info,
             meta=call.meta or _NOTHING,
+            state=call.state,
         )
-        out = spec.handler(ctx, call.params)
-        if type(out) is CoroutineType:
-            return self._await_handshake(out, method)
-        if self.content_types is not None and method in FITTED_METHODS:
-            out = fit_content(out, self.content_types)
-        return out if type(out) is bytes else _encode(out)
+        return spec.handler(ctx, call.params)
 
-    async def _await_handshake(self, coro: Coroutine[Any, Any, Any], method: str) -> bytes:
-        out = await coro
-        if self.content_types is not None and method in FITTED_METHODS:
+    def _finish(self, call: Call, out: Any) -> bytes:
+        """The result encoded for the request's era (fitted to an older revision's content, stamped with
+        ``resultType`` and our identity in the stateless era)."""
+        if type(out) is bytes:
+            return out
+        if call.stateless:
+            return encode_result(out, stateless=True, server_info=self.app.server_info())
+        if self.content_types is not None and call.request.method in FITTED_METHODS:
             out = fit_content(out, self.content_types)
-        return encode_result(out)
+        return _encode(out)
+
+    async def _finish_later(self, call: Call, pending: Any) -> bytes:
+        return self._finish(call, await pending)
+
+    def _through_middleware(self, call: Call) -> bytes | Coroutine[Any, Any, bytes]:
+        message = Message(self, call)
+        out = run_chain(self.app.middleware, message, _handle_message)
+        if is_awaitable(out):
+            return self._finish_later(message.call, out)
+        return self._finish(message.call, out)
 
     def _initialize(self, req: Request) -> bytes:
         if req.params is None:
@@ -288,7 +311,7 @@ class ServerSession:
 
     # --- the stateless era ---------------------------------------------------------------------------------
 
-    def _stateless(self, call: Call) -> bytes | Coroutine[Any, Any, bytes]:
+    def _stateless(self, call: Call) -> Any:
         problem = meta_problem(call.meta)
         if problem is not None:
             raise problem
@@ -323,6 +346,7 @@ class ServerSession:
             meta=meta,
             log_level=meta.get(META_LOG_LEVEL),
             answers=answers,
+            state=call.state,
         )
         try:
             out = spec.handler(ctx, call.params)
@@ -330,16 +354,15 @@ class ServerSession:
             return self._input_required(method, need, answers, digest, req.params)
         if type(out) is CoroutineType:
             return self._await_stateless(ctx, out, answers, digest, req.params)
-        return encode_result(out, stateless=True, server_info=self.app.server_info())
+        return out
 
     async def _await_stateless(
         self, ctx: Context, coro: Coroutine[Any, Any, Any], answers: dict[str, Any], digest: str, raw: Raw | None
-    ) -> bytes:
+    ) -> Any:
         try:
-            out = await coro
+            return await coro
         except InputRequired as need:
             return self._input_required(ctx.method, need, answers, digest, raw)
-        return encode_result(out, stateless=True, server_info=self.app.server_info())
 
     def _gather_answers(self, method: str, call: Call) -> tuple[dict[str, Any], str]:
         """The answers a request carries (``inputResponses``, and those sealed in its ``requestState``), and the
@@ -375,7 +398,7 @@ class ServerSession:
 
     def _input_required(
         self, method: str, need: InputRequired, answers: dict[str, Any], digest: str, raw: Raw | None
-    ) -> bytes:
+    ) -> dict[str, Any]:
         from . import request_state
 
         if method not in INPUT_METHODS:
@@ -393,11 +416,19 @@ class ServerSession:
             "requestState": request_state.seal(self.app.request_state_key, payload),
             "_meta": {META_SERVER_INFO: self.app.server_info()},
         }
-        return _encode(result)
+        return result
 
     # --- inbound notifications -----------------------------------------------------------------------------
 
-    def on_notification(self, note: Notification) -> None:
+    def on_notification(self, note: Notification) -> Coroutine[Any, Any, None] | None:
+        if self.app.middleware:
+            message = Message(self, None, note)
+            out = run_chain(self.app.middleware, message, _notification_message)
+            return _drained(out) if is_awaitable(out) else None
+        self._notification(note)
+        return None
+
+    def _notification(self, note: Notification) -> None:
         method = note.method
         if method == "notifications/cancelled":
             if note.params is None:
@@ -453,6 +484,20 @@ class ServerSession:
         self.app.detach(self)
         for callback in self.on_close:
             callback()
+
+
+def _handle_message(message: Message) -> Any:
+    """The end of the middleware chain of a request: its handling."""
+    return message.session._handle(message.call)
+
+
+def _notification_message(message: Message) -> None:
+    """The end of the middleware chain of a notification."""
+    message.session._notification(message.notification)
+
+
+async def _drained(pending: Awaitable[Any]) -> None:
+    await pending
 
 
 def _digest(method: str, raw: Raw | None) -> str:

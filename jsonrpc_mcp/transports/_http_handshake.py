@@ -85,7 +85,7 @@ class HandshakeEndpoint:
         sid = headers.raw(b"mcp-session-id")
         if sid is None:
             if type(msg) is Request and msg.method == "initialize":
-                await self._initialize(msg, call, send)
+                await self._initialize(msg, call, headers, send)
                 return
             await send_error(send, 400, "Bad Request: the Mcp-Session-Id header is required (initialize first)")
             return
@@ -98,14 +98,18 @@ class HandshakeEndpoint:
             session.dispatcher.take(msg)  # a notification, or the client's answer to one of our requests
             await send_empty(send, 202)
             return
-        answer = session.dispatcher.begin(msg, call)
+        session.stream.arriving = (msg.id, headers)
+        try:
+            answer = session.dispatcher.begin(msg, call)
+        finally:
+            session.stream.arriving = None
         if type(answer) is Pending:
             exchange = self._open_exchange(session, (msg.id,), batch=False, headers=headers)
             await self._serve_exchange(session, exchange, receive, send, pending=True)
             return
         reply: bytes = answer  # type: ignore[assignment]
-        if type(reply) is ErrorReply and reply.refused is not None:
-            busy = reply.refused == "busy"
+        if type(reply) is ErrorReply and (reply.refused is not None or reply.code == BUSY):
+            busy = reply.code == BUSY  # (too many in flight, or a rate limit: 429)
             extra = [*session.id_header, _RETRY_AFTER] if busy else session.id_header
             await send_bytes(send, 429 if busy else 400, reply, extra)
             return
@@ -133,7 +137,7 @@ class HandshakeEndpoint:
             handshake_version=version or _WITHOUT_HEADER,
         )
 
-    async def _initialize(self, request: Request, call: Call | None, send: Send) -> None:
+    async def _initialize(self, request: Request, call: Call | None, headers: Headers, send: Send) -> None:
         if not self.table.admit():
             wait = self.table.retry_after()
             await send_error(
@@ -153,7 +157,9 @@ class HandshakeEndpoint:
             max_in_flight=self.max_in_flight,
             request_timeout=self.request_timeout,
         )
+        session.stream.arriving = (request.id, headers)
         answer = session.dispatcher.begin(request, call)  # (initialize is answered at once)
+        session.stream.arriving = None
         extra: HeaderList = []
         if session.mcp.initialized:
             self.table.add(session)
@@ -253,7 +259,9 @@ class HandshakeEndpoint:
                     encode_error(msg.id, codes.INVALID_REQUEST, "Invalid Request: initialize is never batched")
                 )
             else:
+                session.stream.arriving = (msg.id, headers)
                 answer = dispatcher.begin(msg, read_call(self.server.methods, msg, version))
+                session.stream.arriving = None
                 if type(answer) is Pending:
                     ids.append(msg.id)
                 else:

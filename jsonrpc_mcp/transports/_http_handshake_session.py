@@ -91,6 +91,9 @@ class SessionStream(MessageStream):
 
     def __init__(self, owner: HttpSession) -> None:
         self.owner = owner
+        #: The request a POST is handing to the dispatcher right now, and its headers (``begin`` is synchronous:
+        #: a handler that answers at once reads them from here, one that has to wait from its exchange).
+        self.arriving: tuple[RequestId, Headers] | None = None
 
     async def receive(self) -> Sequence[bytes]:
         raise anyio.EndOfStream  # (the POSTs hand their messages to the dispatcher directly)
@@ -122,6 +125,9 @@ class SessionStream(MessageStream):
 
     def request_headers(self, request_id: RequestId) -> Mapping[str, str] | None:
         """The HTTP headers of the POST that carried ``request_id`` (read by ``Context.request_headers``)."""
+        arriving = self.arriving
+        if arriving is not None and arriving[0] == request_id:
+            return arriving[1].as_dict()
         exchange = self.owner.exchanges.get(request_id)
         return exchange.request_headers() if exchange is not None else None
 
