@@ -709,7 +709,7 @@ class StdioTarget:
 
     @asynccontextmanager
     async def connect(self, session: Session) -> AsyncIterator[Channel]:
-        from .transports.stdio import spawn
+        from .transports.spawn import spawn
 
         async with spawn(self.command, stderr=self.stderr, shutdown_timeout=2.0) as stream:
             yield _StreamChannel(stream)

@@ -45,11 +45,11 @@ class Client(ClientSession):
         """Spawn a server process and talk to it over its stdin/stdout (stopped on exit: EOF, SIGTERM, SIGKILL).
 
         The server gets a short default environment (``HOME``, ``PATH``... see
-        :data:`~jsonrpc_mcp.transports.stdio.DEFAULT_ENV_VARS`) plus ``env``, not this process's whole environment
+        :data:`~jsonrpc_mcp.transports.spawn.DEFAULT_ENV_VARS`) plus ``env``, not this process's whole environment
         unless ``inherit_env=True``. A server that exits before answering raises
         :class:`~jsonrpc_mcp.ConnectionClosed` naming its exit status.
         """
-        from .transports.stdio import spawn
+        from .transports.spawn import spawn
 
         async with (
             spawn(command, env=env, inherit_env=inherit_env, cwd=cwd, stderr=stderr) as stream,
