@@ -21,7 +21,8 @@ import pytest
 from helpers import FIXTURES, PYTHON, without_loop_processes
 
 from jsonrpc_mcp import Client, ConnectionClosed
-from jsonrpc_mcp.transports import pipes, stdio
+from jsonrpc_mcp.transports import pipes
+from jsonrpc_mcp.transports import spawn as spawn_module
 from jsonrpc_mcp.transports.ndjson import FdByteStream
 from jsonrpc_mcp.transports.pipes import ThreadedPipeStream, fd_polling_works, pipe_byte_stream
 from jsonrpc_mcp.transports.stdio import DEFAULT_ENV_VARS, ProcessStream, spawn
@@ -260,7 +261,7 @@ async def test_a_child_that_outlives_its_stdin_is_terminated_then_killed(
     """EOF, then terminate, then kill: with process groups by signals to the child's group; where there are
     none (Windows, forced here) by the process's own terminate and kill."""
     if groups == "no process groups":
-        monkeypatch.setattr(stdio, "_NEW_SESSIONS", False)
+        monkeypatch.setattr(spawn_module, "_NEW_SESSIONS", False)
     with anyio.fail_after(30):
         async with stubborn() as stream:
             pass
