@@ -425,3 +425,35 @@ def test_the_set_of_spent_nonces_is_bounded_forgetting_the_soonest_to_expire() -
     assert len(seen) == 3 and "b" not in seen and all(n in seen for n in "acd")
     with pytest.raises(ValueError):
         SeenNonces(max_size=0)
+
+
+@pytest.mark.parametrize("single_use", [True, False])
+async def test_a_single_use_request_state_is_answered_once(single_use: bool) -> None:
+    """A replayed requestState runs its handler again (docs/design.md); a tool registered with
+    ``single_use_state=True`` acts once per answered round: the replay is -32602."""
+    server = Server("once", "1")
+    sent: list[str] = []
+
+    @server.tool(single_use_state=single_use)
+    async def send_mail(ctx: Context, to: str) -> str:
+        answer = await ctx.elicit("Send it?", {"type": "object", "properties": {"ok": {"type": "boolean"}}})
+        if answer.action == "accept":
+            sent.append(to)
+        return f"sent to {to}"
+
+    caps = {"elicitation": {}}
+    async with raw_server(server) as peer:
+        params: dict[str, Any] = {"name": "send_mail", "arguments": {"to": "ann"}, "_meta": meta(caps)}
+        first = (await peer.call(request_frame(1, "tools/call", params)))["result"]
+        assert first["resultType"] == "input_required"
+        (key,) = first["inputRequests"]
+        retry = {**params, "inputResponses": {key: {"action": "accept", "content": {"ok": True}}}}
+        retry["requestState"] = first["requestState"]
+        done = await peer.call(request_frame(2, "tools/call", retry))
+        assert done["result"]["content"][0]["text"] == "sent to ann" and sent == ["ann"]
+        replay = await peer.call(request_frame(3, "tools/call", retry))
+    if single_use:
+        assert replay["error"]["code"] == -32602 and "single-use" in replay["error"]["message"]
+        assert sent == ["ann"]
+    else:
+        assert replay["result"]["content"][0]["text"] == "sent to ann" and sent == ["ann", "ann"]

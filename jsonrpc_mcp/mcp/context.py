@@ -99,6 +99,9 @@ class Context(msgspec.Struct, kw_only=True):
     log_level: str | None = None  #: the level the request asked for (2026-07-28)
     answers: Mapping[str, Any] = _NO_ANSWERS  #: inputs the client gave in earlier rounds (2026-07-28)
     state: Mapping[str, Any] = _NO_ANSWERS  #: what middleware put there for the handler (``Message.state``)
+    #: 2026-07-28: the ``requestState`` of the input this request asks for is single-use (see docs/design.md,
+    #: "Input in the stateless era"): set it before asking, or register the tool with ``single_use_state=True``.
+    single_use_state: bool = False
     _auto_keys: int = 0
     _progress_last: float | None = None
     _request_headers: Mapping[str, str] | None = None

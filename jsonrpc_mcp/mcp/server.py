@@ -203,6 +203,7 @@ class Server:
         self.cache = cache
         self.request_state_key = request_state_key or os.urandom(32)
         self.request_state_ttl = request_state_ttl
+        self._spent_states: Any = None
         self._extra_capabilities = dict(capabilities or {})
         self._tools: dict[str, ToolDef] = {}
         self._resources: dict[str, ResourceDef] = {}
@@ -217,6 +218,16 @@ class Server:
         #: The middleware, outermost first (empty: nothing runs around the handlers).
         self.middleware: tuple[Middleware, ...] = tuple(middleware)
         self._rebuild_methods()
+
+    @property
+    def spent_states(self) -> Any:
+        """The single-use ``requestState`` nonces already answered (a ``request_state.SeenNonces``, in this
+        process: workers behind one URL do not share it)."""
+        if self._spent_states is None:
+            from .request_state import SeenNonces
+
+            self._spent_states = SeenNonces()
+        return self._spent_states
 
     def add_middleware(self, middleware: Middleware) -> Middleware:
         """Add a middleware inside those already there (it sees what they pass on); usable as a decorator."""
@@ -414,6 +425,7 @@ class Server:
         structured_output: bool | None = None,
         meta: Mapping[str, Any] | None = None,
         inline: bool = False,
+        single_use_state: bool = False,
     ) -> Callable[[F], F]:
         """Register a function as a tool. Its typed parameters become ``inputSchema``, its docstring the
         ``description``, its return annotation ``outputSchema`` (structured data) or plain content.
@@ -421,7 +433,8 @@ class Server:
         ``input_schema`` declares a raw JSON Schema instead (validated with the ``validation`` extra when
         installed); ``structured_output=False`` returns content only, without ``structuredContent``. A plain
         ``def`` runs on a worker thread; ``inline=True`` runs it on the event loop instead, for code that never
-        blocks (faster; one that holds the loop too long is named in a warning).
+        blocks (faster; one that holds the loop too long is named in a warning). ``single_use_state=True``: the
+        ``requestState`` of the input it asks for (2026-07-28) can be answered once only (a replay is refused).
         """
 
         def register(fn: F) -> F:
@@ -437,6 +450,7 @@ class Server:
                 structured_output=structured_output,
                 meta=meta,
                 inline=inline,
+                single_use_state=single_use_state,
             )
             return fn
 
@@ -456,6 +470,7 @@ class Server:
         structured_output: bool | None = None,
         meta: Mapping[str, Any] | None = None,
         inline: bool = False,
+        single_use_state: bool = False,
     ) -> ToolDef:
         """Register (or replace) a tool at any time; connected clients get ``notifications/tools/list_changed``."""
         tool_name = name or fn.__name__
@@ -477,6 +492,7 @@ class Server:
             structured_output=structured_output,
             meta=meta,
             inline=inline,
+            single_use_state=single_use_state,
         )
         self._tools[tool_name] = entry
         self._changed("tools")

@@ -75,6 +75,9 @@ class ServerApp(Protocol):
     request_state_key: bytes
     request_state_ttl: float
 
+    @property
+    def spent_states(self) -> Any: ...  # (request_state.SeenNonces: the single-use states already answered)
+
     def server_info(self) -> dict[str, Any]: ...
 
     def capabilities(self, version: str) -> dict[str, Any]: ...
@@ -351,7 +354,7 @@ class ServerSession:
         try:
             out = spec.handler(ctx, call.params)
         except InputRequired as need:
-            return self._input_required(method, need, answers, digest, req.params)
+            return self._input_required(ctx, need, answers, digest, req.params)
         if type(out) is CoroutineType:
             return self._await_stateless(ctx, out, answers, digest, req.params)
         return out
@@ -362,7 +365,7 @@ class ServerSession:
         try:
             return await coro
         except InputRequired as need:
-            return self._input_required(ctx.method, need, answers, digest, raw)
+            return self._input_required(ctx, need, answers, digest, raw)
 
     def _gather_answers(self, method: str, call: Call) -> tuple[dict[str, Any], str]:
         """The answers a request carries (``inputResponses``, and those sealed in its ``requestState``), and the
@@ -385,7 +388,10 @@ class ServerSession:
             from . import request_state  # hmac and hashlib: loaded by the first stateless input round only
 
             digest = _digest(method, raw)
-            opened = request_state.open_state(self.app.request_state_key, state, digest=digest, now=time.time())
+            now = time.time()
+            opened = request_state.open_state(self.app.request_state_key, state, digest=digest, now=now)
+            if opened.nonce and not self.app.spent_states.claim(opened.nonce, opened.expires, now=now):
+                raise InvalidParams("Invalid params: this requestState was answered already (it is single-use)")
             answers.update(opened.answers)
             asked = opened.asked
         if responses is not UNSET:
@@ -397,10 +403,11 @@ class ServerSession:
         return answers, digest
 
     def _input_required(
-        self, method: str, need: InputRequired, answers: dict[str, Any], digest: str, raw: Raw | None
+        self, ctx: Context, need: InputRequired, answers: dict[str, Any], digest: str, raw: Raw | None
     ) -> dict[str, Any]:
         from . import request_state
 
+        method = ctx.method
         if method not in INPUT_METHODS:
             logger.error("%s asked the client for input; only %s may", method, ", ".join(sorted(INPUT_METHODS)))
             raise InternalError()
@@ -409,6 +416,7 @@ class ServerSession:
             expires=time.time() + self.app.request_state_ttl,
             answers=answers,
             asked=list(need.requests),
+            nonce=request_state.new_nonce() if ctx.single_use_state else "",
         )
         result = {
             "resultType": "input_required",

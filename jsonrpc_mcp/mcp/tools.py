@@ -183,6 +183,7 @@ def make_tool(
     structured_output: bool | None,
     meta: Mapping[str, Any] | None,
     inline: bool = False,
+    single_use_state: bool = False,
 ) -> ToolDef:
     sig = inspect_function(fn, name=name, structured_output=structured_output, raw_schema=input_schema is not None)
     if output_schema is not None:
@@ -206,7 +207,17 @@ def make_tool(
         call = _raw_schema_caller(fn, sig, RawSchemaValidator(input_schema), name, inline)
     else:
         call = _typed_caller(fn, sig, name, inline)
+    if single_use_state:
+        call = _single_use(call)
     return ToolDef(tool, call, sig)
+
+
+def _single_use(call: Callable[[Context, Raw | None], Any]) -> Callable[[Context, Raw | None], Any]:
+    def single_use(ctx: Context, raw: Raw | None) -> Any:
+        ctx.single_use_state = True
+        return call(ctx, raw)
+
+    return single_use
 
 
 def _typed_caller(
