@@ -15,13 +15,14 @@ from jsonrpc_mcp.jsonrpc.streams import NOTIFICATION, Outgoing
 from jsonrpc_mcp.jsonrpc.streams import RESPONSE as ANSWER
 from jsonrpc_mcp.jsonrpc.wire import Request
 from jsonrpc_mcp.mcp.eras import Call, meta_problem, read_call
+from jsonrpc_mcp.mcp.headers import mirrored_header_problem
 from jsonrpc_mcp.transports import _http_io, _http_session_table
 from jsonrpc_mcp.transports._http_events import EventStore, InMemoryEventStore
 from jsonrpc_mcp.transports._http_handshake_session import SessionStream
 from jsonrpc_mcp.transports._http_io import Headers, accepts, accepts_json_and_sse, is_json_content
 from jsonrpc_mcp.transports._http_outlet import FINAL, OTHER, RESPONSE, Outlet
 from jsonrpc_mcp.transports._http_security import HostGuard, split_host
-from jsonrpc_mcp.transports._http_stateless import check_headers, status_of
+from jsonrpc_mcp.transports._http_stateless import status_of
 from jsonrpc_mcp.transports._sse import SseParser, SseTooLarge, encode_comment, encode_event, encode_retry
 
 # --- SSE ---------------------------------------------------------------------------------------------------------
@@ -144,7 +145,7 @@ def test_content_type_and_headers() -> None:
 def test_header_values_may_hold_visible_ascii_and_tabs_only() -> None:
     def problem(value: bytes) -> str | None:
         headers = Headers([(b"mcp-protocol-version", b"2026-07-28"), (b"mcp-method", value)])
-        return check_headers(headers, _call("ping", {"_meta": META}), lambda name: None)
+        return mirrored_header_problem(headers.values, _call("ping", {"_meta": META}), lambda name: None)
 
     assert problem(b"ping") is None and problem(b" \tping\t ") is None
     assert "does not match" in (problem(b"pi\tng") or "")  # a tab inside is a valid character: just not "ping"
@@ -391,17 +392,19 @@ def _call(method: str, params: dict[str, Any]) -> Call:
     return read_call({}, Request(1, method, msgspec.Raw(msgspec.json.encode(params))))
 
 
-def test_check_headers_order_and_task_names() -> None:
+def test_mirrored_header_problem_order_and_task_names() -> None:
     def headers(**values: str) -> Headers:
         return Headers((k.replace("_", "-").encode(), v.encode()) for k, v in values.items())
 
     task = _call("tasks/get", {"taskId": "t1", "_meta": META})
     good = headers(mcp_protocol_version="2026-07-28", mcp_method="tasks/get", mcp_name="t1")
-    assert check_headers(good, task, lambda name: None) is None
+    assert mirrored_header_problem(good.values, task, lambda name: None) is None
     wrong = headers(mcp_protocol_version="2026-07-28", mcp_method="tasks/get", mcp_name="t2")
-    assert "Mcp-Name" in (check_headers(wrong, task, lambda name: None) or "")
+    assert "Mcp-Name" in (mirrored_header_problem(wrong.values, task, lambda name: None) or "")
     twice = Headers([(b"mcp-protocol-version", b"2026-07-28"), (b"mcp-method", b"a"), (b"mcp-method", b"a")])
-    assert "more than once" in (check_headers(twice, _call("a", {"_meta": META}), lambda name: None) or "")
+    assert "more than once" in (
+        mirrored_header_problem(twice.values, _call("a", {"_meta": META}), lambda name: None) or ""
+    )
 
 
 def test_status_of() -> None:

@@ -79,6 +79,14 @@ class Headers:
         value = self._first.get(name.encode("latin-1"))
         return value.decode("latin-1") if value is not None else None
 
+    def values(self, name: str) -> list[str]:
+        """Every value sent for the header ``name`` (lower case), in order."""
+        if len(self._first) == len(self._raw):  # no name was sent twice: one look-up
+            value = self._first.get(name.encode("latin-1"))
+            return [] if value is None else [value.decode("latin-1")]
+        key = name.encode("latin-1")
+        return [value.decode("latin-1") for raw_name, value in self._raw if raw_name == key]
+
     def repeated(self, name: bytes) -> bool:
         """Was the header sent more than once (``name`` in lower case)?"""
         if len(self._first) == len(self._raw):  # no name was sent twice: decided without a walk

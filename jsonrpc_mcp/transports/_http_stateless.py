@@ -16,13 +16,11 @@ first (never requests: the stateless era has none). The client closing the conne
 from __future__ import annotations
 
 import logging
-import re
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Final
+from typing import Final
 
 import anyio
 import anyio.abc
-import msgspec
 
 from ..jsonrpc import codes
 from ..jsonrpc._concurrency import open_handler_tasks
@@ -30,21 +28,14 @@ from ..jsonrpc.dispatch import BUSY, Dispatcher, ErrorReply, Pending
 from ..jsonrpc.streams import NOTIFICATION, RESPONSE, MessageStream, Outgoing
 from ..jsonrpc.wire import RequestId
 from ..mcp.eras import Call
-from ..mcp.headers import InvalidHeaderAnnotation, decode_header_value, tool_header_params
 from ..mcp.session import ServerApp, ServerSession
-from ..mcp.versions import META_PROTOCOL_VERSION
 from ._http_io import Headers, Receive, Send, send_bytes
 from ._http_outlet import FINAL, OTHER, Feed, Item, Outlet, Preference, answer_at_once, write_stream
 
-__all__ = ("check_headers", "serve_alone", "status_of", "watch_disconnect", "ToolLookup")
+__all__ = ("serve_alone", "status_of", "watch_disconnect")
 
 logger = logging.getLogger(__name__)
 
-ToolLookup = Callable[[str], "Mapping[str, Any] | None"]
-
-_NAMED: Final = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
-_TASK_METHODS: Final = frozenset({"tasks/get", "tasks/update", "tasks/cancel"})
-_NUMBER: Final = re.compile(r"^-?\d+(\.\d+)?([eE][+-]?\d+)?$")
 _STATUS: Final = {
     codes.METHOD_NOT_FOUND: 404,
     codes.PARSE_ERROR: 400,
@@ -65,146 +56,6 @@ def status_of(frame: bytes) -> int:
     if type(frame) is not ErrorReply:
         return 200
     return _STATUS.get(frame.code, 200)
-
-
-def _one(headers: Headers, name: bytes, label: str) -> tuple[str | None, str | None]:
-    """(value, problem) of a header that must appear at most once with valid characters (the value without
-    optional whitespace)."""
-    raw = headers.raw(name)
-    if raw is None:
-        return None, None
-    if headers.repeated(name):
-        return None, f"Header mismatch: {label} is sent more than once"
-    value = raw.decode("latin-1").strip(" \t")
-    if value.isascii() and value.isprintable():  # the usual case, checked in C
-        return value, None
-    for ch in value:
-        if not (" " <= ch <= "~" or ch == "\t"):
-            return None, f"Header mismatch: {label} holds characters not allowed in a header value"
-    return value, None
-
-
-def _same(body: Any, text: str) -> bool:
-    if isinstance(body, bool):
-        return text == ("true" if body else "false")
-    if isinstance(body, int | float):
-        if not _NUMBER.match(text):
-            return False
-        if isinstance(body, int) and text.lstrip("-").isdigit():
-            return int(text) == body
-        return float(text) == float(body)
-    if isinstance(body, str):
-        return text == body
-    return False
-
-
-def check_headers(headers: Headers, call: Call, tool_schema: ToolLookup) -> str | None:
-    """Why the mirrored headers disagree with the body (a -32020 message), or ``None``."""
-    method = call.request.method
-    params: Any = call.params
-    if (call.problem is not None or call.spec is None) and call.request.params is not None:
-        try:  # (params of no known type, or that it refused: their own error comes later, headers first)
-            params = msgspec.json.decode(call.request.params)
-        except msgspec.DecodeError:
-            params = None
-    version = (call.meta or {}).get(META_PROTOCOL_VERSION)
-    value, problem = _one(headers, b"mcp-protocol-version", "MCP-Protocol-Version")
-    if problem:
-        return problem
-    if value is None:
-        return "Header mismatch: the MCP-Protocol-Version header is required"
-    if value != version:
-        return f"Header mismatch: MCP-Protocol-Version {value!r} does not match the body's protocol version {version!r}"
-    value, problem = _one(headers, b"mcp-method", "Mcp-Method")
-    if problem:
-        return problem
-    if value is None:
-        return "Header mismatch: the Mcp-Method header is required"
-    if value != method:
-        return f"Header mismatch: Mcp-Method {value!r} does not match the body's method {method!r}"
-    key = _NAMED.get(method) or ("taskId" if method in _TASK_METHODS else None)
-    expected = _field(params, key) if key is not None else None
-    if not isinstance(expected, str):
-        expected = None
-    value, problem = _one(headers, b"mcp-name", "Mcp-Name")
-    if problem:
-        return problem
-    if expected is not None:
-        if value is None:
-            return "Header mismatch: the Mcp-Name header is required for " + method
-        try:
-            decoded = decode_header_value(value)
-        except ValueError:
-            return "Header mismatch: Mcp-Name is not valid =?base64?...?= encoding"
-        if decoded != expected:
-            return f"Header mismatch: Mcp-Name {decoded!r} does not match the body's {expected!r}"
-    if method == "tools/call" and expected is not None:
-        schema = tool_schema(expected)
-        if schema is not None:
-            annotations = _header_params(schema)
-            if annotations:  # (None: our own tool's annotation is unusable: nothing to hold the client to)
-                return _check_params(headers, annotations, _arguments(params))
-    return None
-
-
-def _field(params: Any, key: str) -> Any:
-    if isinstance(params, dict):
-        return params.get(key)
-    return getattr(params, key, None)
-
-
-def _arguments(params: Any) -> Any:
-    """A ``tools/call``'s arguments as data (kept undecoded in its params until the tool decodes them)."""
-    arguments = _field(params, "arguments")
-    if isinstance(arguments, msgspec.Raw):
-        try:
-            arguments = msgspec.json.decode(arguments)
-        except msgspec.DecodeError:
-            return None
-    return arguments
-
-
-#: ``tool_header_params`` of the schemas seen, by identity (a tool's schema is built once, when it is registered).
-_annotations: dict[int, tuple[Mapping[str, Any], dict[tuple[str, ...], str] | None]] = {}
-
-
-def _header_params(schema: Mapping[str, Any]) -> dict[tuple[str, ...], str] | None:
-    """The ``x-mcp-header`` annotations of a tool's schema, ``None`` when unusable (computed once per schema)."""
-    cached = _annotations.get(id(schema))
-    if cached is not None and cached[0] is schema:
-        return cached[1]
-    try:
-        annotations: dict[tuple[str, ...], str] | None = tool_header_params(schema)
-    except InvalidHeaderAnnotation:
-        annotations = None
-    if len(_annotations) >= 1024:
-        _annotations.clear()
-    _annotations[id(schema)] = (schema, annotations)
-    return annotations
-
-
-def _check_params(headers: Headers, annotations: Mapping[tuple[str, ...], str], arguments: Any) -> str | None:
-    for path, name in annotations.items():
-        label = f"Mcp-Param-{name}"
-        raw, problem = _one(headers, f"mcp-param-{name.lower()}".encode("latin-1"), label)
-        if problem:
-            return problem
-        value: Any = arguments
-        for part in path:
-            value = value.get(part) if isinstance(value, dict) else None
-        if value is None:
-            if raw is not None:
-                return f"Header mismatch: {label} is sent but the arguments have no value for it"
-            continue
-        if raw is None:
-            return f"Header mismatch: the {label} header is required (the arguments have a value for it)"
-        try:
-            decoded = decode_header_value(raw)
-        except ValueError:
-            return f"Header mismatch: {label} is not valid =?base64?...?= encoding"
-        if not _same(value, decoded):
-            return f"Header mismatch: {label} does not match the argument's value"
-    return None
 
 
 class _OneRequestStream(MessageStream):

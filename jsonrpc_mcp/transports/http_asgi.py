@@ -49,6 +49,7 @@ from ..errors import RpcError
 from ..jsonrpc import codes
 from ..jsonrpc.wire import Message, Notification, Request, is_batch, read_message
 from ..mcp.eras import Call, meta_problem, notification_is_stateless, read_call
+from ..mcp.headers import mirrored_header_problem
 from ..mcp.versions import STATELESS_VERSIONS
 from ._http_checks import body_type_problem, repeated_header_problem
 from ._http_cors import Cors, cors_of
@@ -75,7 +76,7 @@ from ._http_io import (
 from ._http_outlet import Preference
 from ._http_security import HostGuard
 from ._http_session_table import SessionTable
-from ._http_stateless import check_headers, serve_alone
+from ._http_stateless import serve_alone
 from .framing import DEFAULT_MAX_FRAME
 
 if TYPE_CHECKING:
@@ -336,7 +337,7 @@ class McpAsgiApp:
         if problem is not None:
             await send_error(send, 400, problem.message, code=problem.code, ident=msg.id)
             return
-        mismatch = check_headers(headers, call, self._tool_schema)
+        mismatch = mirrored_header_problem(headers.values, call, self._tool_schema)
         if mismatch is not None:
             await send_error(send, 400, mismatch, code=codes.HEADER_MISMATCH, ident=msg.id)
             return
