@@ -36,8 +36,8 @@ from http_support import collect_garbage as collect_garbage
 
 from jsonrpc_mcp import Context, Server
 from jsonrpc_mcp.errors import RequestTimeout
-from jsonrpc_mcp.transports._http_events import InMemoryEventStore
 from jsonrpc_mcp.transports._http_handshake_session import HttpSession
+from jsonrpc_mcp.transports.events import InMemoryEventStore
 from jsonrpc_mcp.transports.http_asgi import McpAsgiApp
 from jsonrpc_mcp.transports.http_serve import make_uvicorn_server
 

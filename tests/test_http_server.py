@@ -36,7 +36,7 @@ from http_support import http as http
 from http_support import server as server
 
 from jsonrpc_mcp import Context, Server
-from jsonrpc_mcp.transports._http_events import InMemoryEventStore
+from jsonrpc_mcp.transports.events import InMemoryEventStore
 
 pytestmark = [pytest.mark.anyio, HTTPX_GENERATORS, pytest.mark.usefixtures("collect_garbage")]
 

@@ -17,13 +17,13 @@ from jsonrpc_mcp.jsonrpc.wire import Request
 from jsonrpc_mcp.mcp.eras import Call, meta_problem, read_call
 from jsonrpc_mcp.mcp.headers import mirrored_header_problem
 from jsonrpc_mcp.transports import _http_io, _http_session_table
-from jsonrpc_mcp.transports._http_events import EventStore, InMemoryEventStore
 from jsonrpc_mcp.transports._http_handshake_session import SessionStream
 from jsonrpc_mcp.transports._http_io import Headers, accepts, accepts_json_and_sse, is_json_content
 from jsonrpc_mcp.transports._http_outlet import FINAL, OTHER, RESPONSE, Outlet
 from jsonrpc_mcp.transports._http_security import HostGuard, split_host
 from jsonrpc_mcp.transports._http_stateless import status_of
 from jsonrpc_mcp.transports._sse import SseParser, SseTooLarge, encode_comment, encode_event, encode_retry
+from jsonrpc_mcp.transports.events import EventStore, InMemoryEventStore
 
 # --- SSE ---------------------------------------------------------------------------------------------------------
 

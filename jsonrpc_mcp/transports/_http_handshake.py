@@ -22,12 +22,12 @@ from ..jsonrpc.dispatch import BUSY, ErrorReply, Pending
 from ..jsonrpc.wire import Message, Request, RequestId, classify, decode_batch, decode_frame, encode_error
 from ..mcp.eras import Call, read_call
 from ..mcp.versions import BATCH_VERSIONS, HANDSHAKE_VERSIONS, STATELESS_VERSIONS
-from ._http_events import EventStore, InMemoryEventStore
 from ._http_handshake_session import Exchange, HttpSession
 from ._http_io import HeaderList, Headers, Receive, Send, send_bytes, send_empty, send_error
 from ._http_outlet import FINAL, RESPONSE, Feed, Item, Outlet, Preference, answer_at_once, write_stream
 from ._http_session_table import SessionTable
 from ._http_stateless import serve_alone, watch_disconnect
+from .events import EventStore, InMemoryEventStore
 
 if TYPE_CHECKING:
     from ..mcp.session import ServerApp

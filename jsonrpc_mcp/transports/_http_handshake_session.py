@@ -29,9 +29,9 @@ from ..jsonrpc.streams import RESPONSE as ANSWER
 from ..jsonrpc.streams import MessageStream, Outgoing
 from ..jsonrpc.wire import RequestId
 from ..mcp.session import ServerSession
-from ._http_events import EventStore
 from ._http_io import HeaderList, Headers
 from ._http_outlet import FINAL, OTHER, RESPONSE, Outlet
+from .events import EventStore
 
 if TYPE_CHECKING:
     from ..mcp.session import ServerApp

@@ -23,9 +23,9 @@ from typing import Final, Literal, NamedTuple
 import anyio
 
 from ..jsonrpc._concurrency import BoundedQueue, loop_sleep
-from ._http_events import EventStore
 from ._http_io import HeaderList, Send, send_empty
 from ._sse import encode_comment, encode_event, encode_retry
+from .events import EventStore
 
 __all__ = (
     "Outlet",

@@ -53,7 +53,6 @@ from ..mcp.headers import mirrored_header_problem
 from ..mcp.versions import STATELESS_VERSIONS
 from ._http_checks import body_type_problem, repeated_header_problem
 from ._http_cors import Cors, cors_of
-from ._http_events import EventStore, InMemoryEventStore
 from ._http_handshake import HandshakeEndpoint
 from ._http_handshake_session import HttpSession
 from ._http_io import (
@@ -77,6 +76,7 @@ from ._http_outlet import Preference
 from ._http_security import HostGuard
 from ._http_session_table import SessionTable
 from ._http_stateless import serve_alone
+from .events import EventStore, InMemoryEventStore
 from .framing import DEFAULT_MAX_FRAME
 
 if TYPE_CHECKING:

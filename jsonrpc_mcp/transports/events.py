@@ -1,4 +1,4 @@
-"""Where SSE events wait for a client that lost its connection (Streamable HTTP, handshake era; L6 helper).
+"""Where SSE events wait for a client that lost its connection (Streamable HTTP, handshake era; L6).
 
 Every event the server writes on a resumable stream is appended here first, under its stream's key and its
 sequence number within that stream. A client that comes back with ``GET`` + ``Last-Event-ID`` gets the events
