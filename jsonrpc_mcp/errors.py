@@ -4,10 +4,13 @@ Two families, kept apart on purpose:
 
 * :class:`RpcError` and its subclasses become JSON-RPC error responses: "the request itself is wrong".
 * :class:`ToolError` becomes a ``CallToolResult`` with ``isError: true``: "the tool ran and failed; tell the model".
+
+Besides them, :class:`InputRequired` is how a 2026-07-28 handler asks the client for input (never a failure).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from .jsonrpc import codes
@@ -24,6 +27,8 @@ __all__ = (
     "ConnectionClosed",
     "AuthorizationError",
     "ToolError",
+    "MissingClientCapability",
+    "InputRequired",
     "ProtocolViolation",
     "error_for_code",
 )
@@ -116,6 +121,32 @@ class AuthorizationError(ConnectionClosed):
         super().__init__(message or f"authorization failed ({step}): {reason}", {"step": step, "reason": reason})
         self.step = step
         self.reason = reason
+
+
+class MissingClientCapability(RpcError):
+    """The request needs a client capability the client did not declare (-32021, ``data.requiredCapabilities``)."""
+
+    code = codes.MISSING_REQUIRED_CLIENT_CAPABILITY
+    default_message = "Missing required client capability"
+
+    def __init__(self, capability: str, detail: Mapping[str, Any] | None = None) -> None:
+        super().__init__(
+            f"Missing required client capability: {capability}",
+            {"requiredCapabilities": {capability: dict(detail or {})}},
+        )
+        self.capability = capability
+
+
+class InputRequired(Exception):
+    """Raised inside a stateless-era handler: these inputs must come from the client before it can go on.
+
+    ``requests`` maps each key to ``{"method": ..., "params": ...}``. Handlers never catch it; the session
+    answers with an ``InputRequiredResult`` carrying these requests and a signed ``requestState``.
+    """
+
+    def __init__(self, requests: dict[str, dict[str, Any]]) -> None:
+        super().__init__(f"input required: {', '.join(requests)}")
+        self.requests = requests
 
 
 class ProtocolViolation(Exception):

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, Final, Literal
 import anyio
 import msgspec
 
-from ..errors import RpcError
+from ..errors import InputRequired, MissingClientCapability, RpcError
 from ..jsonrpc import codes
 from ..jsonrpc.wire import RequestId
 from . import types as t
@@ -55,32 +55,6 @@ _RESULT_TYPE_OF: Final = {
     "elicitation/create": "ElicitResult",
     "roots/list": "ListRootsResult",
 }
-
-
-class MissingClientCapability(RpcError):
-    """The request needs a client capability the client did not declare (-32021, ``data.requiredCapabilities``)."""
-
-    code = codes.MISSING_REQUIRED_CLIENT_CAPABILITY
-    default_message = "Missing required client capability"
-
-    def __init__(self, capability: str, detail: Mapping[str, Any] | None = None) -> None:
-        super().__init__(
-            f"Missing required client capability: {capability}",
-            {"requiredCapabilities": {capability: dict(detail or {})}},
-        )
-        self.capability = capability
-
-
-class InputRequired(Exception):
-    """Raised inside a stateless-era handler: these inputs must come from the client before it can go on.
-
-    ``requests`` maps each key to ``{"method": ..., "params": ...}``. Handlers never catch it; the session
-    answers with an ``InputRequiredResult`` carrying these requests and a signed ``requestState``.
-    """
-
-    def __init__(self, requests: dict[str, dict[str, Any]]) -> None:
-        super().__init__(f"input required: {', '.join(requests)}")
-        self.requests = requests
 
 
 class Context(msgspec.Struct, kw_only=True):

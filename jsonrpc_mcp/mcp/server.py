@@ -506,6 +506,11 @@ class Server:
     def list_tools(self) -> list[t.Tool]:
         return [entry.tool for entry in self._tools.values()]
 
+    def get_tool(self, name: str) -> t.Tool | None:
+        """The registered tool called ``name``, or ``None``."""
+        entry = self._tools.get(name)
+        return entry.tool if entry is not None else None
+
     def _list_tools(self, ctx: Context, params: _CursorParams) -> Any:
         page, nxt = paginate(list(self._tools.values()), _cursor(params), self.page_size)
         result = t.ListToolsResult(tools=[e.tool for e in page])

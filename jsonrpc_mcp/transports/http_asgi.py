@@ -337,7 +337,7 @@ class McpAsgiApp:
         if problem is not None:
             await send_error(send, 400, problem.message, code=problem.code, ident=msg.id)
             return
-        mismatch = mirrored_header_problem(headers.values, call, self._tool_schema)
+        mismatch = mirrored_header_problem(headers.values, call, self._input_schema)
         if mismatch is not None:
             await send_error(send, 400, mismatch, code=codes.HEADER_MISMATCH, ident=msg.id)
             return
@@ -366,15 +366,9 @@ class McpAsgiApp:
 
     # --- helpers -------------------------------------------------------------------------------------------
 
-    def _tool_schema(self, name: str) -> Mapping[str, Any] | None:
-        tools = getattr(self.server, "_tools", None)
-        if isinstance(tools, dict):
-            entry = tools.get(name)
-            tool = getattr(entry, "tool", None)
-        else:
-            tool = next((t for t in self.server.list_tools() if t.name == name), None)
-        schema = getattr(tool, "input_schema", None)
-        return schema if isinstance(schema, dict) else None
+    def _input_schema(self, name: str) -> Mapping[str, Any] | None:
+        tool = self.server.get_tool(name)
+        return tool.input_schema if tool is not None else None
 
 
 def _header_version(headers: Headers) -> str | None:
