@@ -35,7 +35,7 @@ test-all:
 
 # The suite against the lowest versions pyproject.toml admits for anyio, msgspec and the http, validation and auth
 # extras (.ci/lowest.py), in .venv-min; the official SDK (an interop peer whose own floors are above ours) is left
-# out and its interop tests skip. anyio's pytest plugin at the floor uses a name pytest 9.2 deprecates.
+# out and its interop tests skip.
 MIN_VENV := .venv-min
 test-min:
 	test -x $(MIN_VENV)/bin/python || $(PY) -m venv $(MIN_VENV)
@@ -45,7 +45,7 @@ test-min:
 	$(MIN_VENV)/bin/python -m pip install -q -c $(MIN_VENV)/constraints.txt -e '.[http,validation,auth]' \
 		-r $(MIN_VENV)/test-requirements.txt
 	$(MIN_VENV)/bin/python .ci/lowest.py check
-	$(MIN_VENV)/bin/python -m pytest -q -p no:cacheprovider -W "ignore::pytest.PytestRemovedIn10Warning" $(PYTEST_ARGS)
+	$(MIN_VENV)/bin/python -m pytest -q -p no:cacheprovider $(PYTEST_ARGS)
 
 # Build, check and smoke-test the sdist and wheel with every extra, and write the release notes (.ci/release).
 release: $(STAMP)
