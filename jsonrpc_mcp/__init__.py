@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from .errors import (
     AuthorizationError,
     ConnectionClosed,
+    InsufficientScope,
     InternalError,
     InvalidParams,
     InvalidRequest,
@@ -45,6 +46,7 @@ __all__ = (
     "InvalidParams",
     "InternalError",
     "ResourceNotFound",
+    "InsufficientScope",
     "RequestTimeout",
     "ConnectionClosed",
     "AuthorizationError",

@@ -23,6 +23,7 @@ __all__ = (
     "InvalidParams",
     "InternalError",
     "ResourceNotFound",
+    "InsufficientScope",
     "RequestTimeout",
     "ConnectionClosed",
     "AuthorizationError",
@@ -89,6 +90,23 @@ class ResourceNotFound(RpcError):
     def __init__(self, uri: str, message: str | None = None) -> None:
         super().__init__(message, {"uri": uri})
         self.uri = uri
+
+
+class InsufficientScope(RpcError):
+    """The request's principal lacks scopes the operation needs (-32011; over HTTP the app answers 403 first).
+
+    ``data``: ``{"error": "insufficient_scope", "requiredScopes": [...]}``, every scope the operation needs."""
+
+    code = codes.INSUFFICIENT_SCOPE
+    default_message = "Insufficient scope"
+
+    def __init__(self, required: list[str], missing: list[str]) -> None:
+        super().__init__(
+            f"Insufficient scope: this request needs {' '.join(missing)}",
+            {"error": "insufficient_scope", "requiredScopes": required},
+        )
+        self.required = required
+        self.missing = missing
 
 
 class RequestTimeout(RpcError):

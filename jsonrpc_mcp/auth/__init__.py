@@ -25,6 +25,7 @@ __all__ = (
     "JwtVerifier",
     "JwksCache",
     "IntrospectionVerifier",
+    "ProtectedResource",
     "canonical_resource",
     "audience_matches",
     "missing_scopes",
@@ -76,6 +77,7 @@ if TYPE_CHECKING:
         canonical_resource,
         missing_scopes,
     )
+    from .resource import ProtectedResource
 
 _WHERE = {
     "AccessToken": "principal",
@@ -107,6 +109,7 @@ _WHERE = {
     "EnterpriseManaged": "oauth_grants",
     "PrivateKeyJwt": "oauth_grants",
     "DPoPKey": "oauth_dpop",
+    "ProtectedResource": "resource",
 }
 
 

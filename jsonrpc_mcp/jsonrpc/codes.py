@@ -33,6 +33,9 @@ HEADER_MISMATCH = -32020
 MISSING_REQUIRED_CLIENT_CAPABILITY = -32021
 UNSUPPORTED_PROTOCOL_VERSION = -32022
 
+# jsonrpc-mcp's own, in the range JSON-RPC leaves to implementations (docs/spec-decisions.md)
+INSUFFICIENT_SCOPE = -32011  # the authenticated principal lacks a scope the operation needs
+
 # Local-only conditions: raised to callers of this library, never written to the wire.
 CONNECTION_CLOSED = -32000
 REQUEST_TIMEOUT = -32001

@@ -18,7 +18,7 @@ import logging
 import math
 from collections.abc import Mapping
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, Final, Literal
+from typing import TYPE_CHECKING, Any, Final, Literal, cast
 
 import anyio
 import msgspec
@@ -31,6 +31,7 @@ from .eras import LOG_LEVELS
 from .versions import Era
 
 if TYPE_CHECKING:
+    from ..auth.principal import AccessToken
     from .session import ServerSession
 
 __all__ = ("Context", "InputRequired", "MissingClientCapability", "LOG_LEVELS")
@@ -40,6 +41,7 @@ logger = logging.getLogger(__name__)
 _NO_ANSWERS: Final[Mapping[str, Any]] = MappingProxyType({})
 _STATELESS: Final = Era.STATELESS
 _LEVEL_RANK: Final = {name: i for i, name in enumerate(LOG_LEVELS)}
+_UNREAD: Final[Any] = object()  # ``Context.auth`` not looked up yet
 
 LogLevel = Literal["debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"]
 
@@ -79,6 +81,7 @@ class Context(msgspec.Struct, kw_only=True):
     _auto_keys: int = 0
     _progress_last: float | None = None
     _request_headers: Mapping[str, str] | None = None
+    _auth: Any = _UNREAD  # ``auth``, once looked up
 
     @property
     def progress_token(self) -> str | int | None:
@@ -114,6 +117,21 @@ class Context(msgspec.Struct, kw_only=True):
     @request_headers.setter
     def request_headers(self, headers: Mapping[str, str]) -> None:
         self._request_headers = {k.lower(): v for k, v in headers.items()}
+
+    @property
+    def auth(self) -> AccessToken | None:
+        """Who made this request: the principal of its OAuth access token (subject, client id, scopes, claims), or
+        ``None`` on a transport without authorization (stdio, sockets, HTTP without an authorization policy). A
+        transport provides it: :meth:`~jsonrpc_mcp.jsonrpc.streams.MessageStream.request_auth`; assigning the
+        attribute overrides it."""
+        auth: AccessToken | None = self._auth
+        if auth is _UNREAD:
+            auth = self._auth = cast("AccessToken | None", self.session.dispatcher.stream.request_auth(self.request_id))
+        return auth
+
+    @auth.setter
+    def auth(self, principal: AccessToken | None) -> None:
+        self._auth = principal
 
     def has_capability(self, name: str, sub: str | None = None) -> bool:
         """Did the client declare capability ``name`` (and, with ``sub``, its sub-capability)?"""

@@ -27,7 +27,8 @@ from typing import TYPE_CHECKING, Annotated, Any, Final, Literal, TypeVar, get_a
 import msgspec
 from msgspec import UNSET, Raw, UnsetType
 
-from ..errors import InvalidParams, ResourceNotFound, RpcError
+from ..auth.principal import missing_scopes
+from ..errors import InsufficientScope, InvalidParams, ResourceNotFound, RpcError
 from ..jsonrpc.dispatch import Dispatcher
 from ..jsonrpc.streams import MessageStream
 from ..jsonrpc.wire import unpack_byte
@@ -171,6 +172,8 @@ class Server:
     :param request_state_key: HMAC key for ``requestState`` (share it between workers behind one URL).
     :param middleware: callables around every inbound request and notification, outermost first (see
         :mod:`jsonrpc_mcp.middleware`); :meth:`add_middleware` adds more.
+    :param scope_hierarchy: OAuth scopes that imply others (``{"notes:admin": ["notes:write"]}``): a token with
+        the broader scope may do what the narrower one allows (docs/authorization.md).
     """
 
     def __init__(
@@ -189,6 +192,7 @@ class Server:
         request_state_ttl: float = 600.0,
         capabilities: Mapping[str, Any] | None = None,
         middleware: Iterable[Middleware] = (),
+        scope_hierarchy: Mapping[str, Iterable[str]] | None = None,
     ) -> None:
         if page_size is not None and page_size < 1:
             raise ValueError("page_size must be positive or None")
@@ -211,6 +215,9 @@ class Server:
         self._prompts: dict[str, PromptDef] = {}
         self._completion: Callable[..., Any] | None = None
         self._custom: dict[str, MethodSpec] = {}
+        self.scope_hierarchy = {k: tuple(v) for k, v in (scope_hierarchy or {}).items()}
+        #: OAuth scopes each tool, resource (or template), prompt and custom method needs, by (kind, name).
+        self._scopes: dict[tuple[str, str], tuple[str, ...]] = {}
         self._sessions: weakref.WeakSet[ServerSession] = weakref.WeakSet()
         self._notification_handlers: dict[str, list[Callable[[ServerSession, dict[str, Any]], Any]]] = {}
         self._info_cache: dict[str, Any] | None = None
@@ -395,16 +402,27 @@ class Server:
         *,
         capability: str | None = None,
         eras: Literal["both", "handshake", "stateless"] = "both",
+        scopes: Iterable[str] | None = None,
     ) -> Callable[[F], F]:
         """Low-level escape hatch: answer ``name`` with ``fn(ctx, params: dict | None) -> result``.
 
         The result is a JSON-able value (dict or Struct) or a coroutine producing one; raise
         :class:`~jsonrpc_mcp.RpcError` for an error response. Replaces a built-in method of the same name.
+        ``scopes``: the OAuth scopes a caller's token needs (checked when the request is authenticated).
         """
         era_set = {"both": BOTH, "handshake": HANDSHAKE_ONLY, "stateless": STATELESS_ONLY}[eras]
 
         def register(fn: F) -> F:
-            self._custom[name] = MethodSpec(name, fn, None, capability, eras=era_set)
+            handler: Callable[..., Any] = fn
+            self._set_scopes("method", name, scopes)
+            needed = self._scopes.get(("method", name))
+            if needed:
+
+                def handler(ctx: Context, params: Any) -> Any:
+                    self._authorize(ctx, needed)
+                    return fn(ctx, params)
+
+            self._custom[name] = MethodSpec(name, handler, None, capability, eras=era_set)
             self._rebuild_methods()
             return fn
 
@@ -426,6 +444,7 @@ class Server:
         meta: Mapping[str, Any] | None = None,
         inline: bool = False,
         single_use_state: bool = False,
+        scopes: Iterable[str] | None = None,
     ) -> Callable[[F], F]:
         """Register a function as a tool. Its typed parameters become ``inputSchema``, its docstring the
         ``description``, its return annotation ``outputSchema`` (structured data) or plain content.
@@ -435,6 +454,7 @@ class Server:
         ``def`` runs on a worker thread; ``inline=True`` runs it on the event loop instead, for code that never
         blocks (faster; one that holds the loop too long is named in a warning). ``single_use_state=True``: the
         ``requestState`` of the input it asks for (2026-07-28) can be answered once only (a replay is refused).
+        ``scopes``: the OAuth scopes a caller's token needs to call it (docs/authorization.md).
         """
 
         def register(fn: F) -> F:
@@ -451,6 +471,7 @@ class Server:
                 meta=meta,
                 inline=inline,
                 single_use_state=single_use_state,
+                scopes=scopes,
             )
             return fn
 
@@ -471,6 +492,7 @@ class Server:
         meta: Mapping[str, Any] | None = None,
         inline: bool = False,
         single_use_state: bool = False,
+        scopes: Iterable[str] | None = None,
     ) -> ToolDef:
         """Register (or replace) a tool at any time; connected clients get ``notifications/tools/list_changed``."""
         tool_name = name or fn.__name__
@@ -495,12 +517,14 @@ class Server:
             single_use_state=single_use_state,
         )
         self._tools[tool_name] = entry
+        self._set_scopes("tool", tool_name, scopes)
         self._changed("tools")
         return entry
 
     def remove_tool(self, name: str) -> None:
         if self._tools.pop(name, None) is None:
             raise KeyError(name)
+        self._scopes.pop(("tool", name), None)
         self._changed("tools")
 
     def list_tools(self) -> list[t.Tool]:
@@ -520,6 +544,8 @@ class Server:
         entry = self._tools.get(params.name)
         if entry is None:
             raise InvalidParams(f"Unknown tool: {params.name}")
+        if self._scopes and (needed := self._scopes.get(("tool", params.name))):
+            self._authorize(ctx, needed)
         args = params.arguments
         if args is _NO_ARGUMENTS:
             return entry.call(ctx, None)
@@ -543,13 +569,15 @@ class Server:
         cache: CacheHint | None = None,
         meta: Mapping[str, Any] | None = None,
         inline: bool = False,
+        scopes: Iterable[str] | None = None,
     ) -> Callable[[F], F]:
         """Register a resource (``uri``) or a resource template (a URI with ``{variables}``, RFC 6570 level 1).
 
         The function returns ``str`` (text), ``bytes`` (a blob), resource contents, or JSON-able data (sent as
         ``application/json`` text). Template variables are passed as keyword arguments; a parameter named
         ``query`` receives the URI's query parameters as a dict; a ``Context`` parameter is injected. A plain
-        ``def`` runs on a worker thread unless ``inline=True`` (see :meth:`tool`).
+        ``def`` runs on a worker thread unless ``inline=True`` (see :meth:`tool`). ``scopes``: the OAuth scopes a
+        caller's token needs to read it (or subscribe to it).
         """
 
         def register(fn: F) -> F:
@@ -566,6 +594,7 @@ class Server:
                 cache=cache,
                 meta=meta,
                 inline=inline,
+                scopes=scopes,
             )
             return fn
 
@@ -586,6 +615,7 @@ class Server:
         cache: CacheHint | None = None,
         meta: Mapping[str, Any] | None = None,
         inline: bool = False,
+        scopes: Iterable[str] | None = None,
     ) -> None:
         import inspect
 
@@ -622,11 +652,13 @@ class Server:
                 wants_ctx,
                 wants_query,
             )
+        self._set_scopes("resource", uri, scopes)
         self._changed("resources")
 
     def remove_resource(self, uri: str) -> None:
         if self._resources.pop(uri, None) is None and self._templates.pop(uri, None) is None:
             raise KeyError(uri)
+        self._scopes.pop(("resource", uri), None)
         self._changed("resources")
 
     def _list_resources(self, ctx: Context, params: _CursorParams) -> Any:
@@ -666,6 +698,8 @@ class Server:
 
     def _read_resource(self, ctx: Context, params: _UriParams) -> Any:
         uri = params.uri
+        if self._scopes and (needed := self._resource_scopes(uri)):
+            self._authorize(ctx, needed)
         try:
             fn, kwargs, mime, cache = self._find_resource(uri)
         except ResourceNotFound:
@@ -722,6 +756,8 @@ class Server:
         return bool(await verdict) if hasattr(verdict, "__await__") else bool(verdict)
 
     def _subscribe(self, ctx: Context, params: _UriParams) -> Any:
+        if self._scopes and (needed := self._resource_scopes(params.uri)):
+            self._authorize(ctx, needed)
         verdict = self.accepts_subscription(params.uri)
         if hasattr(verdict, "__await__"):
             return self._subscribe_async(ctx, params.uri, verdict)
@@ -772,11 +808,13 @@ class Server:
         complete: Mapping[str, Callable[..., Any]] | None = None,
         meta: Mapping[str, Any] | None = None,
         inline: bool = False,
+        scopes: Iterable[str] | None = None,
     ) -> Callable[[F], F]:
         """Register a prompt. Its parameters are the prompt's arguments (required unless they have a default);
         it returns a string (one user message), messages, content blocks, or a ``GetPromptResult``.
         ``complete`` maps an argument name to a function ``(value, context_arguments) -> list[str]``. A plain
-        ``def`` runs on a worker thread unless ``inline=True`` (see :meth:`tool`)."""
+        ``def`` runs on a worker thread unless ``inline=True`` (see :meth:`tool`). ``scopes``: the OAuth scopes a
+        caller's token needs to get it (or complete its arguments)."""
 
         def register(fn: F) -> F:
             self.add_prompt(
@@ -788,6 +826,7 @@ class Server:
                 complete=complete,
                 meta=meta,
                 inline=inline,
+                scopes=scopes,
             )
             return fn
 
@@ -804,6 +843,7 @@ class Server:
         complete: Mapping[str, Callable[..., Any]] | None = None,
         meta: Mapping[str, Any] | None = None,
         inline: bool = False,
+        scopes: Iterable[str] | None = None,
     ) -> None:
         prompt_name = name or fn.__name__
         sig = inspect_function(fn, name=prompt_name, structured_output=False)
@@ -833,11 +873,13 @@ class Server:
             sig,
             auto,
         )
+        self._set_scopes("prompt", prompt_name, scopes)
         self._changed("prompts")
 
     def remove_prompt(self, name: str) -> None:
         if self._prompts.pop(name, None) is None:
             raise KeyError(name)
+        self._scopes.pop(("prompt", name), None)
         self._changed("prompts")
 
     def _list_prompts(self, ctx: Context, params: _CursorParams) -> Any:
@@ -848,6 +890,8 @@ class Server:
         entry = self._prompts.get(params.name)
         if entry is None:
             raise InvalidParams(f"Unknown prompt: {params.name}")
+        if self._scopes and (needed := self._scopes.get(("prompt", params.name))):
+            self._authorize(ctx, needed)
         if params.arguments is None:
             raise InvalidParams('Invalid params: "arguments" must be an object')
         given = params.arguments if isinstance(params.arguments, dict) else {}
@@ -897,6 +941,8 @@ class Server:
         if isinstance(params.context, dict):
             context_args = params.context.get("arguments") or {}
         kind = ref.get("type")
+        if self._scopes and (needed := self.scopes_for("completion/complete", {"ref": ref})):
+            self._authorize(ctx, needed)
         local: Callable[..., Any] | None = None
         if kind == "ref/prompt":
             entry = self._prompts.get(ref.get("name", ""))
@@ -953,6 +999,8 @@ class Server:
             if wanted.get(flag) is True and cap in caps:
                 honoured[flag] = True
         subs = wanted.get("resourceSubscriptions")
+        if self._scopes and (needed := self.scopes_for("subscriptions/listen", {"notifications": wanted})):
+            self._authorize(ctx, needed)
         if isinstance(subs, list) and "resources" in caps:
             honoured["resourceSubscriptions"] = [s for s in subs if isinstance(s, str) and await self._accepts(s)]
         session = ctx.session
@@ -968,6 +1016,71 @@ class Server:
         finally:
             session.listeners.pop(ctx.request_id, None)
         return {"_meta": {META_SUBSCRIPTION_ID: ctx.request_id}}  # pragma: no cover - sleep_forever never returns
+
+    # --- authorization -------------------------------------------------------------------------------------
+
+    def scopes_for(self, method: str, params: Mapping[str, Any] | None) -> tuple[str, ...]:
+        """The OAuth scopes a request needs: those of the tool, resource (or template), prompt or custom method it
+        names (``()``: none). The one place that decides it, for the HTTP app's 403 and for the server's own check.
+        """
+        if not self._scopes:
+            return ()
+        p = params if params is not None else {}
+        if method == "tools/call":
+            return self._scopes.get(("tool", str(p.get("name"))), ())
+        if method in ("resources/read", "resources/subscribe"):
+            uri = p.get("uri")
+            return self._resource_scopes(uri) if isinstance(uri, str) else ()
+        if method == "prompts/get":
+            return self._scopes.get(("prompt", str(p.get("name"))), ())
+        if method == "completion/complete":
+            ref = p.get("ref")
+            if not isinstance(ref, dict):
+                return ()
+            if ref.get("type") == "ref/prompt":
+                return self._scopes.get(("prompt", str(ref.get("name"))), ())
+            uri = ref.get("uri")
+            return self._scopes.get(("resource", uri), ()) if isinstance(uri, str) else ()
+        if method == "subscriptions/listen":
+            wanted = p.get("notifications")
+            subs = wanted.get("resourceSubscriptions") if isinstance(wanted, dict) else None
+            found = {s for uri in (subs or ()) if isinstance(uri, str) for s in self._resource_scopes(uri)}
+            return tuple(sorted(found))
+        return self._scopes.get(("method", method), ())
+
+    def _resource_scopes(self, uri: str) -> tuple[str, ...]:
+        """The scopes of the resource or template that answers ``uri`` (as :meth:`_find_resource` matches it)."""
+        base = uri.partition("?")[0]
+        for key in (uri, base):
+            if key in self._resources:
+                return self._scopes.get(("resource", key), ())
+        for key, tpl in self._templates.items():
+            if tpl.matcher.match(base if tpl.wants_query else uri) is not None:
+                return self._scopes.get(("resource", key), ())
+        return ()
+
+    def _set_scopes(self, kind: str, name: str, scopes: Iterable[str] | None) -> None:
+        if scopes is None:
+            self._scopes.pop((kind, name), None)
+            return
+        if isinstance(scopes, str):
+            raise TypeError("scopes is a list of scope names, not a string")
+        wanted = tuple(sorted(set(scopes)))
+        if wanted:
+            self._scopes[(kind, name)] = wanted
+        else:
+            self._scopes.pop((kind, name), None)
+
+    def _authorize(self, ctx: Context, needed: tuple[str, ...]) -> None:
+        """Refuse (:class:`InsufficientScope`) when the request's principal lacks ``needed``. A request without a
+        principal — stdio, sockets, HTTP without an authorization policy — is not an OAuth request: the scopes do
+        not apply to it (its credentials came from the environment)."""
+        principal = ctx.auth
+        if principal is None:
+            return
+        missing = missing_scopes(principal.scopes, needed, self.scope_hierarchy)
+        if missing:
+            raise InsufficientScope(list(needed), list(missing))
 
     # --- change notifications ------------------------------------------------------------------------------
 

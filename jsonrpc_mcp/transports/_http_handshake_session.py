@@ -131,6 +131,11 @@ class SessionStream(MessageStream):
         exchange = self.owner.exchanges.get(request_id)
         return exchange.request_headers() if exchange is not None else None
 
+    def request_auth(self, request_id: RequestId) -> object | None:
+        """The principal an HTTP policy authenticated the POST that carried ``request_id`` as (``Context.auth``)."""
+        exchange = self.owner.exchanges.get(request_id)
+        return getattr(exchange.headers, "auth", None) if exchange is not None else None
+
     def close_request_stream(self, request_id: RequestId) -> bool:
         """SEP-1699 polling: close the connection of this request's SSE stream; the client resumes with GET."""
         exchange = self.owner.exchanges.get(request_id)

@@ -55,7 +55,7 @@ class Headers:
     reads ``Context.request_headers``. Names that are not all lower case take the slow path and are folded.
     """
 
-    __slots__ = ("_dict", "_first", "_raw", "raw")
+    __slots__ = ("_dict", "_first", "_raw", "auth", "raw")
 
     #: :meth:`get` without the decoding (``name`` in lower case): the first-values dict's own ``get``, so that a
     #: look-up, several per request, runs no Python frame.
@@ -73,6 +73,7 @@ class Headers:
         self._first = first
         self.raw = first.get
         self._dict: dict[str, str] | None = None
+        self.auth: Any = None  # the principal an HTTP policy authenticated this request as (``Context.auth``)
 
     def get(self, name: str) -> str | None:
         """The value of a header sent once; the first value when sent several times (``name`` in lower case)."""

@@ -71,6 +71,10 @@ class _OneRequestStream(MessageStream):
     def request_headers(self, request_id: RequestId) -> Mapping[str, str] | None:
         return self.headers.as_dict() if request_id == self.request_id else None
 
+    def request_auth(self, request_id: RequestId) -> object | None:
+        """The principal an HTTP policy authenticated this request as (read by ``Context.auth``)."""
+        return self.headers.auth if request_id == self.request_id else None
+
     async def receive(self) -> Sequence[bytes]:
         raise anyio.EndOfStream  # (its one request is handed to the dispatcher directly)
 

@@ -78,6 +78,7 @@ from ._http_session_table import SessionTable
 from ._http_stateless import serve_alone
 from .events import EventStore, InMemoryEventStore
 from .framing import DEFAULT_MAX_FRAME
+from .http_policy import HttpPolicy
 
 if TYPE_CHECKING:
     from ..mcp.server import Server
@@ -123,6 +124,8 @@ class McpAsgiApp:
     :param trim_memory: after a burst of sessions (256 or more at once) has ended, hand the process's free heap
         memory back to the operating system (glibc's ``malloc_trim``; a few ms, once per burst). Off by default:
         it acts on the whole process, which may not be ours alone.
+    :param http_policy: decisions before the endpoint serves a request (:mod:`.http_policy`), e.g. OAuth bearer
+        tokens with :class:`jsonrpc_mcp.auth.ProtectedResource`.
     """
 
     def __init__(
@@ -145,6 +148,7 @@ class McpAsgiApp:
         request_timeout: float | None = 300.0,
         trim_memory: bool = False,
         sessions: bool = True,
+        http_policy: HttpPolicy | None = None,
     ) -> None:
         if json_response_preference not in ("auto", "json", "sse"):
             raise ValueError('json_response_preference must be "auto", "json" or "sse"')
@@ -174,6 +178,9 @@ class McpAsgiApp:
             request_timeout=request_timeout,
             sessions=sessions,
         )
+        self.http_policy = http_policy
+        if http_policy is not None:
+            http_policy.attach(self)
 
     @property
     def session_count(self) -> int:
@@ -249,6 +256,8 @@ class McpAsgiApp:
         if root and path.startswith(root):
             path = path[len(root) :]
         if self._endpoint is not None and path != self._endpoint and path.rstrip("/") != self._endpoint:
+            if self.http_policy is not None and (route := self.http_policy.route(path)) is not None:
+                return route(scope, receive, send)
             return send_bytes(send, 404, b"Not Found", content_type=b"text/plain; charset=utf-8")
         headers = Headers(scope.get("headers", ()))
         host = headers.raw(b"host")
@@ -271,6 +280,11 @@ class McpAsgiApp:
         problem = repeated_header_problem(headers)
         if problem is not None:
             return send_error(send, 400, problem)
+        if self.http_policy is not None:
+            return self._admit(method, scope, headers, receive, send)
+        return self._serve(method, headers, receive, send)
+
+    def _serve(self, method: str, headers: Headers, receive: Receive, send: Send) -> Awaitable[None]:
         if method == "POST":
             return self._post(headers, receive, send)
         if method == "GET":
@@ -278,6 +292,12 @@ class McpAsgiApp:
         if method == "DELETE":
             return self._delete(headers, send)
         return send_error(send, 405, f"Method not allowed: {method}", headers=_ALLOW_ALL)
+
+    async def _admit(self, method: str, scope: Scope, headers: Headers, receive: Receive, send: Send) -> None:
+        assert self.http_policy is not None
+        admitted = await self.http_policy.admit(scope, headers, send)
+        if admitted is not None:
+            await self._serve(method, headers, receive, admitted)
 
     # --- POST ----------------------------------------------------------------------------------------------
 
@@ -312,6 +332,8 @@ class McpAsgiApp:
             # (a notification or a response is never answered: its refusal carries no id)
             ident = None if getattr(exc, "silent", False) else getattr(exc, "request_id", None)
             await send_error(send, 400, exc.message, code=exc.code, ident=ident)
+            return
+        if self.http_policy is not None and not await self.http_policy.admit_message(headers, msg, send):
             return
         call = read_call(self.server.methods, msg, version) if type(msg) is Request else None
         if (

@@ -1,0 +1,349 @@
+"""A protected MCP resource server: OAuth 2.1 bearer tokens on the Streamable HTTP app, as the MCP authorization
+spec asks (L6; the HTTP policy :mod:`jsonrpc_mcp.transports.http_policy` that this project ships).
+
+::
+
+    auth = ProtectedResource(
+        resource="https://notes.example.com/mcp",                 # the endpoint's canonical URI (RFC 8707)
+        authorization_servers=["https://auth.example.com"],
+        verifier=JwtVerifier(issuer="https://auth.example.com", audience="https://notes.example.com/mcp",
+                             jwks_url="https://auth.example.com/jwks"),
+        scopes_supported=["notes:read", "notes:write"],
+        required_scopes=["notes:read"],                           # needed for any request at all
+    )
+    app = McpAsgiApp(server, http_policy=auth)
+
+What the app then does:
+
+* serves RFC 9728 protected-resource metadata (``resource``, ``authorization_servers``, ``scopes_supported``,
+  ``bearer_methods_supported: ["header"]``) at the path-aware well-known URI of the resource
+  (``/.well-known/oauth-protected-resource/mcp`` for ``…/mcp``) and, unless ``root_metadata=False``, at the root
+  variant ``/.well-known/oauth-protected-resource``; with CORS headers, so browser-based clients can read it;
+* requires ``Authorization: Bearer <token>`` on every request to the endpoint (POST, GET, DELETE), and answers
+  (RFC 6750 §3, the MCP spec's error table):
+
+  ============================================  ======  =====================================================
+  the request                                   status  ``WWW-Authenticate: Bearer …``
+  ============================================  ======  =====================================================
+  no ``Authorization``, or another scheme       401     ``resource_metadata``, ``scope`` (the required scopes)
+  a token the verifier refuses (bad signature,  401     ``error="invalid_token"``, ``error_description``,
+  expired, not yet valid, foreign issuer or             ``resource_metadata``, ``scope``
+  audience, unknown key, not a token at all)
+  a token in the query (``?access_token=``)     400     ``error="invalid_request"``: tokens go in the header
+  a malformed or repeated ``Authorization``     400     ``error="invalid_request"``
+  a token without a scope the request needs     403     ``error="insufficient_scope"``, ``scope`` (all the
+                                                        scopes the operation needs), ``resource_metadata``
+  the verifier cannot decide (AS unreachable)   503     none (``Retry-After``)
+  ============================================  ======  =====================================================
+
+* refuses a token issued for another resource even when a custom verifier accepts it (no token passthrough);
+* binds each handshake-era session to the principal that opened it: another principal's token gets the same 404
+  as a session that does not exist;
+* puts the principal on the request (``Context.auth``); scopes a tool, resource or prompt declares are checked
+  before the request is dispatched (403 above) and again by the server itself.
+
+No token or secret is ever logged; only the refusal's reason is.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import time
+from collections.abc import Iterable, Mapping, MutableMapping, Sequence
+from typing import TYPE_CHECKING, Any, Final
+from urllib.parse import parse_qsl, urlsplit, urlunsplit
+
+import msgspec
+
+from ..jsonrpc.wire import Request
+from ..transports._http_io import HeaderList, Headers, Receive, Scope, Send, send_bytes, send_error
+from ..transports.http_policy import Handler, HttpPolicy
+from .principal import (
+    AccessToken,
+    InvalidToken,
+    TokenVerifier,
+    VerifierUnavailable,
+    audience_matches,
+    canonical_resource,
+    missing_scopes,
+)
+
+if TYPE_CHECKING:
+    from ..jsonrpc.wire import Message
+    from ..transports.http_asgi import McpAsgiApp
+
+__all__ = ("ProtectedResource", "WELL_KNOWN", "metadata_path")
+
+logger = logging.getLogger(__name__)
+
+WELL_KNOWN: Final = "/.well-known/oauth-protected-resource"
+#: RFC 6750 §2.1 ``b64token``.
+_B64TOKEN: Final = re.compile(r"[A-Za-z0-9\-._~+/]+=*")
+_CORS: Final[HeaderList] = [
+    (b"access-control-allow-origin", b"*"),
+    (b"access-control-allow-methods", b"GET, HEAD, OPTIONS"),
+    (b"access-control-allow-headers", b"*"),
+    (b"access-control-max-age", b"86400"),
+]
+_NO_SESSION: Final = "Not Found: this session does not exist or has ended"
+
+
+def metadata_path(resource: str) -> str:
+    """The path of ``resource``'s protected-resource metadata (RFC 9728 §3.1: the well-known suffix inserted
+    between the host and the path): ``https://h/mcp`` → ``/.well-known/oauth-protected-resource/mcp``."""
+    path = urlsplit(resource).path.rstrip("/")
+    return WELL_KNOWN + path
+
+
+def _quoted(value: str) -> str:
+    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+class ProtectedResource(HttpPolicy):
+    """OAuth bearer tokens for the Streamable HTTP app (module docstring: what it serves and answers).
+
+    :param resource: the MCP endpoint's canonical URI as clients reach it (``https://host/mcp``): the ``resource``
+        of the metadata, the audience tokens must name, the base of the metadata URL.
+    :param authorization_servers: issuer identifiers of the authorization servers clients may use (at least one).
+    :param verifier: checks each bearer token (:class:`~jsonrpc_mcp.auth.JwtVerifier`,
+        :class:`~jsonrpc_mcp.auth.IntrospectionVerifier`, or your own :class:`~jsonrpc_mcp.auth.TokenVerifier`).
+    :param scopes_supported: the scopes to advertise (what a client asks for when a challenge names none).
+    :param required_scopes: scopes every request needs (named in every 401 challenge).
+    :param resource_name: a human-readable name for the metadata.
+    :param resource_documentation: a URL of documentation for developers.
+    :param root_metadata: also serve the metadata at ``/.well-known/oauth-protected-resource`` (turn off when
+        several protected resources share the host).
+    :param extra_metadata: more RFC 9728 fields to publish.
+    """
+
+    def __init__(
+        self,
+        *,
+        resource: str,
+        authorization_servers: Sequence[str],
+        verifier: TokenVerifier,
+        scopes_supported: Sequence[str] | None = None,
+        required_scopes: Iterable[str] = (),
+        resource_name: str | None = None,
+        resource_documentation: str | None = None,
+        root_metadata: bool = True,
+        extra_metadata: Mapping[str, Any] | None = None,
+    ) -> None:
+        if not authorization_servers:
+            raise ValueError("name at least one authorization server")
+        self.resource = canonical_resource(resource)
+        self.verifier = verifier
+        self.required_scopes = tuple(required_scopes)
+        parts = urlsplit(self.resource)
+        self.metadata_url = urlunsplit((parts.scheme, parts.netloc, metadata_path(self.resource), "", ""))
+        document: dict[str, Any] = {
+            "resource": self.resource,
+            "authorization_servers": list(authorization_servers),
+            "bearer_methods_supported": ["header"],
+        }
+        if scopes_supported is not None:
+            document["scopes_supported"] = list(scopes_supported)
+        if resource_name is not None:
+            document["resource_name"] = resource_name
+        if resource_documentation is not None:
+            document["resource_documentation"] = resource_documentation
+        document.update(extra_metadata or {})
+        self.metadata: Mapping[str, Any] = document
+        self._document = msgspec.json.encode(document)
+        self._paths = {metadata_path(self.resource)}
+        if root_metadata:
+            self._paths.add(WELL_KNOWN)
+        self._app: McpAsgiApp | None = None
+        self._owners: dict[str, tuple[str | None, str | None, str | None]] = {}  # session id -> its principal
+
+    # --- the hooks ------------------------------------------------------------------------------------------
+
+    def attach(self, app: McpAsgiApp) -> None:
+        if self._app is not None and self._app is not app:
+            raise ValueError("a ProtectedResource protects one app")
+        self._app = app
+        if app.path is not None:
+            self._paths.add(WELL_KNOWN + app.path.rstrip("/"))  # as the app sees it, behind a rewriting proxy
+
+    def route(self, path: str) -> Handler | None:
+        return self.serve_metadata if path in self._paths else None
+
+    async def admit(self, scope: Scope, headers: Headers, send: Send) -> Send | None:
+        if scope.get("method") == "OPTIONS":
+            return send  # a CORS preflight carries no credentials: the app answers it as it would anyway
+        principal = await self._authenticate(scope, headers, send)
+        if principal is None:
+            return None
+        missing = missing_scopes(principal.scopes, self.required_scopes, self._hierarchy())
+        if missing:
+            await self._refuse_scope(send, self.required_scopes, missing)
+            return None
+        headers.auth = principal
+        sid = headers.raw(b"mcp-session-id")
+        if sid is not None:
+            owner = self._owners.get(sid.decode("latin-1"))
+            if owner is not None and owner != principal.principal:
+                logger.warning("refused a request for a session opened by another principal")
+                await send_error(send, 404, _NO_SESSION)
+                return None
+            return send
+        return self._session_watch(send, principal.principal)
+
+    async def admit_message(self, headers: Headers, message: Message, send: Send) -> bool:
+        if type(message) is not Request or self._app is None:
+            return True
+        principal: AccessToken | None = headers.auth
+        scopes_for = getattr(self._app.server, "scopes_for", None)
+        if principal is None or scopes_for is None:
+            return True
+        try:
+            params = msgspec.json.decode(message.params) if message.params is not None else None
+        except msgspec.DecodeError:
+            return True  # unreadable params: the request's own handling reports them
+        needed = scopes_for(message.method, params if isinstance(params, dict) else None)
+        if not needed:
+            return True
+        missing = missing_scopes(principal.scopes, needed, self._hierarchy())
+        if not missing:
+            return True
+        await self._refuse_scope(send, needed, missing)
+        return False
+
+    # --- metadata -------------------------------------------------------------------------------------------
+
+    async def serve_metadata(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """The protected-resource metadata document (an ASGI handler; GET, HEAD and the CORS preflight)."""
+        method = scope.get("method", "GET")
+        if method == "OPTIONS":
+            await send({"type": "http.response.start", "status": 204, "headers": list(_CORS)})
+            await send({"type": "http.response.body", "body": b""})
+            return
+        if method not in ("GET", "HEAD"):
+            await send_error(send, 405, f"Method not allowed: {method}", headers=[(b"allow", b"GET, HEAD, OPTIONS")])
+            return
+        head = [*_CORS, (b"cache-control", b"public, max-age=3600")]
+        if method == "HEAD":
+            head += [(b"content-type", b"application/json"), (b"content-length", b"%d" % len(self._document))]
+            await send({"type": "http.response.start", "status": 200, "headers": head})
+            await send({"type": "http.response.body", "body": b""})
+            return
+        await send_bytes(send, 200, self._document, head)
+
+    async def metadata_app(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """An ASGI app serving only the metadata, for mounting at the host's root when the MCP app is mounted
+        under a prefix (which cannot answer ``/.well-known/…`` itself); 404 for any other path."""
+        if scope.get("type") != "http":
+            return
+        path = scope.get("path", "")
+        root = scope.get("root_path", "")
+        if root and not path.startswith(root):
+            path = root + path
+        if path in self._paths:
+            await self.serve_metadata(scope, receive, send)
+            return
+        await send_bytes(send, 404, b"Not Found", content_type=b"text/plain; charset=utf-8")
+
+    # --- authentication -------------------------------------------------------------------------------------
+
+    async def _authenticate(self, scope: Scope, headers: Headers, send: Send) -> AccessToken | None:
+        """The request's principal, or ``None`` once the refusal is sent."""
+        query = scope.get("query_string", b"")
+        if query and b"access_token" in query and any(k == "access_token" for k, _ in parse_qsl(query.decode())):
+            await self._challenge(send, 400, "invalid_request", "send the access token in the Authorization header")
+            return None
+        if headers.repeated(b"authorization"):
+            await self._challenge(send, 400, "invalid_request", "the Authorization header is sent more than once")
+            return None
+        value = headers.get("authorization")
+        if value is None:
+            await self._challenge(send, 401)
+            return None
+        scheme, _, credentials = value.strip().partition(" ")
+        if scheme.lower() != "bearer":
+            await self._challenge(send, 401)  # an authentication method we do not take: as if none were sent
+            return None
+        token = credentials.strip(" ")
+        if not _B64TOKEN.fullmatch(token):
+            await self._challenge(send, 400, "invalid_request", "the Authorization header is malformed")
+            return None
+        try:
+            principal = await self.verifier.verify(token)
+        except InvalidToken as refused:
+            logger.info("refused a bearer token: %s", refused.reason)
+            await self._challenge(send, 401, "invalid_token", refused.reason)
+            return None
+        except VerifierUnavailable as unavailable:
+            logger.warning("could not verify a bearer token: %s", unavailable.reason)
+            await self._unavailable(send)
+            return None
+        except Exception as exc:
+            logger.error("the token verifier failed (%s)", type(exc).__name__)
+            await self._unavailable(send)
+            return None
+        if not audience_matches(principal.audience, self.resource):
+            logger.info("refused a bearer token: it was issued for another resource")
+            await self._challenge(send, 401, "invalid_token", "the access token was issued for another resource")
+            return None
+        if principal.expires_at is not None and principal.expires_at <= time.time():
+            await self._challenge(send, 401, "invalid_token", "the access token has expired")
+            return None
+        return principal
+
+    def _hierarchy(self) -> Mapping[str, Iterable[str]] | None:
+        return getattr(self._app.server, "scope_hierarchy", None) if self._app is not None else None
+
+    def _session_watch(self, send: Send, principal: tuple[str | None, str | None, str | None]) -> Send:
+        """``send``, noting the owner of a session the response opens (its ``Mcp-Session-Id``)."""
+
+        async def watching(message: MutableMapping[str, Any]) -> None:
+            if message["type"] == "http.response.start":
+                for name, value in message.get("headers", ()):
+                    if name.lower() == b"mcp-session-id":
+                        self._own(value.decode("latin-1"), principal)
+            await send(message)
+
+        return watching
+
+    def _own(self, sid: str, principal: tuple[str | None, str | None, str | None]) -> None:
+        app = self._app
+        if app is not None and len(self._owners) > 2 * app.session_count + 64:
+            live = app.sessions
+            self._owners = {k: v for k, v in self._owners.items() if k in live}
+        self._owners[sid] = principal
+
+    # --- refusals -------------------------------------------------------------------------------------------
+
+    async def _challenge(
+        self, send: Send, status: int, error: str | None = None, description: str | None = None
+    ) -> None:
+        params = [f"resource_metadata={_quoted(self.metadata_url)}"]
+        if self.required_scopes:
+            params.append(f"scope={_quoted(' '.join(self.required_scopes))}")
+        if error is not None:
+            params.append(f"error={_quoted(error)}")
+        if description is not None:
+            params.append(f"error_description={_quoted(description)}")
+        body: dict[str, str] = {"error": error or "unauthorized"}
+        if description is not None:
+            body["error_description"] = description
+        elif error is None:
+            body["error_description"] = "this resource needs an access token (Authorization: Bearer)"
+        header = ("Bearer " + ", ".join(params)).encode("latin-1", "replace")
+        await send_bytes(send, status, msgspec.json.encode(body), [(b"www-authenticate", header)])
+
+    async def _refuse_scope(self, send: Send, needed: Iterable[str], missing: Iterable[str]) -> None:
+        scope = " ".join(sorted(set(needed)))
+        description = f"this request needs the scope {' '.join(missing)}"
+        header = (
+            f"Bearer error={_quoted('insufficient_scope')}, scope={_quoted(scope)}, "
+            f"resource_metadata={_quoted(self.metadata_url)}, error_description={_quoted(description)}"
+        ).encode("latin-1", "replace")
+        body = msgspec.json.encode({"error": "insufficient_scope", "error_description": description, "scope": scope})
+        await send_bytes(send, 403, body, [(b"www-authenticate", header)])
+
+    async def _unavailable(self, send: Send) -> None:
+        body = msgspec.json.encode(
+            {"error": "temporarily_unavailable", "error_description": "the access token cannot be checked now"}
+        )
+        await send_bytes(send, 503, body, [(b"retry-after", b"5")])
