@@ -3,6 +3,8 @@
 ::
 
     jsonrpc-mcp serve [APP] [--stdio | --tcp HOST:PORT | --unix PATH | --http HOST:PORT [--path /mcp] [HTTP options]]
+    jsonrpc-mcp serve [APP] --http HOST:PORT --auth-issuer URL [--auth-jwks-url URL | --auth-introspection-url URL]
+                      [--auth-resource URL] [--auth-scope SCOPE]...
     jsonrpc-mcp list  (--tcp HOST:PORT | --unix PATH | --url URL | -- COMMAND...)
     jsonrpc-mcp call  (--tcp HOST:PORT | --unix PATH | --url URL) METHOD [NAME] [JSON]
     jsonrpc-mcp call  -- COMMAND... METHOD [NAME] [JSON]
@@ -147,6 +149,17 @@ def _parser() -> argparse.ArgumentParser:
         metavar="N",
         help="HTTP: open connections at most (default: 3/4 of the descriptor limit)",
     )
+    auth = serve.add_argument_group("authorization (HTTP only; needs the auth extra; docs/authorization.md)")
+    auth.add_argument("--auth-issuer", metavar="URL", help="require OAuth access tokens from this authorization server")
+    auth.add_argument("--auth-jwks-url", metavar="URL", help="its key set (default: from its RFC 8414 metadata)")
+    auth.add_argument(
+        "--auth-introspection-url",
+        metavar="URL",
+        help="check tokens by RFC 7662 introspection instead (credentials: $MCP_INTROSPECTION_CLIENT_ID and "
+        "$MCP_INTROSPECTION_CLIENT_SECRET)",
+    )
+    auth.add_argument("--auth-resource", metavar="URL", help="this server's canonical URI (default: the served URL)")
+    auth.add_argument("--auth-scope", action="append", default=[], metavar="SCOPE", help="a scope every request needs")
 
     for name, helptext in (("list", "list tools, resources and prompts"), ("call", "send one request")):
         cmd = sub.add_parser(name, help=helptext)
@@ -207,6 +220,13 @@ def _banner(args: argparse.Namespace, url: str) -> None:
 
 
 def _serve(args: argparse.Namespace) -> int:
+    if args.auth_issuer is None and (args.auth_jwks_url or args.auth_introspection_url or args.auth_resource):
+        raise SystemExit("jsonrpc-mcp: the --auth-* options need --auth-issuer")
+    if args.auth_issuer is not None and not args.http:
+        raise SystemExit(
+            "jsonrpc-mcp: authorization is for --http only; stdio and sockets take their credentials from the "
+            "environment"
+        )
     server = load_app(args.app)
     if args.http:
         import ssl
@@ -220,7 +240,7 @@ def _serve(args: argparse.Namespace) -> int:
                 raise SystemExit(f"jsonrpc-mcp serve: no such file: {pem}")
         host, port = args.http
         shown = f"[{host}]" if ":" in host else host
-        _banner(args, f"{'https' if args.certfile else 'http'}://{shown}:{port}{args.path}")
+        url = f"{'https' if args.certfile else 'http'}://{shown}:{port}{args.path}"
         options: dict[str, Any] = {
             "header_timeout": args.header_timeout,
             "body_timeout": args.body_timeout,
@@ -230,6 +250,13 @@ def _serve(args: argparse.Namespace) -> int:
         }
         if args.allow_host:
             options["allowed_hosts"] = args.allow_host
+        if args.auth_issuer is not None:
+            policy = options["http_policy"] = auth_policy(args, url)
+            sys.stderr.write(
+                f"jsonrpc-mcp: requests need an access token from {args.auth_issuer} for {policy.resource}"
+                f" (metadata: {policy.metadata_url})\n"
+            )
+        _banner(args, url)
         try:
             serve_http(server, host, port, path=args.path, **options)
         except ssl.SSLError as exc:  # not a certificate, or a key that does not match it
@@ -252,6 +279,57 @@ def _serve(args: argparse.Namespace) -> int:
 
     run_stdio(server)
     return 0
+
+
+def auth_policy(args: argparse.Namespace, url: str) -> Any:
+    """The ``ProtectedResource`` the ``--auth-*`` options describe (``url``: where the server is served)."""
+    try:
+        from .auth import IntrospectionVerifier, JwtVerifier, ProtectedResource
+        from .auth.jwt import discover_metadata
+    except ImportError as exc:
+        raise SystemExit(f"jsonrpc-mcp: {exc}") from None
+    issuer: str = args.auth_issuer
+    resource: str = args.auth_resource or url
+    verifier: Any
+    if args.auth_introspection_url:
+        client_id = os.environ.get("MCP_INTROSPECTION_CLIENT_ID")
+        secret = os.environ.get("MCP_INTROSPECTION_CLIENT_SECRET")
+        if not client_id or not secret:
+            raise SystemExit(
+                "jsonrpc-mcp: set MCP_INTROSPECTION_CLIENT_ID and MCP_INTROSPECTION_CLIENT_SECRET for introspection"
+            )
+        verifier = IntrospectionVerifier(
+            introspection_url=args.auth_introspection_url,
+            audience=resource,
+            client_id=client_id,
+            client_secret=secret,
+            issuer=issuer,
+        )
+    else:
+        jwks_url = args.auth_jwks_url
+        if jwks_url is None:
+            try:
+                metadata = anyio.run(discover_metadata, issuer)
+            except Exception as exc:
+                raise SystemExit(f"jsonrpc-mcp: cannot discover the key set of {issuer}: {exc}") from None
+            jwks_url = metadata.get("jwks_uri")
+            if not isinstance(jwks_url, str):
+                raise SystemExit(f"jsonrpc-mcp: {issuer} publishes no jwks_uri; give --auth-jwks-url")
+        try:
+            verifier = JwtVerifier(issuer=issuer, audience=resource, jwks_url=jwks_url)
+        except ValueError as exc:
+            raise SystemExit(f"jsonrpc-mcp: {exc}") from None
+    scopes = list(args.auth_scope)
+    try:
+        return ProtectedResource(
+            resource=resource,
+            authorization_servers=[issuer],
+            verifier=verifier,
+            scopes_supported=scopes or None,
+            required_scopes=scopes,
+        )
+    except ValueError as exc:
+        raise SystemExit(f"jsonrpc-mcp: {exc}") from None
 
 
 def _split_command(rest: list[str]) -> tuple[list[str], list[str]]:

@@ -32,6 +32,7 @@ import logging
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Final
+from urllib.parse import urlsplit
 
 import anyio
 import httpx
@@ -59,7 +60,7 @@ from .principal import (
     parse_scopes,
 )
 
-__all__ = ("JwtVerifier", "JwksCache", "ALGORITHMS", "claims_to_access_token")
+__all__ = ("JwtVerifier", "JwksCache", "ALGORITHMS", "claims_to_access_token", "discover_metadata", "metadata_urls")
 
 logger = logging.getLogger(__name__)
 
@@ -264,6 +265,41 @@ class JwtVerifier:
         audience = [aud] if isinstance(aud, str) else aud if isinstance(aud, list) else []
         if not audience_matches((a for a in audience if isinstance(a, str)), self.audience):
             raise InvalidToken("the access token was issued for another resource")
+
+
+def metadata_urls(issuer: str) -> list[str]:
+    """Where an issuer's metadata may be, in the order MCP clients try them (RFC 8414 §3.1 with path insertion,
+    then OpenID Connect Discovery with path insertion and appended)."""
+    parts = urlsplit(issuer)
+    root = f"{parts.scheme}://{parts.netloc}"
+    path = parts.path.rstrip("/")
+    if not path:
+        return [f"{root}/.well-known/oauth-authorization-server", f"{root}/.well-known/openid-configuration"]
+    return [
+        f"{root}/.well-known/oauth-authorization-server{path}",
+        f"{root}/.well-known/openid-configuration{path}",
+        f"{root}{path}/.well-known/openid-configuration",
+    ]
+
+
+async def discover_metadata(
+    issuer: str, *, timeout: float = 10.0, client: httpx.AsyncClient | None = None
+) -> dict[str, Any]:
+    """The authorization server metadata of ``issuer`` (RFC 8414 or OpenID Connect Discovery), whose ``issuer``
+    must be ``issuer`` itself (RFC 8414 §3.3). :class:`VerifierUnavailable` when none of the URLs answers one."""
+    check_url(issuer, "the issuer")
+    problems: list[str] = []
+    for url in metadata_urls(issuer):
+        try:
+            document = await fetch_json("GET", url, client=client, timeout=timeout)
+        except VerifierUnavailable as exc:
+            problems.append(exc.reason)
+            continue
+        if document.get("issuer") != issuer:
+            problems.append(f"{url} names another issuer")
+            continue
+        return document
+    raise VerifierUnavailable(f"no metadata for {issuer}: {'; '.join(problems)}")
 
 
 def claims_to_access_token(claims: Mapping[str, Any]) -> AccessToken:
