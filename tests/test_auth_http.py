@@ -560,3 +560,50 @@ def test_scopes_are_a_list_not_a_string() -> None:
         Server("s").add_tool(lambda: "x", name="x", scopes="notes:read")
     assert InsufficientScope(["a", "b"], ["b"]).data == {"error": "insufficient_scope", "requiredScopes": ["a", "b"]}
     assert issubclass(InvalidToken, Exception)
+
+
+def test_scopes_for_names_what_each_kind_of_request_needs() -> None:
+    server = make_server()
+
+    @server.resource("notes://by-id/{note_id}", scopes=["notes:read"])
+    def by_id(note_id: str) -> str:
+        return note_id
+
+    @server.method("notes/export", scopes=["notes:admin"])
+    def export(ctx: Context, params: Any) -> dict[str, Any]:
+        return {}
+
+    assert server.scopes_for("tools/call", {"name": "write_note"}) == ("notes:write",)
+    assert server.scopes_for("tools/call", {"name": "whoami"}) == ()
+    assert server.scopes_for("tools/call", {"name": "no-such-tool"}) == ()
+    assert server.scopes_for("resources/read", {"uri": "notes://by-id/7"}) == ("notes:read",)
+    assert server.scopes_for("resources/subscribe", {"uri": "notes://secret"}) == ("notes:admin",)
+    assert server.scopes_for("resources/read", {"uri": "notes://open"}) == ()
+    assert server.scopes_for("prompts/get", {"name": "draft"}) == ("notes:write",)
+    complete = {"ref": {"type": "ref/resource", "uri": "notes://by-id/{note_id}"}, "argument": {}}
+    assert server.scopes_for("completion/complete", complete) == ("notes:read",)
+    listen = {"notifications": {"resourceSubscriptions": ["notes://secret", "notes://by-id/1", "notes://open"]}}
+    assert server.scopes_for("subscriptions/listen", listen) == ("notes:admin", "notes:read")
+    assert server.scopes_for("notes/export", None) == ("notes:admin",)
+    assert server.scopes_for("tools/list", None) == ()
+    server.remove_tool("write_note")
+    assert server.scopes_for("tools/call", {"name": "write_note"}) == ()
+    assert Server("plain").scopes_for("tools/call", {"name": "x"}) == ()
+
+
+async def test_a_custom_method_with_scopes_is_checked_by_the_server() -> None:
+    server = make_server()
+
+    @server.method("notes/export", scopes=["notes:admin"])
+    def export(ctx: Context, params: Any) -> dict[str, Any]:
+        return {"exported": True}
+
+    async with principal_pair() as (theirs, peer), anyio.create_task_group() as tg:
+        theirs.principal = AccessToken(subject="dan", client_id="c", scopes=frozenset({"notes:write"}))
+        tg.start_soon(server.serve, theirs)
+        await peer.initialize()
+        refused = await peer.call(request_frame(1, "notes/export"))
+        assert refused["error"]["data"]["requiredScopes"] == ["notes:admin"]
+        theirs.principal = AccessToken(subject="dan", client_id="c", scopes=frozenset({"notes:admin"}))
+        assert (await peer.call(request_frame(2, "notes/export")))["result"] == {"exported": True}
+        tg.cancel_scope.cancel()
