@@ -50,7 +50,7 @@ LAYERS: dict[str, int] = {
     "auth.oauth_wire": 2,  # the OAuth client's documents, challenges, discovery URLs: sans-I/O (its docstring)
     "mcp.output_schemas": 2,  # the client's outputSchema checks: "L2: no I/O" (its docstring)
     "transports.framing": 2,
-    "auth.principal": 2,  # the authenticated principal and the scope/audience rules: "L2: standard library only"
+    "auth.principal": 2,  # the authenticated principal and the scope/audience rules: "L2: no I/O" (its docstring)
     # L3: the first anyio import
     "jsonrpc.dispatch": 3,
     "jsonrpc._concurrency": 3,

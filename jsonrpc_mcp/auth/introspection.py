@@ -31,6 +31,7 @@ from typing import Final
 
 import anyio
 import httpx
+import msgspec
 
 from ._fetch import check_url, fetch_json
 from .jwt import claims_to_access_token
@@ -158,15 +159,7 @@ class IntrospectionVerifier:
             if not audience_matches(principal.audience, self.audience):
                 raise InvalidToken("the access token was issued for another resource")
         else:
-            principal = AccessToken(
-                subject=principal.subject,
-                client_id=principal.client_id,
-                scopes=principal.scopes,
-                expires_at=principal.expires_at,
-                audience=(self.audience,),
-                issuer=principal.issuer,
-                claims=principal.claims,
-            )
+            principal = msgspec.structs.replace(principal, audience=(self.audience,))
         return principal
 
     def _remember(self, digest: bytes, principal: AccessToken) -> None:

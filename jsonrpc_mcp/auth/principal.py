@@ -1,5 +1,4 @@
-"""What a resource server knows of a bearer token, and the rules every verifier and check shares (L2: standard
-library only, no I/O).
+"""What a resource server knows of a bearer token, and the rules every verifier and check shares (L2: no I/O).
 
 * :class:`AccessToken` — the authenticated principal: who (``subject``), through which client (``client_id``),
   allowed to do what (``scopes``), until when (``expires_at``), for which resource (``audience``), issued by whom
@@ -16,9 +15,9 @@ library only, no I/O).
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
 from typing import Any, Final, Protocol, runtime_checkable
-from urllib.parse import urlsplit, urlunsplit
+
+import msgspec
 
 __all__ = (
     "AccessToken",
@@ -34,8 +33,7 @@ __all__ = (
 _DEFAULT_PORTS: Final = {"http": 80, "https": 443}
 
 
-@dataclass(frozen=True, slots=True)
-class AccessToken:
+class AccessToken(msgspec.Struct, frozen=True, kw_only=True):
     """An accepted access token: what a handler sees as ``ctx.auth``.
 
     :param subject: the resource owner (``sub``), or ``None`` when the token names none.
@@ -53,7 +51,7 @@ class AccessToken:
     expires_at: float | None = None
     audience: tuple[str, ...] = ()
     issuer: str | None = None
-    claims: Mapping[str, Any] = field(default_factory=dict, repr=False, compare=False)
+    claims: dict[str, Any] = msgspec.field(default_factory=dict)
 
     @property
     def principal(self) -> tuple[str | None, str | None, str | None]:
@@ -104,6 +102,8 @@ def canonical_resource(uri: str) -> str:
     or ``https`` URI, scheme and host in lower case, no default port, no fragment, no trailing slash.
 
     :raises ValueError: for a relative URI, another scheme, a fragment, or user information."""
+    from urllib.parse import urlsplit, urlunsplit  # (only servers with authorization need it: not at start-up)
+
     try:
         parts = urlsplit(uri.strip())
         port = parts.port
