@@ -3,7 +3,8 @@
 ::
 
     jsonrpc-mcp serve [APP] [--stdio | --tcp HOST:PORT | --unix PATH | --http HOST:PORT [--path /mcp] [HTTP options]]
-    jsonrpc-mcp serve [APP] --http HOST:PORT --auth-issuer URL [--auth-jwks-url URL | --auth-introspection-url URL]
+    jsonrpc-mcp serve [APP] --http HOST:PORT --auth-issuer URL [--auth-jwks-url URL | --auth-keys FILE |
+                      --auth-introspection-url URL]
                       [--auth-resource URL] [--auth-scope SCOPE]...
     jsonrpc-mcp list  (--tcp HOST:PORT | --unix PATH | --url URL | -- COMMAND...)
     jsonrpc-mcp call  (--tcp HOST:PORT | --unix PATH | --url URL) METHOD [NAME] [JSON]
@@ -152,6 +153,7 @@ def _parser() -> argparse.ArgumentParser:
     auth = serve.add_argument_group("authorization (HTTP only; needs the auth extra; docs/authorization.md)")
     auth.add_argument("--auth-issuer", metavar="URL", help="require OAuth access tokens from this authorization server")
     auth.add_argument("--auth-jwks-url", metavar="URL", help="its key set (default: from its RFC 8414 metadata)")
+    auth.add_argument("--auth-keys", metavar="FILE", help="its public keys from a file instead (a JWKS, or PEM)")
     auth.add_argument(
         "--auth-introspection-url",
         metavar="URL",
@@ -220,7 +222,9 @@ def _banner(args: argparse.Namespace, url: str) -> None:
 
 
 def _serve(args: argparse.Namespace) -> int:
-    if args.auth_issuer is None and (args.auth_jwks_url or args.auth_introspection_url or args.auth_resource):
+    if args.auth_issuer is None and (
+        args.auth_jwks_url or args.auth_keys or args.auth_introspection_url or args.auth_resource
+    ):
         raise SystemExit("jsonrpc-mcp: the --auth-* options need --auth-issuer")
     if args.auth_issuer is not None and not args.http:
         raise SystemExit(
@@ -305,6 +309,14 @@ def auth_policy(args: argparse.Namespace, url: str) -> Any:
             client_secret=secret,
             issuer=issuer,
         )
+    elif args.auth_keys:
+        try:
+            with open(args.auth_keys, "rb") as file:
+                data = file.read()
+            keys: Any = msgspec.json.decode(data) if data.lstrip().startswith(b"{") else data
+            verifier = JwtVerifier(issuer=issuer, audience=resource, keys=keys)
+        except (OSError, ValueError, msgspec.DecodeError) as exc:
+            raise SystemExit(f"jsonrpc-mcp: --auth-keys {args.auth_keys}: {exc}") from None
     else:
         jwks_url = args.auth_jwks_url
         if jwks_url is None:
