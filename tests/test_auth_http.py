@@ -66,6 +66,12 @@ def make_server() -> Server:
         assert auth is not None
         return f"{auth.subject}|{auth.client_id}|{' '.join(sorted(auth.scopes))}"
 
+    @server.tool(inline=True)
+    def whoami_inline(ctx: Context) -> str:
+        """Who is calling (run at once, before the request's exchange exists)."""
+        auth = ctx.auth
+        return f"{auth.subject if auth else None}|{ctx.request_headers.get('x-probe')}"
+
     @server.tool(scopes=["notes:write"])
     def write_note(text: str) -> str:
         """Write a note."""
@@ -392,6 +398,10 @@ async def test_the_principal_reaches_the_handler_in_both_eras(
     assert response_of(reply, 2)["result"]["content"][0]["text"] == "alice|app-7|notes:admin notes:read"
     purged = await http.post(protected.url, json=call_body(3, "purge", {}), headers=session)
     assert response_of(purged, 3)["result"]["content"][0]["text"] == "purged by alice"
+    at_once = await http.post(
+        protected.url, json=call_body(5, "whoami_inline", {}), headers={**session, "X-Probe": "p"}
+    )
+    assert response_of(at_once, 5)["result"]["content"][0]["text"] == "alice|p"
     stateless = await http.post(
         protected.url,
         json=stateless_body(4, "tools/call", {"name": "whoami", "arguments": {}}),

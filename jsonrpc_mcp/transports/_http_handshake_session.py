@@ -133,6 +133,9 @@ class SessionStream(MessageStream):
 
     def request_auth(self, request_id: RequestId) -> object | None:
         """The principal an HTTP policy authenticated the POST that carried ``request_id`` as (``Context.auth``)."""
+        arriving = self.arriving
+        if arriving is not None and arriving[0] == request_id:
+            return arriving[1].auth
         exchange = self.owner.exchanges.get(request_id)
         return getattr(exchange.headers, "auth", None) if exchange is not None else None
 
