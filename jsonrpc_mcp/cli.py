@@ -255,7 +255,7 @@ def _serve(args: argparse.Namespace) -> int:
         if args.allow_host:
             options["allowed_hosts"] = args.allow_host
         if args.auth_issuer is not None:
-            policy = options["http_policy"] = auth_policy(args, url)
+            policy = options["http_policy"] = _auth_policy(args, url)
             sys.stderr.write(
                 f"jsonrpc-mcp: requests need an access token from {args.auth_issuer} for {policy.resource}"
                 f" (metadata: {policy.metadata_url})\n"
@@ -285,7 +285,7 @@ def _serve(args: argparse.Namespace) -> int:
     return 0
 
 
-def auth_policy(args: argparse.Namespace, url: str) -> Any:
+def _auth_policy(args: argparse.Namespace, url: str) -> Any:
     """The ``ProtectedResource`` the ``--auth-*`` options describe (``url``: where the server is served)."""
     try:
         from .auth import IntrospectionVerifier, JwtVerifier, ProtectedResource

@@ -18,7 +18,7 @@ from http_support import collect_garbage as collect_garbage
 
 from jsonrpc_mcp import Context, Server
 from jsonrpc_mcp.auth import JwtVerifier, ProtectedResource
-from jsonrpc_mcp.cli import _parser, auth_policy, main
+from jsonrpc_mcp.cli import _auth_policy, _parser, main
 from jsonrpc_mcp.transports.http_asgi import McpAsgiApp
 
 mcp = pytest.importorskip("mcp")
@@ -176,7 +176,7 @@ def test_the_command_line_builds_the_protection_it_describes(auth: AuthServer) -
     args = _parser().parse_args(
         ["serve", "--http", "127.0.0.1:8123", "--auth-issuer", auth.issuer, "--auth-scope", "knowledge:read"]
     )
-    policy = auth_policy(args, "http://127.0.0.1:8123/mcp")
+    policy = _auth_policy(args, "http://127.0.0.1:8123/mcp")
     assert isinstance(policy, ProtectedResource)
     assert policy.metadata == {
         "resource": "http://127.0.0.1:8123/mcp",
@@ -200,7 +200,7 @@ def knowledge(auth: AuthServer, tmp_path_factory: pytest.TempPathFactory) -> Ite
         ["serve", "--http", f"127.0.0.1:{thread.port}", "--auth-issuer", auth.issuer, "--auth-scope", "knowledge:read"]
     )
     server = create_server(tmp_path_factory.mktemp("kb") / "k.db")
-    late.app = McpAsgiApp(server, http_policy=auth_policy(args, thread.url))
+    late.app = McpAsgiApp(server, http_policy=_auth_policy(args, thread.url))
     yield thread
     thread.stop()
     server.close()
