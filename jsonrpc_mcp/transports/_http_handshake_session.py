@@ -135,7 +135,8 @@ class SessionStream(MessageStream):
         """The principal an HTTP policy authenticated the POST that carried ``request_id`` as (``Context.auth``)."""
         arriving = self.arriving
         if arriving is not None and arriving[0] == request_id:
-            return arriving[1].auth
+            principal: object | None = arriving[1].auth
+            return principal
         exchange = self.owner.exchanges.get(request_id)
         return getattr(exchange.headers, "auth", None) if exchange is not None else None
 
