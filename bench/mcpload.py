@@ -47,6 +47,10 @@ except ImportError:  # pragma: no cover - works without it, only slower
 
 VERSION = "0.1.0"
 PROTOCOL_VERSION = "2025-11-25"
+STATELESS_VERSION = "2026-07-28"
+# --era stateless: no initialize; every request carries the 2026-07-28 _meta (and, over HTTP, its headers)
+STATELESS_META = ('"_meta":{"io.modelcontextprotocol/protocolVersion":"' + STATELESS_VERSION
+                  + '","io.modelcontextprotocol/clientCapabilities":{}}')
 ALPHABET = "abcdefghijklmnopqrstuvwxyz0123456789"
 now_ns = time.perf_counter_ns
 
@@ -220,10 +224,12 @@ def init_params(name="mcpload") -> dict:
 class CallTemplate:
     """Pre-encoded tools/call request: HEAD + id + TAIL."""
 
-    def __init__(self, tool: str, arg: str, payload: str):
+    def __init__(self, tool: str, arg: str, payload: str, stateless: bool = False):
         self.head = b'{"jsonrpc":"2.0","id":'
+        meta = (b"," + STATELESS_META.encode()) if stateless else b""
         self.tail = (b',"method":"tools/call","params":{"name":' + json.dumps(tool).encode()
-                     + b',"arguments":{' + json.dumps(arg).encode() + b":" + json.dumps(payload).encode() + b"}}}")
+                     + b',"arguments":{' + json.dumps(arg).encode() + b":" + json.dumps(payload).encode() + b"}"
+                     + meta + b"}}")
 
     def body(self, i: int) -> bytes:
         return self.head + str(i).encode() + self.tail
@@ -426,11 +432,13 @@ def stdio_phase(srv: StdioServer, tpl: CallTemplate, payload: str, conc: int, n_
 
 def run_stdio(cmd: list, a) -> dict:
     payload = make_payload(a.payload)
-    tpl = CallTemplate(a.tool, a.arg, payload)
+    stateless = a.era == "stateless"
+    tpl = CallTemplate(a.tool, a.arg, payload, stateless)
     srv = StdioServer(cmd, a.server_log)
-    res = {"mode": "stdio", "target": shlex.join(cmd)}
+    res = {"mode": "stdio", "target": shlex.join(cmd), "era": a.era}
     try:
-        srv.handshake()
+        if not stateless:
+            srv.handshake()
         res["init_ms"] = round((now_ns() - srv.t_spawn) / 1e6, 1)
         nid = 0
         if a.warmup:
@@ -627,10 +635,11 @@ class HttpTarget:
         self.path = (u.path or "/").encode() + ((b"?" + u.query.encode()) if u.query else b"")
         self.hosthdr = (u.netloc or self.host).encode()
         self.addr = (self.host, self.port)
+        self.stateless_headers = b""  # set by run_http for --era stateless
 
     def request(self, body: Optional[bytes], sid: Optional[bytes], method=b"POST") -> bytes:
         h = [method, b" ", self.path, b" HTTP/1.1\r\nHost: ", self.hosthdr,
-             b"\r\nAccept: application/json, text/event-stream\r\n"]
+             b"\r\nAccept: application/json, text/event-stream\r\n", self.stateless_headers]
         if sid:
             h += [b"Mcp-Session-Id: ", sid, b"\r\nMcp-Protocol-Version: ", PROTOCOL_VERSION.encode(), b"\r\n"]
         if body is not None:
@@ -873,9 +882,13 @@ def start_http_server(a, tg) -> Optional[SpawnedServer]:
 
 def run_http(url: str, a) -> dict:
     payload = make_payload(a.payload)
-    tpl = CallTemplate(a.tool, a.arg, payload)
+    stateless = a.era == "stateless"
+    tpl = CallTemplate(a.tool, a.arg, payload, stateless)
     tg = HttpTarget(url)
-    res = {"mode": "http", "target": url}
+    if stateless:
+        tg.stateless_headers = (b"MCP-Protocol-Version: " + STATELESS_VERSION.encode() + b"\r\nMcp-Method: tools/call\r\n"
+                                b"Mcp-Name: " + a.tool.encode() + b"\r\n")
+    res = {"mode": "http", "target": url, "era": a.era}
     if a.cmd:
         res["server_cmd"] = shlex.join(a.cmd)
     srv = None
@@ -886,14 +899,17 @@ def run_http(url: str, a) -> dict:
         if srv:
             res["listen_ms"] = round((now_ns() - srv.t_spawn) / 1e6, 1)
         conns = [HConn(tg.addr) for _ in range(a.concurrency)]
-        if a.session_per_conn:
+        if stateless:
+            for c in conns:
+                c.sid = None
+        elif a.session_per_conn:
             for c in conns:
                 c.sid = http_initialize(tg, c)
         else:
             sid = http_initialize(tg, conns[0])
             for c in conns:
                 c.sid = sid
-        res["sessions"] = len({c.sid for c in conns})
+        res["sessions"] = 0 if stateless else len({c.sid for c in conns})
         nid = 0
         if a.warmup:
             nid, _ = http_phase(tg, conns, tpl, payload, a.warmup, 0, a.max_seconds, a.io_timeout, Recorder(), nid)
@@ -1262,6 +1278,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--io-timeout", type=float, default=30.0, help="give up after this long without a response")
     p.add_argument("--start-timeout", type=float, default=30.0, help="wait this long for a spawned HTTP server")
     p.add_argument("--tool", default="echo", help="tool name (default echo)")
+    p.add_argument("--era", choices=["handshake", "stateless"], default="handshake",
+                   help="stdio/http: handshake = initialize 2025-11-25 first (default); stateless = 2026-07-28, "
+                        "no initialize, _meta on every request (+ MCP-Protocol-Version, Mcp-Method, Mcp-Name headers)")
     p.add_argument("--arg", default="text", help="argument name carrying the payload (default text)")
     p.add_argument("--session-per-conn", action="store_true", help="http: one MCP session per connection "
                    "(default: one shared session over all connections)")

@@ -9,9 +9,10 @@ exactly what they mean for stdio:
   sockload.py tcp  HOST:PORT [opts] -- CMD [ARG...]   spawn CMD, wait for the port, connect, handshake, calls
   sockload.py unix PATH      [opts] -- CMD [ARG...]   the same on a Unix socket
 
-Options are mcpload's (-n, -d, -c, -p, --warmup, --max-seconds, --io-timeout, --start-timeout, --tool, --arg,
---server-log, --label, --out, --pretty). Output: one JSON line like ``mcpload.py stdio`` (``mode`` is tcp or unix,
-``init_ms`` is spawn → initialize answered, ``listen_ms`` spawn → connectable). Exit 0 when every call passed.
+Options are mcpload's (-n, -d, -c, -p, --warmup, --era, --max-seconds, --io-timeout, --start-timeout, --tool,
+--arg, --server-log, --label, --out, --pretty). Output: one JSON line like ``mcpload.py stdio`` (``mode`` is tcp
+or unix, ``init_ms`` is spawn → initialize answered, ``listen_ms`` spawn → connectable). Exit 0 when every call
+passed.
 """
 
 from __future__ import annotations
@@ -92,13 +93,15 @@ class SocketServer(mcpload.StdioServer):
 
 def run_socket(family: str, address: str, cmd: list[str], a: argparse.Namespace) -> dict:
     payload = mcpload.make_payload(a.payload)
-    tpl = mcpload.CallTemplate(a.tool, a.arg, payload)
-    res: dict = {"mode": family, "target": f"{family}:{address}", "server_cmd": shlex.join(cmd)}
+    stateless = a.era == "stateless"  # 2026-07-28: no initialize, the revision's _meta on every request
+    tpl = mcpload.CallTemplate(a.tool, a.arg, payload, stateless)
+    res: dict = {"mode": family, "target": f"{family}:{address}", "server_cmd": shlex.join(cmd), "era": a.era}
     srv = None
     try:
         srv = SocketServer(cmd, family, address, a.server_log, a.start_timeout)
         res["listen_ms"] = round((srv.t_listen - srv.t_spawn) / 1e6, 1)
-        srv.handshake()
+        if not stateless:
+            srv.handshake()
         res["init_ms"] = round((mcpload.now_ns() - srv.t_spawn) / 1e6, 1)
         nid = 0
         if a.warmup:
