@@ -1,9 +1,10 @@
 """The dispatcher's read loop in-process: CPU per frame without pipes, sockets or a load driver.
 
-A fake byte stream hands the server pre-built NDJSON chunks of ``--batch`` ``tools/call echo`` requests (what a
-read of a busy pipe returns) and drops what is written back. The figure is the process CPU time per frame,
-measured over ``--frames`` frames, ``--rounds`` times (min and median printed): stable enough on a noisy machine
-to compare two checkouts of the library, e.g.::
+A fake byte stream hands the server (``Server.serve`` over an ``NdjsonStream``) pre-built NDJSON chunks of
+``--batch`` ``tools/call echo`` requests (what a read of a busy pipe returns) and drops what is written back. The
+tool is inline, on a worker thread or ``async def`` (``--server``). The figure is the process CPU time per frame
+(every thread's), measured over ``--frames`` frames, ``--rounds`` times (min and median printed): stable enough on
+a noisy machine to compare two checkouts of the library, e.g.::
 
     python bench/inproc.py                                  # this checkout
     PYTHONPATH=/path/to/other/checkout python bench/inproc.py
@@ -90,7 +91,13 @@ async def measure(server: Any, chunks: list[bytes], frames: int, rounds: int) ->
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--server", default="echo", help="echo (a sync tool) or echo_async (bench/servers/*.py)")
+    p.add_argument(
+        "--server",
+        default="echo",
+        choices=("echo", "echo_thread", "echo_async"),
+        help="bench/servers/*.py: echo (a def tool, inline=True), echo_thread (a def tool on a worker thread, the "
+        "default for def tools) or echo_async (an async def tool); default echo",
+    )
     p.add_argument("--frames", type=int, default=8000)
     p.add_argument("--batch", type=int, default=32, help="frames per chunk read")
     p.add_argument("--payload", type=int, default=1024, help="bytes of text echoed")

@@ -112,7 +112,13 @@ async def measure(server: Any, args: argparse.Namespace) -> tuple[list[float], d
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--server", default="echo", help="echo (a sync tool) or echo_async (bench/servers/*.py)")
+    p.add_argument(
+        "--server",
+        default="echo",
+        choices=("echo", "echo_thread", "echo_async"),
+        help="bench/servers/*.py: echo (a def tool, inline=True), echo_thread (a def tool on a worker thread, the "
+        "default for def tools) or echo_async (an async def tool); default echo",
+    )
     p.add_argument("--era", default="handshake", choices=("handshake", "stateless"))
     p.add_argument("--posts", type=int, default=4000, help="POSTs per round")
     p.add_argument("--concurrency", type=int, default=64, help="POSTs in flight")
