@@ -294,6 +294,23 @@ async def test_client_side_capability_gating_sends_nothing() -> None:
     assert methods_sent(received) == ["initialize", "notifications/initialized", "ping"]
 
 
+async def test_logging_from_a_server_that_did_not_declare_it_only_when_asked() -> None:
+    async with (
+        fake_server(handshake_only({"tools": {}})) as (stream, received),
+        Client.connect(stream, **V) as client,
+    ):
+        with pytest.raises(MethodNotFound) as refused:
+            await client.set_logging_level("debug")
+        assert "even_if_undeclared=True" in refused.value.message
+        await client.set_logging_level("debug", even_if_undeclared=True)  # the fake answers -32601: no error
+    assert methods_sent(received) == ["initialize", "notifications/initialized", "logging/setLevel"]
+
+    declared_but_missing = handshake_only({"tools": {}, "logging": {}})
+    async with fake_server(declared_but_missing) as (stream, received), Client.connect(stream, **V) as client:
+        with pytest.raises(MethodNotFound):  # it said it logs: its -32601 is an error
+            await client.set_logging_level("debug")
+
+
 async def test_auto_era_falls_back_to_the_handshake() -> None:
     """protocol_version="auto" probes server/discover; a handshake-only server's -32601 means initialize."""
     async with (

@@ -10,7 +10,7 @@ import pytest
 from helpers import ROOT
 from msgspec import UNSET
 
-from jsonrpc_mcp import Client, types
+from jsonrpc_mcp import Client, MethodNotFound, types
 
 mcp = pytest.importorskip("mcp")
 
@@ -97,10 +97,11 @@ async def test_our_client_against_the_sdk_stdio_server(version: str) -> None:
         on_log=lambda params: logs.append(params.data),
     ) as client:
         assert client.server_info is not None and client.server_info.name == "official-sdk-peer"
-        if client.server_capabilities.logging is not UNSET:
+        # The SDK logs without declaring `logging`: the client asks only when told to, and says how.
+        assert client.server_capabilities.logging is UNSET
+        with pytest.raises(MethodNotFound, match=r"set_logging_level\(level, even_if_undeclared=True\) asks anyway"):
             await client.set_logging_level("info")
-        else:  # the SDK logs without declaring `logging`; ask for it anyway where that is a per-request flag
-            client.log_level = "info"
+        await client.set_logging_level("info", even_if_undeclared=True)  # 2025-11-25: its -32601 is no error
         names = {tool.name for tool in await client.list_tools()}
         assert {"test_simple_text", "test_sampling", "test_elicitation"} <= names
         simple = await client.call_tool("test_simple_text")

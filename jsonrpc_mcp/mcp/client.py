@@ -578,13 +578,25 @@ class ClientSession:
         result: t.CompleteResult = await self.request("completion/complete", params, t.CompleteResult)
         return result
 
-    async def set_logging_level(self, level: str) -> None:
-        """Ask for log messages at ``level`` and above (stateless era: sent with every request)."""
-        self._require("logging")
+    async def set_logging_level(self, level: str, *, even_if_undeclared: bool = False) -> None:
+        """Ask for log messages at ``level`` and above (stateless era: sent with every request).
+
+        A server that did not declare the ``logging`` capability is asked only with ``even_if_undeclared=True``:
+        some servers (the official Python SDK's among them) send log messages without declaring it. A
+        handshake-era server asked that way that has no ``logging/setLevel`` (-32601) is no error: it goes on
+        sending what it sends.
+        """
+        if not even_if_undeclared:
+            _require_logging(self.server_capabilities)
         if self.stateless:
             self.log_level = level
             return
-        await self.request("logging/setLevel", {"level": level})
+        try:
+            await self.request("logging/setLevel", {"level": level})
+        except MethodNotFound:
+            if not even_if_undeclared:
+                raise
+            logger.debug("the server has no logging/setLevel; its log messages arrive at the level it chooses")
 
     async def notify_roots_changed(self) -> None:
         await self._notify("notifications/roots/list_changed")
@@ -754,6 +766,15 @@ def _result_kind(raw: bytes | msgspec.Raw) -> str:
         return _kind_decoder.decode(raw).result_type
     except msgspec.ValidationError:
         return "complete"
+
+
+def _require_logging(capabilities: t.ServerCapabilities) -> None:
+    """Refuse to ask for log messages a server did not declare it sends, saying how to ask anyway."""
+    if capabilities.logging in (UNSET, None):
+        raise MethodNotFound(
+            "the server did not declare the 'logging' capability: set_logging_level(level, even_if_undeclared=True) "
+            "asks anyway (some servers, the official Python SDK's among them, log without declaring it)"
+        )
 
 
 def _decode_params(req: Request, kind: type[T]) -> T:
