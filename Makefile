@@ -15,6 +15,9 @@ endif
 VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+SERVE_STAMP := $(VENV)/.installed-http
+HOST ?= 127.0.0.1
+PORT ?= 8000
 
 .PHONY: install test test-all test-min release lint fuzz bench bench-compare serve conformance docs docs-serve clean
 
@@ -22,7 +25,13 @@ $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q -e '.[dev]'
-	touch $(STAMP)
+	touch $(STAMP) $(SERVE_STAMP)
+
+# What serving needs and no more: the package and its http extra (the dev extra is a superset).
+$(SERVE_STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PY) -m venv $(VENV)
+	$(BIN)/python -m pip install -q -e '.[http]'
+	touch $(SERVE_STAMP)
 
 install: $(STAMP)
 
@@ -67,8 +76,8 @@ bench: $(STAMP)
 bench-compare: $(STAMP)
 	$(BIN)/python bench/run.py --compare
 
-serve: $(STAMP)
-	$(BIN)/jsonrpc-mcp serve --http 127.0.0.1:8000
+serve: $(SERVE_STAMP)
+	$(BIN)/jsonrpc-mcp serve --http $(HOST):$(PORT)
 
 # The documentation site, from docs/ (mkdocs.yml), into site/; --strict: a broken link or reference fails.
 docs: $(STAMP)

@@ -78,9 +78,17 @@ def load_app(spec: str | None) -> Any:
         sys.modules["_jsonrpc_mcp_app"] = module
         module_spec.loader.exec_module(module)
     else:
+        # Modules in the current directory come first, as with uvicorn and ``python -m`` (a console script's
+        # sys.path starts with its own bin directory instead).
+        if os.getcwd() not in sys.path:
+            sys.path.insert(0, os.getcwd())
         try:
             module = importlib.import_module(target)
-        except ImportError as exc:
+        except ModuleNotFoundError as exc:
+            if exc.name is not None and (target == exc.name or target.startswith(exc.name + ".")):
+                raise SystemExit(
+                    f"jsonrpc-mcp: no module named {target!r} (looked in {os.getcwd()} and the installed packages)"
+                ) from None
             raise SystemExit(f"jsonrpc-mcp: cannot import {target}: {exc}") from None
     if attr:
         obj = getattr(module, attr, None)

@@ -44,7 +44,7 @@ from jsonrpc_mcp.checker import (
 sys.path.insert(0, str(ROOT / "conformance"))
 from everything_server import create_server
 
-TRANSCRIPTS = ROOT / "conformance" / "transcripts"
+TRANSCRIPTS = ROOT / "jsonrpc_mcp" / "transcripts"
 EVERYTHING = [sys.executable, str(ROOT / "conformance" / "everything_server.py")]
 SDK_PEER = [sys.executable, str(ROOT / "conformance" / "peers" / "official_sdk_server.py")]
 CLI = [sys.executable, "-m", "jsonrpc_mcp"]

@@ -1,4 +1,4 @@
-"""The golden wire transcripts (``conformance/transcripts/*.txt``), replayed byte for byte over stdio.
+"""The golden wire transcripts (``jsonrpc_mcp/transcripts/*.txt``), replayed byte for byte over stdio.
 
 Every transcript runs against a real ``conformance/everything_server.py --stdio`` subprocess (one per session of
 the file), on asyncio and on trio, and every case of it is one test here. The expectations are exact bytes.
@@ -35,7 +35,7 @@ from jsonrpc_mcp.checker import (
 
 pytestmark = pytest.mark.anyio
 
-TRANSCRIPTS = ROOT / "conformance" / "transcripts"
+TRANSCRIPTS = ROOT / "jsonrpc_mcp" / "transcripts"
 SERVER = [sys.executable, str(ROOT / "conformance" / "everything_server.py"), "--stdio"]
 #: Generous: a golden case that fails only costs time; a flaky one costs trust.
 TIMING = Timing(timeout=10.0, grace=10.0, startup=30.0)

@@ -1,6 +1,6 @@
 """A test peer: a small stdio server written with the official MCP Python SDK (``mcp``, a dev-only dependency).
 
-It offers the names the golden wire transcripts ask for (``conformance/transcripts``), so that
+It offers the names the golden wire transcripts ask for (``jsonrpc_mcp/transcripts``), so that
 ``jsonrpc-mcp check`` can compare the SDK's wire behaviour with ours rule by rule::
 
     jsonrpc-mcp check -- .venv/bin/python conformance/peers/official_sdk_server.py
