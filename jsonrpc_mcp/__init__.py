@@ -20,6 +20,7 @@ from .errors import (
     RequestTimeout,
     ResourceNotFound,
     RpcError,
+    ServerUnreachable,
     ToolError,
 )
 from .mcp import types
@@ -50,6 +51,7 @@ __all__ = (
     "RequestTimeout",
     "ConnectionClosed",
     "AuthorizationError",
+    "ServerUnreachable",
     "ToolError",
     "InputRequired",
     "MissingClientCapability",

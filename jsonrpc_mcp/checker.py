@@ -57,6 +57,7 @@ import anyio
 import anyio.abc
 
 from .jsonrpc.streams import NOTIFICATION, Outgoing
+from .mcp._groups import unwrap_group
 from .mcp.versions import (
     HANDSHAKE_VERSIONS,
     META_CLIENT_CAPABILITIES,
@@ -953,11 +954,19 @@ def _stateless_meta(capabilities: dict[str, Any] | None = None) -> dict[str, Any
 
 
 async def _await_reply(channel: Channel, ident: str, timeout: float) -> dict[str, Any]:
+    """The reply to the probe ``ident``: a response with its id, or a refusal of it (the probe is the only request
+    in flight): an error without an id, or an HTTP status the channel reports as a line of text."""
     with anyio.fail_after(timeout):
         while True:
-            msg = _loads(await channel.receive())
+            frame = await channel.receive()
+            msg = _loads(frame)
             if isinstance(msg, dict) and msg.get("id") == ident and ("result" in msg or "error" in msg):
                 return msg
+            if isinstance(msg, dict) and msg.get("id") is None and isinstance(msg.get("error"), dict):
+                return {"id": ident, "error": msg["error"], "refused": True}
+            if msg is _NOT_JSON and frame.startswith((b"HTTP ", b"HTTP request failed")):
+                text = frame.decode("utf-8", "replace")
+                return {"id": ident, "error": {"code": None, "message": text}, "refused": True}
 
 
 async def _list_all(channel: Channel, method: str, key: str, meta: dict[str, Any] | None, timeout: float) -> list[Any]:
@@ -986,59 +995,82 @@ async def _list_all(channel: Channel, method: str, key: str, meta: dict[str, Any
 
 
 async def probe(target: Target, *, timing: Timing = Timing()) -> Offer:
-    """Learn what ``target`` offers: a handshake (initialize, the three lists) and a ``server/discover``."""
+    """Learn what ``target`` offers: a handshake (initialize, the three lists) and a ``server/discover``. A probe
+    the server refuses or does not answer is noted in :attr:`Offer.problems`; the check goes on without it."""
     offer = Offer()
-    timeout = timing.timeout
     session = Session("initialize", HANDSHAKE_VERSIONS[0], {}, [])
     try:
-        async with target.connect(session) as channel:
-            await channel.send(_handshake_frame("probe-init", HANDSHAKE_VERSIONS[0], {}))
-            reply = await _await_reply(channel, "probe-init", timing.startup)
-            if isinstance(reply.get("result"), dict):
-                offer.handshake = reply["result"]
-                await channel.send(_INITIALIZED)
-            else:
-                offer.problems.append(f"initialize failed: {_short(reply.get('error'))}")
-            caps = (offer.handshake or {}).get("capabilities") or {}
-            if "tools" in caps:
-                offer.tools |= {t.get("name") for t in await _list_all(channel, "tools/list", "tools", None, timeout)}
-            if "prompts" in caps:
-                found = await _list_all(channel, "prompts/list", "prompts", None, timeout)
-                offer.prompts |= {p.get("name") for p in found}
-            if "resources" in caps:
-                found = await _list_all(channel, "resources/list", "resources", None, timeout)
-                offer.resources |= {r.get("uri") for r in found}
+        with unwrap_group():
+            await _probe_handshake(target, session, offer, timing)
     except (TimeoutError, anyio.EndOfStream, anyio.BrokenResourceError, OSError) as exc:
-        offer.problems.append(f"handshake probe failed: {type(exc).__name__} {exc}".strip())
+        offer.problems.append(f"handshake probe failed: {_failure(exc)}")
     session = Session("stateless", STATELESS_VERSIONS[0], {}, [])
     try:
-        async with target.connect(session) as channel:
-            frame = {
-                "jsonrpc": "2.0",
-                "id": "probe-discover",
-                "method": "server/discover",
-                "params": {"_meta": _stateless_meta()},
-            }
-            await channel.send(json.dumps(frame).encode())
-            reply = await _await_reply(channel, "probe-discover", timing.startup)
-            result = reply.get("result")
-            if isinstance(result, dict) and STATELESS_VERSIONS[0] in (result.get("supportedVersions") or []):
-                offer.stateless = result
-                if offer.handshake is None:
-                    meta = _stateless_meta()
-                    caps = result.get("capabilities") or {}
-                    if "tools" in caps:
-                        found = await _list_all(channel, "tools/list", "tools", meta, timeout)
-                        offer.tools |= {t.get("name") for t in found}
-                    if "prompts" in caps:
-                        found = await _list_all(channel, "prompts/list", "prompts", meta, timeout)
-                        offer.prompts |= {p.get("name") for p in found}
-                    if "resources" in caps:
-                        found = await _list_all(channel, "resources/list", "resources", meta, timeout)
-                        offer.resources |= {r.get("uri") for r in found}
+        with unwrap_group():
+            await _probe_discover(target, session, offer, timing)
     except (TimeoutError, anyio.EndOfStream, anyio.BrokenResourceError, OSError) as exc:
-        offer.problems.append(f"server/discover probe failed: {type(exc).__name__} {exc}".strip())
+        offer.problems.append(f"server/discover probe failed: {_failure(exc)}")
     return offer
+
+
+def _failure(exc: BaseException) -> str:
+    if isinstance(exc, TimeoutError):
+        return "no answer in time (--startup SECONDS waits longer)"
+    return f"{type(exc).__name__} {exc}".strip()
+
+
+async def _probe_handshake(target: Target, session: Session, offer: Offer, timing: Timing) -> None:
+    timeout = timing.timeout
+    async with target.connect(session) as channel:
+        await channel.send(_handshake_frame("probe-init", HANDSHAKE_VERSIONS[0], {}))
+        reply = await _await_reply(channel, "probe-init", timing.startup)
+        if isinstance(reply.get("result"), dict):
+            offer.handshake = reply["result"]
+            await channel.send(_INITIALIZED)
+        else:
+            offer.problems.append(f"initialize failed: {_short(reply.get('error'))}")
+        caps = (offer.handshake or {}).get("capabilities") or {}
+        if "tools" in caps:
+            offer.tools |= {t.get("name") for t in await _list_all(channel, "tools/list", "tools", None, timeout)}
+        if "prompts" in caps:
+            found = await _list_all(channel, "prompts/list", "prompts", None, timeout)
+            offer.prompts |= {p.get("name") for p in found}
+        if "resources" in caps:
+            found = await _list_all(channel, "resources/list", "resources", None, timeout)
+            offer.resources |= {r.get("uri") for r in found}
+
+
+async def _probe_discover(target: Target, session: Session, offer: Offer, timing: Timing) -> None:
+    timeout = timing.timeout
+    async with target.connect(session) as channel:
+        frame = {
+            "jsonrpc": "2.0",
+            "id": "probe-discover",
+            "method": "server/discover",
+            "params": {"_meta": _stateless_meta()},
+        }
+        await channel.send(json.dumps(frame).encode())
+        reply = await _await_reply(channel, "probe-discover", timing.startup)
+        if reply.get("refused"):
+            offer.problems.append(
+                f"server/discover was refused ({_short(reply['error'].get('message'))}): the 2026-07-28 "
+                "sessions are skipped, the handshake sessions go on"
+            )
+        result = reply.get("result")
+        if isinstance(result, dict) and STATELESS_VERSIONS[0] in (result.get("supportedVersions") or []):
+            offer.stateless = result
+            if offer.handshake is None:
+                meta = _stateless_meta()
+                caps = result.get("capabilities") or {}
+                if "tools" in caps:
+                    found = await _list_all(channel, "tools/list", "tools", meta, timeout)
+                    offer.tools |= {t.get("name") for t in found}
+                if "prompts" in caps:
+                    found = await _list_all(channel, "prompts/list", "prompts", meta, timeout)
+                    offer.prompts |= {p.get("name") for p in found}
+                if "resources" in caps:
+                    found = await _list_all(channel, "resources/list", "resources", meta, timeout)
+                    offer.resources |= {r.get("uri") for r in found}
 
 
 # --- running ------------------------------------------------------------------------------------------------

@@ -13,17 +13,20 @@ that open a concrete transport (L6) first, so the layers keep pointing down.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Mapping, Sequence
-from contextlib import AsyncExitStack, asynccontextmanager
-from typing import Any
+from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
+from typing import Any, TypeVar
 
 import anyio
 
+from .errors import RpcError, ServerUnreachable
 from .mcp._groups import unwrap_group
 from .mcp.client import ClientSession
 from .mcp.server import Server
 from .transports.memory import memory_pair
 
 __all__ = ("Client",)
+
+T = TypeVar("T")
 
 
 class Client(ClientSession):
@@ -60,20 +63,23 @@ class Client(ClientSession):
     @classmethod
     @asynccontextmanager
     async def connect_tcp(cls, host: str, port: int, **options: Any) -> AsyncIterator[Client]:
-        """NDJSON over a TCP connection."""
+        """NDJSON over a TCP connection (:class:`~jsonrpc_mcp.errors.ServerUnreachable` if none can be made)."""
         from .transports.socket import connect_tcp
 
-        async with connect_tcp(host, port) as stream, cls.connect(stream, **options) as client:
-            yield client
+        shown = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+        async with AsyncExitStack() as stack:
+            stream = await _reach(stack, connect_tcp(host, port), shown)
+            yield await stack.enter_async_context(cls.connect(stream, **options))
 
     @classmethod
     @asynccontextmanager
     async def connect_unix(cls, path: str, **options: Any) -> AsyncIterator[Client]:
-        """NDJSON over a Unix socket."""
+        """NDJSON over a Unix socket (:class:`~jsonrpc_mcp.errors.ServerUnreachable` if none can be made)."""
         from .transports.socket import connect_unix
 
-        async with connect_unix(path) as stream, cls.connect(stream, **options) as client:
-            yield client
+        async with AsyncExitStack() as stack:
+            stream = await _reach(stack, connect_unix(path), path)
+            yield await stack.enter_async_context(cls.connect(stream, **options))
 
     @classmethod
     @asynccontextmanager
@@ -89,17 +95,26 @@ class Client(ClientSession):
     ) -> AsyncIterator[Client]:
         """Streamable HTTP (needs the ``http`` extra). ``auth``: an ``httpx.Auth``, typically
         :class:`jsonrpc_mcp.auth.OAuth` (authorizes by itself when the server answers 401). ``http_options`` go to
-        :func:`~jsonrpc_mcp.transports.http_client.connect_http` (``sse_read_timeout``, ``http_client``…)."""
+        :func:`~jsonrpc_mcp.transports.http_client.connect_http` (``sse_read_timeout``, ``http_client``…).
+
+        A ``url`` that is not ``http://`` or ``https://`` is a :class:`ValueError`; a server that cannot be reached
+        is :class:`~jsonrpc_mcp.errors.ServerUnreachable`, naming the host and the reason.
+        """
         from .transports.http_client import connect_http
 
         http = dict(http_options or {})
         if auth is not None:
             http["auth"] = auth
-        async with (
-            connect_http(url, headers=headers, timeout=timeout, **http) as stream,
-            cls.connect(stream, **options) as client,
-        ):
-            yield client
+        async with connect_http(url, headers=headers, timeout=timeout, **http) as stream:
+            connected = False
+            try:
+                async with cls.connect(stream, **options) as client:
+                    connected = True
+                    yield client
+            except RpcError:
+                if connected or stream.unreachable is None:
+                    raise
+                raise ServerUnreachable(stream.unreachable) from None
 
     @classmethod
     @asynccontextmanager
@@ -115,3 +130,14 @@ class Client(ClientSession):
                 stack.callback(tg.cancel_scope.cancel)
                 client = await stack.enter_async_context(cls.connect(ours, **options))
                 yield client
+
+
+async def _reach(stack: AsyncExitStack, opening: AbstractAsyncContextManager[T], where: str) -> T:
+    """Enter ``opening`` (a transport's connect), turning the OSError of a server that cannot be reached into
+    :class:`ServerUnreachable` saying why in one line."""
+    from .transports.connect_errors import connect_failure
+
+    try:
+        return await stack.enter_async_context(opening)
+    except OSError as exc:
+        raise ServerUnreachable(connect_failure(exc, where)) from exc

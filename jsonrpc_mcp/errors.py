@@ -27,6 +27,8 @@ __all__ = (
     "RequestTimeout",
     "ConnectionClosed",
     "AuthorizationError",
+    "ServerUnreachable",
+    "MissingExtra",
     "ToolError",
     "MissingClientCapability",
     "InputRequired",
@@ -139,6 +141,13 @@ class AuthorizationError(ConnectionClosed):
         super().__init__(message or f"authorization failed ({step}): {reason}", {"step": step, "reason": reason})
         self.step = step
         self.reason = reason
+class ServerUnreachable(ConnectionError):
+    """No connection to the server could be made: the message says where and why in one line (connection
+    refused, unknown host, no such socket file). Raised by ``Client.connect_*`` before any request was answered."""
+
+
+class MissingExtra(ImportError):
+    """An optional dependency is not installed; the message names the extra that brings it (one line)."""
 
 
 class MissingClientCapability(RpcError):

@@ -16,7 +16,7 @@ import pytest
 from http_support import HTTPX_GENERATORS, ServerThread, make_server, unique
 from http_support import collect_garbage as collect_garbage
 
-from jsonrpc_mcp import Client, RpcError
+from jsonrpc_mcp import Client, RpcError, ServerUnreachable
 from jsonrpc_mcp import types as t
 from jsonrpc_mcp.transports.http_asgi import McpAsgiApp
 
@@ -205,10 +205,12 @@ async def test_an_unreachable_server_fails_fast() -> None:
     listener = await anyio.create_tcp_listener(local_host="127.0.0.1")
     port = listener.extra(anyio.abc.SocketAttribute.local_port)
     await listener.aclose()  # nothing listens there now
-    with anyio.fail_after(10), pytest.raises(RpcError) as info:
+    with anyio.fail_after(10), pytest.raises(ServerUnreachable) as info:
         async with Client.connect_http(f"http://127.0.0.1:{port}/mcp"):
             pass
-    assert "HTTP request failed" in info.value.message
+    assert str(info.value) == (
+        f"cannot connect to 127.0.0.1:{port} (http://127.0.0.1:{port}/mcp): connection refused (is the server running?)"
+    )
 
 
 @pytest.mark.parametrize("preference", ["json", "sse"])

@@ -47,7 +47,7 @@ import anyio.abc
 import msgspec
 from msgspec import UNSET
 
-from ..errors import AuthorizationError, RpcError
+from ..errors import AuthorizationError, MissingExtra, RpcError
 from ..jsonrpc import codes
 from ..jsonrpc.streams import MessageStream, Outgoing
 from ..jsonrpc.wire import RequestId, decode_frame, encode_error, is_batch
@@ -55,6 +55,7 @@ from ..mcp._groups import unwrap_group
 from ..mcp.headers import param_headers, standard_headers
 from ..mcp.versions import META_PROTOCOL_VERSION
 from ._sse import SseParser, SseTooLarge
+from .connect_errors import check_http_url, connect_failure
 
 if TYPE_CHECKING:
     import httpx
@@ -76,7 +77,7 @@ def _httpx() -> Any:
     try:
         import httpx
     except ImportError:
-        raise RuntimeError(
+        raise MissingExtra(
             "the Streamable HTTP client needs httpx: install the http extra (pip install 'jsonrpc-mcp[http]')"
         ) from None
     return httpx
@@ -168,6 +169,8 @@ class HttpClientStream(MessageStream):
         self._closed = False
         self._lost: str | None = None  # why the session is gone (HTTP 404): every request fails with it
         self._stateless_posts: dict[RequestId, anyio.CancelScope] = {}  # 2026-07-28 requests whose answer is read
+        #: Why the server could not be reached, once a request failed to connect (one line, naming the host).
+        self.unreachable: str | None = None
 
     # --- MessageStream ---------------------------------------------------------------------------------------
 
@@ -287,7 +290,7 @@ class HttpClientStream(MessageStream):
         except Exception as exc:
             if not self._closed:
                 logger.debug("POST failed: %r", exc)
-                await self._fail(out, f"HTTP request failed: {type(exc).__name__}")
+                await self._fail(out, self._request_failure(exc))
         finally:
             self._posts.release()
 
@@ -331,6 +334,18 @@ class HttpClientStream(MessageStream):
             await self._deliver(body)
         elif out.kind == "request":
             await self._fail(out, f"unexpected content type {content_type or 'none'!r} in the answer")
+
+    def _request_failure(self, exc: Exception) -> str:
+        """What the caller of a request whose HTTP exchange failed is told: why the server could not be reached
+        (naming the host and the reason), or the kind of failure."""
+        httpx = _httpx()
+        if not isinstance(exc, httpx.ConnectError | httpx.ConnectTimeout):
+            return f"HTTP request failed: {type(exc).__name__}"
+        url = httpx.URL(self.url)
+        host = f"[{url.host}]" if ":" in url.host else url.host
+        port = url.port or (443 if url.scheme == "https" else 80)
+        self.unreachable = connect_failure(exc, f"{host}:{port}", url=self.url)
+        return self.unreachable
 
     async def _fail(self, out: _Out, message: str, error: RpcError | None = None) -> None:
         if out.kind == "request" and out.ident is not None:
@@ -537,7 +552,8 @@ async def connect_http(
     http_client: httpx.AsyncClient | None = None,
     **stream_options: Any,
 ) -> AsyncIterator[HttpClientStream]:
-    """A :class:`HttpClientStream` to the MCP endpoint ``url``; the session is DELETEd on exit.
+    """A :class:`HttpClientStream` to the MCP endpoint ``url``; the session is DELETEd on exit. A ``url`` that is
+    not ``http://`` or ``https://`` is a :class:`ValueError` saying so.
 
     :param headers: sent with every HTTP request (e.g. ``Authorization``).
     :param timeout: connect, write and pool timeouts (seconds), and the read timeout of JSON answers.
@@ -549,6 +565,7 @@ async def connect_http(
     :param stream_options: go to :class:`HttpClientStream`: ``get_stream_wait`` (how long the handshake waits for
         the server to answer the standalone GET stream, seconds), ``default_retry_ms``, ``max_event``…
     """
+    check_http_url(url)
     httpx = _httpx()
     owned = http_client is None
     client = http_client

@@ -24,13 +24,14 @@ import logging
 import socket
 from typing import TYPE_CHECKING, Any
 
+from ..errors import MissingExtra
 from ._uvicorn_guard import default_max_connections, guarded_protocol
 from .http_asgi import McpAsgiApp
 
 if TYPE_CHECKING:
     from ..mcp.server import Server
 
-__all__ = ("serve_http", "serve_http_async", "make_uvicorn_server")
+__all__ = ("serve_http", "serve_http_async", "make_uvicorn_server", "bind_socket")
 
 logger = logging.getLogger(__name__)
 
@@ -39,7 +40,7 @@ def _uvicorn() -> Any:
     try:
         import uvicorn
     except ImportError:
-        raise RuntimeError(
+        raise MissingExtra(
             "Streamable HTTP needs uvicorn: install the http extra (pip install 'jsonrpc-mcp[http]')"
         ) from None
     return uvicorn
@@ -109,6 +110,22 @@ def make_uvicorn_server(
     return uvicorn.Server(config), app
 
 
+def bind_socket(host: str = "127.0.0.1", port: int = 8000) -> socket.socket:
+    """A listening TCP socket on ``host:port`` (port 0: any free one), for :func:`serve_http`'s ``sock``: bound
+    before serving, so an address in use is an :class:`OSError` here and the port is known before the first
+    request."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host.strip("[]"), port))
+        sock.listen(2048)
+    except OSError:
+        sock.close()
+        raise
+    return sock
+
+
 def serve_http(
     server: Server,
     host: str = "127.0.0.1",
@@ -121,10 +138,12 @@ def serve_http(
     max_connections: int | None = None,
     ssl_certfile: str | None = None,
     ssl_keyfile: str | None = None,
+    sock: socket.socket | None = None,
     **app_options: Any,
 ) -> None:
     """Serve until interrupted (blocking; runs its own asyncio loop). ``app_options`` go to :class:`McpAsgiApp`;
-    the other settings are :func:`make_uvicorn_server`'s."""
+    the other settings are :func:`make_uvicorn_server`'s. ``sock``, a socket already listening
+    (:func:`bind_socket`), is served instead of binding ``host:port``."""
     uv_server, _ = make_uvicorn_server(
         server,
         host,
@@ -138,8 +157,9 @@ def serve_http(
         ssl_keyfile=ssl_keyfile,
         **app_options,
     )
-    logger.info("serving MCP on %s://%s:%d%s", "https" if ssl_certfile else "http", host, port, path)
-    uv_server.run()
+    shown = sock.getsockname()[1] if sock is not None else port
+    logger.info("serving MCP on %s://%s:%d%s", "https" if ssl_certfile else "http", host, shown, path)
+    uv_server.run(sockets=[sock] if sock is not None else None)
 
 
 async def serve_http_async(

@@ -1,0 +1,68 @@
+"""Why a connection to a server could not be made, in one line (L6 helper; standard library only).
+
+anyio and httpx report a refused connection as "All connection attempts failed", with the reason a few causes
+down; :func:`connect_failure` finds it and names the host: ``cannot connect to 127.0.0.1:9: connection
+refused (is the server running?)``, ``cannot resolve host 'mcp.example': Name or service not known``.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import socket
+from urllib.parse import urlsplit
+
+__all__ = ("connect_failure", "check_http_url")
+
+
+def connect_failure(exc: BaseException, where: str, *, url: str | None = None) -> str:
+    """One line saying why connecting to ``where`` (``host:port``, or a socket path) failed, from ``exc`` and the
+    exceptions it was raised from. ``url``, when given, is named too."""
+    shown = f"{where} ({url})" if url else where
+    for cause in _chain(exc):
+        if isinstance(cause, socket.gaierror):
+            host = where.rsplit(":", 1)[0].strip("[]") if ":" in where else where
+            return f"cannot resolve host {host!r}{f' ({url})' if url else ''}: {cause.strerror or cause}"
+        if isinstance(cause, ConnectionRefusedError):
+            return f"cannot connect to {shown}: connection refused (is the server running?)"
+        if isinstance(cause, FileNotFoundError):
+            return f"cannot connect to {shown}: no such socket file"
+        if isinstance(cause, TimeoutError) or type(cause).__name__ in ("ConnectTimeout", "TimeoutException"):
+            return f"cannot connect to {shown}: timed out"
+    for cause in _chain(exc):
+        code = getattr(cause, "errno", None)
+        if isinstance(code, int) and code in errno.errorcode:
+            return f"cannot connect to {shown}: {os.strerror(code)}"
+    reason = str(exc) or type(exc).__name__
+    return f"cannot connect to {shown}: {reason}"
+
+
+def _chain(exc: BaseException) -> list[BaseException]:
+    """``exc`` and what it was raised from (``__cause__``, else ``__context__``), nearest first; the members of
+    an exception group (trio reports each connection attempt in one) after the group."""
+    seen: list[BaseException] = []
+    pending: list[BaseException] = [exc]
+    while pending and len(seen) < 32:
+        current = pending.pop(0)
+        if current in seen:
+            continue
+        seen.append(current)
+        if isinstance(current, BaseExceptionGroup):
+            pending.extend(current.exceptions)
+        after = current.__cause__ or current.__context__
+        if after is not None:
+            pending.append(after)
+    return seen
+
+
+def check_http_url(url: str) -> str:
+    """``url`` if it is an ``http://`` or ``https://`` URL with a host, else :class:`ValueError` saying what is
+    wrong in one line (a URL without a scheme gets the one it most likely lacks)."""
+    if "://" not in url:
+        raise ValueError(f"{url!r} has no scheme: an MCP endpoint URL starts with http:// or https:// (http://{url}?)")
+    parts = urlsplit(url)
+    if parts.scheme.lower() not in ("http", "https"):
+        raise ValueError(f"{url!r} is not an http:// or https:// URL")
+    if not parts.hostname:
+        raise ValueError(f"{url!r} names no host")
+    return url
