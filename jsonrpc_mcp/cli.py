@@ -1,4 +1,4 @@
-"""The ``jsonrpc-mcp`` command: serve a server on any transport, or poke one as a small client (L7).
+"""The ``jsonrpc-mcp`` command: serve a server on any transport, or talk to one as a small client (L7).
 
 ::
 
@@ -6,17 +6,17 @@
     jsonrpc-mcp serve [APP] --http HOST:PORT --auth-issuer URL [--auth-jwks-url URL | --auth-keys FILE |
                       --auth-introspection-url URL]
                       [--auth-resource URL] [--auth-scope SCOPE]...
-    jsonrpc-mcp list  (--tcp HOST:PORT | --unix PATH | --url URL | -- COMMAND...)
-    jsonrpc-mcp call  (--tcp HOST:PORT | --unix PATH | --url URL) METHOD [NAME] [JSON]
-    jsonrpc-mcp call  -- COMMAND... METHOD [NAME] [JSON]
+    jsonrpc-mcp list  [--json] (--url URL [--header NAME:VALUE] | --tcp HOST:PORT | --unix PATH | -- COMMAND...)
+    jsonrpc-mcp call  [TARGET] [METHOD] NAME [key=value ... | JSON] [-- COMMAND...]
     jsonrpc-mcp check (--url URL | -- COMMAND...) [--revision REV] [--json]
 
 HTTP options: ``--certfile PEM [--keyfile PEM]`` (HTTPS), ``--header-timeout S``, ``--body-timeout S``,
 ``--max-connections N``, ``--allow-host NAME``.
 
 ``APP`` is ``module:attribute`` or ``path/to/file.py[:attribute]`` naming a :class:`~jsonrpc_mcp.Server` (or a
-function returning one); without it the knowledge server is served. Results are printed as JSON on stdout;
-logs and errors go to stderr.
+function returning one); without it the knowledge server is served. ``list`` and ``call`` print for a person
+(``--json``: for a program) on stdout; progress, logs and errors go to stderr. ``EXIT_STATUS`` says what the exit
+status means; ``jsonrpc-mcp --help`` prints it with examples.
 """
 
 from __future__ import annotations
@@ -28,29 +28,15 @@ import json
 import logging
 import os
 import sys
-from collections.abc import AsyncIterator, Sequence
-from contextlib import asynccontextmanager
+from collections.abc import Sequence
 from typing import Any
 
 import anyio
 import msgspec
 
-__all__ = ("main", "load_app")
+__all__ = ("main", "load_app", "EXIT_STATUS")
 
 logger = logging.getLogger("jsonrpc_mcp.cli")
-
-_METHODS = (
-    "tools/list",
-    "tools/call",
-    "resources/list",
-    "resources/templates/list",
-    "resources/read",
-    "prompts/list",
-    "prompts/get",
-    "completion/complete",
-    "ping",
-    "server/discover",
-)
 
 
 def load_app(spec: str | None) -> Any:
@@ -129,17 +115,109 @@ def _count(value: str) -> int:
     return int(value)
 
 
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="jsonrpc-mcp", description="Serve or call MCP servers.")
-    parser.add_argument("-v", "--verbose", action="count", default=0, help="more logging on stderr")
-    sub = parser.add_subparsers(dest="command", required=True)
+def _header(value: str) -> tuple[str, str]:
+    name, sep, content = value.partition(":")
+    if not sep or not name.strip():
+        raise argparse.ArgumentTypeError(f"expected NAME:VALUE, got {value!r}")
+    return name.strip(), content.strip()
 
-    serve = sub.add_parser("serve", help="serve a Server (default: the knowledge server)")
-    serve.add_argument("app", nargs="?", help="module:attr or file.py[:attr]")
+
+def _url(value: str) -> str:
+    from .transports.connect_errors import check_http_url
+
+    try:
+        return check_http_url(value)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+EXAMPLES = """\
+examples:
+  jsonrpc-mcp serve server.py                            serve the Server in server.py on stdio
+  jsonrpc-mcp serve server.py --http 127.0.0.1:8000      the same over Streamable HTTP, at /mcp
+  jsonrpc-mcp list -- jsonrpc-mcp serve server.py       what a stdio server offers
+  jsonrpc-mcp call forecast city=Lyon days=3 -- jsonrpc-mcp serve server.py
+  jsonrpc-mcp call --url http://127.0.0.1:8000/mcp forecast '{"city": "Lyon"}'
+  jsonrpc-mcp call --url http://127.0.0.1:8000/mcp resources/read notes://todo
+  jsonrpc-mcp check -- jsonrpc-mcp serve server.py      the golden wire transcripts against a server
+"""
+
+EXIT_STATUS = """\
+exit status:
+  0    done
+  1    the tool reported an error (isError: true); check: a rule failed; serve: could not start
+  2    bad usage
+  3    the server answered with a JSON-RPC error
+  4    the server could not be reached or started, or the connection broke
+  5    no answer within --timeout
+  130  interrupted (Ctrl-C)
+"""
+
+CALL_EPILOG = """\
+arguments:
+  key=value             typed from the tool's input schema: integers, numbers, booleans (true/false), JSON for
+                        objects and arrays, strings otherwise
+  key:=JSON             the value as JSON, whatever the schema says (key:='"007"' sends a string)
+  '{"key": "value"}'    the whole arguments object as JSON
+
+examples:
+  jsonrpc-mcp call forecast city=Lyon days=3 -- jsonrpc-mcp serve server.py
+  jsonrpc-mcp call --url http://127.0.0.1:8000/mcp forecast '{"city": "Lyon"}'
+  jsonrpc-mcp call --url http://127.0.0.1:8000/mcp resources/read notes://todo
+  jsonrpc-mcp call --url http://127.0.0.1:8000/mcp prompts/get summarize topic=bees
+  jsonrpc-mcp call --json --tcp 127.0.0.1:7000 tools/call add a=1 b=2
+
+"""
+
+LIST_EPILOG = """\
+examples:
+  jsonrpc-mcp list -- jsonrpc-mcp serve server.py
+  jsonrpc-mcp list -- python my_server.py       (a file that serves itself on stdio)
+  jsonrpc-mcp list --url http://127.0.0.1:8000/mcp --header "Authorization: Bearer $TOKEN"
+  jsonrpc-mcp list --json --tcp 127.0.0.1:7000
+
+"""
+
+SERVE_EPILOG = """\
+examples:
+  jsonrpc-mcp serve server.py                    stdio (what an MCP client configuration runs)
+  jsonrpc-mcp serve server.py:app --http 127.0.0.1:8000
+  jsonrpc-mcp serve mypackage.server:create_server --tcp 127.0.0.1:7000
+  jsonrpc-mcp serve                              the knowledge server (KNOWLEDGE_DB: its SQLite file)
+
+"""
+
+
+def _version() -> str:
+    from . import __version__
+
+    return f"jsonrpc-mcp {__version__}"
+
+
+def _parser() -> argparse.ArgumentParser:
+    formatter = argparse.RawDescriptionHelpFormatter
+    parser = argparse.ArgumentParser(
+        prog="jsonrpc-mcp",
+        description="Serve MCP servers, or talk to one: list what it offers, call its tools, check it.",
+        epilog=EXAMPLES + "\n" + EXIT_STATUS,
+        formatter_class=formatter,
+    )
+    parser.add_argument("--version", action="version", version=_version())
+    parser.add_argument("-v", "--verbose", action="count", default=0, help="more logging on stderr (-vv: debug)")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    serve = sub.add_parser(
+        "serve",
+        help="serve a Server (default: the knowledge server)",
+        description="Serve a Server: on stdio (the default), TCP, a Unix socket or Streamable HTTP.",
+        epilog=SERVE_EPILOG + EXIT_STATUS,
+        formatter_class=formatter,
+    )
+    serve.add_argument("app", nargs="?", help="module:attr or file.py[:attr] (default: the knowledge server)")
     where = serve.add_mutually_exclusive_group()
     where.add_argument("--stdio", action="store_true", help="serve on stdin/stdout (the default)")
-    where.add_argument("--tcp", type=_host_port, metavar="HOST:PORT")
-    where.add_argument("--unix", metavar="PATH")
+    where.add_argument("--tcp", type=_host_port, metavar="HOST:PORT", help="NDJSON over TCP")
+    where.add_argument("--unix", metavar="PATH", help="NDJSON over a Unix socket")
     where.add_argument("--http", type=_host_port, metavar="HOST:PORT", help="Streamable HTTP (needs the http extra)")
     serve.add_argument("--path", default="/mcp", help="HTTP endpoint path (default /mcp)")
     serve.add_argument("--allow-host", action="append", default=None, help="extra allowed Host/Origin host names")
@@ -171,27 +249,93 @@ def _parser() -> argparse.ArgumentParser:
     auth.add_argument("--auth-resource", metavar="URL", help="this server's canonical URI (default: the served URL)")
     auth.add_argument("--auth-scope", action="append", default=[], metavar="SCOPE", help="a scope every request needs")
 
-    for name, helptext in (("list", "list tools, resources and prompts"), ("call", "send one request")):
-        cmd = sub.add_parser(name, help=helptext)
-        target = cmd.add_mutually_exclusive_group()
-        target.add_argument("--tcp", type=_host_port, metavar="HOST:PORT")
-        target.add_argument("--unix", metavar="PATH")
-        target.add_argument("--url", metavar="URL", help="Streamable HTTP endpoint")
-        cmd.add_argument("rest", nargs=argparse.REMAINDER, help="[-- COMMAND...] METHOD [NAME] [JSON]")
-        cmd.add_argument("--timeout", type=float, default=60.0)
-        from .auth.oauth_cli import add_arguments
+    listing = sub.add_parser(
+        "list",
+        help="list the tools, resources and prompts of a server",
+        usage="jsonrpc-mcp list [-h] [--json] [--timeout SECONDS] TARGET",
+        description="List what a server offers: tools (as signatures), resources, templates and prompts.",
+        epilog=LIST_EPILOG + EXIT_STATUS,
+        formatter_class=formatter,
+    )
+    _target_arguments(listing)
+    listing.add_argument("--json", action="store_true", help="print JSON (tools/list & co. results) instead")
+    listing.add_argument("words", nargs="*", help=argparse.SUPPRESS)  # COMMAND... without the --
 
-        add_arguments(cmd)
+    call = sub.add_parser(
+        "call",
+        help="call a tool (or send any request)",
+        usage="jsonrpc-mcp call [-h] [--json] [--log-level LEVEL] [--timeout SECONDS] TARGET [METHOD] NAME [ARGS...]",
+        description="Call a tool (NAME key=value ...), or send one request: tools/call, resources/read URI,\n"
+        "prompts/get NAME, ping, or any METHOD with JSON params. Progress and log messages are shown on\n"
+        "stderr while it runs.",
+        epilog=CALL_EPILOG + EXIT_STATUS,
+        formatter_class=formatter,
+    )
+    _target_arguments(call)
+    call.add_argument("--json", action="store_true", help="print the result as JSON, as it came")
+    call.add_argument(
+        "--log-level",
+        choices=("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"),
+        help="ask for log messages at this level, even from a server that did not declare logging "
+        "(default: info from one that did)",
+    )
+    call.add_argument("words", nargs="*", metavar="[METHOD] NAME [ARGS...]", help=argparse.SUPPRESS)
 
     from .checker import add_check_arguments
 
-    check = sub.add_parser("check", help="replay the golden wire transcripts against a server, rule by rule")
+    check = sub.add_parser(
+        "check",
+        help="replay the golden wire transcripts against a server, rule by rule",
+        description="Replay the golden wire transcripts against an MCP server and report, rule by rule,\n"
+        "which spec behaviours it gets right.",
+        epilog="examples:\n  jsonrpc-mcp check -- jsonrpc-mcp serve server.py\n  jsonrpc-mcp check --url "
+        "http://127.0.0.1:8000/mcp --revision 2025-11-25\n\nexit status: 0 every rule passes, 1 one fails, "
+        "2 bad usage\n",
+        formatter_class=formatter,
+    )
     add_check_arguments(check)
     return parser
 
 
+def _target_arguments(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group(
+        "target", "the server: one of these, or -- COMMAND... at the end to start a stdio server"
+    )
+    target = group.add_mutually_exclusive_group()
+    target.add_argument("--url", type=_url, metavar="URL", help="a Streamable HTTP endpoint")
+    target.add_argument("--tcp", type=_host_port, metavar="HOST:PORT", help="NDJSON over TCP")
+    target.add_argument("--unix", metavar="PATH", help="NDJSON over a Unix socket")
+    group.add_argument(
+        "--header",
+        type=_header,
+        action="append",
+        metavar="NAME:VALUE",
+        help="an HTTP header sent with every request (--url only; repeatable)",
+    )
+    parser.add_argument(
+        "--timeout", type=float, default=60.0, metavar="SECONDS", help="give up after this long (default 60)"
+    )
+    from .auth.oauth_cli import add_arguments
+
+    add_arguments(parser)  # authorization for --url, when the server asks for it
+
+
+def _split_argv(argv: list[str]) -> tuple[list[str], list[str]]:
+    """``list``/``call`` take a server command after ``--``: (the words before it, the command)."""
+    for i, word in enumerate(argv):
+        if not word.startswith("-"):
+            if word in ("list", "call") and "--" in argv[i:]:
+                cut = argv.index("--", i)
+                return argv[:cut], argv[cut + 1 :]
+            break
+    return argv, []
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    words = list(sys.argv[1:] if argv is None else argv)
+    own, command = _split_argv(words)
+    parser = _parser()
+    args = parser.parse_args(own)
     level = logging.WARNING - 10 * min(args.verbose, 2)
     logging.basicConfig(level=level, stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s")
     try:
@@ -201,7 +345,16 @@ def main(argv: Sequence[str] | None = None) -> int:
             from .checker import run_check_command
 
             return run_check_command(args)
-        return anyio.run(_client_command, args)
+        if args.header and not args.url:
+            parser.error("--header goes with --url (an HTTP endpoint)")
+        from . import _cli_client
+        from ._cli_text import UsageError
+
+        try:
+            return _cli_client.run(args, command, list(getattr(args, "words", [])))
+        except UsageError as exc:
+            sys.stderr.write(f"jsonrpc-mcp {args.command}: {exc}\n")
+            return 2
     except KeyboardInterrupt:
         return 130
 
@@ -210,6 +363,9 @@ def _banner(args: argparse.Namespace, url: str) -> None:
     """How to connect, for a person starting a server by hand (on stderr: stdout may be the wire)."""
     app = args.app or ""
     db = os.path.abspath(os.environ.get("KNOWLEDGE_DB", "knowledge.db"))
+    target, colon, attr = app.partition(":")
+    if target.endswith(".py") or os.sep in target:  # a client starts the server from a directory of its own
+        app = os.path.abspath(target) + colon + attr
     stdio_args = ["-m", "jsonrpc_mcp", "serve"] + ([app] if app else [])
     entry: dict[str, Any] = {"command": sys.executable, "args": stdio_args}
     if not app:
@@ -219,8 +375,8 @@ def _banner(args: argparse.Namespace, url: str) -> None:
         f"jsonrpc-mcp: serving {app if app else 'the knowledge server (' + db + ')'} at {url}",
         "  both protocol eras (2026-07-28 and the 2024-11-05 .. 2025-11-25 handshake) on this one URL",
         f"  try it:   jsonrpc-mcp list --url {url}",
-        f"            jsonrpc-mcp call --url {url} tools/call "
-        + ('store \'{"topic": "demo", "content": "hello"}\'' if not app else "TOOL '{}'"),
+        f"            jsonrpc-mcp call --url {url} "
+        + ("store topic=demo content=hello" if not app else "TOOL key=value"),
         "  stdio client configuration:",
         *("    " + line for line in json.dumps(config, indent=2).splitlines()),
         "  stop with Ctrl-C",
@@ -230,6 +386,8 @@ def _banner(args: argparse.Namespace, url: str) -> None:
 
 
 def _serve(args: argparse.Namespace) -> int:
+    from .errors import MissingExtra
+
     if args.auth_issuer is None and (
         args.auth_jwks_url or args.auth_keys or args.auth_introspection_url or args.auth_resource
     ):
@@ -239,20 +397,59 @@ def _serve(args: argparse.Namespace) -> int:
             "jsonrpc-mcp: authorization is for --http only; stdio and sockets take their credentials from the "
             "environment"
         )
+
     server = load_app(args.app)
-    if args.http:
-        import ssl
+    try:
+        if args.http:
+            return _serve_http(args, server)
+        if args.tcp:
+            from .transports._run import run
+            from .transports.socket import serve_tcp
 
-        from .transports.http_serve import serve_http
+            host, port = args.tcp
+            run(serve_tcp, server, host, port)
+            return 0
+        if args.unix:
+            from .transports._run import run
+            from .transports.socket import serve_unix
 
-        if args.keyfile and not args.certfile:
-            raise SystemExit("jsonrpc-mcp serve: --keyfile needs --certfile")
-        for pem in (args.certfile, args.keyfile):
-            if pem and not os.path.isfile(pem):
-                raise SystemExit(f"jsonrpc-mcp serve: no such file: {pem}")
-        host, port = args.http
+            run(serve_unix, server, args.unix)
+            return 0
+    except MissingExtra as exc:
+        raise SystemExit(f"jsonrpc-mcp: {exc}") from None
+    from .transports.stdio import run_stdio
+
+    if sys.stdin.isatty():
+        sys.stderr.write(
+            f"jsonrpc-mcp: serving {args.app or 'the knowledge server'} on stdio: waiting for JSON-RPC messages on "
+            "stdin, one per line (an MCP client starts this command itself; to try it by hand, use --http "
+            "127.0.0.1:8000 and jsonrpc-mcp list --url ...). Ctrl-D or Ctrl-C stops.\n"
+        )
+        sys.stderr.flush()
+    run_stdio(server)
+    return 0
+
+
+def _serve_http(args: argparse.Namespace, server: Any) -> int:
+    """Bind, check the certificate, then say where (the port is known even for port 0), then serve."""
+    import ssl
+
+    from .transports.http_serve import bind_socket, make_uvicorn_server
+
+    if args.keyfile and not args.certfile:
+        raise SystemExit("jsonrpc-mcp serve: --keyfile needs --certfile")
+    for pem in (args.certfile, args.keyfile):
+        if pem and not os.path.isfile(pem):
+            raise SystemExit(f"jsonrpc-mcp serve: no such file: {pem}")
+    host, port = args.http
+    try:
+        sock = bind_socket(host, port)
+    except OSError as exc:
+        reason = exc.strerror or str(exc)
+        raise SystemExit(f"jsonrpc-mcp: cannot listen on {host}:{port}: {reason}") from None
+    try:
         shown = f"[{host}]" if ":" in host else host
-        url = f"{'https' if args.certfile else 'http'}://{shown}:{port}{args.path}"
+        url = f"{'https' if args.certfile else 'http'}://{shown}:{sock.getsockname()[1]}{args.path}"
         options: dict[str, Any] = {
             "header_timeout": args.header_timeout,
             "body_timeout": args.body_timeout,
@@ -268,28 +465,15 @@ def _serve(args: argparse.Namespace) -> int:
                 f"jsonrpc-mcp: requests need an access token from {args.auth_issuer} for {policy.resource}"
                 f" (metadata: {policy.metadata_url})\n"
             )
-        _banner(args, url)
+        uv_server, _ = make_uvicorn_server(server, host, port, path=args.path, **options)  # MissingExtra: no uvicorn
         try:
-            serve_http(server, host, port, path=args.path, **options)
+            uv_server.config.load()  # reads the certificate and key now, not after the banner
         except ssl.SSLError as exc:  # not a certificate, or a key that does not match it
             raise SystemExit(f"jsonrpc-mcp serve: cannot use the certificate and key: {exc.reason or exc}") from None
-        return 0
-    if args.tcp:
-        from .transports._run import run
-        from .transports.socket import serve_tcp
-
-        host, port = args.tcp
-        run(serve_tcp, server, host, port)
-        return 0
-    if args.unix:
-        from .transports._run import run
-        from .transports.socket import serve_unix
-
-        run(serve_unix, server, args.unix)
-        return 0
-    from .transports.stdio import run_stdio
-
-    run_stdio(server)
+        _banner(args, url)
+        uv_server.run(sockets=[sock])
+    finally:
+        sock.close()
     return 0
 
 
@@ -350,128 +534,6 @@ def _auth_policy(args: argparse.Namespace, url: str) -> Any:
         )
     except ValueError as exc:
         raise SystemExit(f"jsonrpc-mcp: {exc}") from None
-
-
-def _split_command(rest: list[str]) -> tuple[list[str], list[str]]:
-    """``[--] COMMAND... METHOD [NAME] [JSON]`` → (command, request words)."""
-    words = rest[1:] if rest[:1] == ["--"] else list(rest)
-    for i, word in enumerate(words):
-        if word in _METHODS:
-            return words[:i], words[i:]
-    return words, []
-
-
-@asynccontextmanager
-async def _connect(args: argparse.Namespace, command: list[str]) -> AsyncIterator[Any]:
-    from .client import Client
-
-    if args.tcp:
-        async with Client.connect_tcp(*args.tcp) as client:
-            yield client
-    elif args.unix:
-        async with Client.connect_unix(args.unix) as client:
-            yield client
-    elif args.url:
-        from .auth.oauth_cli import oauth_from_arguments
-
-        async with Client.connect_http(args.url, auth=oauth_from_arguments(args)) as client:
-            yield client
-    elif command:
-        async with Client.connect_stdio(command) as client:
-            yield client
-    else:
-        raise SystemExit("jsonrpc-mcp: give --tcp, --unix, --url or -- COMMAND...")
-
-
-def _print(value: Any) -> None:
-    sys.stdout.write(json.dumps(msgspec.to_builtins(value), indent=2, ensure_ascii=False) + "\n")
-
-
-async def _client_command(args: argparse.Namespace) -> int:
-    from .errors import RpcError
-
-    command, words = _split_command(list(args.rest))
-    if args.command == "call" and not words:
-        raise SystemExit("jsonrpc-mcp call: give METHOD [NAME] [JSON], e.g. tools/call add '{\"a\": 1}'")
-    try:
-        with anyio.fail_after(args.timeout) as args.deadline:  # authorization's time in the browser is not counted
-            async with _connect(args, command) as client:
-                if args.command == "list":
-                    _print(await _list_everything(client))
-                    return 0
-                result = await _call(client, words)
-                _print(result)
-                is_error = isinstance(result, dict) and result.get("isError") is True
-                return 1 if is_error else 0
-    except RpcError as exc:
-        error: dict[str, Any] = {"code": exc.code, "message": exc.message}
-        if exc.data is not None:  # as on the wire: an error without data has no "data" key
-            error["data"] = exc.data
-        _print({"error": error})
-        return 2
-    except TimeoutError:
-        sys.stderr.write(f"jsonrpc-mcp: no answer within {args.timeout} s\n")
-        return 3
-    except OSError as exc:  # nothing listening, no such socket file, no such program
-        raise SystemExit(_unreachable(args, command, exc)) from None
-
-
-def _unreachable(args: argparse.Namespace, command: list[str], exc: OSError) -> str:
-    reason = exc.strerror or str(exc) or type(exc).__name__
-    if args.tcp:
-        return f"jsonrpc-mcp: cannot connect to tcp {args.tcp[0]}:{args.tcp[1]}: {reason}"
-    if args.unix:
-        return f"jsonrpc-mcp: cannot connect to unix socket {args.unix}: {reason}"
-    if command:
-        hint = ""
-        if "://" in command[0]:
-            hint = " (to reach a Streamable HTTP server, give --url URL)"
-        return f"jsonrpc-mcp: cannot start {command[0]!r}: {reason}{hint}"
-    return f"jsonrpc-mcp: {reason}"
-
-
-async def _list_everything(client: Any) -> dict[str, Any]:
-    caps = client.server_capabilities
-    out: dict[str, Any] = {"serverInfo": client.server_info, "protocolVersion": client.protocol_version}
-    if caps.tools is not msgspec.UNSET:
-        out["tools"] = await client.list_tools()
-    if caps.resources is not msgspec.UNSET:
-        out["resources"] = await client.list_resources()
-        out["resourceTemplates"] = await client.list_resource_templates()
-    if caps.prompts is not msgspec.UNSET:
-        out["prompts"] = await client.list_prompts()
-    return out
-
-
-async def _call(client: Any, words: list[str]) -> Any:
-    method, *more = words
-    params: dict[str, Any] = {}
-    if method == "ping":
-        await client.ping()  # the stateless era has no ping: the client knows what stands in for it
-        return {}
-    if method in ("tools/call", "prompts/get"):
-        if not more:
-            raise SystemExit(f"jsonrpc-mcp call: {method} needs a NAME")
-        params["name"] = more[0]
-        if len(more) > 1:
-            params["arguments"] = _json_arg(more[1])
-    elif method == "resources/read":
-        if not more:
-            raise SystemExit("jsonrpc-mcp call: resources/read needs a URI")
-        params["uri"] = more[0]
-    elif more:
-        params = _json_arg(more[-1])
-    return await client.request(method, params or None, dict)
-
-
-def _json_arg(text: str) -> dict[str, Any]:
-    try:
-        value = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise SystemExit(f"jsonrpc-mcp: arguments are not JSON: {exc}") from None
-    if not isinstance(value, dict):
-        raise SystemExit("jsonrpc-mcp: arguments must be a JSON object")
-    return value
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -1,5 +1,6 @@
-"""The ``jsonrpc-mcp`` command: list/call against a stdio server, usage errors and exit codes, ``python -m``,
-and serving on TCP and Unix sockets (Ctrl-C). Servers are real subprocesses; most client invocations call the
+"""The ``jsonrpc-mcp`` command's JSON output (``--json``): list/call against a stdio server, usage errors and exit
+codes, ``python -m``, and serving on TCP and Unix sockets (Ctrl-C). What it prints for people, its help and its
+error messages are in ``test_cli_people.py``. Servers are real subprocesses; most client invocations call the
 same ``main(argv)`` in this process to save an interpreter start-up each."""
 
 from __future__ import annotations
@@ -31,19 +32,19 @@ TCP = "{tcp}"  # replaced by the module's TCP server address
 
 #: Real subprocesses: ``jsonrpc-mcp list/call -- python -m jsonrpc_mcp serve FILE`` (the CLI spawns the server).
 SUBPROCESS: dict[str, list[str]] = {
-    "list": [*CLI, "list", "--", *SERVE],
-    "call-add": [*CLI, "call", "--", *SERVE, "tools/call", "add", '{"a": 1}'],
+    "list": [*CLI, "list", "--json", "--", *SERVE],
+    "call-add": [*CLI, "call", "--json", "--", *SERVE, "tools/call", "add", '{"a": 1}'],  # the older order
     "help": [*CLI, "--help"],
 }
 #: The same entry point, ``jsonrpc_mcp.cli.main(argv)``, run in this process (no interpreter start-up each):
 #: against the module's TCP server (itself a ``jsonrpc-mcp serve --tcp`` subprocess) or needing no server.
 IN_PROCESS: dict[str, list[str]] = {
-    "call-tool-error": ["call", "--tcp", TCP, "tools/call", "fail", '{"message": "nope"}'],
-    "call-unknown-tool": ["call", "--tcp", TCP, "tools/call", "missing"],
-    "call-read": ["call", "--tcp", TCP, "resources/read", "item://7"],
-    "call-read-missing": ["call", "--tcp", TCP, "resources/read", "nope://x"],
-    "call-prompt": ["call", "--tcp", TCP, "prompts/get", "greet", '{"name": "Ada", "style": "formal"}'],
-    "call-ping": ["call", "--tcp", TCP, "ping"],
+    "call-tool-error": ["call", "--json", "--tcp", TCP, "tools/call", "fail", '{"message": "nope"}'],
+    "call-unknown-tool": ["call", "--json", "--tcp", TCP, "tools/call", "missing"],
+    "call-read": ["call", "--json", "--tcp", TCP, "resources/read", "item://7"],
+    "call-read-missing": ["call", "--json", "--tcp", TCP, "resources/read", "nope://x"],
+    "call-prompt": ["call", "--json", "--tcp", TCP, "prompts/get", "greet", '{"name": "Ada", "style": "formal"}'],
+    "call-ping": ["call", "--json", "--tcp", TCP, "ping"],
     "call-bad-json": ["call", "--tcp", TCP, "tools/call", "add", "{not json"],
     "call-json-not-object": ["call", "--tcp", TCP, "tools/call", "add", "[1]"],
     "call-no-method": ["call", "--", *SERVE],
@@ -174,12 +175,12 @@ def test_tool_error_exits_1(runs: dict[str, subprocess.CompletedProcess[str]]) -
     assert result["isError"] is True and result["content"][0]["text"] == "nope"
 
 
-def test_protocol_error_exits_2(runs: dict[str, subprocess.CompletedProcess[str]]) -> None:
+def test_protocol_error_exits_3(runs: dict[str, subprocess.CompletedProcess[str]]) -> None:
     proc = runs["call-unknown-tool"]
-    assert proc.returncode == 2
+    assert proc.returncode == 3
     assert output(proc) == {"error": {"code": -32602, "message": "Unknown tool: missing"}}  # no "data" sent
     missing = runs["call-read-missing"]
-    assert missing.returncode == 2
+    assert missing.returncode == 3
     assert output(missing)["error"]["data"] == {"uri": "nope://x"}
 
 
@@ -202,13 +203,13 @@ def test_call_ping(runs: dict[str, subprocess.CompletedProcess[str]]) -> None:
 @pytest.mark.parametrize(
     ("name", "code", "message"),
     [
-        ("call-no-method", 1, "give METHOD [NAME] [JSON]"),
-        ("call-bad-json", 1, "arguments are not JSON"),
-        ("call-json-not-object", 1, "arguments must be a JSON object"),
-        ("list-no-target", 1, "give --tcp, --unix, --url or -- COMMAND"),
-        ("list-no-such-program", 1, "cannot start '/nonexistent/jsonrpc-mcp-test-program': No such file"),
-        ("list-url-as-command", 1, "(to reach a Streamable HTTP server, give --url URL)"),
-        ("list-no-such-socket", 1, "cannot connect to unix socket /nonexistent-dir/mcp.sock: No such file"),
+        ("call-no-method", 2, "jsonrpc-mcp call: give a tool name (or a METHOD), e.g. call add a=1 b=2"),
+        ("call-bad-json", 2, "jsonrpc-mcp call: the arguments are not JSON"),
+        ("call-json-not-object", 2, "jsonrpc-mcp call: expected key=value or a JSON object, got '[1]'"),
+        ("list-no-target", 2, "give --url URL, --tcp HOST:PORT, --unix PATH or -- COMMAND..."),
+        ("list-no-such-program", 4, "cannot start '/nonexistent/jsonrpc-mcp-test-program': No such file"),
+        ("list-url-as-command", 4, "(to reach a Streamable HTTP server, give --url URL)"),
+        ("list-no-such-socket", 4, "cannot connect to /nonexistent-dir/mcp.sock: no such socket file"),
         ("no-command", 2, "the following arguments are required"),
         ("serve-missing-file", 1, "no such file: tests/fixtures/does_not_exist.py"),
         ("serve-not-a-server", 1, "os:sep is not a jsonrpc_mcp.Server"),
@@ -234,7 +235,9 @@ def test_serve_unix_then_interrupt() -> None:
     served = Served("--unix", path)
     try:
         served.wait_for(re.escape(f"serving MCP on unix:{path}"))
-        listed = subprocess.run([*CLI, "list", "--unix", path], capture_output=True, text=True, timeout=60, cwd=ROOT)
+        listed = subprocess.run(
+            [*CLI, "list", "--json", "--unix", path], capture_output=True, text=True, timeout=60, cwd=ROOT
+        )
         assert listed.returncode == 0, listed.stderr
         assert json.loads(listed.stdout)["serverInfo"]["name"] == "everything"
         assert served.interrupt() == 130  # Ctrl-C: a clean stop, the conventional code

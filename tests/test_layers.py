@@ -72,6 +72,8 @@ LAYERS: dict[str, int] = {
     "client": 7,  # Client: ClientSession (L5) plus the connect_* constructors of each transport (L6)
     "checker": 7,  # golden transcript replay (its docstring: L7)
     "middleware": 7,  # the middleware that ships (logging, rate limit, response size)
+    "_cli_client": 7,  # jsonrpc-mcp list and call
+    "_cli_text": 7,  # what jsonrpc-mcp prints, and key=value arguments
 }
 #: Everything under these prefixes (after the exact table above).
 PREFIX_LAYERS: list[tuple[str, int]] = [

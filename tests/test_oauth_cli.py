@@ -73,7 +73,7 @@ async def test_list_authorizes_shows_progress_on_stderr_and_remembers_the_token(
     auth_server: AuthServer, mcp: ProtectedMcp, tmp_path: Path
 ) -> None:
     store = tmp_path / "config" / "tokens.json"
-    argv = command("list", "--url", mcp.url, "--no-browser", "--token-store", str(store))
+    argv = command("list", "--json", "--url", mcp.url, "--no-browser", "--token-store", str(store))
     code, stdout, stderr = await run_with_browser(argv)
     assert code == 0, stderr.decode()
     assert json.loads(stdout)["tools"]
@@ -95,7 +95,7 @@ async def test_call_with_a_pre_registered_client_whose_secret_comes_from_the_env
 ) -> None:
     auth_server.clients["cli"] = {"method": "client_secret_basic", "secret": "from-env", "redirect_uris": None}
     env = {**os.environ, "JSONRPC_MCP_CLIENT_SECRET": "from-env"}
-    argv = command("call", "--url", mcp.url, "--no-browser", "--no-token-store", "--client-id", "cli")
+    argv = command("call", "--json", "--url", mcp.url, "--no-browser", "--no-token-store", "--client-id", "cli")
     argv += ["--scope", "a", "--scope", "b", "tools/call", "add", '{"a": 2, "b": 3}']
     code, stdout, stderr = await run_with_browser(argv, env)
     assert code == 0, stderr.decode()
@@ -109,9 +109,9 @@ async def test_an_authorization_failure_is_one_clear_error(auth_server: AuthServ
     auth_server.overrides["registration_endpoint"] = None
     argv = command("list", "--url", mcp.url, "--no-browser", "--no-token-store")
     code, stdout, stderr = await run_with_browser(argv)
-    assert code == 2
-    error = json.loads(stdout)["error"]
-    assert error["data"]["step"] == "client registration" and "client_id" in error["message"]
+    assert (code, stdout) == (4, b"")  # the server could not be reached: no authorization
+    (line,) = stderr.decode().splitlines()[-1:]
+    assert line.startswith("jsonrpc-mcp: authorization failed (client registration): ") and "client_id" in line
     assert "Traceback" not in stderr.decode()
 
 

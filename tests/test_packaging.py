@@ -83,6 +83,15 @@ def test_check_runs_from_an_installed_wheel(tmp_path: Path) -> None:
     assert [rule["file"] for rule in report["rules"]] == ["lifecycle", "request-ids"]
     assert report["summary"].get("fail", 0) == 0 and report["summary"]["pass"] > 10
 
+    # without the http extra, what needs it says so in one line
+    for argv, code in ((["serve", "--http", "127.0.0.1:0"], 1), (["list", "--url", "http://127.0.0.1:9/mcp"], 4)):
+        done = subprocess.run(
+            [str(bin_dir / "jsonrpc-mcp"), *argv], cwd=away, capture_output=True, text=True, timeout=120, check=False
+        )
+        assert done.returncode == code, done.stderr
+        assert done.stderr.count("\n") == 1 and "install the http extra" in done.stderr, done.stderr
+        assert done.stderr.startswith("jsonrpc-mcp: ")
+
 
 @pytest.mark.slow
 def test_make_serve_installs_only_the_http_extra_and_serves_on_host_and_port(tmp_path: Path) -> None:
@@ -107,7 +116,7 @@ def test_make_serve_installs_only_the_http_extra_and_serves_on_host_and_port(tmp
                 break
         assert f"at http://127.0.0.1:{port}/mcp" in banner, banner
         listed = subprocess.run(
-            [str(BIN / "jsonrpc-mcp"), "list", "--url", f"http://127.0.0.1:{port}/mcp"],
+            [str(BIN / "jsonrpc-mcp"), "list", "--json", "--url", f"http://127.0.0.1:{port}/mcp"],
             capture_output=True,
             text=True,
             timeout=60,

@@ -316,6 +316,7 @@ async def test_structured_output_shapes() -> None:
         return [3]
 
     assert tool_of(server, "point")["outputSchema"] == {
+        "title": "Point",  # the return type's name: clients show it (jsonrpc-mcp list: point() -> Point)
         "type": "object",
         "properties": {"x": {"type": "integer"}, "y": {"type": "integer", "default": 0}},
         "required": ["x"],

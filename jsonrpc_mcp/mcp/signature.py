@@ -62,9 +62,10 @@ def _is_context(annotation: Any) -> bool:
     return annotation is Context or (isinstance(annotation, type) and issubclass(annotation, Context))
 
 
-def schema_for(kind: Any, mode: SchemaMode = "validation") -> dict[str, Any]:
+def schema_for(kind: Any, mode: SchemaMode = "validation", *, titled: bool = False) -> dict[str, Any]:
     """A self-contained JSON Schema for ``kind`` with its definitions under ``$defs``. Pydantic models are
-    described by pydantic (``mode``: of the data they accept, or of the data they produce)."""
+    described by pydantic (``mode``: of the data they accept, or of the data they produce). ``titled`` keeps the
+    ``title`` (the class name) of a named type."""
     models = SchemaDefinitions(mode)
     (schema,), components = msgspec.json.schema_components((kind,), schema_hook=models, ref_template="#/$defs/{name}")
     models.merge_into(components)
@@ -72,7 +73,8 @@ def schema_for(kind: Any, mode: SchemaMode = "validation") -> dict[str, Any]:
     if "$ref" in schema and len(schema) == 1:
         name = schema["$ref"].rsplit("/", 1)[1]
         schema = dict(components.pop(name))
-        schema.pop("title", None)
+        if not titled:
+            schema.pop("title", None)
     if components:
         schema["$defs"] = components
     return schema
@@ -162,7 +164,7 @@ def _output(ret: Any, structured: bool | None) -> tuple[OutputKind, dict[str, An
         return "content", None, False
     if structured is False:
         return "auto", None, False
-    schema = schema_for(ret, "serialization")
+    schema = schema_for(ret, "serialization", titled=True)  # the title names the type: -> Forecast
     if schema.get("type") == "object":
         return "structured", schema, False
     wrapped: dict[str, Any] = {

@@ -1,0 +1,481 @@
+"""The ``jsonrpc-mcp`` command for people: ``call NAME key=value`` typed from the tool's schema, ``list`` as
+signatures, progress and log messages on stderr while a call runs (a bar on a terminal), ``--header``,
+``--version``, help with examples and exit codes, and errors that say what happened in one line (a refused
+connection, an unknown host, a URL without a scheme, a timeout, an address in use, a server refusing the
+discovery probe). Every command is a real subprocess; servers are real processes or uvicorn on loopback."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import socket
+import subprocess
+import sys
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import pytest
+from helpers import FIXTURES, ROOT
+from http_support import ServerThread
+
+from jsonrpc_mcp import Client, ServerUnreachable
+from jsonrpc_mcp.transports.http_asgi import McpAsgiApp
+
+CLI = [sys.executable, "-m", "jsonrpc_mcp"]
+FIXTURE = FIXTURES / "cli_tools.py"
+SERVE = [*CLI, "serve", str(FIXTURE)]
+
+
+def _closed_port() -> int:
+    """A loopback port nothing listens on (bound, then closed: refused until someone binds it again)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+CLOSED = _closed_port()
+
+#: name -> argv; all run at once (each starts its own server), then the tests read the results.
+RUNS: dict[str, list[str]] = {
+    "kinds": [
+        *CLI,
+        "call",
+        "kinds",
+        "count=3",
+        "ratio=0.5",
+        "flag=true",
+        'tags=["a", "b"]',
+        'point={"x": 1}',
+        "name=007",
+        "maybe=null",
+        "anything=[1, 2]",
+        "--",
+        *SERVE,
+    ],
+    "kinds-explicit": [
+        *CLI,
+        "call",
+        "kinds",
+        "count:=4",
+        "ratio=2",
+        "flag=no",
+        "tags:=[]",
+        'point:={"x": 2}',
+        'name:="x y"',
+        "--json",
+        "--",
+        *SERVE,
+    ],
+    "kinds-json-form": [
+        *CLI,
+        "call",
+        "--json",
+        "kinds",
+        json.dumps({"count": 1, "ratio": 1.5, "flag": False, "tags": [], "point": {"x": 0}, "name": "n"}),
+        "--",
+        *SERVE,
+    ],
+    "unknown-key": [*CLI, "call", "kinds", "cuont=3", "--", *SERVE],
+    "not-an-integer": [*CLI, "call", "kinds", "count=three", "--", *SERVE],
+    "no-such-tool": [*CLI, "call", "nosuch", "a=1", "--", *SERVE],
+    "tool-error": [*CLI, "call", "refuse", "reason=not today", "--", *SERVE],
+    "steps": [*CLI, "call", "steps", "count=3", "--", *SERVE],
+    "list": [*CLI, "list", "--", *SERVE],
+    "list-help": [*CLI, "list", "--help"],
+    "call-help": [*CLI, "call", "--help"],
+    "help": [*CLI, "--help"],
+    "version": [*CLI, "--version"],
+    "timeout": [*CLI, "call", "--timeout", "3", "never", "--", *SERVE],
+    "refused": [*CLI, "list", "--url", f"http://127.0.0.1:{CLOSED}/mcp"],
+    "refused-tcp": [*CLI, "list", "--tcp", f"127.0.0.1:{CLOSED}"],
+    "unknown-host": [*CLI, "list", "--url", "http://no-such-host.invalid/mcp"],
+    "no-scheme": [*CLI, "list", "--url", "127.0.0.1:8000/mcp"],
+    "header-without-url": [*CLI, "list", "--header", "X-A: 1", "--tcp", "127.0.0.1:1"],
+}
+
+
+@pytest.fixture(scope="module")
+def runs() -> dict[str, subprocess.CompletedProcess[str]]:
+    def run(argv: list[str]) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(argv, capture_output=True, text=True, timeout=120, cwd=ROOT, stdin=subprocess.DEVNULL)
+
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        futures = {name: pool.submit(run, argv) for name, argv in RUNS.items()}
+        return {name: future.result() for name, future in futures.items()}
+
+
+# --- call NAME key=value ---------------------------------------------------------------------------------------
+
+
+def test_key_value_arguments_are_typed_from_the_input_schema(runs: dict[str, subprocess.CompletedProcess[str]]) -> None:
+    proc = runs["kinds"]
+    assert proc.returncode == 0, proc.stderr
+    echo = json.loads(proc.stdout)  # a tool's structured data, printed as JSON
+    assert echo["types"] == {
+        "count": "int",
+        "ratio": "float",
+        "flag": "bool",
+        "tags": "list",
+        "point": "Point",
+        "name": "str",
+        "maybe": "NoneType",
+        "anything": "list",
+        "level": "int",
+    }
+    assert echo["values"]["name"] == "007"  # a string parameter keeps its leading zeros
+    assert echo["values"]["point"] == {"x": 1, "y": 0}
+
+
+def test_explicit_json_values_and_the_json_form(runs: dict[str, subprocess.CompletedProcess[str]]) -> None:
+    explicit = runs["kinds-explicit"]
+    assert explicit.returncode == 0, explicit.stderr
+    result = json.loads(explicit.stdout)  # --json: the whole CallToolResult as it came
+    values = result["structuredContent"]["values"]
+    assert (values["count"], values["ratio"], values["flag"], values["name"]) == (4, 2.0, False, "x y")
+    assert result["structuredContent"]["types"]["ratio"] == "float"
+    as_json = runs["kinds-json-form"]
+    assert as_json.returncode == 0, as_json.stderr
+    assert json.loads(as_json.stdout)["structuredContent"]["values"]["ratio"] == 1.5
+
+
+@pytest.mark.parametrize(
+    ("name", "message"),
+    [
+        (
+            "unknown-key",
+            "jsonrpc-mcp call: kinds has no parameter 'cuont' (its parameters: count, ratio, flag, tags, point, "
+            "name, maybe, anything, level; cuont:=JSON sends it anyway)\n",
+        ),
+        ("not-an-integer", "jsonrpc-mcp call: count: expected an integer, got 'three'\n"),
+        (
+            "no-such-tool",
+            "jsonrpc-mcp call: the server has no tool named 'nosuch' (its tools: headers, kinds, never, refuse, "
+            "steps)\n",
+        ),
+    ],
+)
+def test_arguments_that_cannot_be_sent_are_a_usage_error(
+    runs: dict[str, subprocess.CompletedProcess[str]], name: str, message: str
+) -> None:
+    proc = runs[name]
+    assert (proc.returncode, proc.stderr, proc.stdout) == (2, message, "")
+
+
+def test_a_tool_error_is_one_line_on_stderr_and_exit_1(runs: dict[str, subprocess.CompletedProcess[str]]) -> None:
+    proc = runs["tool-error"]
+    assert (proc.returncode, proc.stdout) == (1, "")
+    assert proc.stderr == "jsonrpc-mcp: the tool reported an error: not today\n"
+
+
+# --- progress and log messages ---------------------------------------------------------------------------------
+
+
+def test_progress_and_log_messages_are_printed_while_the_call_runs(
+    runs: dict[str, subprocess.CompletedProcess[str]],
+) -> None:
+    proc = runs["steps"]
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == "3 steps done\n"
+    assert proc.stderr.splitlines() == [
+        line for i in (1, 2, 3) for line in (f"[info] step {i} of 3", f"progress: {i}/3 step {i}")
+    ]
+
+
+def test_a_progress_bar_on_a_terminal() -> None:
+    """stderr on a terminal (a pseudo-terminal here): the bar is redrawn in place, log lines go above it, and it is
+    cleared before the result."""
+    controller, terminal = os.openpty()
+    try:
+        proc = subprocess.Popen(
+            [*CLI, "call", "steps", "count=2", "--", *SERVE],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=terminal,
+            cwd=ROOT,
+        )
+        os.close(terminal)
+        seen = b""
+        while True:
+            try:
+                chunk = os.read(controller, 4096)
+            except OSError:  # EIO: every writer of the terminal has closed it
+                break
+            if not chunk:
+                break
+            seen += chunk
+        stdout, _ = proc.communicate(timeout=60)
+    finally:
+        os.close(controller)
+    assert proc.returncode == 0
+    assert stdout == b"2 steps done\n"
+    shown = seen.decode()
+    assert "\r\x1b[K[info] step 2 of 2\r\n" in shown  # the bar is cleared, the log line printed, the bar redrawn
+    assert re.search(r"\r\x1b\[K\[[█#]{12}[░-]{12}\]  50%  step 1", shown), shown
+    assert re.search(r"\r\x1b\[K\[[█#]{24}\] 100%  step 2", shown), shown
+    assert shown.endswith("\r\x1b[K")  # nothing of the bar is left once the result is printed
+
+
+# --- list, help, version ---------------------------------------------------------------------------------------
+
+
+def test_list_prints_signatures_with_their_descriptions(runs: dict[str, subprocess.CompletedProcess[str]]) -> None:
+    proc = runs["list"]
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert lines[:2] == ["cli-tools 1.0 (protocol 2026-07-28)", "Tools for trying the command line."]
+    assert (
+        "    kinds(count: int, ratio: float, flag: bool, tags: list[str], point: Point, name: str, "
+        "maybe: int | None = None, anything: Any = None, level: int = 3) -> Echo"
+    ) in lines
+    at = lines.index("    steps(count: int = 3) -> str") if "    steps(count: int = 3) -> str" in lines else -1
+    assert at == -1  # a str result has no outputSchema: no arrow
+    assert "    steps(count: int = 3)" in lines
+    start = next(i for i, line in enumerate(lines) if line.startswith("    kinds("))
+    assert lines[start + 1 : start + 4] == [
+        "        Echo each argument with the Python type it arrived as.",
+        "        count: how many",
+        "        point: where",
+    ]
+
+
+def test_help_has_examples_and_exit_codes_and_each_command_its_own(
+    runs: dict[str, subprocess.CompletedProcess[str]],
+) -> None:
+    top = runs["help"].stdout
+    assert "examples:" in top and "jsonrpc-mcp call forecast city=Lyon days=3" in top
+    for code, meaning in (
+        ("0", "done"),
+        ("1", "isError"),
+        ("2", "bad usage"),
+        ("3", "JSON-RPC error"),
+        ("4", "could not be reached"),
+        ("5", "--timeout"),
+        ("130", "interrupted"),
+    ):
+        assert re.search(rf"^  {code} +.*{re.escape(meaning)}", top, re.M), (code, top)
+    listing = runs["list-help"]
+    assert listing.returncode == 0
+    assert listing.stdout.startswith("usage: jsonrpc-mcp list ")
+    assert "--json" in listing.stdout and "--header NAME:VALUE" in listing.stdout and "exit status:" in listing.stdout
+    call = runs["call-help"].stdout
+    assert call.startswith("usage: jsonrpc-mcp call ")
+    assert "key:=JSON" in call and "--log-level" in call
+
+
+def test_version(runs: dict[str, subprocess.CompletedProcess[str]]) -> None:
+    from jsonrpc_mcp import __version__
+
+    assert (runs["version"].returncode, runs["version"].stdout) == (0, f"jsonrpc-mcp {__version__}\n")
+
+
+# --- errors that say what happened -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("name", "code", "message"),
+    [
+        ("timeout", 5, "jsonrpc-mcp: no answer within 3 s (--timeout SECONDS waits longer)\n"),
+        (
+            "refused",
+            4,
+            f"jsonrpc-mcp: cannot connect to 127.0.0.1:{CLOSED} (http://127.0.0.1:{CLOSED}/mcp): connection refused "
+            "(is the server running?)\n",
+        ),
+        (
+            "refused-tcp",
+            4,
+            f"jsonrpc-mcp: cannot connect to 127.0.0.1:{CLOSED}: connection refused (is the server running?)\n",
+        ),
+    ],
+)
+def test_errors_are_one_line_naming_the_cause(
+    runs: dict[str, subprocess.CompletedProcess[str]], name: str, code: int, message: str
+) -> None:
+    proc = runs[name]
+    assert (proc.returncode, proc.stderr, proc.stdout) == (code, message, "")
+
+
+def test_an_unknown_host_is_named(runs: dict[str, subprocess.CompletedProcess[str]]) -> None:
+    proc = runs["unknown-host"]
+    assert proc.returncode == 4
+    assert proc.stderr.startswith(
+        "jsonrpc-mcp: cannot resolve host 'no-such-host.invalid' (http://no-such-host.invalid/mcp): "
+    )
+    assert proc.stderr.count("\n") == 1
+
+
+def test_usage_mistakes_are_explained(runs: dict[str, subprocess.CompletedProcess[str]]) -> None:
+    no_scheme = runs["no-scheme"]
+    assert no_scheme.returncode == 2
+    assert no_scheme.stderr.splitlines()[-1] == (
+        "jsonrpc-mcp list: error: argument --url: '127.0.0.1:8000/mcp' has no scheme: an MCP endpoint URL starts "
+        "with http:// or https:// (http://127.0.0.1:8000/mcp?)"
+    )
+    header = runs["header-without-url"]
+    assert header.returncode == 2
+    assert header.stderr.splitlines()[-1] == "jsonrpc-mcp: error: --header goes with --url (an HTTP endpoint)"
+
+
+def test_serving_an_address_in_use_is_one_line_and_no_banner() -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen(1)
+        port = taken.getsockname()[1]
+        proc = subprocess.run(
+            [*SERVE, "--http", f"127.0.0.1:{port}"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            cwd=ROOT,
+            stdin=subprocess.DEVNULL,
+        )
+    assert proc.returncode == 1
+    assert proc.stderr == f"jsonrpc-mcp: cannot listen on 127.0.0.1:{port}: Address already in use\n"
+
+
+# --- HTTP: a server of its own, the banner, --header -----------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def http_url() -> Iterator[str]:
+    """``jsonrpc-mcp serve --http 127.0.0.1:0``: the banner names the port it got, once it is listening."""
+    proc = subprocess.Popen(
+        [*SERVE, "--http", "127.0.0.1:0"],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=ROOT,
+    )
+    try:
+        assert proc.stderr is not None
+        first = proc.stderr.readline()
+        match = re.match(r"jsonrpc-mcp: serving \S+ at (http://127\.0\.0\.1:(\d+)/mcp)$", first.strip())
+        assert match and match.group(2) != "0", first
+        yield match.group(1)
+    finally:
+        proc.terminate()
+        proc.communicate(timeout=30)
+
+
+def test_headers_reach_the_server(http_url: str) -> None:
+    proc = subprocess.run(
+        [*CLI, "call", "--url", http_url, "--header", "X-Tenant: blue", "--header", "x-trace:42", "headers"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout) == {"x-tenant": "blue", "x-trace": "42"}
+
+
+class RefusesDiscovery:
+    """What the TypeScript SDK's session transport (server-everything) does with a POST that carries no session and
+    is not ``initialize``: HTTP 400 with a JSON-RPC error that has no id."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        has_session = any(name == b"mcp-session-id" for name, _ in scope.get("headers", ()))
+        if scope["type"] != "http" or scope["method"] != "POST" or has_session:
+            await self.app(scope, receive, send)
+            return
+        body = b""
+        more = True
+        while more:
+            message = await receive()
+            body += message.get("body", b"")
+            more = message.get("more_body", False)
+        if b'"initialize"' in body:
+            sent = False
+
+            async def replay() -> Any:
+                nonlocal sent
+                if sent:
+                    return await receive()
+                sent = True
+                return {"type": "http.request", "body": body, "more_body": False}
+
+            await self.app(scope, replay, send)
+            return
+        error = b'{"jsonrpc":"2.0","error":{"code":-32000,"message":"Bad Request: Server not initialized"},"id":null}'
+        await send({"type": "http.response.start", "status": 400, "headers": [(b"content-type", b"application/json")]})
+        await send({"type": "http.response.body", "body": error})
+
+
+@pytest.fixture(scope="module")
+def refusing_url() -> Iterator[str]:
+    from fixtures.cli_tools import server
+
+    thread = ServerThread(RefusesDiscovery(McpAsgiApp(server)))
+    try:
+        yield thread.url
+    finally:
+        thread.stop()
+
+
+def test_check_reports_a_refused_discovery_probe_and_goes_on_with_the_handshake(refusing_url: str) -> None:
+    # --startup 600: were the refusal not recognised, the probe would wait that long for a reply with its id
+    command = [*CLI, "check", "--url", refusing_url, "-k", "lifecycle", "--startup", "600"]
+    proc = subprocess.run(command, capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL)
+    assert "Traceback" not in proc.stdout + proc.stderr
+    assert proc.stderr == ""
+    assert (
+        'note: server/discover was refused ("Bad Request: Server not initialized"): the 2026-07-28 sessions are '
+        "skipped, the handshake sessions go on"
+    ) in proc.stdout.splitlines()
+    assert re.search(r"^(PASS|FAIL|DIFF)  lifecycle: ", proc.stdout, re.M), proc.stdout
+    assert re.search(r"cases: [1-9]\d* pass", proc.stdout), proc.stdout  # the handshake sessions ran
+    assert "handshake: 2025-11-25" in proc.stdout
+
+
+def test_list_falls_back_to_the_handshake_when_discovery_is_refused(refusing_url: str) -> None:
+    proc = subprocess.run(
+        [*CLI, "list", "--url", refusing_url], capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith("cli-tools 1.0 (protocol 2025-11-25)\n")
+
+
+# --- serve on a terminal ----------------------------------------------------------------------------------------
+
+
+def test_serve_on_a_terminal_says_it_waits_for_json_rpc_on_stdin() -> None:
+    controller, terminal = os.openpty()
+    proc = subprocess.Popen(SERVE, stdin=terminal, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=ROOT)
+    os.close(terminal)
+    try:
+        assert proc.stderr is not None
+        line = proc.stderr.readline().decode()
+    finally:
+        proc.kill()
+        proc.communicate(timeout=30)
+        os.close(controller)
+    assert line.startswith(f"jsonrpc-mcp: serving {FIXTURE} on stdio: waiting for JSON-RPC messages on stdin")
+
+
+# --- the same messages from the library ------------------------------------------------------------------------
+
+
+@pytest.mark.anyio
+async def test_client_connect_errors_say_what_happened() -> None:
+    with pytest.raises(ServerUnreachable) as refused:
+        async with Client.connect_http(f"http://127.0.0.1:{CLOSED}/mcp"):
+            pass
+    assert str(refused.value) == (
+        f"cannot connect to 127.0.0.1:{CLOSED} (http://127.0.0.1:{CLOSED}/mcp): connection refused "
+        "(is the server running?)"
+    )
+    with pytest.raises(ServerUnreachable, match=rf"^cannot connect to 127\.0\.0\.1:{CLOSED}: connection refused"):
+        async with Client.connect_tcp("127.0.0.1", CLOSED):
+            pass
+    with pytest.raises(ServerUnreachable, match=r"^cannot resolve host 'no-such-host\.invalid'"):
+        async with Client.connect_tcp("no-such-host.invalid", 80):
+            pass
+    with pytest.raises(ValueError, match=r"^'localhost:8000/mcp' has no scheme: .* \(http://localhost:8000/mcp\?\)$"):
+        async with Client.connect_http("localhost:8000/mcp"):
+            pass
