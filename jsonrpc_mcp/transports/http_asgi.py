@@ -198,10 +198,11 @@ class McpAsgiApp:
         return self.table.running
 
     @asynccontextmanager
-    async def lifespan(self) -> AsyncIterator[McpAsgiApp]:
-        """Own the sessions' task group for the duration of the block; every session ends when it exits."""
+    async def lifespan(self) -> AsyncIterator[None]:
+        """Own the sessions' task group for the duration of the block; every session ends when it exits. It yields
+        nothing, so a framework's lifespan can be this (Starlette reads what a lifespan yields as its state)."""
         async with self.table.run():
-            yield self
+            yield
 
     async def aclose(self) -> None:
         """End every session, and stop the task group if it was started lazily (waiting until it has)."""
