@@ -250,7 +250,7 @@ def test_a_listening_command_is_started_used_and_stopped(tmp_path: Path) -> None
         "```python\n# server.py\nfrom jsonrpc_mcp import Server\nserver = Server('s', version='1')\n\n"
         "@server.tool()\ndef add(a: int, b: int) -> int:\n    return a + b\n```\n\n"
         "```sh\njsonrpc-mcp serve server.py --tcp 127.0.0.1:7000   # stays up until the page ends\n```\n\n"
-        '```console\n$ jsonrpc-mcp call --tcp 127.0.0.1:7000 tools/call add \'{"a": 1, "b": 2}\'\n...\n'
+        '```console\n$ jsonrpc-mcp call --json --tcp 127.0.0.1:7000 tools/call add \'{"a": 1, "b": 2}\'\n...\n'
         '  "structuredContent": {\n    "result": 3\n  }...\n...\n```\n'
     )
     page = tmp_path / "page.md"
