@@ -88,6 +88,7 @@ __all__ = (
     "probe",
     "rewrite",
     "run_check",
+    "header_pair",
     "main",
     "TranscriptError",
     "Channel",
@@ -1496,6 +1497,13 @@ def _check_parser() -> argparse.ArgumentParser:
 def add_check_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--url", help="a Streamable HTTP endpoint (instead of -- COMMAND...)")
     parser.add_argument(
+        "--header",
+        type=header_pair,
+        action="append",
+        metavar="NAME:VALUE",
+        help="an HTTP header sent with every request (--url only; repeatable), e.g. Authorization",
+    )
+    parser.add_argument(
         "--revision",
         action="append",
         choices=(*STATELESS_VERSIONS, *HANDSHAKE_VERSIONS),
@@ -1522,6 +1530,14 @@ def add_check_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("rest", nargs=argparse.REMAINDER, help="-- COMMAND... (a stdio server)")
 
 
+def header_pair(value: str) -> tuple[str, str]:
+    """``NAME:VALUE`` (an option's value) as a header name and value."""
+    name, sep, content = value.partition(":")
+    if not sep or not name.strip():
+        raise argparse.ArgumentTypeError(f"expected NAME:VALUE, got {value!r}")
+    return name.strip(), content.strip()
+
+
 def run_check_command(args: argparse.Namespace) -> int:
     """``jsonrpc-mcp check``: exit status 0 when no rule fails, 1 when one does, 2 on bad usage."""
     command = list(args.rest)
@@ -1531,8 +1547,11 @@ def run_check_command(args: argparse.Namespace) -> int:
     if args.url and command:
         sys.stderr.write("jsonrpc-mcp check: give either --url or -- COMMAND..., not both\n")
         return 2
+    if args.header and not args.url:
+        sys.stderr.write("jsonrpc-mcp check: --header goes with --url\n")
+        return 2
     if args.url:
-        target = HttpTarget(args.url)
+        target = HttpTarget(args.url, headers=dict(args.header or ()))
     elif command:
         target = StdioTarget(command, stderr=None if args.stderr else subprocess.DEVNULL)
     else:

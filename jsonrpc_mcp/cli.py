@@ -115,13 +115,6 @@ def _count(value: str) -> int:
     return int(value)
 
 
-def _header(value: str) -> tuple[str, str]:
-    name, sep, content = value.partition(":")
-    if not sep or not name.strip():
-        raise argparse.ArgumentTypeError(f"expected NAME:VALUE, got {value!r}")
-    return name.strip(), content.strip()
-
-
 def _url(value: str) -> str:
     from .transports.connect_errors import check_http_url
 
@@ -298,6 +291,8 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _target_arguments(parser: argparse.ArgumentParser) -> None:
+    from .checker import header_pair
+
     group = parser.add_argument_group(
         "target", "the server: one of these, or -- COMMAND... at the end to start a stdio server"
     )
@@ -307,7 +302,7 @@ def _target_arguments(parser: argparse.ArgumentParser) -> None:
     target.add_argument("--unix", metavar="PATH", help="NDJSON over a Unix socket")
     group.add_argument(
         "--header",
-        type=_header,
+        type=header_pair,
         action="append",
         metavar="NAME:VALUE",
         help="an HTTP header sent with every request (--url only; repeatable)",

@@ -433,6 +433,36 @@ def test_check_reports_a_refused_discovery_probe_and_goes_on_with_the_handshake(
     assert "handshake: 2025-11-25" in proc.stdout
 
 
+class NeedsToken:
+    """401 for any request without ``Authorization: Bearer t0k``."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http" and (b"authorization", b"Bearer t0k") not in scope.get("headers", ()):
+            await send({"type": "http.response.start", "status": 401, "headers": [(b"content-type", b"text/plain")]})
+            await send({"type": "http.response.body", "body": b"token required"})
+            return
+        await self.app(scope, receive, send)
+
+
+def test_check_sends_the_headers_it_is_given() -> None:
+    from fixtures.cli_tools import server
+
+    thread = ServerThread(NeedsToken(McpAsgiApp(server)))
+    try:
+        base = [*CLI, "check", "--url", thread.url, "-k", "lifecycle"]
+        with_token = subprocess.run(
+            [*base, "--header", "Authorization: Bearer t0k"], capture_output=True, text=True, timeout=300
+        )
+        without = subprocess.run(base, capture_output=True, text=True, timeout=300)
+    finally:
+        thread.stop()
+    assert "handshake: 2025-11-25" in with_token.stdout, with_token.stdout
+    assert "handshake: no" in without.stdout and "HTTP 401" in without.stdout, without.stdout
+
+
 def test_list_falls_back_to_the_handshake_when_discovery_is_refused(refusing_url: str) -> None:
     proc = subprocess.run(
         [*CLI, "list", "--url", refusing_url], capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL
