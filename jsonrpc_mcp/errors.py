@@ -141,6 +141,8 @@ class AuthorizationError(ConnectionClosed):
         super().__init__(message or f"authorization failed ({step}): {reason}", {"step": step, "reason": reason})
         self.step = step
         self.reason = reason
+
+
 class ServerUnreachable(ConnectionError):
     """No connection to the server could be made: the message says where and why in one line (connection
     refused, unknown host, no such socket file). Raised by ``Client.connect_*`` before any request was answered."""
