@@ -169,7 +169,10 @@ async def _connect(args: argparse.Namespace, command: list[str], progress: Progr
     elif args.url:
         from .auth.oauth_cli import oauth_from_arguments
 
-        auth = oauth_from_arguments(args)
+        try:
+            auth = oauth_from_arguments(args)
+        except ImportError as exc:  # jsonrpc_mcp.auth without httpx: its message names the extra
+            raise MissingExtra(str(exc)) from None
         async with Client.connect_http(args.url, headers=dict(args.header or ()), auth=auth, **options) as client:
             yield client
     elif command:
