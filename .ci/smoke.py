@@ -43,10 +43,9 @@ def stdio(work: str) -> None:
 
 
 def check(work: str, checkout: Path) -> None:
-    transcripts = str(checkout / "conformance" / "transcripts")
     server = [sys.executable, str(checkout / "conformance" / "everything_server.py"), "--stdio"]
-    run(CLI, "check", "--transcripts", transcripts, "--", *server, cwd=work, timeout=900)  # exit 0: no rule failed
-    print("smoke: check passes every golden transcript")
+    run(CLI, "check", "--", *server, cwd=work, timeout=900)  # the wheel's own transcripts; exit 0: no rule failed
+    print("smoke: check passes every golden transcript the wheel ships")
 
 
 def http(work: str) -> None:

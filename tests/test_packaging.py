@@ -43,7 +43,7 @@ def test_the_package_describes_itself() -> None:
     assert project["authors"] == [{"name": "jsonrpc-mcp contributors"}]
     assert "mcp" in project["keywords"]
     assert "Typing :: Typed" in project["classifiers"]
-    assert project["dependencies"] == ["anyio>=4.14", "msgspec>=0.22"]
+    assert [dependency.partition(">=")[0] for dependency in project["dependencies"]] == ["anyio", "msgspec"]
     assert "pydantic" not in " ".join(project["dependencies"] + project["optional-dependencies"]["http"])
 
 

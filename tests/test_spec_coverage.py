@@ -58,7 +58,7 @@ def test_every_mapped_requirement_test_and_transcript_exists() -> None:
         revision = requirements[ident]["revision"]
         for ref in pinned:
             if ref.startswith("transcript:"):
-                transcript = ROOT / "conformance" / "transcripts" / f"{ref.removeprefix('transcript:')}.txt"
+                transcript = ROOT / "jsonrpc_mcp" / "transcripts" / f"{ref.removeprefix('transcript:')}.txt"
                 assert transcript.is_file(), f"{ident}: no transcript {transcript.name}"
                 assert revision in transcript.read_text(), f"{ident}: {transcript.name} has no {revision} session"
                 continue
