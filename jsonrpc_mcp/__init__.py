@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from ._version import __version__
 from .errors import (
     AuthorizationError,
     ConnectionClosed,
@@ -26,8 +27,6 @@ from .errors import (
 from .mcp import types
 from .mcp.context import Context, InputRequired, MissingClientCapability
 from .mcp.server import CacheHint, Server
-
-__version__ = "0.1.0"
 
 __all__ = (
     "Server",

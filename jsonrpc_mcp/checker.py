@@ -56,6 +56,7 @@ from typing import Any, Final, Literal, Protocol
 import anyio
 import anyio.abc
 
+from ._version import __version__
 from .jsonrpc.streams import NOTIFICATION, Outgoing
 from .mcp._groups import unwrap_group
 from .mcp.versions import (
@@ -938,7 +939,7 @@ class Offer:
         return None
 
 
-CLIENT_INFO: Final = {"name": "jsonrpc-mcp-check", "version": "1"}
+CLIENT_INFO: Final = {"name": "jsonrpc-mcp-check", "version": __version__}
 _INITIALIZED: Final = b'{"jsonrpc":"2.0","method":"notifications/initialized"}'
 
 

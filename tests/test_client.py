@@ -16,6 +16,7 @@ import pytest
 from fixtures.everything import make_server
 from helpers import send_raw
 
+import jsonrpc_mcp
 from jsonrpc_mcp import (
     Client,
     InternalError,
@@ -322,6 +323,16 @@ async def test_auto_era_falls_back_to_the_handshake() -> None:
     assert methods_sent(received) == ["server/discover", "initialize", "notifications/initialized"]
     discover = received[0]
     assert discover["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"] == "2026-07-28"
+
+
+async def test_the_client_names_itself_with_the_package_version() -> None:
+    """``clientInfo`` (initialize) and the stateless era's ``_meta`` carry ``jsonrpc_mcp.__version__``."""
+    async with fake_server(handshake_only({"tools": {}})) as (stream, received), Client.connect(stream):
+        pass
+    discover, initialize = received[0], received[1]
+    ours = {"name": "jsonrpc-mcp", "version": jsonrpc_mcp.__version__}
+    assert discover["params"]["_meta"]["io.modelcontextprotocol/clientInfo"] == ours
+    assert initialize["params"]["clientInfo"] == ours
 
 
 async def test_pagination_stops_on_a_repeated_cursor() -> None:

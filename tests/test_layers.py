@@ -30,6 +30,7 @@ LAYERS: dict[str, int] = {
     "mcp": 0,
     # L0: standard library only
     "errors": 0,
+    "_version": 0,
     "jsonrpc.codes": 0,
     # L1: + msgspec
     "jsonrpc.wire": 1,

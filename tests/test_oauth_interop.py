@@ -14,6 +14,9 @@ from typing import Any
 import anyio
 import anyio.to_thread
 import pytest
+
+pytest.importorskip("mcp")  # the official SDK: an interop peer, absent from the lower-bound run (make test-min)
+
 from auth_server import AuthServer, running_auth_server
 from http_support import ServerThread
 

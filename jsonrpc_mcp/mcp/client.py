@@ -25,6 +25,7 @@ import anyio.abc
 import msgspec
 from msgspec import UNSET, Raw
 
+from .._version import __version__
 from ..errors import AuthorizationError, ConnectionClosed, InvalidParams, MethodNotFound, RpcError, ToolError
 from ..jsonrpc.codes import UNSUPPORTED_PROTOCOL_VERSION
 from ..jsonrpc.dispatch import Dispatcher
@@ -130,7 +131,7 @@ class ClientSession:
         stream: MessageStream,
         *,
         name: str = "jsonrpc-mcp",
-        version: str = "0.1.0",
+        version: str = __version__,
         protocol_version: str = "auto",
         sampling: SamplingHandler | None = None,
         elicitation: ElicitationHandler | None = None,

@@ -1,0 +1,3 @@
+"""The package's version (L0): one line, set by ``.ci/changelog.py cut`` together with pyproject.toml's."""
+
+__version__ = "0.1.0"
