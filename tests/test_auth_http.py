@@ -84,6 +84,13 @@ def make_server() -> Server:
         assert ctx.auth is not None
         return f"purged by {ctx.auth.subject}"
 
+    @server.tool()
+    async def rename(ctx: Context, new_name: str) -> str:
+        """Rename the notebook, once the user confirms (in the stateless era: an input round)."""
+        answer = await ctx.elicit(f"Rename to {new_name}?", {"type": "object", "properties": {}}, key="confirm")
+        assert ctx.auth is not None
+        return f"{ctx.auth.subject} renamed it to {new_name}" if answer.action == "accept" else "kept"
+
     @server.resource("notes://secret", scopes=["notes:admin"])
     def secret() -> str:
         return "the secret"
@@ -408,6 +415,37 @@ async def test_the_principal_reaches_the_handler_in_both_eras(
         headers={**stateless_headers("tools/call", "whoami"), "Authorization": f"Bearer {token}"},
     )
     assert response_of(stateless, 4)["result"]["content"][0]["text"] == "alice|app-7|notes:admin notes:read"
+
+
+async def test_a_request_state_is_bound_to_the_principal_it_was_issued_to(
+    protected: ServerThread, auth: AuthServer, http: httpx.AsyncClient
+) -> None:
+    """2026-07-28 input rounds: a ``requestState`` issued to one principal is refused (-32602) when another
+    presents it; a fresh token of the same principal completes the round (spec-decisions 24a)."""
+    caps = {"io.modelcontextprotocol/clientCapabilities": {"elicitation": {}}}
+    params: dict[str, Any] = {"name": "rename", "arguments": {"new_name": "Ideas"}}
+    headers = stateless_headers("tools/call", "rename")
+
+    async def call(ident: int, token: str, **extra: Any) -> dict[str, Any]:
+        body = stateless_body(ident, "tools/call", {**params, **extra}, **caps)
+        reply = await http.post(protected.url, json=body, headers={**headers, "Authorization": f"Bearer {token}"})
+        assert reply.status_code == 200, reply.text
+        return response_of(reply, ident)
+
+    alice = auth.mint(aud=RESOURCE, scope="notes:read", client_id="app-1")
+    asked = (await call(1, alice))["result"]
+    assert asked["resultType"] == "input_required" and list(asked["inputRequests"]) == ["confirm"]
+    answer = {"inputResponses": {"confirm": {"action": "accept", "content": {}}}, "requestState": asked["requestState"]}
+    for sub, client_id in [("bob", "app-1"), ("alice", "another-app")]:  # another user; alice through another client
+        other = auth.mint(aud=RESOURCE, scope="notes:read", sub=sub, client_id=client_id)
+        refused = await call(2, other, **answer)
+        assert refused["error"] == {
+            "code": -32602,
+            "message": "Invalid requestState: it was issued to another principal",
+        }
+    renewed = auth.mint(aud=RESOURCE, scope="notes:read", client_id="app-1")  # alice's next token
+    done = await call(3, renewed, **answer)
+    assert done["result"]["content"][0]["text"] == "alice renamed it to Ideas"
 
 
 STEP_UP = (

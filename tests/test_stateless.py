@@ -404,6 +404,34 @@ def test_a_state_carries_a_nonce_and_states_sealed_without_one_still_open() -> N
     assert (opened.answers, opened.asked, opened.nonce) == ({"a": 1}, ["b"], "")
 
 
+def test_a_state_opens_only_for_the_principal_it_was_issued_to() -> None:
+    from jsonrpc_mcp.auth import AccessToken
+    from jsonrpc_mcp.errors import InvalidParams
+    from jsonrpc_mcp.mcp.request_state import StatePayload, open_state, principal_digest, seal
+
+    key = b"k" * 32
+    alice = principal_digest(AccessToken(subject="alice", client_id="app", issuer="https://as"))
+    renewed = principal_digest(AccessToken(subject="alice", client_id="app", issuer="https://as", scopes={"x"}))
+    assert alice == renewed  # a fresh token of the same principal: the same binding
+    others = [
+        principal_digest(AccessToken(subject="bob", client_id="app", issuer="https://as")),
+        principal_digest(AccessToken(subject="alice", client_id="other-app", issuer="https://as")),
+        principal_digest(AccessToken(subject="alice", client_id="app", issuer="https://other-as")),
+        principal_digest(None),
+    ]
+    assert principal_digest(None) == "" and len(set(others)) == len(others) and alice not in others
+    assert "alice" not in alice  # the client can read the state: it names nobody
+    sealed = seal(key, StatePayload("d", 100.0, {}, ["b"], principal=alice))
+    assert open_state(key, sealed, digest="d", now=1.0, principal=renewed).asked == ["b"]
+    for other in others:
+        with pytest.raises(InvalidParams, match="issued to another principal"):
+            open_state(key, sealed, digest="d", now=1.0, principal=other)
+    unbound = seal(key, StatePayload("d", 100.0, {}, ["b"]))  # a server without authorization
+    assert open_state(key, unbound, digest="d", now=1.0).asked == ["b"]
+    with pytest.raises(InvalidParams, match="issued to another principal"):
+        open_state(key, unbound, digest="d", now=1.0, principal=alice)
+
+
 def test_a_nonce_is_claimed_once_until_its_state_expires() -> None:
     from jsonrpc_mcp.mcp.request_state import SeenNonces
 

@@ -2,8 +2,9 @@
 
 The client echoes ``requestState`` verbatim, but the spec tells servers to treat it as attacker-controlled. Ours
 is ``base64url(payload) "." base64url(HMAC-SHA256(key, payload))`` where the payload records the answers gathered
-in earlier rounds, the keys asked in the last round, a digest of the request it belongs to, and an expiry. A
-state that fails the MAC, has expired, or belongs to another request is rejected with -32602.
+in earlier rounds, the keys asked in the last round, a digest of the request it belongs to, an expiry, and a digest
+of the authenticated principal it was issued to (empty on a server without authorization). A state that fails the
+MAC, has expired, belongs to another request or was issued to another principal is rejected with -32602.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import msgspec
 
 from ..errors import InvalidParams
 
-__all__ = ("StatePayload", "seal", "open_state", "request_digest", "new_nonce", "SeenNonces")
+__all__ = ("StatePayload", "seal", "open_state", "request_digest", "principal_digest", "new_nonce", "SeenNonces")
 
 
 class StatePayload(msgspec.Struct, array_like=True):
@@ -30,6 +31,9 @@ class StatePayload(msgspec.Struct, array_like=True):
     #: Set for a state meant to be answered once (:class:`SeenNonces`); empty otherwise, and in states sealed
     #: before the field existed (which read the same).
     nonce: str = ""
+    #: :func:`principal_digest` of the principal the state was issued to; empty when the request had none (a
+    #: server without authorization), and in states sealed before the field existed.
+    principal: str = ""
 
 
 _encode = msgspec.json.Encoder(order="sorted").encode
@@ -40,6 +44,16 @@ def request_digest(method: str, params: dict[str, Any]) -> str:
     """A digest of what the request asks for, excluding the fields that change between rounds."""
     stable = {k: v for k, v in params.items() if k not in ("_meta", "inputResponses", "requestState")}
     return hashlib.sha256(method.encode() + b"\0" + _encode(stable)).hexdigest()[:32]
+
+
+def principal_digest(auth: object | None) -> str:
+    """What a state is bound to of the request's authenticated principal (an ``AccessToken``, whose
+    ``principal`` is ``(issuer, subject, client_id)``): a digest, so that the state, which the client can read,
+    does not spell out who the user is. ``""`` for a request without one."""
+    principal = getattr(auth, "principal", None)
+    if principal is None:
+        return ""
+    return hashlib.sha256(b"principal\0" + _encode(list(principal))).hexdigest()[:32]
 
 
 def _b64(data: bytes) -> str:
@@ -56,8 +70,9 @@ def seal(key: bytes, payload: StatePayload) -> str:
     return f"{_b64(body)}.{_b64(mac)}"
 
 
-def open_state(key: bytes, state: str, *, digest: str, now: float) -> StatePayload:
-    """Verify and decode a state we issued; raise :class:`InvalidParams` on any doubt."""
+def open_state(key: bytes, state: str, *, digest: str, now: float, principal: str = "") -> StatePayload:
+    """Verify and decode a state we issued for the request ``digest`` and the principal ``principal`` (a
+    :func:`principal_digest`); raise :class:`InvalidParams` on any doubt."""
     try:
         body_text, mac_text = state.split(".")
         body = _unb64(body_text)
@@ -75,6 +90,8 @@ def open_state(key: bytes, state: str, *, digest: str, now: float) -> StatePaylo
         raise InvalidParams("Invalid requestState: expired")
     if not hmac.compare_digest(payload.digest, digest):
         raise InvalidParams("Invalid requestState: it belongs to a different request")
+    if not hmac.compare_digest(payload.principal, principal):
+        raise InvalidParams("Invalid requestState: it was issued to another principal")
     return payload
 
 

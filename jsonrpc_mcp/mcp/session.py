@@ -389,7 +389,10 @@ class ServerSession:
 
             digest = _digest(method, raw)
             now = time.time()
-            opened = request_state.open_state(self.app.request_state_key, state, digest=digest, now=now)
+            principal = request_state.principal_digest(self.dispatcher.stream.request_auth(call.request.id))
+            opened = request_state.open_state(
+                self.app.request_state_key, state, digest=digest, now=now, principal=principal
+            )
             if opened.nonce and not self.app.spent_states.claim(opened.nonce, opened.expires, now=now):
                 raise InvalidParams("Invalid params: this requestState was answered already (it is single-use)")
             answers.update(opened.answers)
@@ -417,6 +420,7 @@ class ServerSession:
             answers=answers,
             asked=list(need.requests),
             nonce=request_state.new_nonce() if ctx.single_use_state else "",
+            principal=request_state.principal_digest(self.dispatcher.stream.request_auth(ctx.request_id)),
         )
         result = {
             "resultType": "input_required",
