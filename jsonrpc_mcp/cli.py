@@ -455,7 +455,7 @@ def _serve_http(args: argparse.Namespace, server: Any) -> int:
         if args.allow_host:
             options["allowed_hosts"] = args.allow_host
         if args.auth_issuer is not None:
-            policy = options["http_policy"] = _auth_policy(args, url)
+            policy = options["http_policy"] = _auth_policy(args, url, server)
             sys.stderr.write(
                 f"jsonrpc-mcp: requests need an access token from {args.auth_issuer} for {policy.resource}"
                 f" (metadata: {policy.metadata_url})\n"
@@ -472,8 +472,9 @@ def _serve_http(args: argparse.Namespace, server: Any) -> int:
     return 0
 
 
-def _auth_policy(args: argparse.Namespace, url: str) -> Any:
-    """The ``ProtectedResource`` the ``--auth-*`` options describe (``url``: where the server is served)."""
+def _auth_policy(args: argparse.Namespace, url: str, server: Any = None) -> Any:
+    """The ``ProtectedResource`` the ``--auth-*`` options describe (``url``: where ``server`` is served). Its
+    metadata advertises the ``--auth-scope`` scopes and those the server's tools, resources and prompts need."""
     try:
         from .auth import IntrospectionVerifier, JwtVerifier, ProtectedResource
         from .auth.jwt import discover_metadata
@@ -519,12 +520,13 @@ def _auth_policy(args: argparse.Namespace, url: str) -> Any:
         except ValueError as exc:
             raise SystemExit(f"jsonrpc-mcp: {exc}") from None
     scopes = list(args.auth_scope)
+    supported = sorted({*scopes, *(server.declared_scopes() if server is not None else ())})
     try:
         return ProtectedResource(
             resource=resource,
             authorization_servers=[issuer],
             verifier=verifier,
-            scopes_supported=scopes or None,
+            scopes_supported=supported or None,
             required_scopes=scopes,
         )
     except ValueError as exc:

@@ -1048,6 +1048,16 @@ class Server:
             return tuple(sorted(found))
         return self._scopes.get(("method", method), ())
 
+    def declared_scopes(self) -> tuple[str, ...]:
+        """Every OAuth scope this server's tools, resources, prompts and methods declare, and those its
+        ``scope_hierarchy`` names, sorted: what its protected-resource metadata can advertise as
+        ``scopes_supported`` (``jsonrpc-mcp serve --auth-*`` does)."""
+        found = {scope for needed in self._scopes.values() for scope in needed}
+        for broader, narrower in self.scope_hierarchy.items():
+            found.add(broader)
+            found.update(narrower)
+        return tuple(sorted(found))
+
     def _resource_scopes(self, uri: str) -> tuple[str, ...]:
         """The scopes of the resource or template that answers ``uri`` (as :meth:`_find_resource` matches it)."""
         base = uri.partition("?")[0]

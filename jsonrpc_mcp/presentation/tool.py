@@ -24,7 +24,7 @@ from __future__ import annotations
 import functools
 import inspect
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, TypeVar
 
 import msgspec
@@ -80,8 +80,10 @@ def presented_tool(
     limit: int = INLINE_LIMIT,
     data_limit: int = DATA_LIMIT,
     estimate_tokens: bool = False,
+    scopes: Iterable[str] | None = None,
 ) -> Callable[[F], F]:
-    """Register ``fn`` on ``server`` as a presented tool answering with ``kinds`` (see the module docs)."""
+    """Register ``fn`` on ``server`` as a presented tool answering with ``kinds`` (see the module docs);
+    ``scopes``: the OAuth scopes a caller's token needs, as for :meth:`~jsonrpc_mcp.Server.tool`."""
 
     def register(fn: F) -> F:
         tool_name = name or fn.__name__
@@ -96,6 +98,7 @@ def presented_tool(
             icons=icons,
             output_schema=output_schema(*kinds),
             meta=meta,
+            scopes=scopes,
         )
         _guard_arguments(entry, tool_name, format_param)
         return fn

@@ -21,7 +21,18 @@ from .db import KnowledgeStoreError
 from .models import TABLE_RESOURCES, ChangeType, parse_id
 from .store import KnowledgeStore, StoreConflict, StoreNotFound, StoreUnavailable, Write
 
-__all__ = ("Knowledge", "ENTRIES", "TRIPLES", "HISTORY", "ENTRY_TEMPLATE", "CHANGED_IDS_MAX", "entry_uri")
+__all__ = (
+    "Knowledge",
+    "ENTRIES",
+    "TRIPLES",
+    "HISTORY",
+    "ENTRY_TEMPLATE",
+    "CHANGED_IDS_MAX",
+    "READ_SCOPE",
+    "WRITE_SCOPE",
+    "SCOPE_HIERARCHY",
+    "entry_uri",
+)
 
 T = TypeVar("T")
 
@@ -31,6 +42,13 @@ HISTORY: Final = "knowledge://history/transactions"
 ENTRY_TEMPLATE: Final = "knowledge://entries/{id}"
 #: At most this many ids in one change notification (``changed_count`` has the full number).
 CHANGED_IDS_MAX: Final = 50
+
+#: The OAuth scopes of a protected knowledge server (served over HTTP with authorization): reading (the query
+#: tools, every resource and prompt) and writing (the tools that change the store); writing implies reading.
+#: Without authorization (stdio, sockets, HTTP without a policy) they do not apply.
+READ_SCOPE: Final = "knowledge:read"
+WRITE_SCOPE: Final = "knowledge:write"
+SCOPE_HIERARCHY: Final = {WRITE_SCOPE: (READ_SCOPE,)}
 
 
 def entry_uri(entry_id: int) -> str:

@@ -12,7 +12,7 @@ from typing import Annotated, Any, Final
 import msgspec
 
 from ...mcp import types as t
-from .app import Knowledge, entry_uri
+from .app import READ_SCOPE, Knowledge, entry_uri
 from .models import Entry, parse_id
 from .store import SearchFilters, search_terms
 
@@ -79,6 +79,7 @@ def register_prompts(kb: Knowledge) -> None:
         title="Ingest into memory",
         description="Turn material (notes, a conversation, a document) into stored facts, without duplicates.",
         complete={"topic": complete_topic},
+        scopes=[READ_SCOPE],
     )
     def ingest_memory(material: Material, topic: Topic = "", confidence: Short = "0.8") -> list[t.PromptMessage]:
         """Args:
@@ -106,6 +107,7 @@ def register_prompts(kb: Knowledge) -> None:
         title="Retrieve context",
         description="Answer a question from stored knowledge, citing entry ids; the best matches are embedded.",
         complete={"topic": complete_topic},
+        scopes=[READ_SCOPE],
     )
     async def retrieve_context(question: Question, topic: Topic = "") -> list[t.PromptMessage]:
         """Args:
@@ -133,6 +135,7 @@ def register_prompts(kb: Knowledge) -> None:
         title="Correct a stale fact",
         description="Find the entry that is out of date and correct it through update (or delete), with undo.",
         complete={"topic": complete_topic},
+        scopes=[READ_SCOPE],
     )
     async def correct_stale_fact(topic: Topic, correction: Correction, entry_id: Short = "") -> list[t.PromptMessage]:
         """Args:

@@ -24,7 +24,7 @@ import msgspec
 
 from ...errors import InvalidParams, ResourceNotFound
 from ...mcp.server import Server
-from .app import ENTRIES, ENTRY_TEMPLATE, HISTORY, TRIPLES, Knowledge, entry_uri
+from .app import ENTRIES, ENTRY_TEMPLATE, HISTORY, READ_SCOPE, TRIPLES, Knowledge, entry_uri
 from .models import parse_id
 from .store import Filters, GraphFilters, HistoryFilters, SearchFilters, normalize_tags, search_terms
 
@@ -165,6 +165,7 @@ def register_resources(kb: Knowledge) -> None:
         "topic, text, tags (comma-separated), min_confidence. Subscribe to hear of committed changes.",
         mime_type="application/json",
         meta=_META,
+        scopes=[READ_SCOPE],
     )
     async def entries(query: dict[str, str]) -> dict[str, Any]:
         return await read_page(ENTRIES, "entries", query, entry_filters(query))
@@ -177,6 +178,7 @@ def register_resources(kb: Knowledge) -> None:
         "node, depth (1-4) and predicate: only the relations within depth hops of node (query_graph's walk).",
         mime_type="application/json",
         meta=_META,
+        scopes=[READ_SCOPE],
     )
     async def triples(query: dict[str, str]) -> dict[str, Any]:
         return await read_page(TRIPLES, "triples", query, graph_filters(query))
@@ -189,6 +191,7 @@ def register_resources(kb: Knowledge) -> None:
         "Query parameters: limit, cursor; entry_id: only the transactions that touched that entry.",
         mime_type="application/json",
         meta=_META,
+        scopes=[READ_SCOPE],
     )
     async def transactions(query: dict[str, str]) -> dict[str, Any]:
         return await read_page(HISTORY, "transactions", query, history_filters(query))
@@ -200,6 +203,7 @@ def register_resources(kb: Knowledge) -> None:
         description="One entry by id, as {resource_uri, as_of_tx_id, item}.",
         mime_type="application/json",
         meta=_META,
+        scopes=[READ_SCOPE],
     )
     async def entry(id: str) -> dict[str, Any]:
         uri = f"{ENTRIES}/{id}"

@@ -6,7 +6,7 @@ import os
 from typing import Final
 
 from ...mcp.server import Server
-from .app import ENTRIES, HISTORY, TRIPLES, Knowledge
+from .app import ENTRIES, HISTORY, SCOPE_HIERARCHY, TRIPLES, Knowledge
 from .prompts import register_prompts
 from .resources import register_resources
 from .store import KnowledgeStore
@@ -33,6 +33,7 @@ class KnowledgeServer(Server):
             title="Knowledge server",
             description="Facts and relations with history and undo, on embedded SQLite.",
             instructions=INSTRUCTIONS,
+            scope_hierarchy=SCOPE_HIERARCHY,
         )
         self.store = KnowledgeStore(db_path)
         self.knowledge = Knowledge(self, self.store)

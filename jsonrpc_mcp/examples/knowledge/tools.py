@@ -27,7 +27,7 @@ from ...presentation import (
     presented_tool,
     resolve_format,
 )
-from .app import ENTRIES, HISTORY, TRIPLES, Knowledge, entry_uri
+from .app import ENTRIES, HISTORY, READ_SCOPE, TRIPLES, WRITE_SCOPE, Knowledge, entry_uri
 from .models import Entry, RowId, parse_id
 from .store import SearchFilters, normalize_tags, search_terms
 from .views import (
@@ -72,6 +72,8 @@ FormatArg = Annotated[
 
 _WRITE = t.ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False)
 _READ = t.ToolAnnotations(read_only_hint=True, open_world_hint=False)
+_READS: Final = (READ_SCOPE,)  # the OAuth scopes of the tools that only read
+_WRITES: Final = (WRITE_SCOPE,)  # and of those that change the store
 
 
 def _text(value: Any) -> str:
@@ -170,7 +172,7 @@ def register_tools(kb: Knowledge) -> None:
     server = kb.server
     store = kb.store
 
-    @presented_tool(server, EntryStored, name="store", annotations=_WRITE, title="Store a fact")
+    @presented_tool(server, EntryStored, name="store", annotations=_WRITE, title="Store a fact", scopes=_WRITES)
     async def store_entry(
         ctx: Context,
         topic: TopicArg,
@@ -222,7 +224,7 @@ def register_tools(kb: Knowledge) -> None:
             next_steps=[f"Undo with undo(tx_id={write.tx_id}) if this was a mistake."],
         )
 
-    @presented_tool(server, EntryUpdated, annotations=_WRITE, title="Update a fact")
+    @presented_tool(server, EntryUpdated, annotations=_WRITE, title="Update a fact", scopes=_WRITES)
     async def update(
         ctx: Context,
         id: EntryIdArg,
@@ -295,7 +297,9 @@ def register_tools(kb: Knowledge) -> None:
             next_steps=[f"Undo with undo(tx_id={write.tx_id}) to restore the previous version."],
         )
 
-    @presented_tool(server, EntrySearchResults, annotations=_READ, title="Search facts", estimate_tokens=True)
+    @presented_tool(
+        server, EntrySearchResults, annotations=_READ, title="Search facts", estimate_tokens=True, scopes=_READS
+    )
     async def query(
         ctx: Context,
         topic: TopicArg | None = None,
@@ -377,6 +381,7 @@ def register_tools(kb: Knowledge) -> None:
         EntryDeleted,
         annotations=t.ToolAnnotations(destructive_hint=True, idempotent_hint=False, open_world_hint=False),
         title="Delete a fact",
+        scopes=_WRITES,
     )
     async def delete(ctx: Context, id: EntryIdArg, format: FormatArg = None) -> Any:
         """Delete an entry by id. Undo brings it back (undo(tx_id) with the transaction id this returns)."""
@@ -398,6 +403,7 @@ def register_tools(kb: Knowledge) -> None:
         TripleRelated,
         annotations=t.ToolAnnotations(read_only_hint=False, idempotent_hint=True, open_world_hint=False),
         title="Relate two things",
+        scopes=_WRITES,
     )
     async def relate(
         ctx: Context, subject: NodeArg, predicate: NodeArg, object: NodeArg, format: FormatArg = None
@@ -429,7 +435,7 @@ def register_tools(kb: Knowledge) -> None:
             )
         return TripleRelated(summary=f"Related {line}", tx_id=write.tx_id, created=True, triple=triple)
 
-    @presented_tool(server, GraphResults, annotations=_READ, title="Explore the graph")
+    @presented_tool(server, GraphResults, annotations=_READ, title="Explore the graph", scopes=_READS)
     async def query_graph(
         ctx: Context,
         node: Annotated[NodeArg, msgspec.Meta(description="The node to start from.")],
@@ -517,6 +523,7 @@ def register_tools(kb: Knowledge) -> None:
         UndoResult,
         annotations=t.ToolAnnotations(destructive_hint=True, idempotent_hint=False, open_world_hint=False),
         title="Undo a transaction",
+        scopes=_WRITES,
     )
     async def undo(
         ctx: Context,
@@ -572,7 +579,7 @@ def register_tools(kb: Knowledge) -> None:
             next_steps=[f"Undo tx {outcome.transaction.id} to redo it."],
         )
 
-    @presented_tool(server, TransactionHistory, annotations=_READ, title="Transaction history")
+    @presented_tool(server, TransactionHistory, annotations=_READ, title="Transaction history", scopes=_READS)
     async def history(
         ctx: Context,
         limit: Annotated[int, msgspec.Meta(ge=1, le=100, description="At most this many transactions.")] = 20,
