@@ -66,6 +66,7 @@ LAYERS: dict[str, int] = {
     "mcp.client": 5,
     "mcp.tools": 5,
     "mcp.signature": 5,
+    "mcp.extensions": 5,  # protocol extensions (SEP-2133): what the server and the client declare and add
     # L7: on top of everything
     "": 7,  # the package __init__
     "__main__": 7,
@@ -75,6 +76,7 @@ LAYERS: dict[str, int] = {
     "middleware": 7,  # the middleware that ships (logging, rate limit, response size)
     "_cli_client": 7,  # jsonrpc-mcp list and call
     "_cli_text": 7,  # what jsonrpc-mcp prints, and key=value arguments
+    "extensions": 7,  # the public face of mcp.extensions
 }
 #: Everything under these prefixes (after the exact table above).
 PREFIX_LAYERS: list[tuple[str, int]] = [

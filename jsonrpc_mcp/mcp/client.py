@@ -26,13 +26,22 @@ import msgspec
 from msgspec import UNSET, Raw
 
 from .._version import __version__
-from ..errors import AuthorizationError, ConnectionClosed, InvalidParams, MethodNotFound, RpcError, ToolError
+from ..errors import (
+    AuthorizationError,
+    ConnectionClosed,
+    InvalidParams,
+    MethodNotFound,
+    ProtocolViolation,
+    RpcError,
+    ToolError,
+)
 from ..jsonrpc.codes import UNSUPPORTED_PROTOCOL_VERSION
 from ..jsonrpc.dispatch import Dispatcher
 from ..jsonrpc.streams import MessageStream
 from ..jsonrpc.wire import Notification, Request, RequestId
 from . import types as t
 from ._groups import unwrap_group
+from .extensions import Extension, ExtensionResult, extensions_capability
 from .headers import InvalidHeaderAnnotation, tool_header_params
 from .middleware import ClientMessage, ClientMiddleware, is_awaitable, run_chain
 from .output_schemas import InvalidToolOutput, OutputSchemas
@@ -145,6 +154,7 @@ class ClientSession:
         capabilities: Mapping[str, Any] | None = None,
         validate_tool_output: bool = True,
         middleware: Sequence[ClientMiddleware] = (),
+        extensions: Sequence[Extension] = (),
     ) -> None:
         self.stream = stream
         #: Callables around every request and notification this client sends, and every one it receives from the
@@ -164,6 +174,8 @@ class ClientSession:
         self.reset_timeout_on_progress = reset_timeout_on_progress
         self.max_total_timeout = max_total_timeout
         self._extra_capabilities = dict(capabilities or {})
+        #: The protocol extensions this client declares (SEP-2133), by identifier.
+        self.extensions: dict[str, Extension] = {extension.id: extension for extension in extensions}
         #: Check each tool result's ``structuredContent`` against the tool's ``outputSchema`` (the spec's SHOULD;
         #: needs the ``validation`` extra): a mismatch raises :class:`InvalidToolOutput` from :meth:`call_tool`.
         self.validate_tool_output = validate_tool_output
@@ -215,7 +227,21 @@ class ClientSession:
         if self.roots is not None:
             caps["roots"] = {"listChanged": True}
         caps.update(self._extra_capabilities)
+        version = self.protocol_version
+        if version is None:
+            version = self.requested_version if self.requested_version in HANDSHAKE_VERSIONS else LATEST_HANDSHAKE
+        declared = extensions_capability(self.extensions.values(), version)
+        if declared:
+            caps["extensions"] = {**caps.get("extensions", {}), **declared}
         return caps
+
+    def server_extension(self, extension_id: str) -> Mapping[str, Any] | None:
+        """The settings the server declared for an extension (``None``: it did not declare it)."""
+        declared = self.server_capabilities.extensions
+        if not isinstance(declared, dict):
+            return None
+        settings = declared.get(extension_id)
+        return settings if isinstance(settings, dict) else None
 
     async def start(self) -> None:
         """Pick the era and get the server's capabilities.
@@ -275,10 +301,14 @@ class ClientSession:
             return result
         raise RpcError("no common protocol version", code=UNSUPPORTED_PROTOCOL_VERSION)  # pragma: no cover
 
-    def _meta(self) -> dict[str, Any]:
+    def _meta(self, declare: Sequence[Extension] = ()) -> dict[str, Any]:
+        capabilities = self.capabilities()
+        if declare:
+            more = extensions_capability(declare, self.protocol_version or "")
+            capabilities["extensions"] = {**capabilities.get("extensions", {}), **more}
         meta: dict[str, Any] = {
             META_PROTOCOL_VERSION: self.protocol_version,
-            META_CLIENT_CAPABILITIES: self.capabilities(),
+            META_CLIENT_CAPABILITIES: capabilities,
             META_CLIENT_INFO: self.client_info,
         }
         if self.log_level is not None:
@@ -339,6 +369,25 @@ class ClientSession:
         ``timeout`` again (unless ``reset_timeout_on_progress`` is False, here or for the session), never past
         the session's ``max_total_timeout`` from the start.
         """
+        raw = await self._request_raw(
+            method, params, timeout=timeout, progress=progress, reset_timeout_on_progress=reset_timeout_on_progress
+        )
+        return msgspec.json.decode(raw, type=result_type)
+
+    async def _request_raw(
+        self,
+        method: str,
+        params: Mapping[str, Any] | msgspec.Struct | None,
+        *,
+        timeout: float | object | None = ...,
+        progress: ProgressCallback | None = None,
+        reset_timeout_on_progress: bool | None = None,
+        declare: Sequence[Extension] = (),
+        keep: frozenset[str] = frozenset(),
+    ) -> Raw:
+        """:meth:`request` up to the raw result: ``declare`` adds extensions to this request's capabilities
+        (2026-07-28), and a result of a kind in ``keep`` is returned as it is rather than handed to its
+        extension."""
         body: dict[str, Any] = msgspec.to_builtins(params) if isinstance(params, msgspec.Struct) else dict(params or {})
         token: int | None = None
         watch: _ProgressWatch | None = None
@@ -351,14 +400,15 @@ class ClientSession:
             watch = _ProgressWatch(progress, limit if reset_timeout_on_progress else None, self.max_total_timeout)
             self._progress[token] = watch
         if self.stateless:
-            body["_meta"] = {**body.get("_meta", {}), **self._meta()}
+            body["_meta"] = {**body.get("_meta", {}), **self._meta(declare)}
         try:
             ident = self.dispatcher.next_request_id()
             if watch is not None:
                 watch.ident = ident
             raw = await self._send(method, body or None, timeout=timeout, ident=ident)
             rounds = 0
-            while self.stateless and _result_kind(raw) == "input_required":
+            kind = _result_kind(raw) if self.stateless else "complete"
+            while kind == "input_required":
                 rounds += 1
                 if rounds > self.max_input_rounds:
                     raise RpcError(f"{method}: the server kept asking for input ({rounds} rounds)", code=-32603)
@@ -372,12 +422,36 @@ class ClientSession:
                 if watch is not None:
                     watch.ident = ident
                 raw = await self._send(method, retry, timeout=timeout, ident=ident)
+                kind = _result_kind(raw)
         except ConnectionClosed as exc:
             raise await self._explain(exc, method) from None
         finally:
             if token is not None:
                 self._progress.pop(token, None)
-        return msgspec.json.decode(raw, type=result_type)
+        if kind != "complete" and kind not in keep:
+            raw = await self._extension_result(kind, method, body, raw, progress, declare)
+        return raw
+
+    async def _extension_result(
+        self,
+        kind: str,
+        method: str,
+        body: dict[str, Any],
+        raw: Raw,
+        progress: ProgressCallback | None,
+        declared: Sequence[Extension],
+    ) -> Raw:
+        """A result of an extension's kind, turned into the method's own result by that extension (one this client
+        declared for the request); any other kind is a result the client never asked for."""
+        for extension in (*declared, *self.extensions.values()):
+            handler = extension.result_handlers.get(kind)
+            if handler is not None:
+                answer = ExtensionResult(self, method, body, msgspec.json.decode(raw), progress)
+                out = await handler(answer)
+                return Raw(out if isinstance(out, bytes) else _encode(out))
+        raise ProtocolViolation(
+            f"{method}: the server answered with a {kind!r} result, which no extension of this client handles"
+        )
 
     async def _explain(self, exc: ConnectionClosed, method: str) -> ConnectionClosed:
         """``exc`` with the reason the transport gives for the end of the connection, when it gives one (a stdio

@@ -22,6 +22,7 @@ import re
 import weakref
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from enum import Enum
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Annotated, Any, Final, Literal, TypeVar, get_args, get_origin
 
 import msgspec
@@ -34,6 +35,7 @@ from ..jsonrpc.streams import MessageStream
 from ..jsonrpc.wire import unpack_byte
 from . import types as t
 from .context import LOG_LEVELS, Context
+from .extensions import Extension, extension_methods, extensions_capability
 from .methods import BOTH, HANDSHAKE_ONLY, STATELESS_ONLY, MethodSpec
 from .middleware import Middleware
 from .pagination import paginate
@@ -174,6 +176,8 @@ class Server:
         :mod:`jsonrpc_mcp.middleware`); :meth:`add_middleware` adds more.
     :param scope_hierarchy: OAuth scopes that imply others (``{"notes:admin": ["notes:write"]}``): a token with
         the broader scope may do what the narrower one allows (docs/authorization.md).
+    :param extensions: protocol extensions the server offers (:class:`~jsonrpc_mcp.mcp.extensions.Extension`);
+        :meth:`add_extension` adds more.
     """
 
     def __init__(
@@ -193,6 +197,7 @@ class Server:
         capabilities: Mapping[str, Any] | None = None,
         middleware: Iterable[Middleware] = (),
         scope_hierarchy: Mapping[str, Iterable[str]] | None = None,
+        extensions: Iterable[Extension] = (),
     ) -> None:
         if page_size is not None and page_size < 1:
             raise ValueError("page_size must be positive or None")
@@ -224,6 +229,9 @@ class Server:
         self.methods: Mapping[str, MethodSpec] = {}
         #: The middleware, outermost first (empty: nothing runs around the handlers).
         self.middleware: tuple[Middleware, ...] = tuple(middleware)
+        self._extensions: dict[str, Extension] = {}
+        for extension in extensions:
+            self._add_extension(extension)
         self._rebuild_methods()
 
     @property
@@ -235,6 +243,27 @@ class Server:
 
             self._spent_states = SeenNonces()
         return self._spent_states
+
+    # --- extensions ----------------------------------------------------------------------------------------
+
+    def add_extension(self, extension: Extension) -> Extension:
+        """Offer a protocol extension: it is declared in the capabilities of the revisions it is defined for, and
+        its methods and wrappers are added to the method table (see :mod:`jsonrpc_mcp.mcp.extensions`)."""
+        self._add_extension(extension)
+        self._rebuild_methods()
+        self._info_cache = None
+        return extension
+
+    def _add_extension(self, extension: Extension) -> None:
+        if extension.id in self._extensions:
+            raise ValueError(f"the server offers {extension.id} already")
+        self._extensions[extension.id] = extension
+        extension.attach(self)
+
+    @property
+    def extensions(self) -> Mapping[str, Extension]:
+        """The extensions this server offers, by identifier."""
+        return MappingProxyType(self._extensions)
 
     def add_middleware(self, middleware: Middleware) -> Middleware:
         """Add a middleware inside those already there (it sees what they pass on); usable as a decorator."""
@@ -339,7 +368,11 @@ class Server:
         if version < "2025-03-26":
             caps.pop("completions", None)  # the capability flag arrived in 2025-03-26
         if version < "2026-07-28":
-            caps.pop("extensions", None)
+            caps.pop("extensions", None)  # (the raw ``capabilities=`` map: an Extension says where it is defined)
+        if self._extensions:
+            declared = extensions_capability(self._extensions.values(), version)
+            if declared:
+                caps["extensions"] = {**caps.get("extensions", {}), **declared}
         return caps
 
     # --- sessions ------------------------------------------------------------------------------------------
@@ -394,6 +427,8 @@ class Server:
         add("server/discover", self._discover, None, None, eras=STATELESS_ONLY)
         add("subscriptions/listen", self._listen, _ListenParams, None, eras=STATELESS_ONLY)
         table.update(self._custom)
+        if self._extensions:
+            table = extension_methods(self._extensions.values(), table)
         self.methods = table
 
     def method(
@@ -796,6 +831,22 @@ class Server:
                     tagged = {**params, "_meta": {**(meta or {}), META_SUBSCRIPTION_ID: sub_id}}
                     await _safe_notify(session, "notifications/resources/updated", tagged, related=sub_id)
 
+    async def notify_listeners(
+        self, method: str, params: Mapping[str, Any], wants: Callable[[Mapping[str, Any]], bool]
+    ) -> None:
+        """Send a notification on every 2026-07-28 ``subscriptions/listen`` stream whose acknowledged filter
+        ``wants`` it (an extension's own notifications: ``notifications/tasks`` for the streams that asked for
+        the task's id, say); the stream's subscription id is added to its ``_meta``."""
+        for session in self.sessions():
+            for sub_id, honoured in list(session.listeners.items()):
+                if wants(honoured):
+                    meta = params.get("_meta")
+                    tagged = {
+                        **params,
+                        "_meta": {**(meta if isinstance(meta, dict) else {}), META_SUBSCRIPTION_ID: sub_id},
+                    }
+                    await _safe_notify(session, method, tagged, related=sub_id)
+
     # --- prompts -------------------------------------------------------------------------------------------
 
     def prompt(
@@ -1003,6 +1054,9 @@ class Server:
             self._authorize(ctx, needed)
         if isinstance(subs, list) and "resources" in caps:
             honoured["resourceSubscriptions"] = [s for s in subs if isinstance(s, str) and await self._accepts(s)]
+        for extension in self._extensions.values():
+            if extension.defined_for(ctx.version):
+                honoured.update(await extension.listen(ctx, wanted))
         session = ctx.session
         self.attach(session)
         session.listeners[ctx.request_id] = honoured
