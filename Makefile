@@ -36,6 +36,7 @@ $(SERVE_STAMP): pyproject.toml
 install: $(STAMP)
 
 test: $(STAMP)
+	.ci/system-packages
 	$(BIN)/python -m pytest -q -p no:cacheprovider $(PYTEST_ARGS)
 
 # The suite on every supported CPython this machine has (3.11 to 3.14), each in its own .venv-X.Y.

@@ -158,6 +158,7 @@ def test_the_scopes_are_declared_by_the_tools_resources_and_prompts(tmp_path: An
         assert server.scopes_for("tools/call", {"name": "store"}) == (WRITE_SCOPE,)
         assert server.scopes_for("tools/call", {"name": "query"}) == (READ_SCOPE,)
         assert server.scopes_for("resources/read", {"uri": "knowledge://entries/7"}) == (READ_SCOPE,)
+        assert server.scopes_for("resources/read", {"uri": "ui://knowledge/graph"}) == (READ_SCOPE,)
         ref = {"type": "ref/resource", "uri": "knowledge://entries/{id}"}
         assert server.scopes_for("completion/complete", {"ref": ref}) == (READ_SCOPE,)
         assert server.scope_hierarchy == {WRITE_SCOPE: (READ_SCOPE,)}

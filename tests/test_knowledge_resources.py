@@ -26,9 +26,11 @@ def db(tmp_path: Path) -> Path:
 
 async def test_resources_are_listed_with_name_description_mime_type_and_version(db: Path) -> None:
     async with knowledge(db) as kb:
-        resources = {r.uri: r for r in await kb.client.list_resources()}
-        assert set(resources) == {ENTRIES, TRIPLES, HISTORY}
-        for resource in resources.values():
+        listed = {r.uri: r for r in await kb.client.list_resources()}
+        assert set(listed) == {ENTRIES, TRIPLES, HISTORY, "ui://knowledge/graph"}
+        view = listed.pop("ui://knowledge/graph")  # the graph view (MCP Apps), listed for every client to inspect
+        assert view.mime_type == "text/html;profile=mcp-app" and view.name == "knowledge-graph"
+        for resource in listed.values():
             assert resource.name and isinstance(resource.description, str) and resource.description
             assert resource.mime_type == "application/json"
             assert resource.meta == {"version": "1"}

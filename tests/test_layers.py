@@ -84,6 +84,8 @@ PREFIX_LAYERS: list[tuple[str, int]] = [
     ("auth", 6),  # verifiers and the protected-resource policy: network (httpx), JOSE, HTTP
     ("presentation", 7),
     ("examples", 7),
+    ("apps", 7),  # MCP Apps views (io.modelcontextprotocol/ui): on the server API
+    ("skills", 7),  # skills (SEP-2640): on the server and client APIs
     ("testing", 7),
 ]
 SANS_IO = 2  # L0 to L2: no anyio

@@ -11,6 +11,7 @@ from .prompts import register_prompts
 from .resources import register_resources
 from .store import KnowledgeStore
 from .tools import register_tools
+from .ui import register_views
 
 __all__ = ("KnowledgeServer", "create_server", "INSTRUCTIONS")
 
@@ -40,6 +41,7 @@ class KnowledgeServer(Server):
         register_tools(self.knowledge)
         register_resources(self.knowledge)
         register_prompts(self.knowledge)
+        register_views(self)
 
     async def accepts_subscription(self, uri: str) -> bool:
         """The three collections, and each entry that exists (``knowledge://entries/7``: its own changes)."""

@@ -13,6 +13,7 @@ from urllib.parse import urlencode
 import msgspec
 from msgspec import UNSET
 
+from ...apps import tool_meta
 from ...mcp import types as t
 from ...mcp.context import Context
 from ...presentation import (
@@ -30,6 +31,7 @@ from ...presentation import (
 from .app import ENTRIES, HISTORY, READ_SCOPE, TRIPLES, WRITE_SCOPE, Knowledge, entry_uri
 from .models import Entry, RowId, parse_id
 from .store import SearchFilters, normalize_tags, search_terms
+from .ui import GRAPH_VIEW
 from .views import (
     EntryDeleted,
     EntrySearchResults,
@@ -435,7 +437,14 @@ def register_tools(kb: Knowledge) -> None:
             )
         return TripleRelated(summary=f"Related {line}", tx_id=write.tx_id, created=True, triple=triple)
 
-    @presented_tool(server, GraphResults, annotations=_READ, title="Explore the graph", scopes=_READS)
+    @presented_tool(
+        server,
+        GraphResults,
+        annotations=_READ,
+        title="Explore the graph",
+        scopes=_READS,
+        meta=tool_meta(GRAPH_VIEW),
+    )
     async def query_graph(
         ctx: Context,
         node: Annotated[NodeArg, msgspec.Meta(description="The node to start from.")],
