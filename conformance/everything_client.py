@@ -151,6 +151,40 @@ async def invalid_tool_headers(url: str, context: dict[str, Any]) -> None:
             await client.call_tool(tool.name, {})
 
 
+# --- skills (SEP-2640) ---------------------------------------------------------------------------------------
+
+
+@scenario("sep-2640-client-no-prefetch")
+async def skills_listed(url: str, context: dict[str, Any]) -> None:
+    """A host building its registry: entries only, no file read."""
+    from jsonrpc_mcp.skills import SkillsClient
+
+    async with Client.connect_http(url, **_options()) as client:
+        for entry in await SkillsClient(client).list():
+            logger.info("skill %s: %s", entry.name, entry.description)
+
+
+@scenario("sep-2640-client-verify-digest", "sep-2640-client-verify-size", "sep-2640-client-verify-frontmatter")
+async def skills_loaded(url: str, context: dict[str, Any]) -> None:
+    """A host loading the first skill listed, then reading the supporting file its instructions point to; a
+    skill that fails verification is refused and nothing more of it is read."""
+    from jsonrpc_mcp.skills import SkillsClient, SkillVerificationError
+
+    async with Client.connect_http(url, **_options()) as client:
+        skills = SkillsClient(client)
+        entries = await skills.list()
+        if not entries:
+            return
+        try:
+            skill = await skills.load(entries[0])
+        except SkillVerificationError as exc:
+            logger.info("refused %s: %s", entries[0].uri, exc)
+            return
+        for listed in entries[0].resources:
+            if not isinstance(listed, str) and listed.uri != skill.uri:
+                await skill.read(listed.uri)
+
+
 # --- authorization ---------------------------------------------------------------------------------------------
 
 #: The suite's client ID metadata document URL (its authorization servers accept it without fetching it).

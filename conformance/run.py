@@ -76,6 +76,18 @@ BACKCOMPAT_REASON: Final = "2025-03-26 back-compat"
 # Not-scored client scenarios that still fail the run when they fail (unless expected-failures lists them): the
 # authorization extensions the client implements, and the back-compat scenarios.
 GATED_REASONS: Final = frozenset({"extension", BACKCOMPAT_REASON})
+# Extension scenarios in no requirement set, run one by one at every revision, reported beside the sets and gated
+# (both legs): the skills extension (SEP-2640), its client side.
+EXTENSION_SCENARIOS: Final[dict[str, tuple[str, ...]]] = {
+    "server": (),
+    "client": (
+        "sep-2640-client-no-prefetch",
+        "sep-2640-client-verify-digest",
+        "sep-2640-client-verify-size",
+        "sep-2640-client-verify-frontmatter",
+    ),
+}
+EXTENSION_REASON: Final = "extension"
 LEGS: Final = ("server", "client")
 MIN_NODE_MAJOR: Final = 22
 NPM_TIMEOUT_S: Final = 600.0
@@ -565,6 +577,7 @@ def warn_unknown_entries(baselines: dict[str, Baseline | None], reqs: dict[str, 
         for leg in LEGS
         for name in (*req.scored[leg], *(n for n, _ in req.not_scored[leg]))
     } | {("client", name) for name in BACKCOMPAT_CLIENT}
+    every |= {(leg, name) for leg, names in EXTENSION_SCENARIOS.items() for name in names}
     seen: set[tuple[Path, str, str]] = set()
     for baseline in baselines.values():
         if baseline is None:
@@ -883,8 +896,8 @@ def plan(opts: Options, reqs: dict[str, RequirementSet], known: dict[str, set[st
             if opts.scenarios:
                 for name in opts.scenarios:
                     assert known is not None
-                    if name not in known[leg]:
-                        continue
+                    if name not in known[leg] or name in EXTENSION_SCENARIOS[leg]:
+                        continue  # (an extension scenario: below)
                     if req.contains(leg, name):
                         chosen.append((name, req.reason(leg, name)))
                     elif name in BACKCOMPAT_CLIENT:
@@ -906,6 +919,11 @@ def plan(opts: Options, reqs: dict[str, RequirementSet], known: dict[str, set[st
                 batch = False
             if chosen:
                 runs.append(LegRun(leg, rev, chosen, batch))
+            extension = [
+                (s, EXTENSION_REASON) for s in EXTENSION_SCENARIOS[leg] if not opts.scenarios or s in opts.scenarios
+            ]
+            if extension:
+                runs.append(LegRun(leg, rev, extension, False))
         backcompat = [s for s in opts.scenarios if s in BACKCOMPAT_CLIENT]
         if leg == "client" and backcompat:
             runs.append(LegRun(leg, BACKCOMPAT_REVISION, [(s, BACKCOMPAT_REASON) for s in backcompat], False))
@@ -1073,7 +1091,8 @@ class Runner:
         inv: Invocation,
     ) -> Result:
         result = Result(leg_run.leg, leg_run.revision, scenario, reason is None, reason, log=inv.log)
-        result.gated = leg_run.leg == "client" and reason in GATED_REASONS
+        extension = scenario in EXTENSION_SCENARIOS["server"]
+        result.gated = reason in GATED_REASONS and (leg_run.leg == "client" or extension)
         result.notes.extend(notes)
         if found is None:
             entries = self.entries(leg_run.leg, leg_run.revision, scenario)
