@@ -58,8 +58,11 @@ def test_check_runs_from_an_installed_wheel(tmp_path: Path) -> None:
     )
     (wheel,) = dist.glob("jsonrpc_mcp-*.whl")
     with zipfile.ZipFile(wheel) as archive:
-        shipped = sorted(Path(name).name for name in archive.namelist() if name.startswith("jsonrpc_mcp/transcripts/"))
+        names = archive.namelist()
+    shipped = sorted(Path(name).name for name in names if name.startswith("jsonrpc_mcp/transcripts/"))
     assert shipped == TRANSCRIPT_NAMES
+    views = ["apps/bridge.js", "examples/knowledge/graph_view.js", "examples/knowledge/graph_view.css"]
+    assert all(f"jsonrpc_mcp/{asset}" in names for asset in views)  # the MCP Apps views' script and style
 
     bin_dir = _fresh_venv(tmp_path / "venv")
     subprocess.run([str(bin_dir / "python"), "-m", "pip", "install", "-q", str(wheel)], check=True, timeout=600)
