@@ -57,6 +57,8 @@ class MessageStream(ABC):
     #: :meth:`send` (one write on a byte stream), at the cost of one pass. A stream whose frames each go their own
     #: way anyway (a Streamable HTTP session: one POST each) sets this False: answers go out at once.
     gathers_replies: bool = True
+    #: The transport's session id (a Streamable HTTP ``Mcp-Session-Id``), where the transport has one.
+    session_id: str | None = None
 
     @abstractmethod
     async def receive(self) -> Sequence[bytes]:

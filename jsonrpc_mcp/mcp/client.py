@@ -18,7 +18,7 @@ import itertools
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
-from typing import Any, Final, Self, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Final, Self, TypeVar, cast
 
 import anyio
 import anyio.abc
@@ -46,6 +46,7 @@ from .headers import InvalidHeaderAnnotation, tool_header_params
 from .middleware import ClientMessage, ClientMiddleware, is_awaitable, run_chain
 from .output_schemas import InvalidToolOutput, OutputSchemas
 from .pydantic_support import dec_hook
+from .tracing import TracingSwitch, tracing_switch
 from .versions import (
     BATCH_VERSIONS,
     HANDSHAKE_VERSIONS,
@@ -58,6 +59,9 @@ from .versions import (
     META_SUBSCRIPTION_ID,
     STATELESS_VERSIONS,
 )
+
+if TYPE_CHECKING:
+    from ..otel import Tracing
 
 __all__ = (
     "ClientSession",
@@ -155,11 +159,14 @@ class ClientSession:
         validate_tool_output: bool = True,
         middleware: Sequence[ClientMiddleware] = (),
         extensions: Sequence[Extension] = (),
+        tracing: Tracing | bool | None = None,
     ) -> None:
         self.stream = stream
-        #: Callables around every request and notification this client sends, and every one it receives from the
-        #: server (:class:`ClientMessage`), outermost first.
-        self.middleware: tuple[ClientMiddleware, ...] = tuple(middleware)
+        self._middleware: tuple[ClientMiddleware, ...] = tuple(middleware)
+        #: Whether OpenTelemetry traces the messages (:mod:`jsonrpc_mcp.otel`; ``None``: never). The option:
+        #: ``None``, by itself once the application configures OpenTelemetry; ``False``, never; a
+        #: :class:`~jsonrpc_mcp.otel.Tracing`, with its providers.
+        self.tracing: TracingSwitch | None = tracing_switch(tracing)
         self.client_info = {"name": name, "version": version}
         self.requested_version = protocol_version
         self.sampling = sampling
@@ -693,6 +700,17 @@ class ClientSession:
     # --- the server's requests and notifications -----------------------------------------------------------
 
     # --- the one way out, and in (middleware) ---------------------------------------------------------------
+
+    @property
+    def middleware(self) -> tuple[ClientMiddleware, ...]:
+        """Callables around every request and notification this client sends, and every one it receives from the
+        server (:class:`ClientMessage`), outermost first; the tracing is the first of them while it runs."""
+        tracing = self.tracing
+        return self._middleware if tracing is None else tracing.client_chain(self._middleware)
+
+    @middleware.setter
+    def middleware(self, middleware: Sequence[ClientMiddleware]) -> None:
+        self._middleware = tuple(middleware)
 
     async def _send(
         self,

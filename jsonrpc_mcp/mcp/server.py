@@ -42,9 +42,11 @@ from .pagination import paginate
 from .session import ServerSession
 from .signature import describe_validation_error, inspect_function
 from .tools import ToolDef, make_tool, runner
+from .tracing import TracingSwitch, tracing_switch
 from .versions import META_SUBSCRIPTION_ID, SUPPORTED_VERSIONS
 
 if TYPE_CHECKING:
+    from ..otel import Tracing
     from .uri_template import UriTemplate
 
 __all__ = (
@@ -178,6 +180,9 @@ class Server:
         the broader scope may do what the narrower one allows (docs/authorization.md).
     :param extensions: protocol extensions the server offers (:class:`~jsonrpc_mcp.mcp.extensions.Extension`);
         :meth:`add_extension` adds more.
+    :param tracing: OpenTelemetry spans and metrics of every message (:mod:`jsonrpc_mcp.otel`): ``None``, by
+        themselves once the application configures OpenTelemetry; ``False``, never; a
+        :class:`~jsonrpc_mcp.otel.Tracing`, with its providers.
     """
 
     def __init__(
@@ -198,6 +203,7 @@ class Server:
         middleware: Iterable[Middleware] = (),
         scope_hierarchy: Mapping[str, Iterable[str]] | None = None,
         extensions: Iterable[Extension] = (),
+        tracing: Tracing | bool | None = None,
     ) -> None:
         if page_size is not None and page_size < 1:
             raise ValueError("page_size must be positive or None")
@@ -227,8 +233,9 @@ class Server:
         self._notification_handlers: dict[str, list[Callable[[ServerSession, dict[str, Any]], Any]]] = {}
         self._info_cache: dict[str, Any] | None = None
         self.methods: Mapping[str, MethodSpec] = {}
-        #: The middleware, outermost first (empty: nothing runs around the handlers).
-        self.middleware: tuple[Middleware, ...] = tuple(middleware)
+        self._middleware: tuple[Middleware, ...] = tuple(middleware)
+        #: Whether OpenTelemetry traces the messages (``None``: never).
+        self.tracing: TracingSwitch | None = tracing_switch(tracing)
         self._extensions: dict[str, Extension] = {}
         for extension in extensions:
             self._add_extension(extension)
@@ -243,6 +250,17 @@ class Server:
 
             self._spent_states = SeenNonces()
         return self._spent_states
+
+    @property
+    def middleware(self) -> tuple[Middleware, ...]:
+        """The middleware, outermost first (empty: nothing runs around the handlers); the tracing is the first of
+        them while it runs."""
+        tracing = self.tracing
+        return self._middleware if tracing is None else tracing.server_chain(self._middleware)
+
+    @middleware.setter
+    def middleware(self, middleware: Iterable[Middleware]) -> None:
+        self._middleware = tuple(middleware)
 
     # --- extensions ----------------------------------------------------------------------------------------
 
@@ -267,7 +285,7 @@ class Server:
 
     def add_middleware(self, middleware: Middleware) -> Middleware:
         """Add a middleware inside those already there (it sees what they pass on); usable as a decorator."""
-        self.middleware = (*self.middleware, middleware)
+        self._middleware = (*self._middleware, middleware)
         return middleware
 
     # --- serving -------------------------------------------------------------------------------------------

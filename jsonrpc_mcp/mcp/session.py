@@ -16,6 +16,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Awaitable, Callable, Coroutine, Mapping
+from functools import partial
 from types import CoroutineType, MappingProxyType
 from typing import Any, Final, Protocol
 
@@ -31,6 +32,7 @@ from .context import Context, InputRequired
 from .eras import Call, meta_problem, read_call
 from .methods import BOTH, INPUT_METHODS, MethodSpec
 from .middleware import Message, Middleware, is_awaitable, run_chain
+from .tracing import TracingSwitch
 from .versions import (
     BATCH_VERSIONS,
     HANDSHAKE_VERSIONS,
@@ -71,6 +73,7 @@ class ServerApp(Protocol):
 
     methods: Mapping[str, MethodSpec]
     middleware: tuple[Middleware, ...]
+    tracing: TracingSwitch | None
     instructions: str | None
     request_state_key: bytes
     request_state_ttl: float
@@ -467,6 +470,13 @@ class ServerSession:
     async def send_notification(
         self, method: str, params: Mapping[str, Any] | Any | None = None, *, related: RequestId | None = None
     ) -> None:
+        tracing = self.app.tracing.current() if self.app.tracing is not None else None
+        if tracing is not None:
+            await tracing.server_sends(self, method, params, None, partial(self._notify, method, related=related))
+            return
+        await self._notify(method, params, related=related)
+
+    async def _notify(self, method: str, params: Any, *, related: RequestId | None) -> None:
         body = None if params is None else _encode(params)
         await self.dispatcher.notify(method, body, related=related)
 
@@ -478,10 +488,27 @@ class ServerSession:
         related: RequestId | None = None,
         timeout: float | None = None,
     ) -> Raw:
+        tracing = self.app.tracing.current() if self.app.tracing is not None else None
+        if tracing is not None:
+            ident = self.dispatcher.next_request_id()
+            ask = partial(self._request, method, related=related, timeout=timeout, ident=ident)
+            raw: Raw = await tracing.server_sends(self, method, params, ident, ask)
+            return raw
+        return await self._request(method, params, related=related, timeout=timeout)
+
+    async def _request(
+        self,
+        method: str,
+        params: Mapping[str, Any] | None,
+        *,
+        related: RequestId | None,
+        timeout: float | None,
+        ident: RequestId | None = None,
+    ) -> Raw:
         body = None if params is None else _encode(params)
         if timeout is None:
-            return await self.dispatcher.request(method, body, related=related)
-        return await self.dispatcher.request(method, body, related=related, timeout=timeout)
+            return await self.dispatcher.request(method, body, related=related, ident=ident)
+        return await self.dispatcher.request(method, body, related=related, timeout=timeout, ident=ident)
 
     def wants_list_changed(self) -> bool:
         return self.initialized and not self.closed

@@ -91,6 +91,7 @@ class SessionStream(MessageStream):
 
     def __init__(self, owner: HttpSession) -> None:
         self.owner = owner
+        self.session_id = owner.id
         #: The request a POST is handing to the dispatcher right now, and its headers (``begin`` is synchronous:
         #: a handler that answers at once reads them from here, one that has to wait from its exchange).
         self.arriving: tuple[RequestId, Headers] | None = None

@@ -1,0 +1,101 @@
+"""Whether OpenTelemetry tracing runs, and the middleware chains with it in front (L4).
+
+A server and a client trace by themselves once the application has configured OpenTelemetry (a tracer or meter
+provider of an SDK): no code of theirs changes. Until then nothing of OpenTelemetry is imported and the chains are
+the user's own. ``Server(tracing=False)`` / ``ClientSession(tracing=False)`` turn it off; a
+:class:`jsonrpc_mcp.otel.Tracing` given as ``tracing=`` traces with its own providers instead of the global ones.
+
+The global providers are looked up without cost to a process that never imported OpenTelemetry (a provider can only
+be set by code that did), and at most once a second while none is set (the lookup reads the environment): tracing
+starts at the latest a second after the SDK is configured. The API lets a global provider be set only once, so one
+found is kept.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from importlib.util import find_spec
+from typing import TYPE_CHECKING, Any, Final
+
+if TYPE_CHECKING:
+    from ..otel import Tracing
+
+__all__ = ("TracingSwitch", "tracing_switch")
+
+#: Seconds between two lookups of the global providers while none is configured.
+RECHECK: Final = 1.0
+#: What configures OpenTelemetry's global providers besides code: these environment variables.
+_PROVIDER_VARIABLES: Final = ("OTEL_PYTHON_TRACER_PROVIDER", "OTEL_PYTHON_METER_PROVIDER")
+_API_MODULES: Final = ("opentelemetry.trace", "opentelemetry.metrics")
+
+_api_installed: bool | None = None
+
+
+def tracing_switch(tracing: Tracing | bool | None) -> TracingSwitch | None:
+    """The switch for a ``tracing=`` option: ``None`` (or ``True``) is automatic, ``False`` off, a ``Tracing``
+    explicit. ``None`` comes back where tracing can never run (off, or automatic without OpenTelemetry installed)."""
+    global _api_installed
+    if tracing is False:
+        return None
+    if tracing is None or tracing is True:
+        if _api_installed is None:
+            _api_installed = find_spec("opentelemetry") is not None
+        return TracingSwitch(None) if _api_installed else None
+    return TracingSwitch(tracing)
+
+
+class TracingSwitch:
+    """The tracing of one server or client: a given :class:`~jsonrpc_mcp.otel.Tracing`, or the global providers'
+    once they are configured."""
+
+    __slots__ = ("_chain", "_next_lookup", "_tracing")
+
+    def __init__(self, tracing: Tracing | None) -> None:
+        self._tracing = tracing
+        self._next_lookup = 0.0
+        self._chain: tuple[tuple[Any, ...], tuple[Any, ...]] = ((), ())  # (chain given, chain with tracing)
+
+    def current(self) -> Tracing | None:
+        """The tracing to use now, or ``None`` while OpenTelemetry is not configured."""
+        tracing = self._tracing
+        if tracing is None:
+            now = time.monotonic()
+            if now < self._next_lookup:
+                return None
+            self._next_lookup = now + RECHECK
+            tracing = self._tracing = _global_tracing()
+        return tracing
+
+    def server_chain(self, middleware: tuple[Any, ...]) -> tuple[Any, ...]:
+        """A server's middleware, with the tracing outermost while it runs."""
+        tracing = self.current()
+        if tracing is None:
+            return middleware
+        return self._with(middleware, tracing.server)
+
+    def client_chain(self, middleware: tuple[Any, ...]) -> tuple[Any, ...]:
+        """A client's middleware, with the tracing outermost while it runs."""
+        tracing = self.current()
+        if tracing is None:
+            return middleware
+        return self._with(middleware, tracing.client)
+
+    def _with(self, middleware: tuple[Any, ...], first: Any) -> tuple[Any, ...]:
+        given, chain = self._chain
+        if given is not middleware or not chain or chain[0] is not first:
+            chain = (first, *middleware)
+            self._chain = (middleware, chain)
+        return chain
+
+
+def _global_tracing() -> Tracing | None:
+    """A ``Tracing`` of the global providers if one of them is configured."""
+    if not any(name in sys.modules for name in _API_MODULES) and not any(
+        name in os.environ for name in _PROVIDER_VARIABLES
+    ):
+        return None
+    from ..otel import global_tracing
+
+    return global_tracing()
