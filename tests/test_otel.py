@@ -246,7 +246,7 @@ async def test_server_to_client_requests_and_notifications_are_traced_both_ways(
     assert len(seen_meta) == 2
 
 
-async def test_the_trace_context_in_meta_is_the_parent_its_baggage_reaches_the_handler_and_the_ambient_span_is_linked() -> (
+async def test_the_trace_context_in_meta_is_the_parent_its_baggage_reaches_the_handler_the_ambient_span_linked() -> (
     None
 ):
     server_side = Recorded()
@@ -354,7 +354,8 @@ from opentelemetry.sdk.trace.export import ConsoleSpanExporter, SimpleSpanProces
 # The global provider, configured before the server exists: the server traces by itself.
 provider = TracerProvider()
 spans = open(sys.argv[1], "w", encoding="utf-8")
-provider.add_span_processor(SimpleSpanProcessor(ConsoleSpanExporter(out=spans, formatter=lambda s: s.to_json(indent=None) + "\\n")))
+exporter = ConsoleSpanExporter(out=spans, formatter=lambda span: span.to_json(indent=None) + "\\n")
+provider.add_span_processor(SimpleSpanProcessor(exporter))
 trace.set_tracer_provider(provider)
 
 from jsonrpc_mcp import Server
