@@ -10,6 +10,11 @@ a noisy machine to compare two checkouts of the library, e.g.::
     PYTHONPATH=/path/to/other/checkout python bench/inproc.py
 
 Run both a few times, alternately; compare the minimums.
+
+``--variant`` measures what middleware and OpenTelemetry tracing cost on the same server: ``bare`` (no tracing
+switch at all, as without the ``otel`` extra or with ``tracing=False``), ``noop2`` (two no-op plain-function
+middleware), ``otel-unconfigured`` (the extra installed and imported, no SDK configured), ``otel-sdk`` (the SDK
+configured, its spans and metrics handed to exporters that drop them). Without it the server is as it loads.
 """
 
 from __future__ import annotations
@@ -66,6 +71,50 @@ class _Feed(anyio.abc.ByteStream):
         pass
 
 
+def no_op(message: Any, call_next: Any) -> Any:
+    return call_next(message)
+
+
+def other_no_op(message: Any, call_next: Any) -> Any:
+    return call_next(message)
+
+
+def apply_variant(server: Any, variant: str | None) -> None:
+    """Set up ``server`` (and OpenTelemetry) for one ``--variant``."""
+    if variant in ("bare", "noop2"):
+        server.tracing = None
+    if variant == "noop2":
+        server.middleware = (no_op, other_no_op)
+    if variant == "otel-unconfigured":
+        import opentelemetry.metrics
+        import opentelemetry.trace  # noqa: F401 - imported, as an application that uses OpenTelemetry has
+    if variant == "otel-sdk":
+        from opentelemetry import metrics, trace
+        from opentelemetry.sdk.metrics import MeterProvider
+        from opentelemetry.sdk.metrics.export import MetricExporter, MetricExportResult, PeriodicExportingMetricReader
+        from opentelemetry.sdk.trace import TracerProvider
+        from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
+
+        class DropSpans(SpanExporter):
+            def export(self, spans: Any) -> SpanExportResult:
+                return SpanExportResult.SUCCESS
+
+        class DropMetrics(MetricExporter):
+            def export(self, metrics_data: Any, timeout_millis: float = 10_000, **kwargs: Any) -> MetricExportResult:
+                return MetricExportResult.SUCCESS
+
+            def force_flush(self, timeout_millis: float = 10_000) -> bool:
+                return True
+
+            def shutdown(self, timeout_millis: float = 30_000, **kwargs: Any) -> None:
+                pass
+
+        provider = TracerProvider()
+        provider.add_span_processor(BatchSpanProcessor(DropSpans()))
+        trace.set_tracer_provider(provider)
+        metrics.set_meter_provider(MeterProvider(metric_readers=[PeriodicExportingMetricReader(DropMetrics())]))
+
+
 def build(frames: int, batch: int, payload: int) -> list[bytes]:
     text = "x" * payload
 
@@ -103,14 +152,17 @@ def main() -> None:
     p.add_argument("--payload", type=int, default=1024, help="bytes of text echoed")
     p.add_argument("--rounds", type=int, default=15)
     p.add_argument("--backend", default="asyncio", choices=("asyncio", "trio"))
+    p.add_argument("--variant", choices=("bare", "noop2", "otel-unconfigured", "otel-sdk"))
     args = p.parse_args()
     module = __import__(args.server)
     import jsonrpc_mcp
 
+    apply_variant(module.server, args.variant)
+
     chunks = build(args.frames, args.batch, args.payload)
     res = anyio.run(measure, module.server, chunks, args.frames, args.rounds, backend=args.backend)
     print(
-        f"{args.server} {args.payload} B x {args.batch} per read, {args.backend}: "
+        f"{args.server} {args.payload} B x {args.batch} per read, {args.backend}, {args.variant or 'as loaded'}: "
         f"min {min(res):.2f} median {statistics.median(res):.2f} us CPU per frame "
         f"({jsonrpc_mcp.__file__})"
     )

@@ -13,10 +13,11 @@ What it records, on the middleware of the server and the client and on what a se
   ``mcp.method.name``, ``mcp.protocol.version``, ``mcp.session.id`` (Streamable HTTP), ``jsonrpc.request.id``,
   ``gen_ai.operation.name`` = ``execute_tool`` and ``gen_ai.tool.name`` (``tools/call``), ``gen_ai.prompt.name``
   (``prompts/get``), ``mcp.resource.uri`` (the ``resources/*`` methods that name one);
-* the outcome: a JSON-RPC error sets ``error.type`` and ``rpc.response.status_code`` to its code and the span's
-  status to ERROR with its message; a tool result with ``isError`` sets ``error.type`` = ``tool_error``; a request
-  with no answer in time ``timeout``, one whose connection ended ``connection_closed``, a cancelled one
-  ``cancelled``; any other exception its class name (and the exception as a span event);
+* the outcome, the span's status ERROR with ``error.type`` = a JSON-RPC error's code (and
+  ``rpc.response.status_code``, the status's description its message), ``tool_error`` for a tool result with
+  ``isError``, ``-32603`` for a handler's unexpected exception (what the peer gets; the exception is a span
+  event), ``timeout`` for a request sent without an answer in time, ``connection_closed`` for one whose connection
+  ended, ``cancelled`` for one cancelled, else the exception's class name;
 * W3C trace context (``traceparent``, ``tracestate``, ``baggage``) in ``params._meta``: injected into what is sent,
   extracted from what is received as the parent of its span (the span current when it arrived is linked); while a
   handler runs, its span is the current one, so the spans it makes are its children;
@@ -41,6 +42,7 @@ from opentelemetry.trace import Link, Span, SpanKind, StatusCode
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
 from .errors import ConnectionClosed, RequestTimeout, RpcError
+from .jsonrpc.codes import INTERNAL_ERROR
 from .jsonrpc.wire import RequestId
 from .mcp import types as t
 from .mcp.middleware import CallNext, ClientMessage, Message, is_awaitable
@@ -69,6 +71,9 @@ _METRIC_KEYS: Final = (
     "rpc.response.status_code",
 )
 _SCOPE: Final = "jsonrpc_mcp"
+#: The errors of a request sent that never come from the peer: its own code is not what went over the wire.
+_LOCAL_ONLY: Final = (RequestTimeout, ConnectionClosed)
+_INTERNAL_ERROR: Final = str(INTERNAL_ERROR)
 
 
 class Tracing:
@@ -168,7 +173,8 @@ class Tracing:
                 if "traceparent" in carrier and ambient.is_valid:
                     links = [Link(ambient)]
         span = self.tracer.start_span(name, parent, SpanKind.SERVER, attributes, links)
-        return _Operation(span, trace.set_span_in_context(span, parent), attributes, self.server_duration, settled)
+        context = trace.set_span_in_context(span, parent)
+        return _Operation(span, context, attributes, self.server_duration, settled, request_id is not None)
 
     def _sending(
         self, method: str, params: Any, request_id: RequestId | None, settled: Callable[[], tuple[Any, Any]]
@@ -217,7 +223,7 @@ def with_meta(params: Any, carrier: Mapping[str, str]) -> dict[str, Any]:
 class _Operation:
     """One message's span: current while its handling runs, ended with its outcome, its duration recorded."""
 
-    __slots__ = ("attributes", "context", "histogram", "settled", "span", "started")
+    __slots__ = ("answered", "attributes", "context", "histogram", "settled", "span", "started")
 
     def __init__(
         self,
@@ -226,8 +232,11 @@ class _Operation:
         attributes: dict[str, Any],
         histogram: metrics.Histogram,
         settled: Callable[[], tuple[Any, Any]],
+        answered: bool = False,
     ) -> None:
         self.span = span
+        #: A request received: a failure of its handling is answered with a JSON-RPC error.
+        self.answered = answered
         self.context = context
         self.attributes = attributes
         self.histogram = histogram
@@ -273,18 +282,23 @@ class _Operation:
 
     def failed(self, exc: BaseException) -> None:
         description = None
-        if isinstance(exc, RequestTimeout):
-            self.note("error.type", "timeout")
-        elif isinstance(exc, ConnectionClosed):
-            self.note("error.type", "connection_closed")
-        elif isinstance(exc, RpcError):
+        if _is_cancellation(exc):
+            self.note("error.type", "cancelled")
+        elif isinstance(exc, RpcError) and not isinstance(exc, _LOCAL_ONLY):
             self.note("error.type", str(exc.code))
             self.note("rpc.response.status_code", str(exc.code))
             description = exc.message
-        elif _is_cancellation(exc):
-            self.note("error.type", "cancelled")
+        elif self.answered:  # the peer gets -32603 "Internal error" (and the error is logged where it happened)
+            self.note("error.type", _INTERNAL_ERROR)
+            self.note("rpc.response.status_code", _INTERNAL_ERROR)
+            description = "Internal error"
+        elif isinstance(exc, RequestTimeout):
+            self.note("error.type", "timeout")
+        elif isinstance(exc, ConnectionClosed):
+            self.note("error.type", "connection_closed")
         else:
             self.note("error.type", type(exc).__qualname__)
+        if not isinstance(exc, RpcError) and isinstance(exc, Exception):
             self.span.record_exception(exc)
         self.span.set_status(StatusCode.ERROR, description)
         self.end()

@@ -25,7 +25,7 @@ from opentelemetry.trace import SpanKind, StatusCode
 
 from jsonrpc_mcp import Client, Context, RpcError, Server, ToolError
 from jsonrpc_mcp import types as t
-from jsonrpc_mcp.errors import InvalidParams
+from jsonrpc_mcp.errors import InvalidParams, RequestTimeout
 from jsonrpc_mcp.otel import Tracing
 from jsonrpc_mcp.transports.http_asgi import McpAsgiApp
 
@@ -108,6 +108,15 @@ def traced_server(recorded: Recorded, **options: Any) -> Server:
     @server.prompt()
     def greet(name: str) -> str:
         return f"Hello {name}"
+
+    @server.prompt()
+    def broken() -> str:
+        raise RuntimeError("a bug")
+
+    @server.tool()
+    async def forever() -> str:
+        await anyio.sleep_forever()
+        return "never"
 
     return server
 
@@ -306,7 +315,7 @@ async def test_a_request_cancelled_on_the_client_ends_both_spans_as_cancelled() 
     started = anyio.Event()
 
     @server.tool()
-    async def forever() -> str:
+    async def wait() -> str:
         started.set()
         await anyio.sleep_forever()
         return "never"
@@ -314,14 +323,39 @@ async def test_a_request_cancelled_on_the_client_ends_both_spans_as_cancelled() 
     async with Client.connect_server(server, tracing=client_side.tracing, protocol_version="2025-11-25") as client:
         with anyio.fail_after(10):
             async with anyio.create_task_group() as tg:
-                tg.start_soon(client.call_tool, "forever", {})
+                tg.start_soon(client.call_tool, "wait", {})
                 await started.wait()
                 tg.cancel_scope.cancel()
-            while not server_side.spans("tools/call forever", SpanKind.SERVER):
+            while not server_side.spans("tools/call wait", SpanKind.SERVER):
                 await client.ping()
-    for span in assert_joined(client_side, server_side, "tools/call forever"):
+    for span in assert_joined(client_side, server_side, "tools/call wait"):
         assert span.attributes is not None and span.attributes["error.type"] == "cancelled"
         assert span.status.status_code == StatusCode.ERROR
+
+
+async def test_an_unexpected_exception_is_the_internal_error_the_peer_gets_and_a_timeout_is_timeout() -> None:
+    client_side, server_side = Recorded(), Recorded()
+    async with Client.connect_server(
+        traced_server(server_side), tracing=client_side.tracing, protocol_version="2025-11-25"
+    ) as client:
+        with pytest.raises(RpcError) as failed:
+            await client.get_prompt("broken", {})
+        assert failed.value.code == -32603
+        with pytest.raises(RpcError) as late:
+            await client.call_tool("forever", {}, timeout=0.05)
+        assert late.value.code == RequestTimeout.code
+    sent, got = assert_joined(client_side, server_side, "prompts/get broken")
+    for span in (sent, got):
+        assert span.attributes is not None and span.attributes["error.type"] == "-32603"
+        assert span.attributes["rpc.response.status_code"] == "-32603"
+        assert span.status.description == "Internal error"
+    [event] = got.events
+    assert event.name == "exception" and event.attributes is not None
+    assert event.attributes["exception.type"] == "RuntimeError"
+    assert not sent.events
+    waited = client_side.span("tools/call forever", SpanKind.CLIENT)
+    assert waited.attributes is not None and waited.attributes["error.type"] == "timeout"
+    assert "rpc.response.status_code" not in waited.attributes
 
 
 async def test_a_middleware_error_inside_the_tracing_is_on_the_span() -> None:

@@ -69,19 +69,21 @@ _kinds: dict[Any, bool] = {}  # middleware -> it is an async function (decided o
 _NO_HEADERS: Final[Mapping[str, str]] = {}
 
 
-class Message:
-    """What a middleware sees of one inbound request or notification."""
+_UNREAD: Final = object()
 
-    __slots__ = ("_params", "_state", "call", "notification", "session")
 
-    def __init__(self, session: ServerSession, call: Call | None, notification: Notification | None = None) -> None:
-        self.session = session
-        #: The request as the session read it (``None`` for a notification).
-        self.call: Call = call  # type: ignore[assignment]
-        #: The notification (``None`` for a request).
-        self.notification: Notification = notification  # type: ignore[assignment]
-        self._params: Any = _UNREAD
-        self._state: dict[str, Any] | None = None
+class Message(msgspec.Struct):
+    """What a middleware sees of one inbound request or notification: ``Message(session, call)`` or
+    ``Message(session, None, notification)``. (A Struct: one is made for every message, and a Struct is made for
+    less than a class with an ``__init__``.)"""
+
+    session: ServerSession
+    #: The request as the session read it (``None`` for a notification).
+    call: Call = None  # type: ignore[assignment]
+    #: The notification (``None`` for a request).
+    notification: Notification = None  # type: ignore[assignment]
+    _params: Any = _UNREAD
+    _state: dict[str, Any] | None = None
 
     @property
     def state(self) -> dict[str, Any]:
@@ -167,9 +169,6 @@ class Message:
         return f"<Message {self.kind} {self.method!r} id={self.request_id!r}>"
 
 
-_UNREAD: Final = object()
-
-
 class ClientMessage:
     """What a client middleware sees: a request or notification the client sends (``direction`` ``"outgoing"``:
     it may change ``params`` before they are encoded; ``call_next`` returns the result's raw JSON, a
@@ -216,15 +215,22 @@ ClientMiddleware = Callable[[ClientMessage, Callable[[ClientMessage], Any]], Any
 
 def run_chain(chain: tuple[Any, ...], message: Any, inner: Callable[[Any], Any]) -> Any:
     """Run ``message`` through the middleware, then ``inner`` (the handling): a value, or an awaitable of it."""
+    last = _last_composed.get(inner)
+    if last is not None and last[0] is chain:  # the same chain as last time (one server in a process: always)
+        return last[1](message)
     composed = _composed.get((chain, inner))
     if composed is None:
         composed = _composed[(chain, inner)] = compose(chain, inner)
+    _last_composed[inner] = (chain, composed)
     return composed(message)
 
 
 #: Chains already composed: by (middleware, inner). The inner functions are a few, the middleware tuples of a
 #: process too; bounded all the same.
 _composed: dict[tuple[tuple[Any, ...], Callable[[Any], Any]], Callable[[Any], Any]] = {}
+#: The chain each inner function last ran behind, and its composition: found by identity, without hashing the
+#: chain.
+_last_composed: dict[Callable[[Any], Any], tuple[tuple[Any, ...], Callable[[Any], Any]]] = {}
 
 
 def compose(chain: tuple[Any, ...], inner: Callable[[Any], Any]) -> Callable[[Any], Any]:

@@ -210,8 +210,9 @@ class ServerSession:
         read it (:func:`.eras.read_call`), else it is read here. With middleware, it runs around the handling."""
         if call is None:
             call = read_call(self.app.methods, req)
-        if self.app.middleware:
-            return self._through_middleware(call)
+        chain = self.app.middleware
+        if chain:
+            return self._through_middleware(call, chain)
         out = self._handle(call)
         if type(out) is CoroutineType:
             return self._finish_later(call, out)
@@ -268,9 +269,9 @@ class ServerSession:
     async def _finish_later(self, call: Call, pending: Any) -> bytes:
         return self._finish(call, await pending)
 
-    def _through_middleware(self, call: Call) -> bytes | Coroutine[Any, Any, bytes]:
+    def _through_middleware(self, call: Call, chain: tuple[Middleware, ...]) -> bytes | Coroutine[Any, Any, bytes]:
         message = Message(self, call)
-        out = run_chain(self.app.middleware, message, _handle_message)
+        out = run_chain(chain, message, _handle_message)
         if is_awaitable(out):
             return self._finish_later(message.call, out)
         return self._finish(message.call, out)
@@ -436,9 +437,10 @@ class ServerSession:
     # --- inbound notifications -----------------------------------------------------------------------------
 
     def on_notification(self, note: Notification) -> Coroutine[Any, Any, None] | None:
-        if self.app.middleware:
+        chain = self.app.middleware
+        if chain:
             message = Message(self, None, note)
-            out = run_chain(self.app.middleware, message, _notification_message)
+            out = run_chain(chain, message, _notification_message)
             return _drained(out) if is_awaitable(out) else None
         self._notification(note)
         return None
