@@ -79,9 +79,9 @@ class Message(msgspec.Struct):
 
     session: ServerSession
     #: The request as the session read it (``None`` for a notification).
-    call: Call = None  # type: ignore[assignment]
+    call: Call | Any = None
     #: The notification (``None`` for a request).
-    notification: Notification = None  # type: ignore[assignment]
+    notification: Notification | Any = None
     _params: Any = _UNREAD
     _state: dict[str, Any] | None = None
 
