@@ -161,17 +161,17 @@ class Tracing:
         self, method: str, params: Any, request_id: RequestId | None, settled: Callable[[], tuple[Any, Any]]
     ) -> _Operation:
         """A SERVER span for a message received, its parent the trace context in its ``_meta``."""
-        name, attributes = describe(method, params, request_id)
+        name, attributes = _describe(method, params, request_id)
         parent = None
         links = None
         meta = params.get("_meta") if isinstance(params, dict) else None
         if isinstance(meta, dict):
             carrier = {key: value for key in CARRIER_KEYS if isinstance(value := meta.get(key), str)}
             if carrier:
-                parent = self.propagator.extract(carrier)
+                parent = self.propagator.extract(carrier, otel_context.get_current())  # (a bad one: unchanged)
                 ambient = trace.get_current_span().get_span_context()
-                if "traceparent" in carrier and ambient.is_valid:
-                    links = [Link(ambient)]
+                if ambient.is_valid and trace.get_current_span(parent).get_span_context() != ambient:
+                    links = [Link(ambient)]  # the parent came from the message: the span it arrived in is linked
         span = self.tracer.start_span(name, parent, SpanKind.SERVER, attributes, links)
         context = trace.set_span_in_context(span, parent)
         return _Operation(span, context, attributes, self.server_duration, settled, request_id is not None)
@@ -180,16 +180,16 @@ class Tracing:
         self, method: str, params: Any, request_id: RequestId | None, settled: Callable[[], tuple[Any, Any]]
     ) -> tuple[_Operation, Any]:
         """A CLIENT span for a message sent, and its params with the span's trace context in ``_meta``."""
-        name, attributes = describe(method, params, request_id)
+        name, attributes = _describe(method, params, request_id)
         span = self.tracer.start_span(name, None, SpanKind.CLIENT, attributes)
         context = trace.set_span_in_context(span)
         carrier: dict[str, str] = {}
         self.propagator.inject(carrier, context)
         operation = _Operation(span, context, attributes, self.client_duration, settled)
-        return operation, with_meta(params, carrier) if carrier else params
+        return operation, _with_meta(params, carrier) if carrier else params
 
 
-def describe(method: str, params: Any, request_id: RequestId | None) -> tuple[str, dict[str, Any]]:
+def _describe(method: str, params: Any, request_id: RequestId | None) -> tuple[str, dict[str, Any]]:
     """A message's span name and the attributes its method, params and id give."""
     attributes: dict[str, Any] = {"mcp.method.name": method}
     target = None
@@ -209,7 +209,7 @@ def describe(method: str, params: Any, request_id: RequestId | None) -> tuple[st
     return (f"{method} {target}" if target else method), attributes
 
 
-def with_meta(params: Any, carrier: Mapping[str, str]) -> dict[str, Any]:
+def _with_meta(params: Any, carrier: Mapping[str, str]) -> dict[str, Any]:
     """``params`` (a dict, a Struct or ``None``) with ``carrier`` added to their ``_meta`` (a copy: the caller's
     are left as they were)."""
     if params is None:

@@ -268,6 +268,8 @@ async def test_the_trace_context_in_meta_is_the_parent_its_baggage_reaches_the_h
                 request_frame(7, "tools/call", {"name": "passenger", "arguments": {}, "_meta": meta})
             )
             await peer.call(request_frame(8, "tools/call", {"name": "add", "arguments": {"a": 1, "b": 1}}))
+            garbled = {"name": "slow_add", "arguments": {"a": 1, "b": 1}, "_meta": {"traceparent": "00-garbage"}}
+            await peer.call(request_frame(9, "tools/call", garbled))
     assert answer["result"]["content"] == [{"type": "text", "text": "ada"}]
     got = server_side.span("tools/call passenger", SpanKind.SERVER)
     assert got.parent is not None and got.parent.is_remote
@@ -280,6 +282,10 @@ async def test_the_trace_context_in_meta_is_the_parent_its_baggage_reaches_the_h
     plain = server_side.span("tools/call add", SpanKind.SERVER)
     assert plain.parent is not None and plain.parent.span_id == transport.get_span_context().span_id
     assert not plain.links
+    # nor with a malformed traceparent, which is ignored
+    ignored = server_side.span("tools/call slow_add", SpanKind.SERVER)
+    assert ignored.parent is not None and ignored.parent.span_id == transport.get_span_context().span_id
+    assert not ignored.links
 
 
 async def test_what_the_client_sends_carries_its_span_in_meta_and_keeps_the_callers_meta() -> None:
