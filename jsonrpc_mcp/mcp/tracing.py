@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import os
 import sys
-import time
 from importlib.util import find_spec
+from time import monotonic
 from typing import TYPE_CHECKING, Any, Final
 
 if TYPE_CHECKING:
@@ -61,18 +61,23 @@ class TracingSwitch:
         """The tracing to use now, or ``None`` while OpenTelemetry is not configured."""
         tracing = self._tracing
         if tracing is None:
-            now = time.monotonic()
+            now = monotonic()
             if now < self._next_lookup:
                 return None
-            self._next_lookup = now + RECHECK
-            tracing = self._tracing = _global_tracing()
+            tracing = self._look_up(now)
         return tracing
 
     def server_chain(self, middleware: tuple[Any, ...]) -> tuple[Any, ...]:
-        """A server's middleware, with the tracing outermost while it runs."""
-        tracing = self.current()
+        """A server's middleware, with the tracing outermost while it runs. (Read for every message: while
+        OpenTelemetry is not configured, one clock read.)"""
+        tracing = self._tracing
         if tracing is None:
-            return middleware
+            now = monotonic()
+            if now < self._next_lookup:
+                return middleware
+            tracing = self._look_up(now)
+            if tracing is None:
+                return middleware
         return self._with(middleware, tracing.server)
 
     def client_chain(self, middleware: tuple[Any, ...]) -> tuple[Any, ...]:
@@ -81,6 +86,11 @@ class TracingSwitch:
         if tracing is None:
             return middleware
         return self._with(middleware, tracing.client)
+
+    def _look_up(self, now: float) -> Tracing | None:
+        self._next_lookup = now + RECHECK
+        tracing = self._tracing = _global_tracing()
+        return tracing
 
     def _with(self, middleware: tuple[Any, ...], first: Any) -> tuple[Any, ...]:
         given, chain = self._chain
