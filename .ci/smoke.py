@@ -133,6 +133,28 @@ def auth() -> None:
     print("smoke: a JWT is verified")
 
 
+def otel() -> None:
+    """The otel extra alone (the API, no SDK): a server and a client given a Tracing answer as before."""
+    import anyio
+
+    from jsonrpc_mcp import Client, Server
+    from jsonrpc_mcp.otel import Tracing
+
+    server = Server("smoke-otel", "1", tracing=Tracing())
+
+    @server.tool()
+    def add(a: int, b: int) -> int:
+        return a + b
+
+    async def main() -> None:
+        async with Client.connect_server(server, tracing=Tracing()) as client:
+            result = await client.call_tool("add", {"a": 1, "b": 2})
+            assert result.structured_content == {"result": 3}, result
+
+    anyio.run(main)
+    print("smoke: a server and a client traced with the API alone answer")
+
+
 def main() -> None:
     extra, checkout = sys.argv[1], Path(sys.argv[2]).resolve()
     with tempfile.TemporaryDirectory() as work:
@@ -148,6 +170,8 @@ def main() -> None:
             check(work, checkout)  # the everything-server's raw-schema tools are enforced with this extra only
         elif extra == "auth":
             auth()
+        elif extra == "otel":
+            otel()
     print(f"smoke: the wheel with extra {extra!r} works")
 
 

@@ -172,7 +172,7 @@ class Tracing:
                 ambient = trace.get_current_span().get_span_context()
                 if ambient.is_valid and trace.get_current_span(parent).get_span_context() != ambient:
                     links = [Link(ambient)]  # the parent came from the message: the span it arrived in is linked
-        span = self.tracer.start_span(name, parent, SpanKind.SERVER, attributes, links)
+        span = self.tracer.start_span(name, parent, kind=SpanKind.SERVER, attributes=attributes, links=links)
         context = trace.set_span_in_context(span, parent)
         return _Operation(span, context, attributes, self.server_duration, settled, request_id is not None)
 
@@ -181,7 +181,7 @@ class Tracing:
     ) -> tuple[_Operation, Any]:
         """A CLIENT span for a message sent, and its params with the span's trace context in ``_meta``."""
         name, attributes = _describe(method, params, request_id)
-        span = self.tracer.start_span(name, None, SpanKind.CLIENT, attributes)
+        span = self.tracer.start_span(name, kind=SpanKind.CLIENT, attributes=attributes)
         context = trace.set_span_in_context(span)
         carrier: dict[str, str] = {}
         self.propagator.inject(carrier, context)
