@@ -91,10 +91,13 @@ class SessionStream(MessageStream):
 
     def __init__(self, owner: HttpSession) -> None:
         self.owner = owner
-        self.session_id = owner.id
         #: The request a POST is handing to the dispatcher right now, and its headers (``begin`` is synchronous:
         #: a handler that answers at once reads them from here, one that has to wait from its exchange).
         self.arriving: tuple[RequestId, Headers] | None = None
+
+    @property
+    def session_id(self) -> str:  # type: ignore[override]  # (read only: the session's)
+        return self.owner.id
 
     async def receive(self) -> Sequence[bytes]:
         raise anyio.EndOfStream  # (the POSTs hand their messages to the dispatcher directly)
