@@ -58,8 +58,8 @@ class Client(ClientMixin):  # type: ignore[misc]
         uris = self.metadata.get("redirect_uris") or []
         return uris[0] if uris else None
 
-    def get_allowed_scope(self, scope: str) -> str:
-        return scope  # every scope the server knows may be asked for
+    def get_allowed_scope(self, scope: str | None) -> str:
+        return scope or ""  # every scope the server knows may be asked for; none asked: none granted
 
     def check_redirect_uri(self, redirect_uri: str) -> bool:
         return redirect_uri in (self.metadata.get("redirect_uris") or [])

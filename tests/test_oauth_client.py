@@ -205,19 +205,24 @@ async def test_authorization_server_metadata_of_an_issuer_with_a_path(where: str
         server.stop()
 
 
-async def test_the_2025_03_26_path_uses_the_default_endpoints_at_the_servers_origin() -> None:
+@pytest.mark.parametrize("version", ["2025-03-26", "2025-11-25"])
+async def test_the_2025_03_26_path_uses_the_default_endpoints_at_the_servers_origin(version: str) -> None:
+    """A server without protected resource metadata: its origin is the authorization server. A client speaking
+    2025-03-26 asks for RFC 8414 metadata only, as that revision says; one speaking a later revision also tries
+    OpenID Connect discovery (spec-decisions 34k)."""
     server = AuthServer(serve=False, metadata_at="none")
     app = ProtectedMcp(server, prm="none")
     try:
-        async with Client.connect_http(app.url, auth=oauth(), protocol_version="2025-03-26") as client:
+        async with Client.connect_http(app.url, auth=oauth(), protocol_version=version) as client:
             await client.list_tools()
         assert [r.path for r in server.requests] == [
             "/.well-known/oauth-authorization-server",
-            "/.well-known/openid-configuration",
+            *(["/.well-known/openid-configuration"] if version != "2025-03-26" else []),
             "/register",
             "/authorize",
             "/token",
         ]
+        assert server.requests[0].headers["mcp-protocol-version"] == version
         assert "resource" not in server.seen("/authorize")[0].query  # 2025-03-26 has no resource indicators
     finally:
         app.stop()

@@ -133,8 +133,10 @@ def setup() -> Iterator[Setup]:
         auth_thread.stop()
 
 
-@pytest.mark.parametrize("version", ["2025-11-25", "2026-07-28"])
+@pytest.mark.parametrize("version", ["2025-03-26", "2025-11-25", "2026-07-28"])
 async def test_our_client_authorizes_with_our_server_and_steps_up(setup: Setup, version: str) -> None:
+    """Every revision, 2025-03-26 included: our server is a resource server whatever the version a session
+    speaks, and our client reads its protected resource metadata whatever the version it speaks."""
     auth, mcp = setup.auth, setup.mcp
     store = MemoryTokenStore()
     oauth = OAuth(client_name="own interop", store=store, consent=HeadlessConsent(redirect_uri=REDIRECT))

@@ -13,7 +13,9 @@ What happens on a 401 (MCP authorization, revisions 2025-03-26 to 2026-07-28):
 1. **Protected resource metadata** (RFC 9728): from the challenge's ``resource_metadata``, else the path-aware
    well-known URI, else the root one. Its ``resource`` must cover the server's URL (or nothing is sent anywhere).
    When the server publishes none (every URL 404), the 2025-03-26 rules apply: the authorization server is the
-   server's origin, and without metadata its endpoints are ``/authorize``, ``/token`` and ``/register``.
+   server's origin, and without metadata its endpoints are ``/authorize``, ``/token`` and ``/register``. A server
+   that speaks 2025-03-26 (the session's version, or the one an ``initialize`` offers) gets that revision's rules
+   whatever its well-known URIs answer: RFC 8414 metadata at its origin only, asked with ``MCP-Protocol-Version``.
 2. **Authorization server metadata**: RFC 8414 and OpenID Connect discovery in the spec's order (path-aware);
    the document's ``issuer`` must be exactly the issuer its URL was built from.
 3. **Client**: pre-registered (``client_id``, bound to the issuer it is first used with), else a client ID metadata
@@ -89,6 +91,9 @@ _EXPIRY_MARGIN: Final = 30.0  # seconds before expiry a token counts as expired 
 _MAX_NONCE_RETRIES: Final = 2
 _SECRET_METHODS: Final = ("client_secret_basic", "client_secret_post")
 _USABLE_METHODS: Final = ("none", *_SECRET_METHODS)
+#: The last MCP revision whose server is its own authorization server (no protected resource metadata; its origin
+#: has the metadata, else ``/authorize``, ``/token``, ``/register``). Revisions compare as their date strings.
+_SERVER_IS_ITS_OWN_AS: Final = "2025-03-26"
 
 
 class StoredToken(msgspec.Struct, kw_only=True, omit_defaults=True):
@@ -733,9 +738,10 @@ class OAuth(httpx.Auth):
             logger.warning("ignoring resource_metadata %s: neither HTTPS nor on the server's origin", header_url)
             header_url = None
         mcp_headers = {}
-        version = request.headers.get("mcp-protocol-version")
+        version = _spoken_version(request)
         if version:
-            mcp_headers["MCP-Protocol-Version"] = version
+            mcp_headers["MCP-Protocol-Version"] = version  # (2025-03-26: "SHOULD" during metadata discovery)
+        own_as = version is not None and version <= _SERVER_IS_ITS_OWN_AS
         failures: list[str] = []
         prm: ProtectedResourceMetadata | None = None
         prm_url = ""
@@ -753,9 +759,16 @@ class OAuth(httpx.Auth):
             if status is None or status >= 500 or status == 429 or status == 200:
                 failures.append(note)
         if prm is None:
-            if failures:
+            if failures and not own_as:
                 raise AuthorizationError("protected resource metadata", "; ".join(failures))
-            target = await self._legacy_target(http, server_url, mcp_headers)
+            if failures:
+                logger.info(
+                    "%s speaks %s, which has no protected resource metadata (%s)",
+                    server_url,
+                    version,
+                    "; ".join(failures),
+                )
+            target = await self._legacy_target(http, server_url, mcp_headers, rfc8414_only=own_as)
         else:
             target = await self._prm_target(http, server_url, prm, prm_url)
         target.dpop = self._dpop_algorithm(target, challenge, prm)
@@ -835,8 +848,12 @@ class OAuth(httpx.Auth):
             legacy=False,
         )
 
-    async def _legacy_target(self, http: httpx.AsyncClient, server_url: str, headers: Mapping[str, str]) -> _Target:
-        """MCP 2025-03-26: no protected resource metadata; the authorization server is the server's origin."""
+    async def _legacy_target(
+        self, http: httpx.AsyncClient, server_url: str, headers: Mapping[str, str], *, rfc8414_only: bool
+    ) -> _Target:
+        """MCP 2025-03-26: no protected resource metadata; the authorization server is the server's origin (the
+        "authorization base URL": the server's URL without its path). ``rfc8414_only``: the server speaks
+        2025-03-26, whose discovery is RFC 8414 alone (no OpenID Connect discovery before the default endpoints)."""
         issuer = origin_of(server_url)
         if not is_secure_endpoint(issuer):
             raise AuthorizationError(
@@ -847,7 +864,8 @@ class OAuth(httpx.Auth):
         logger.info(
             "%s publishes no protected resource metadata: using %s as its authorization server", server_url, issuer
         )
-        metadata = await self._as_metadata(http, issuer, legacy=True, headers=headers)
+        urls = [f"{issuer}/.well-known/oauth-authorization-server"] if rfc8414_only else None
+        metadata = await self._as_metadata(http, issuer, legacy=True, headers=headers, urls=urls)
         return _Target(
             issuer=metadata.issuer,
             metadata=metadata,
@@ -858,10 +876,19 @@ class OAuth(httpx.Auth):
         )
 
     async def _as_metadata(
-        self, http: httpx.AsyncClient, issuer: str, *, legacy: bool, headers: Mapping[str, str] | None = None
+        self,
+        http: httpx.AsyncClient,
+        issuer: str,
+        *,
+        legacy: bool,
+        headers: Mapping[str, str] | None = None,
+        urls: Sequence[str] | None = None,
     ) -> AuthorizationServerMetadata:
+        """The metadata of ``issuer``, from the first of ``urls`` (by default the spec's order for it) that has it;
+        with ``legacy``, the 2025-03-26 default endpoints when none has."""
+        urls = urls or authorization_server_metadata_urls(issuer)
         failures: list[str] = []
-        for url in authorization_server_metadata_urls(issuer):
+        for url in urls:
             status, document, note = await self._get_json(http, url, headers)
             if document is None:
                 if status is None or status >= 500 or status == 429 or status == 200:
@@ -899,7 +926,7 @@ class OAuth(httpx.Auth):
             )
         raise AuthorizationError(
             "authorization server metadata",
-            f"{issuer} publishes no metadata (tried {', '.join(authorization_server_metadata_urls(issuer))})",
+            f"{issuer} publishes no metadata (tried {', '.join(urls)})",
         )
 
     # --- clients ---------------------------------------------------------------------------------------------
@@ -1088,6 +1115,24 @@ class OAuth(httpx.Auth):
             return msgspec.convert(document, TokenResponse)
         except msgspec.ValidationError as exc:
             raise AuthorizationError(step, f"{endpoint} answered an invalid token response: {exc}") from None
+
+
+def _spoken_version(request: httpx.Request) -> str | None:
+    """The MCP revision a request speaks: its ``MCP-Protocol-Version`` header, else, for an ``initialize`` (sent
+    before a version is agreed, without the header), the revision it offers."""
+    version: str | None = request.headers.get("mcp-protocol-version")
+    if version:
+        return version
+    try:
+        body = request.content
+    except httpx.RequestNotRead:  # a streamed body: not ours, not an initialize
+        return None
+    message = decode_json_object(body) if body else None
+    if message is None or message.get("method") != "initialize":
+        return None
+    params = message.get("params")
+    offered = params.get("protocolVersion") if isinstance(params, dict) else None
+    return offered if isinstance(offered, str) and offered else None
 
 
 def _challenge(response: httpx.Response) -> Challenge | None:
