@@ -11,12 +11,13 @@ from typing import Any
 
 import anyio
 import anyio.lowlevel
+import anyio.to_thread
 import httpx
 import pytest
 from helpers import init_frame, raw_server, request_frame
 from http_support import HTTPX_GENERATORS, ServerThread, stateless_headers
 
-from jsonrpc_mcp import Client, Server
+from jsonrpc_mcp import Client, Context, Server
 from jsonrpc_mcp.mcp import tools
 from jsonrpc_mcp.transports.http_asgi import McpAsgiApp
 from jsonrpc_mcp.transports.socket import serve_tcp
@@ -137,6 +138,28 @@ async def test_a_blocking_plain_tool_does_not_stop_other_connections() -> None:
                 await done.wait()
             assert results[0].content[0].text == "released"
         tg.cancel_scope.cancel()
+
+
+async def test_a_plain_tool_on_its_worker_thread_sees_that_it_was_cancelled() -> None:
+    server = Server("patient", "1")
+    started, saw = threading.Event(), threading.Event()
+
+    @server.tool()
+    def patient(ctx: Context) -> str:
+        started.set()
+        while not ctx.cancelled:  # a long computation that looks now and then
+            if saw.wait(0.01):
+                return "told to stop"
+        saw.set()
+        return "stopped"
+
+    async with Client.connect_server(server) as client:
+        with anyio.CancelScope() as scope:
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(client.call_tool, "patient", {})
+                assert await anyio.to_thread.run_sync(started.wait, 10)
+                scope.cancel()  # the client gives up: notifications/cancelled
+        assert await anyio.to_thread.run_sync(saw.wait, 10)
 
 
 async def test_an_inline_tool_that_holds_the_loop_is_named_in_a_warning(

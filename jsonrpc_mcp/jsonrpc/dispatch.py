@@ -350,6 +350,12 @@ class Dispatcher:
     def in_flight(self) -> int:
         return len(self._inflight)
 
+    def cancel_requested(self, request_id: RequestId) -> bool:
+        """True once the inbound request ``request_id`` was cancelled (for a handler that cannot be interrupted:
+        one on a worker thread)."""
+        pending = self._inflight.get(request_id)
+        return pending is not None and pending.cancelled
+
     def statistics(self) -> DispatcherStatistics:
         return DispatcherStatistics(len(self._inflight), self._unwritten, self._room is not None)
 

@@ -97,11 +97,12 @@ class Context(msgspec.Struct, kw_only=True):
 
     @property
     def cancelled(self) -> bool:
-        """True once the client cancelled this request (the handler is also interrupted at its next await)."""
+        """True once the client cancelled this request (an ``async def`` handler is also interrupted at its next
+        await; a plain ``def`` one, on a worker thread, runs on until it looks here)."""
         try:
             return anyio.current_effective_deadline() == -math.inf
-        except RuntimeError:  # anyio's NoEventLoopError: no event loop runs yet (run_stdio answers sync
-            return False  # handlers before it starts one), so nothing can have been cancelled
+        except RuntimeError:  # not on the event loop's thread: a worker thread's, or no event loop yet
+            return self.session.dispatcher.cancel_requested(self.request_id)
 
     @property
     def request_headers(self) -> Mapping[str, str]:
