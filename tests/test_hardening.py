@@ -142,24 +142,27 @@ async def test_a_blocking_plain_tool_does_not_stop_other_connections() -> None:
 
 async def test_a_plain_tool_on_its_worker_thread_sees_that_it_was_cancelled() -> None:
     server = Server("patient", "1")
-    started, saw = threading.Event(), threading.Event()
+    started, saw, give_up = threading.Event(), threading.Event(), threading.Event()
 
     @server.tool()
     def patient(ctx: Context) -> str:
         started.set()
         while not ctx.cancelled:  # a long computation that looks now and then
-            if saw.wait(0.01):
-                return "told to stop"
+            if give_up.wait(0.01):
+                return "never told"
         saw.set()
         return "stopped"
 
-    async with Client.connect_server(server) as client:
-        with anyio.CancelScope() as scope:
-            async with anyio.create_task_group() as tg:
-                tg.start_soon(client.call_tool, "patient", {})
-                assert await anyio.to_thread.run_sync(started.wait, 10)
-                scope.cancel()  # the client gives up: notifications/cancelled
-        assert await anyio.to_thread.run_sync(saw.wait, 10)
+    try:
+        async with Client.connect_server(server) as client:
+            with anyio.CancelScope() as scope:
+                async with anyio.create_task_group() as tg:
+                    tg.start_soon(client.call_tool, "patient", {})
+                    assert await anyio.to_thread.run_sync(started.wait, 10)
+                    scope.cancel()  # the client gives up: notifications/cancelled
+            assert await anyio.to_thread.run_sync(saw.wait, 10)
+    finally:
+        give_up.set()  # the worker thread ends whatever happened
 
 
 async def test_an_inline_tool_that_holds_the_loop_is_named_in_a_warning(

@@ -350,11 +350,11 @@ class Dispatcher:
     def in_flight(self) -> int:
         return len(self._inflight)
 
-    def cancel_requested(self, request_id: RequestId) -> bool:
-        """True once the inbound request ``request_id`` was cancelled (for a handler that cannot be interrupted:
-        one on a worker thread)."""
+    def still_wanted(self, request_id: RequestId) -> bool:
+        """False once the inbound request ``request_id`` was cancelled or is no longer awaited (its handler task
+        ended while a worker thread it started runs on): for a handler that the cancellation cannot interrupt."""
         pending = self._inflight.get(request_id)
-        return pending is not None and pending.cancelled
+        return pending is not None and not pending.cancelled
 
     def statistics(self) -> DispatcherStatistics:
         return DispatcherStatistics(len(self._inflight), self._unwritten, self._room is not None)

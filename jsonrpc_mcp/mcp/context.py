@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Mapping
+import threading
+from collections.abc import Callable, Mapping
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Final, Literal, cast
 
@@ -57,6 +58,23 @@ _RESULT_TYPE_OF: Final = {
     "elicitation/create": "ElicitResult",
     "roots/list": "ListRootsResult",
 }
+
+_worker_thread = threading.local()
+
+
+def call_on_worker_thread(fn: Callable[..., Any], kwargs: Mapping[str, Any]) -> Any:
+    """Call ``fn(**kwargs)`` as a plain handler on a worker thread (see :func:`on_worker_thread`)."""
+    _worker_thread.busy = True
+    try:
+        return fn(**kwargs)
+    finally:
+        _worker_thread.busy = False
+
+
+def on_worker_thread() -> bool:
+    """True in a plain function called by :func:`call_on_worker_thread`: it runs on a worker thread, beyond the
+    reach of the event loop's cancellation."""
+    return getattr(_worker_thread, "busy", False)
 
 
 class Context(msgspec.Struct, kw_only=True):
@@ -99,10 +117,12 @@ class Context(msgspec.Struct, kw_only=True):
     def cancelled(self) -> bool:
         """True once the client cancelled this request (an ``async def`` handler is also interrupted at its next
         await; a plain ``def`` one, on a worker thread, runs on until it looks here)."""
+        if on_worker_thread():  # no cancel scope of the event loop's reaches here: ask the dispatcher
+            return not self.session.dispatcher.still_wanted(self.request_id)
         try:
             return anyio.current_effective_deadline() == -math.inf
-        except RuntimeError:  # not on the event loop's thread: a worker thread's, or no event loop yet
-            return self.session.dispatcher.cancel_requested(self.request_id)
+        except RuntimeError:  # anyio's NoEventLoopError: no event loop runs yet (run_stdio answers sync
+            return False  # handlers before it starts one), so nothing can have been cancelled
 
     @property
     def request_headers(self) -> Mapping[str, str]:

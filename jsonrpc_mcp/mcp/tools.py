@@ -13,7 +13,6 @@ blocks — and one that holds the event loop longer than :data:`INLINE_WARNING_A
 
 from __future__ import annotations
 
-import functools
 import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping
@@ -25,7 +24,7 @@ from msgspec import UNSET, Raw
 from ..errors import ConnectionClosed, InvalidParams, RequestTimeout, RpcError, ToolError
 from ..jsonrpc.wire import unpack_byte
 from . import types as t
-from .context import Context, InputRequired
+from .context import Context, InputRequired, call_on_worker_thread
 from .pydantic_support import dec_hook, enc_hook
 from .signature import Signature, describe_validation_error, inspect_function
 
@@ -51,10 +50,10 @@ R = TypeVar("R")
 
 async def run_sync(fn: Callable[..., R], kwargs: Mapping[str, Any]) -> R:
     """Call a plain function on a worker thread (anyio's pool). A cancelled request does not interrupt the
-    thread: it finishes, and its result is dropped."""
+    thread: it finishes, and its result is dropped (the function can look at ``ctx.cancelled``)."""
     import anyio.to_thread
 
-    return await anyio.to_thread.run_sync(functools.partial(fn, **kwargs))
+    return await anyio.to_thread.run_sync(call_on_worker_thread, fn, kwargs)
 
 
 def runner(fn: Callable[..., Any], *, inline: bool, what: str) -> Callable[..., Any]:
