@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 import anyio
+import anyio.lowlevel
 import pytest
 
 from jsonrpc_mcp import Client, Context, RequestTimeout, Server
@@ -90,3 +91,26 @@ async def test_without_progress_the_timeout_is_the_timeout() -> None:
         async with Client.connect_server(busy_server(Ticks()), **V) as client:
             with pytest.raises(RequestTimeout):
                 await client.call_tool("work", {"seconds": 30.0}, timeout=TIMEOUT)
+
+
+async def test_every_async_progress_callback_has_run_when_the_call_returns() -> None:
+    server = Server("reporter", "1.0")
+
+    @server.tool()
+    async def report(steps: int, ctx: Context) -> str:
+        for step in range(1, steps + 1):
+            await ctx.report_progress(step, steps)
+        return f"{steps} steps"
+
+    heard: list[float] = []
+
+    async def slow_to_note(progress: float, total: float | None, message: str | None) -> None:
+        for _ in range(5):  # each callback runs in a task of its own, and takes a few turns of the loop
+            await anyio.lowlevel.checkpoint()
+        heard.append(progress)
+
+    with anyio.fail_after(30):
+        async with Client.connect_server(server, **V) as client:
+            result = await client.call_tool("report", {"steps": 3}, progress=slow_to_note)
+            assert result.content[0].text == "3 steps"  # type: ignore[union-attr]
+            assert sorted(heard) == [1, 2, 3]

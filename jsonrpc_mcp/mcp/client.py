@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import itertools
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+import math
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any, Final, Self, TypeVar, cast
 
@@ -430,6 +431,8 @@ class ClientSession:
                     watch.ident = ident
                 raw = await self._send(method, retry, timeout=timeout, ident=ident)
                 kind = _result_kind(raw)
+            if watch is not None:
+                await watch.settled(self.request_timeout)  # every progress callback has run when the call returns
         except ConnectionClosed as exc:
             raise await self._explain(exc, method) from None
         finally:
@@ -809,7 +812,7 @@ class ClientSession:
                     self.dispatcher.postpone(watch.ident, deadline)
                 out = watch.callback(params.get("progress", 0), params.get("total"), params.get("message"))
                 if out is not None:
-                    return out
+                    return watch.follow(out)
         if method == "notifications/message" and self.on_log is not None:
             try:
                 out = self.on_log(msgspec.convert(params, t.LoggingMessageNotificationParams))
@@ -826,13 +829,35 @@ class _ProgressWatch:
     """A request that asked for progress: its callback, its current id, and how far a progress notification moves
     its timeout (``reset``: its whole timeout again, None: not at all; never past ``max_total`` from the start)."""
 
-    __slots__ = ("callback", "ident", "not_after", "reset")
+    __slots__ = ("busy", "callback", "ident", "idle", "not_after", "reset")
 
     def __init__(self, callback: ProgressCallback, reset: float | None, max_total: float | None) -> None:
         self.callback = callback
         self.ident: RequestId | None = None
         self.reset = reset
         self.not_after = None if max_total is None else anyio.current_time() + max_total
+        self.busy = 0  # async callbacks not yet finished (each runs in a task of its own)
+        self.idle: anyio.Event | None = None
+
+    def follow(self, running: Awaitable[Any]) -> Coroutine[Any, Any, None]:
+        """What the dispatcher runs for an ``async`` callback's awaitable: counted from now until it ends."""
+        self.busy += 1
+        return self._finish(running)
+
+    async def _finish(self, running: Awaitable[Any]) -> None:
+        try:
+            await running
+        finally:
+            self.busy -= 1
+            if not self.busy and self.idle is not None:
+                self.idle.set()
+
+    async def settled(self, limit: float | None) -> None:
+        """Wait until every async callback started so far has ended (at most ``limit`` seconds)."""
+        with anyio.move_on_after(math.inf if limit is None else limit):
+            while self.busy:
+                self.idle = anyio.Event()
+                await self.idle.wait()
 
     def deadline(self) -> float | None:
         """The request's new deadline now that progress was reported, or None to leave it."""
