@@ -27,6 +27,7 @@ import importlib.util
 import json
 import logging
 import os
+import signal
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -177,6 +178,12 @@ examples:
   jsonrpc-mcp serve server.py:app --http 127.0.0.1:8000
   jsonrpc-mcp serve mypackage.server:create_server --tcp 127.0.0.1:7000
   jsonrpc-mcp serve                              the knowledge server (KNOWLEDGE_DB: its SQLite file)
+
+stopping:
+  Ctrl-C (SIGINT) or SIGTERM stops an --http, --tcp or --unix server cleanly: it stops listening, ends the sessions
+  and removes its socket file (also when started with SIGINT ignored, as a script's background job). The exit
+  status is 130 after SIGINT; after SIGTERM the process ends as killed by it. A stdio server stops when its stdin
+  is closed.
 
 """
 
@@ -393,23 +400,23 @@ def _serve(args: argparse.Namespace) -> int:
             "environment"
         )
 
+    if args.http or args.tcp or args.unix:
+        _take_ctrl_c()
     server = load_app(args.app)
     try:
         if args.http:
             return _serve_http(args, server)
         if args.tcp:
-            from .transports._run import run
+            from .transports._run import run_until_stopped
             from .transports.socket import serve_tcp
 
             host, port = args.tcp
-            run(serve_tcp, server, host, port)
-            return 0
+            return _stopped_by(run_until_stopped(serve_tcp, server, host, port))
         if args.unix:
-            from .transports._run import run
+            from .transports._run import run_until_stopped
             from .transports.socket import serve_unix
 
-            run(serve_unix, server, args.unix)
-            return 0
+            return _stopped_by(run_until_stopped(serve_unix, server, args.unix))
     except MissingExtra as exc:
         raise SystemExit(f"jsonrpc-mcp: {exc}") from None
     from .transports.stdio import run_stdio
@@ -422,6 +429,26 @@ def _serve(args: argparse.Namespace) -> int:
         )
         sys.stderr.flush()
     run_stdio(server)
+    return 0
+
+
+def _take_ctrl_c() -> None:
+    """A network server stops on Ctrl-C even when it was started with SIGINT ignored, as a shell without job control
+    starts a background job: Python's own handler again, until uvicorn (``--http``) or ``run_until_stopped`` (TCP,
+    Unix sockets) takes the signal over. (A stdio server keeps what the client that started it chose.)"""
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
+def _stopped_by(signum: signal.Signals | None) -> int:
+    """The exit status of a socket server that stopped: 130 after Ctrl-C, as everywhere in this command; after
+    SIGTERM the process ends as killed by it, as uvicorn ends ``--http`` (what supervisors expect of a clean stop)."""
+    if signum == signal.SIGINT:
+        return 130
+    if signum == signal.SIGTERM:
+        sys.stderr.flush()
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        signal.raise_signal(signal.SIGTERM)
     return 0
 
 

@@ -73,12 +73,21 @@ def run_in_process(argv: list[str]) -> subprocess.CompletedProcess[str]:
     return subprocess.CompletedProcess(argv, code, out.getvalue(), err.getvalue())
 
 
-class Served:
-    """A ``jsonrpc-mcp -v serve`` process; its stderr is read by a thread so lines can be waited for."""
+#: Runs the command after its first argument with SIGINT set to that (``SIG_DFL``, or ``SIG_IGN`` as a shell without
+#: job control starts a background job), whatever this test process inherited; exec keeps an ignored signal ignored.
+WITH_SIGINT = (
+    "import os, signal, sys; signal.signal(signal.SIGINT, getattr(signal, sys.argv[1])); os.execv(sys.argv[2], "
+    "sys.argv[2:])"
+)
 
-    def __init__(self, *where: str) -> None:
+
+class Served:
+    """A ``jsonrpc-mcp -v serve`` process; its stderr is read by a thread so lines can be waited for. ``sigint``:
+    its SIGINT disposition at start."""
+
+    def __init__(self, *where: str, sigint: str = "SIG_DFL") -> None:
         self.proc = subprocess.Popen(
-            [*CLI, "-v", "serve", str(EVERYTHING), *where],
+            [sys.executable, "-c", WITH_SIGINT, sigint, *CLI, "-v", "serve", str(EVERYTHING), *where],
             cwd=ROOT,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
@@ -104,10 +113,12 @@ class Served:
             if match:
                 return match
 
-    def interrupt(self) -> int:
-        self.proc.send_signal(signal.SIGINT)
+    def interrupt(self, signum: int = signal.SIGINT) -> int:
+        self.proc.send_signal(signum)
         code = self.proc.wait(timeout=30)
         self.reader.join(timeout=30)
+        while not self.lines.empty():  # everything it wrote, for the caller to check
+            self.seen.append(self.lines.get())
         return code
 
     def kill(self) -> None:
@@ -119,7 +130,7 @@ class Served:
 
 @pytest.fixture(scope="module")
 def tcp_server() -> Iterator[tuple[str, Served]]:
-    served = Served("--tcp", "127.0.0.1:0")
+    served = Served("--tcp", "127.0.0.1:0", sigint="SIG_IGN")  # it stops on SIGINT all the same (the last test)
     try:
         port = served.wait_for(r"serving MCP on tcp://127\.0\.0\.1:(\d+)").group(1)  # logged once bound
         yield f"127.0.0.1:{port}", served
@@ -229,10 +240,18 @@ def test_python_dash_m_help(runs: dict[str, subprocess.CompletedProcess[str]]) -
     assert all(word in proc.stdout for word in ("serve", "list", "call"))
 
 
-def test_serve_unix_then_interrupt() -> None:
+@pytest.mark.parametrize(
+    ("signum", "sigint", "code"),
+    [
+        pytest.param(signal.SIGINT, "SIG_DFL", 130, id="Ctrl-C"),  # a clean stop, the conventional code
+        pytest.param(signal.SIGINT, "SIG_IGN", 130, id="SIGINT to a background job of a script"),
+        pytest.param(signal.SIGTERM, "SIG_DFL", -signal.SIGTERM, id="SIGTERM"),  # ends as killed by it, as --http
+    ],
+)
+def test_serve_unix_then_interrupt(signum: int, sigint: str, code: int) -> None:
     directory = tempfile.mkdtemp(prefix="mcp-cli-")  # short: AF_UNIX paths are limited to ~100 bytes
     path = os.path.join(directory, "s.sock")
-    served = Served("--unix", path)
+    served = Served("--unix", path, sigint=sigint)
     try:
         served.wait_for(re.escape(f"serving MCP on unix:{path}"))
         listed = subprocess.run(
@@ -240,11 +259,28 @@ def test_serve_unix_then_interrupt() -> None:
         )
         assert listed.returncode == 0, listed.stderr
         assert json.loads(listed.stdout)["serverInfo"]["name"] == "everything"
-        assert served.interrupt() == 130  # Ctrl-C: a clean stop, the conventional code
-        assert not os.path.exists(path)  # the socket file is removed at exit
+        assert served.interrupt(signum) == code
+        assert not os.path.exists(path)  # the socket file is removed at exit: the server stopped, not died
+        assert not any("Traceback" in line for line in served.seen)
     finally:
         served.kill()
         shutil.rmtree(directory, ignore_errors=True)
+
+
+def test_serve_http_started_with_sigint_ignored_stops_on_ctrl_c() -> None:
+    """uvicorn takes SIGINT while it serves, then restores the handler the process had and raises the signal again:
+    the command restores Python's own first, so the stop is a Ctrl-C (130) as on the other transports."""
+    served = Served("--http", "127.0.0.1:0", sigint="SIG_IGN")
+    try:
+        url = served.wait_for(r"serving \S+ at (http://127\.0\.0\.1:\d+/mcp)").group(1)
+        listed = subprocess.run(
+            [*CLI, "list", "--json", "--url", url], capture_output=True, text=True, timeout=60, cwd=ROOT
+        )
+        assert listed.returncode == 0, listed.stderr
+        assert served.interrupt() == 130
+        assert not any("Traceback" in line for line in served.seen)
+    finally:
+        served.kill()
 
 
 def test_tcp_server_served_every_call_and_stops_on_interrupt(
@@ -254,3 +290,45 @@ def test_tcp_server_served_every_call_and_stops_on_interrupt(
     assert runs["call-ping"].returncode == 0
     assert served.interrupt() == 130
     assert not any("Traceback" in line for line in served.seen)
+
+
+#: ``run_until_stopped`` on the backend named by argv[1]: a server that says it is ready and serves forever, or
+#: (argv[2] == "fail") one that cannot start.
+UNTIL_STOPPED = """
+import sys, anyio
+from jsonrpc_mcp.transports._run import run_until_stopped
+
+async def serve(fail):
+    if fail:
+        raise OSError("address in use")
+    print("ready", flush=True)
+    await anyio.sleep_forever()
+
+try:
+    stopped = run_until_stopped(serve, sys.argv[2] == "fail", backend=sys.argv[1])
+    print("stopped on", stopped.name if stopped else None, flush=True)
+except OSError as exc:
+    print(type(exc).__name__, exc, flush=True)
+"""
+
+
+@pytest.mark.parametrize("backend", ["asyncio", "trio"])
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_run_until_stopped_returns_the_signal_on_each_backend(backend: str, signum: int) -> None:
+    """The signal ends the server and is returned, SIGINT although the process started with it ignored."""
+    command = [sys.executable, "-c", WITH_SIGINT, "SIG_IGN", sys.executable, "-c", UNTIL_STOPPED, backend, "serve"]
+    with subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, text=True, cwd=ROOT) as proc:
+        assert proc.stdout is not None
+        assert proc.stdout.readline() == "ready\n"
+        proc.send_signal(signum)
+        out, _ = proc.communicate(timeout=30)
+        assert (proc.returncode, out) == (0, f"stopped on {signal.Signals(signum).name}\n")
+
+
+@pytest.mark.parametrize("backend", ["asyncio", "trio"])
+def test_run_until_stopped_raises_the_servers_own_error(backend: str) -> None:
+    """A server that cannot start (a port in use) raises its own exception, not a task group's ExceptionGroup."""
+    proc = subprocess.run(
+        [sys.executable, "-c", UNTIL_STOPPED, backend, "fail"], capture_output=True, text=True, timeout=60, cwd=ROOT
+    )
+    assert (proc.returncode, proc.stdout) == (0, "OSError address in use\n"), proc.stderr
