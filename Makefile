@@ -35,6 +35,7 @@ $(SERVE_STAMP): pyproject.toml
 
 install: $(STAMP)
 
+# .ci/system-packages: what the tests start that PyPI does not ship (a Redis server), installed when missing.
 test: $(STAMP)
 	.ci/system-packages
 	$(BIN)/python -m pytest -q -p no:cacheprovider $(PYTEST_ARGS)
@@ -48,6 +49,7 @@ test-all:
 # out and its interop tests skip.
 MIN_VENV := .venv-min
 test-min:
+	.ci/system-packages
 	test -x $(MIN_VENV)/bin/python || $(PY) -m venv $(MIN_VENV)
 	$(MIN_VENV)/bin/python -m pip install -q --upgrade pip
 	$(MIN_VENV)/bin/python .ci/lowest.py constraints > $(MIN_VENV)/constraints.txt

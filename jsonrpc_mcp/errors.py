@@ -30,6 +30,7 @@ __all__ = (
     "ServerUnreachable",
     "MissingExtra",
     "ToolError",
+    "Unavailable",
     "MissingClientCapability",
     "InputRequired",
     "ProtocolViolation",
@@ -109,6 +110,18 @@ class InsufficientScope(RpcError):
         )
         self.required = required
         self.missing = missing
+
+
+class Unavailable(RpcError):
+    """Something the server shares with its other workers (their Redis) cannot be reached right now: -32012 with
+    ``data.retryAfter`` (seconds); Streamable HTTP answers 503 with ``Retry-After``."""
+
+    code = codes.UNAVAILABLE
+    default_message = "Service unavailable: retry later"
+
+    def __init__(self, retry_after: int = 1) -> None:
+        super().__init__(f"Service unavailable: retry in {retry_after} s", {"retryAfter": retry_after})
+        self.retry_after = retry_after
 
 
 class RequestTimeout(RpcError):

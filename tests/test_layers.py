@@ -46,6 +46,7 @@ LAYERS: dict[str, int] = {
     "mcp.uri_template": 2,
     "mcp.headers": 2,  # SEP-2243 header helpers: "L2: pure functions" (its docstring)
     "mcp.eras": 2,  # which era a request belongs to, and what a stateless request must carry
+    "mcp.bus": 2,  # the events workers pass each other, and a session's record: msgspec Structs only
     "mcp.compat": 2,  # results fitted to an older revision: "L2: pure functions" (its docstring)
     "mcp.pydantic_support": 2,  # pydantic models through msgspec hooks: "L2: pure functions" (its docstring)
     "auth.oauth_wire": 2,  # the OAuth client's documents, challenges, discovery URLs: sans-I/O (its docstring)
@@ -84,6 +85,7 @@ LAYERS: dict[str, int] = {
 PREFIX_LAYERS: list[tuple[str, int]] = [
     ("transports", 6),
     ("auth", 6),  # verifiers and the protected-resource policy: network (httpx), JOSE, HTTP
+    ("backends", 6),  # what several workers share (Redis): network
     ("presentation", 7),
     ("examples", 7),
     ("apps", 7),  # MCP Apps views (io.modelcontextprotocol/ui): on the server API

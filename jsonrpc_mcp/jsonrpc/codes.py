@@ -15,6 +15,7 @@ __all__ = (
     "UNSUPPORTED_PROTOCOL_VERSION",
     "CONNECTION_CLOSED",
     "REQUEST_TIMEOUT",
+    "UNAVAILABLE",
 )
 
 # JSON-RPC 2.0
@@ -35,6 +36,8 @@ UNSUPPORTED_PROTOCOL_VERSION = -32022
 
 # jsonrpc-mcp's own, in the range JSON-RPC leaves to implementations (docs/spec-decisions.md)
 INSUFFICIENT_SCOPE = -32011  # the authenticated principal lacks a scope the operation needs
+#: A shared service the server depends on (the Redis of several workers) cannot be reached: retry later.
+UNAVAILABLE = -32012
 
 # Local-only conditions: raised to callers of this library, never written to the wire.
 CONNECTION_CLOSED = -32000

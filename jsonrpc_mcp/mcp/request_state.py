@@ -14,6 +14,7 @@ import hashlib
 import heapq
 import hmac
 import secrets
+from collections.abc import Sequence
 from typing import Any
 
 import msgspec
@@ -70,17 +71,20 @@ def seal(key: bytes, payload: StatePayload) -> str:
     return f"{_b64(body)}.{_b64(mac)}"
 
 
-def open_state(key: bytes, state: str, *, digest: str, now: float, principal: str = "") -> StatePayload:
-    """Verify and decode a state we issued for the request ``digest`` and the principal ``principal`` (a
-    :func:`principal_digest`); raise :class:`InvalidParams` on any doubt."""
+def open_state(
+    keys: bytes | Sequence[bytes], state: str, *, digest: str, now: float, principal: str = ""
+) -> StatePayload:
+    """Verify and decode a state we issued (sealed with one of ``keys``) for the request ``digest`` and the
+    principal ``principal`` (a :func:`principal_digest`); raise :class:`InvalidParams` on any doubt."""
     try:
         body_text, mac_text = state.split(".")
         body = _unb64(body_text)
         mac = _unb64(mac_text)
     except (ValueError, TypeError):
         raise InvalidParams("Invalid requestState") from None
-    expected = hmac.new(key, body, hashlib.sha256).digest()
-    if not hmac.compare_digest(mac, expected):
+    if isinstance(keys, bytes):
+        keys = (keys,)
+    if not any(hmac.compare_digest(mac, hmac.new(key, body, hashlib.sha256).digest()) for key in keys):
         raise InvalidParams("Invalid requestState: integrity check failed")
     try:
         payload = _decode(body)

@@ -20,7 +20,7 @@ import logging
 import os
 import re
 import weakref
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from enum import Enum
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Annotated, Any, Final, Literal, TypeVar, get_args, get_origin
@@ -29,11 +29,12 @@ import msgspec
 from msgspec import UNSET, Raw, UnsetType
 
 from ..auth.principal import missing_scopes
-from ..errors import InsufficientScope, InvalidParams, ResourceNotFound, RpcError
+from ..errors import InsufficientScope, InvalidParams, ResourceNotFound, RpcError, Unavailable
 from ..jsonrpc.dispatch import Dispatcher
 from ..jsonrpc.streams import MessageStream
 from ..jsonrpc.wire import unpack_byte
 from . import types as t
+from .bus import BusEvent, ListChanged, LogMessage, ResourceUpdated
 from .context import LOG_LEVELS, Context
 from .extensions import Extension, extension_methods, extensions_capability
 from .methods import BOTH, HANDSHAKE_ONLY, STATELESS_ONLY, MethodSpec
@@ -46,6 +47,7 @@ from .tracing import TracingSwitch, tracing_switch
 from .versions import META_SUBSCRIPTION_ID, SUPPORTED_VERSIONS
 
 if TYPE_CHECKING:
+    from ..backends import Backend
     from ..otel import Tracing
     from .uri_template import UriTemplate
 
@@ -173,7 +175,10 @@ class Server:
     :param instructions: shown to the client's model as guidance on using this server.
     :param page_size: items per page of every ``*/list`` (``None``: everything in one page).
     :param cache: default 2026-07-28 caching hints for list results, ``resources/read`` and ``server/discover``.
-    :param request_state_key: HMAC key for ``requestState`` (share it between workers behind one URL).
+    :param request_state_key: HMAC key for ``requestState``, or several: the first seals, every one opens (to
+        rotate, put the new key first and keep the old one until its states have expired). Give every worker
+        behind one URL the same keys, or a shared backend (:meth:`use_backend`), whose keys are used when none
+        is given here.
     :param middleware: callables around every inbound request and notification, outermost first (see
         :mod:`jsonrpc_mcp.middleware`); :meth:`add_middleware` adds more.
     :param scope_hierarchy: OAuth scopes that imply others (``{"notes:admin": ["notes:write"]}``): a token with
@@ -197,7 +202,7 @@ class Server:
         icons: list[t.Icon] | None = None,
         page_size: int | None = 100,
         cache: CacheHint = _DEFAULT_CACHE,
-        request_state_key: bytes | None = None,
+        request_state_key: bytes | Sequence[bytes] | None = None,
         request_state_ttl: float = 600.0,
         capabilities: Mapping[str, Any] | None = None,
         middleware: Iterable[Middleware] = (),
@@ -216,9 +221,16 @@ class Server:
         self.icons = icons
         self.page_size = page_size
         self.cache = cache
-        self.request_state_key = request_state_key or os.urandom(32)
+        if isinstance(request_state_key, bytes):
+            request_state_key = (request_state_key,)
+        self._state_keys: tuple[bytes, ...] = tuple(request_state_key or ())
+        if not all(isinstance(key, bytes) and key for key in self._state_keys):
+            raise ValueError("request_state_key must be bytes, or a sequence of non-empty bytes")
+        self._own_state_key = os.urandom(32)
         self.request_state_ttl = request_state_ttl
         self._spent_states: Any = None
+        #: What this server shares with its other workers (:meth:`use_backend`), or ``None``: nothing to share.
+        self.backend: Backend | None = None
         self._extra_capabilities = dict(capabilities or {})
         self._tools: dict[str, ToolDef] = {}
         self._resources: dict[str, ResourceDef] = {}
@@ -242,9 +254,27 @@ class Server:
         self._rebuild_methods()
 
     @property
+    def request_state_keys(self) -> tuple[bytes, ...]:
+        """The keys that open ``requestState``, the one that seals first: those given to the constructor, else the
+        backend's (shared by the workers), else this process's own random key."""
+        if self._state_keys:
+            return self._state_keys
+        if self.backend is not None:
+            shared = self.backend.state_keys()
+            if shared:
+                return shared
+            raise Unavailable()  # (the backend has not reached its service yet)
+        return (self._own_state_key,)
+
+    @property
+    def request_state_key(self) -> bytes:
+        """The key that seals new ``requestState`` values."""
+        return self.request_state_keys[0]
+
+    @property
     def spent_states(self) -> Any:
-        """The single-use ``requestState`` nonces already answered (a ``request_state.SeenNonces``, in this
-        process: workers behind one URL do not share it)."""
+        """The single-use ``requestState`` nonces already answered in this process (a
+        ``request_state.SeenNonces``); with a backend, :meth:`claim_state` asks it instead."""
         if self._spent_states is None:
             from .request_state import SeenNonces
 
@@ -282,6 +312,18 @@ class Server:
     def extensions(self) -> Mapping[str, Extension]:
         """The extensions this server offers, by identifier."""
         return MappingProxyType(self._extensions)
+
+    def claim_state(self, nonce: str, expires: float, now: float) -> bool | Awaitable[bool]:
+        """Spend a single-use state's nonce: True the first time only (awaitable with a backend: every worker's
+        claims are in one place)."""
+        if self.backend is not None:
+            return self.backend.claim(nonce, expires)
+        return bool(self.spent_states.claim(nonce, expires, now=now))
+
+    def use_backend(self, backend: Backend | None) -> None:
+        """Share notifications, ``requestState`` keys and single-use claims with the other workers through
+        ``backend`` (see :mod:`jsonrpc_mcp.backends`); the HTTP app given it runs it. ``None``: share nothing."""
+        self.backend = backend
 
     def add_middleware(self, middleware: Middleware) -> Middleware:
         """Add a middleware inside those already there (it sees what they pass on); usable as a decorator."""
@@ -837,7 +879,13 @@ class Server:
         ``meta`` goes in the notification's ``_meta`` (the spec's place for extra data, e.g. what changed); on a
         2026-07-28 listen stream the subscription id is added to it. ``exact`` keeps a notification about one item
         from reaching the subscribers of its collection, for a server that tells those about the collection
-        itself."""
+        itself. With a backend, the subscribers of every worker are told."""
+        if self.backend is not None:
+            await self._publish(ResourceUpdated(uri, dict(meta) if meta else None, exact))
+            return
+        await self._resource_updated(uri, meta, exact)
+
+    async def _resource_updated(self, uri: str, meta: Mapping[str, Any] | None, exact: bool) -> None:
         params: dict[str, Any] = {"uri": uri}
         if meta:
             params["_meta"] = dict(meta)
@@ -1181,12 +1229,24 @@ class Server:
                 await _safe_notify(session, method, {"_meta": {META_SUBSCRIPTION_ID: sub_id}}, related=sub_id)
 
     async def notify_list_changed(self, kind: Literal["tools", "resources", "prompts"]) -> None:
-        """Tell every connected client that the list of ``kind`` changed (done for you by add/remove)."""
+        """Tell every connected client that the list of ``kind`` changed (done for you by add/remove, to the
+        clients of this process: another worker's lists are its own). With a backend, the clients of every worker
+        are told."""
+        if self.backend is not None:
+            await self._publish(ListChanged(kind))
+            return
         for session in self.sessions():
             await self._notify_list_changed(session, kind)
 
     async def broadcast_log(self, level: str, data: Any, logger_name: str | None = None) -> None:
-        """Send a log message to every handshake-era client whose level lets it through."""
+        """Send a log message to every handshake-era client whose level lets it through (of every worker, with a
+        backend)."""
+        if self.backend is not None:
+            await self._publish(LogMessage(level, data, logger_name))
+            return
+        await self._log(level, data, logger_name)
+
+    async def _log(self, level: str, data: Any, logger_name: str | None) -> None:
         rank = {name: i for i, name in enumerate(LOG_LEVELS)}
         params: dict[str, Any] = {"level": level, "data": data}
         if logger_name:
@@ -1195,6 +1255,27 @@ class Server:
             threshold = session.log_level
             if session.initialized and threshold is not None and rank[level] >= rank.get(threshold, 0):
                 await _safe_notify(session, "notifications/message", params)
+
+    async def _publish(self, event: BusEvent) -> None:
+        """Hand ``event`` to every worker through the backend; when it cannot be reached, this worker's own
+        clients are still told (and the failure is logged by the backend)."""
+        assert self.backend is not None
+        try:
+            await self.backend.publish(event)
+        except Unavailable:
+            await self.deliver(event)
+
+    async def deliver(self, event: BusEvent) -> None:
+        """Act on a notification event from the backend's bus (one that any worker published) for this process's
+        clients."""
+        if type(event) is ResourceUpdated:
+            await self._resource_updated(event.uri, event.meta, event.exact)
+        elif type(event) is ListChanged:
+            if event.kind in ("tools", "resources", "prompts"):
+                for session in self.sessions():
+                    await self._notify_list_changed(session, event.kind)
+        elif type(event) is LogMessage and event.level in LOG_LEVELS:
+            await self._log(event.level, event.data, event.logger)
 
     # --- helpers -------------------------------------------------------------------------------------------
 

@@ -54,6 +54,7 @@ _encode: Final = msgspec.json.Encoder().encode
 _EMPTY: Final = b"{}"
 _NOTHING: Final[Mapping[str, Any]] = MappingProxyType({})
 _HANDSHAKE: Final = Era.HANDSHAKE
+_SPENT: Final = "Invalid params: this requestState was answered already (it is single-use)"
 _STATELESS: Final = Era.STATELESS
 
 
@@ -75,11 +76,12 @@ class ServerApp(Protocol):
     middleware: tuple[Middleware, ...]
     tracing: TracingSwitch | None
     instructions: str | None
-    request_state_key: bytes
     request_state_ttl: float
 
     @property
-    def spent_states(self) -> Any: ...  # (request_state.SeenNonces: the single-use states already answered)
+    def request_state_keys(self) -> tuple[bytes, ...]: ...  # (the first seals, every one opens)
+
+    def claim_state(self, nonce: str, expires: float, now: float) -> bool | Awaitable[bool]: ...
 
     def server_info(self) -> dict[str, Any]: ...
 
@@ -305,6 +307,13 @@ class ServerSession:
         self.content_types = content_types(version)
         self.initialized = self.ready = True
 
+    def resume(self, version: str, capabilities: dict[str, Any], client_info: dict[str, Any]) -> None:
+        """Go on with a session that ``initialize`` settled elsewhere (another worker, whose record says so)."""
+        self.assume_initialized(version)
+        self.client_capabilities = capabilities
+        self.client_info = client_info
+        self.app.attach(self)
+
     def _initialize_result(self) -> bytes:
         assert self.version is not None
         result: dict[str, Any] = {
@@ -339,8 +348,9 @@ class ServerSession:
             raise call.problem
         answers: dict[str, Any] = {}
         digest = ""
+        claim: Awaitable[bool] | None = None
         if method in INPUT_METHODS:
-            answers, digest = self._gather_answers(method, call)
+            answers, digest, claim = self._gather_answers(method, call)
         info = meta.get(META_CLIENT_INFO)
         ctx = Context(
             session=self,
@@ -355,12 +365,18 @@ class ServerSession:
             answers=answers,
             state=call.state,
         )
+        if claim is not None:
+            return self._claim_then_run(claim, ctx, spec, call, answers, digest)
+        return self._run_stateless(ctx, spec, call, answers, digest)
+
+    def _run_stateless(self, ctx: Context, spec: MethodSpec, call: Call, answers: dict[str, Any], digest: str) -> Any:
+        raw = call.request.params
         try:
             out = spec.handler(ctx, call.params)
         except InputRequired as need:
-            return self._input_required(ctx, need, answers, digest, req.params)
+            return self._input_required(ctx, need, answers, digest, raw)
         if type(out) is CoroutineType:
-            return self._await_stateless(ctx, out, answers, digest, req.params)
+            return self._await_stateless(ctx, out, answers, digest, raw)
         return out
 
     async def _await_stateless(
@@ -371,9 +387,20 @@ class ServerSession:
         except InputRequired as need:
             return self._input_required(ctx, need, answers, digest, raw)
 
-    def _gather_answers(self, method: str, call: Call) -> tuple[dict[str, Any], str]:
-        """The answers a request carries (``inputResponses``, and those sealed in its ``requestState``), and the
-        request's digest when it was needed to open that state ("" otherwise: made only when it is needed)."""
+    async def _claim_then_run(
+        self, claim: Awaitable[bool], ctx: Context, spec: MethodSpec, call: Call, answers: dict[str, Any], digest: str
+    ) -> Any:
+        """A single-use state's nonce is claimed where every worker's claims are (a backend) before its round is
+        served."""
+        if not await claim:
+            raise InvalidParams(_SPENT)
+        out = self._run_stateless(ctx, spec, call, answers, digest)
+        return await out if is_awaitable(out) else out
+
+    def _gather_answers(self, method: str, call: Call) -> tuple[dict[str, Any], str, Awaitable[bool] | None]:
+        """The answers a request carries (``inputResponses``, and those sealed in its ``requestState``), the
+        request's digest when it was needed to open that state ("" otherwise: made only when it is needed), and
+        the claim of a single-use state still to be awaited (``None`` when there is none, or it was decided)."""
         params = call.params
         if isinstance(params, dict):
             responses, state = params.get("inputResponses", UNSET), params.get("requestState", UNSET)
@@ -387,6 +414,7 @@ class ServerSession:
         answers: dict[str, Any] = {}
         asked: list[str] | None = None
         digest = ""
+        claim: Awaitable[bool] | None = None
         raw = call.request.params
         if state is not UNSET:
             from . import request_state  # hmac and hashlib: loaded by the first stateless input round only
@@ -395,10 +423,14 @@ class ServerSession:
             now = time.time()
             principal = request_state.principal_digest(self.dispatcher.stream.request_auth(call.request.id))
             opened = request_state.open_state(
-                self.app.request_state_key, state, digest=digest, now=now, principal=principal
+                self.app.request_state_keys, state, digest=digest, now=now, principal=principal
             )
-            if opened.nonce and not self.app.spent_states.claim(opened.nonce, opened.expires, now=now):
-                raise InvalidParams("Invalid params: this requestState was answered already (it is single-use)")
+            if opened.nonce:
+                claimed = self.app.claim_state(opened.nonce, opened.expires, now)
+                if claimed is False:
+                    raise InvalidParams(_SPENT)
+                if claimed is not True:
+                    claim = claimed
             answers.update(opened.answers)
             asked = opened.asked
         if responses is not UNSET:
@@ -407,7 +439,7 @@ class ServerSession:
                     if not isinstance(value, dict):
                         raise InvalidParams(f"Invalid params: inputResponses[{key!r}] must be an object")
                     answers[key] = value
-        return answers, digest
+        return answers, digest, claim
 
     def _input_required(
         self, ctx: Context, need: InputRequired, answers: dict[str, Any], digest: str, raw: Raw | None
@@ -429,7 +461,7 @@ class ServerSession:
         result = {
             "resultType": "input_required",
             "inputRequests": need.requests,
-            "requestState": request_state.seal(self.app.request_state_key, payload),
+            "requestState": request_state.seal(self.app.request_state_keys[0], payload),
             "_meta": {META_SERVER_INFO: self.app.server_info()},
         }
         return result

@@ -16,20 +16,21 @@ from typing import TYPE_CHECKING
 
 import anyio
 
-from ..errors import RpcError
+from ..errors import RpcError, Unavailable
 from ..jsonrpc import codes
 from ..jsonrpc.dispatch import BUSY, ErrorReply, Pending
 from ..jsonrpc.wire import Message, Request, RequestId, classify, decode_batch, decode_frame, encode_error
 from ..mcp.eras import Call, read_call
 from ..mcp.versions import BATCH_VERSIONS, HANDSHAKE_VERSIONS, STATELESS_VERSIONS
 from ._http_handshake_session import Exchange, HttpSession
-from ._http_io import HeaderList, Headers, Receive, Send, send_bytes, send_empty, send_error
+from ._http_io import HeaderList, Headers, Receive, Send, send_bytes, send_empty, send_error, send_unavailable
 from ._http_outlet import FINAL, RESPONSE, Feed, Item, Outlet, Preference, answer_at_once, write_stream
 from ._http_session_table import SessionTable
 from ._http_stateless import serve_alone, watch_disconnect
 from .events import EventStore, InMemoryEventStore
 
 if TYPE_CHECKING:
+    from ..backends._sessions import SharedSessions
     from ..mcp.session import ServerApp
 
 __all__ = ("HandshakeEndpoint",)
@@ -68,6 +69,8 @@ class HandshakeEndpoint:
         self.retry_ms = retry_ms
         self.keepalive = keepalive
         self.request_timeout = request_timeout
+        #: The sessions as every worker sees them, when a backend shares them (set by the app).
+        self.shared: SharedSessions | None = None
 
     async def post(
         self, headers: Headers, version: str | None, msg: Message, call: Call | None, receive: Receive, send: Send
@@ -89,13 +92,22 @@ class HandshakeEndpoint:
                 return
             await send_error(send, 400, "Bad Request: the Mcp-Session-Id header is required (initialize first)")
             return
-        session = self.table.get(sid.decode("latin-1"))
+        try:
+            await self._post_to_session(sid.decode("latin-1"), headers, msg, call, receive, send)
+        except Unavailable as exc:
+            await send_unavailable(send, exc, getattr(msg, "id", None))
+
+    async def _post_to_session(
+        self, sid: str, headers: Headers, msg: Message, call: Call | None, receive: Receive, send: Send
+    ) -> None:
+        session = await self.find(sid)
         if session is None:
             await send_error(send, 404, _ENDED)
             return
         session.touch()
         if type(msg) is not Request:
             session.dispatcher.take(msg)  # a notification, or the client's answer to one of our requests
+            await self._save(session)
             await send_empty(send, 202)
             return
         session.stream.arriving = (msg.id, headers)
@@ -103,6 +115,7 @@ class HandshakeEndpoint:
             answer = session.dispatcher.begin(msg, call)
         finally:
             session.stream.arriving = None
+        await self._save(session)  # (what the request settled is shared before it is answered)
         if type(answer) is Pending:
             exchange = self._open_exchange(session, (msg.id,), batch=False, headers=headers)
             await self._serve_exchange(session, exchange, receive, send, pending=True)
@@ -149,25 +162,45 @@ class HandshakeEndpoint:
                 headers=[(b"retry-after", b"%d" % wait)],
             )
             return
-        session = HttpSession(
-            self.server,
-            secrets.token_urlsafe(24),
-            store=self.store,
-            tasks=await self.table.tasks(),
-            max_in_flight=self.max_in_flight,
-            request_timeout=self.request_timeout,
-        )
+        session = await self.new_session(secrets.token_urlsafe(24))
         session.stream.arriving = (request.id, headers)
         answer = session.dispatcher.begin(request, call)  # (initialize is answered at once)
         session.stream.arriving = None
         extra: HeaderList = []
         if session.mcp.initialized:
             self.table.add(session)
+            try:
+                await self._save(session)
+            except Unavailable as exc:
+                self.table.end(session)
+                await send_unavailable(send, exc, request.id)
+                return
             extra.append((b"mcp-session-id", session.id.encode()))
             logger.debug("session started (%d open)", len(self.table))
         else:
             session.terminate()  # a failed initialize mints no session
         await send_bytes(send, 200, answer, extra)  # type: ignore[arg-type]
+
+    async def new_session(self, sid: str) -> HttpSession:
+        return HttpSession(
+            self.server,
+            sid,
+            store=self.store,
+            tasks=await self.table.tasks(),
+            max_in_flight=self.max_in_flight,
+            request_timeout=self.request_timeout,
+        )
+
+    async def find(self, sid: str) -> HttpSession | None:
+        """The live session ``sid`` (from the shared backend when there is one: raises :class:`Unavailable` when it
+        cannot be reached)."""
+        if self.shared is not None:
+            return await self.shared.find(sid.strip())
+        return self.table.get(sid)
+
+    async def _save(self, session: HttpSession) -> None:
+        if self.shared is not None:
+            await self.shared.save(session)
 
     def _open_exchange(
         self, session: HttpSession, ids: Sequence[RequestId], *, batch: bool, headers: Headers | None = None
@@ -231,7 +264,11 @@ class HandshakeEndpoint:
             await send_error(send, 400, exc.message, code=exc.code)
             return
         sid = headers.get("mcp-session-id")
-        session = self.table.get(sid) if sid is not None else None
+        try:
+            session = await self.find(sid) if sid is not None else None
+        except Unavailable as exc:
+            await send_unavailable(send, exc)
+            return
         if sid is not None and session is None:
             await send_error(send, 404, _ENDED)
             return
@@ -333,6 +370,12 @@ class HandshakeEndpoint:
         session = await self._session_of(headers, version, send)
         if session is None:
             return
+        if self.shared is not None:
+            try:
+                await self.shared.end(session)
+            except Unavailable as exc:
+                await send_unavailable(send, exc)
+                return
         self.table.end(session)
         logger.debug("session ended by DELETE (%d open)", len(self.table))
         await send_empty(send, 200)
@@ -348,7 +391,11 @@ class HandshakeEndpoint:
         if version is not None and version not in HANDSHAKE_VERSIONS:
             await send_error(send, 400, f"Bad Request: unsupported MCP-Protocol-Version {version!r}")
             return None
-        session = self.table.get(sid)
+        try:
+            session = await self.find(sid)
+        except Unavailable as exc:
+            await send_unavailable(send, exc)
+            return None
         if session is None:
             await send_error(send, 404, _ENDED)
             return None

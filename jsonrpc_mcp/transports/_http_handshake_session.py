@@ -28,6 +28,7 @@ from ..jsonrpc.dispatch import Dispatcher
 from ..jsonrpc.streams import RESPONSE as ANSWER
 from ..jsonrpc.streams import MessageStream, Outgoing
 from ..jsonrpc.wire import RequestId
+from ..mcp.bus import SessionRecord
 from ..mcp.session import ServerSession
 from ._http_io import HeaderList, Headers
 from ._http_outlet import FINAL, OTHER, RESPONSE, Outlet
@@ -108,7 +109,10 @@ class SessionStream(MessageStream):
             frame, related, kind = out.frame, out.related, out.kind
             exchange = owner.exchanges.get(related) if related is not None else None
             if exchange is None or related is None:
-                await owner.standalone.put(frame)
+                if owner.record is None or owner.standalone.connected:
+                    await owner.standalone.put(frame)
+                # (a session several workers serve gets what concerns no request on its open GET stream, only on the
+                # worker that holds that stream)
             elif kind == ANSWER:
                 exchange.waiting.discard(related)
                 del owner.exchanges[related]
@@ -187,6 +191,8 @@ class HttpSession:
         self._next_key = 1
         self.active = 0  # HTTP requests of this session being served right now
         self.last_seen = monotonic()
+        #: What the shared backend holds for this session, when several workers serve it (``None``: this one only).
+        self.record: SessionRecord | None = None
 
     # --- lifetime ------------------------------------------------------------------------------------------
 

@@ -12,6 +12,7 @@ from typing import Any, Final
 
 import anyio
 
+from ..errors import Unavailable
 from ..jsonrpc import codes
 from ..jsonrpc.wire import RequestId, encode_error
 
@@ -186,6 +187,12 @@ async def send_error(
 ) -> None:
     """A JSON-RPC error response body with an HTTP error status."""
     await send_bytes(send, status, encode_error(ident, code, message, data), headers)
+
+
+async def send_unavailable(send: Send, exc: Unavailable, ident: RequestId | None = None) -> None:
+    """503 with ``Retry-After``: something the server shares with its other workers cannot be reached."""
+    retry = [(b"retry-after", b"%d" % exc.retry_after)]
+    await send_error(send, 503, exc.message, code=exc.code, ident=ident, data=exc.data, headers=retry)
 
 
 async def send_empty(send: Send, status: int, headers: HeaderList | None = None) -> None:

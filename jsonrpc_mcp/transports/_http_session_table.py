@@ -43,6 +43,9 @@ TRIM_AFTER: Final = 256
 
 class SessionTable:
     def __init__(self, *, idle_timeout: float, max_sessions: int, trim_memory: bool = False) -> None:
+        #: Started in the task group before any session is served (``task_status.started()`` when it is ready),
+        #: cancelled with it: the app's shared backend, when it has one.
+        self.companion: Callable[..., Coroutine[Any, Any, None]] | None = None
         self.idle_timeout = idle_timeout
         self.max_sessions = max_sessions
         self.trim_memory = trim_memory
@@ -72,6 +75,8 @@ class SessionTable:
         if self.trim_memory:
             _find_malloc_trim()  # now, not after a burst: see there
         async with anyio.create_task_group() as tg, open_handler_tasks() as tasks:
+            if self.companion is not None:
+                await tg.start(self.companion)
             self._tasks = tasks
             if self._ready is None:
                 self._ready = anyio.Event()

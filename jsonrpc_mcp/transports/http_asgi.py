@@ -45,6 +45,9 @@ from collections.abc import AsyncIterator, Awaitable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any, Final
 
+import anyio
+import anyio.abc
+
 from ..errors import RpcError
 from ..jsonrpc import codes
 from ..jsonrpc.wire import Message, Notification, Request, is_batch, read_message
@@ -81,6 +84,8 @@ from .framing import DEFAULT_MAX_FRAME
 from .http_policy import HttpPolicy
 
 if TYPE_CHECKING:
+    from ..backends import Backend
+    from ..mcp.bus import BusEvent
     from ..mcp.server import Server
 
 __all__ = ("McpAsgiApp", "EventStore", "InMemoryEventStore")
@@ -121,6 +126,10 @@ class McpAsgiApp:
         of its ``MCP-Protocol-Version`` header (2025-03-26 when it has none), for a client that declared no
         capabilities, so nothing is asked of it (sampling, elicitation and roots are unavailable); there is no GET
         stream (405) and nothing to DELETE (405); notifications get 202. The 2026-07-28 era needs no sessions.
+    :param backend: what several workers serving this URL share (:mod:`jsonrpc_mcp.backends`): a
+        ``redis://`` URL or a backend object. It carries the server's notifications to every worker's clients,
+        its ``requestState`` keys and single-use claims, and the handshake-era sessions, so that any worker can
+        serve any request. Runs while the app's task group does (the ASGI lifespan).
     :param trim_memory: after a burst of sessions (256 or more at once) has ended, hand the process's free heap
         memory back to the operating system (glibc's ``malloc_trim``; a few ms, once per burst). Off by default:
         it acts on the whole process, which may not be ours alone.
@@ -149,6 +158,7 @@ class McpAsgiApp:
         trim_memory: bool = False,
         sessions: bool = True,
         http_policy: HttpPolicy | None = None,
+        backend: Backend | str | None = None,
     ) -> None:
         if json_response_preference not in ("auto", "json", "sse"):
             raise ValueError('json_response_preference must be "auto", "json" or "sse"')
@@ -181,6 +191,38 @@ class McpAsgiApp:
         self.http_policy = http_policy
         if http_policy is not None:
             http_policy.attach(self)
+        self.backend: Backend | None = None
+        if backend is not None:
+            self._share(backend)
+
+    def _share(self, backend: Backend | str) -> None:
+        from ..backends._sessions import SharedSessions
+
+        if isinstance(backend, str):
+            from ..backends.redis import RedisBackend
+
+            backend = RedisBackend(backend)
+        self.backend = backend
+        self.server.use_backend(backend)
+        if self.handshake.sessions:
+            self.handshake.shared = SharedSessions(backend, self.table, self.handshake.new_session)
+        self.table.companion = self._run_backend
+
+    async def _run_backend(self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+        assert self.backend is not None
+        try:
+            async with anyio.create_task_group() as tg:
+                await tg.start(self.backend.run, self._deliver)
+                if self.handshake.shared is not None:
+                    tg.start_soon(self.handshake.shared.keep_alive)
+                task_status.started()
+        finally:
+            await self.backend.aclose()
+
+    async def _deliver(self, event: BusEvent) -> None:
+        shared = self.handshake.shared
+        if shared is None or not await shared.deliver(event):
+            await self.server.deliver(event)
 
     @property
     def session_count(self) -> int:

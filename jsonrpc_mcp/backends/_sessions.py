@@ -1,0 +1,141 @@
+"""Handshake-era HTTP sessions that any worker can serve: their records kept by a backend (L6).
+
+A session lives where ``initialize`` made it, and in the backend as a :class:`~jsonrpc_mcp.mcp.bus.SessionRecord`
+(what that ``initialize`` and later requests settled). A worker that gets a request for a session it does not hold
+makes a copy from the record and serves it; a request that changes what the record says (``logging/setLevel``,
+``resources/subscribe``, ``notifications/initialized``) is saved before it is answered, and the workers holding a
+copy reload it (:class:`~jsonrpc_mcp.mcp.bus.SessionChanged`). ``DELETE`` ends it everywhere
+(:class:`~jsonrpc_mcp.mcp.bus.SessionEnded`). The backend forgets a session unused for the idle timeout; a worker's
+copy is only a cache (its own idle timeout or the table's bound drop it, not the session).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+
+import anyio
+import msgspec
+
+from ..errors import Unavailable
+from ..mcp.bus import BusEvent, SessionChanged, SessionEnded, SessionRecord
+from ..mcp.session import ServerSession
+from ..transports._http_handshake_session import HttpSession
+from ..transports._http_session_table import SessionTable
+from . import Backend
+
+__all__ = ("SharedSessions", "record_of")
+
+logger = logging.getLogger(__name__)
+
+_encode = msgspec.json.Encoder().encode
+_decode = msgspec.json.Decoder(SessionRecord).decode
+
+
+def record_of(session: ServerSession, owner: str | None = None) -> SessionRecord:
+    """What ``session`` has settled so far."""
+    assert session.version is not None
+    return SessionRecord(
+        version=session.version,
+        capabilities=session.client_capabilities,
+        client_info=session.client_info,
+        ready=session.ready,
+        log_level=session.log_level,
+        subscriptions=sorted(session.subscriptions),
+        owner=owner,
+    )
+
+
+def _apply(session: ServerSession, record: SessionRecord) -> None:
+    if not session.initialized:
+        session.resume(record.version, record.capabilities, record.client_info)
+    session.ready = record.ready
+    session.log_level = record.log_level
+    session.subscriptions = set(record.subscriptions)
+
+
+class SharedSessions:
+    """The sessions of one HTTP app as every worker sees them (``make`` builds a fresh local session)."""
+
+    def __init__(self, backend: Backend, table: SessionTable, make: Callable[[str], Awaitable[HttpSession]]) -> None:
+        self.backend = backend
+        self.table = table
+        self.make = make
+
+    @property
+    def ttl(self) -> float:
+        return self.table.idle_timeout
+
+    async def find(self, sid: str) -> HttpSession | None:
+        """The session ``sid`` as the backend knows it now (a local copy made or brought up to date), or ``None``
+        when it does not exist. Raises :class:`Unavailable` when the backend cannot be reached."""
+        data = await self.backend.load_session(sid, self.ttl)
+        local = self.table.get(sid)
+        record = self._read(sid, data) if data is not None else None
+        if record is None:
+            if local is not None:
+                self.table.end(local)
+            return None
+        if local is None:
+            if not self.table.admit():
+                raise Unavailable(self.table.retry_after())
+            local = await self.make(sid)
+            self.table.add(local)
+            logger.debug("serving a session started elsewhere (%d here)", len(self.table))
+        if record != local.record:
+            _apply(local.mcp, record)
+            local.record = record
+        return local
+
+    def _read(self, sid: str, data: bytes) -> SessionRecord | None:
+        try:
+            return _decode(data)
+        except (msgspec.DecodeError, msgspec.ValidationError):
+            logger.error("the backend holds a session record this server cannot read; the session is ended")
+            return None
+
+    async def save(self, session: HttpSession) -> None:
+        """Store what ``session`` has settled, when it changed (the workers with a copy are told). Raises
+        :class:`Unavailable` when the backend cannot be reached."""
+        if session.closed or not session.mcp.initialized:
+            return
+        record = record_of(session.mcp, session.record.owner if session.record is not None else None)
+        if record == session.record:
+            return
+        await self.backend.save_session(session.id, _encode(record), self.ttl, changed=session.record is not None)
+        session.record = record
+
+    async def end(self, session: HttpSession) -> None:
+        """``DELETE``: the session ends on every worker."""
+        self.table.end(session)
+        await self.backend.end_session(session.id)
+
+    async def deliver(self, event: BusEvent) -> bool:
+        """Act on a session event of the bus; False for any other event."""
+        if type(event) is SessionEnded:
+            local = self.table.view.get(event.id)
+            if local is not None:
+                self.table.end(local)
+            return True
+        if type(event) is SessionChanged:
+            local = self.table.view.get(event.id)
+            if local is not None and not local.closed:
+                try:
+                    await self.find(event.id)
+                except Unavailable:
+                    pass  # (its next request brings it up to date)
+            return True
+        return False
+
+    async def keep_alive(self) -> None:
+        """Runs for the app's lifetime: the backend forgets sessions unused for the idle timeout, so the sessions
+        busy here (a GET stream open, a handler running) are marked used a few times per timeout."""
+        while True:
+            await anyio.sleep(max(self.ttl / 4, 0.05))
+            for session in list(self.table.view.values()):
+                if session.busy() and not session.closed:
+                    try:
+                        if await self.backend.load_session(session.id, self.ttl) is None:
+                            self.table.end(session)
+                    except Unavailable:
+                        break

@@ -1,0 +1,260 @@
+"""Redis as the engine several workers and hosts share (L6; the ``redis`` extra: redis-py's asyncio client).
+
+Under one key prefix (``jsonrpc-mcp`` unless told otherwise), a :class:`RedisBackend` keeps:
+
+``<prefix>:bus``
+    the publish/subscribe channel every worker listens on (:mod:`jsonrpc_mcp.backends` events);
+``<prefix>:state-keys``
+    a hash of the ``requestState`` keys, one per period of ``key_rotation`` seconds (made by the first worker that
+    needs it, ``HSETNX``): a worker seals with the current period's key and opens with the previous, current and
+    next ones, so a state outlives a rotation by at least one period;
+``<prefix>:spent:<nonce>``
+    a single-use state already answered (``SET NX``, until the state expires);
+``<prefix>:session:<id>``
+    a handshake-era session's record, expiring after ``session_idle_timeout`` without use.
+
+Every command has a deadline (``timeout``): when Redis cannot be reached, the caller gets
+:class:`~jsonrpc_mcp.errors.Unavailable` at once, the log gets one line per outage (never the URL's password),
+and the next command tries again. redis-py's asyncio client needs the asyncio event loop.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any, Final
+from urllib.parse import urlsplit
+
+import anyio
+import anyio.abc
+import msgspec
+
+from ..errors import Unavailable
+from ..mcp.bus import BusEvent, SessionChanged, SessionEnded, decode_event, encode_event
+
+__all__ = ("RedisBackend",)
+
+logger = logging.getLogger(__name__)
+
+_KEY_BYTES: Final = 32
+_RETRY_FIRST: Final = 0.25  # seconds before the bus reconnects after a failure, doubling up to _RETRY_MOST
+_RETRY_MOST: Final = 5.0
+
+
+def _redis() -> Any:
+    try:
+        import redis.asyncio
+    except ImportError:  # pragma: no cover - the extra is not installed
+        raise ImportError("RedisBackend needs the redis extra: pip install 'jsonrpc-mcp[redis]'") from None
+    return redis.asyncio
+
+
+def _where(url: str) -> str:
+    """The URL as a log line may show it: scheme, host, port and database, never a user name or password."""
+    parts = urlsplit(url)
+    if parts.scheme == "unix":
+        return f"unix:{parts.path}"
+    host = parts.hostname or "localhost"
+    return f"{parts.scheme}://{host}:{parts.port or 6379}{parts.path or ''}"
+
+
+class RedisBackend:
+    """The :class:`~jsonrpc_mcp.backends.Backend` of workers that share one Redis (or Valkey) server.
+
+    :param url: ``redis://[user:password@]host:port/db``, ``rediss://`` for TLS, or ``unix:///path?db=N``.
+    :param prefix: the start of every key and of the channel name (several servers may share one Redis).
+    :param timeout: seconds any command may take before the caller gets :class:`~jsonrpc_mcp.errors.Unavailable`.
+    :param key_rotation: seconds each ``requestState`` key seals new states (a day by default).
+    :param client: an already configured ``redis.asyncio.Redis`` to use instead of ``url``.
+    """
+
+    def __init__(
+        self,
+        url: str = "redis://localhost:6379/0",
+        *,
+        prefix: str = "jsonrpc-mcp",
+        timeout: float = 2.0,
+        key_rotation: float = 86_400.0,
+        client: Any = None,
+    ) -> None:
+        if timeout <= 0 or key_rotation <= 0:
+            raise ValueError("timeout and key_rotation must be positive")
+        self.url = url
+        self.where = _where(url) if client is None else "the given Redis client"
+        self.prefix = prefix
+        self.timeout = timeout
+        self.key_rotation = key_rotation
+        self._client = client
+        self._owns_client = client is None
+        self._channel = f"{prefix}:bus"
+        self._ring_key = f"{prefix}:state-keys"
+        self._keys: tuple[bytes, ...] = ()
+        self._keys_period = -1  # the period whose keys _keys holds
+        self._down = False  # an outage was logged and has not ended
+
+    def __repr__(self) -> str:
+        return f"RedisBackend({self.where!r}, prefix={self.prefix!r})"
+
+    @property
+    def client(self) -> Any:
+        """The ``redis.asyncio.Redis`` client (made on first use)."""
+        if self._client is None:
+            self._client = _redis().Redis.from_url(
+                self.url, socket_timeout=self.timeout, socket_connect_timeout=self.timeout
+            )
+        return self._client
+
+    # --- failures ------------------------------------------------------------------------------------------
+
+    def _failed(self, exc: BaseException) -> Unavailable:
+        if not self._down:
+            self._down = True
+            logger.error("Redis at %s cannot be reached (%s): answering 'unavailable'", self.where, type(exc).__name__)
+        return Unavailable()
+
+    def _ok(self) -> None:
+        if self._down:
+            self._down = False
+            logger.warning("Redis at %s is reachable again", self.where)
+
+    async def _call(self, command: Callable[..., Awaitable[Any]], *args: Any, **kwargs: Any) -> Any:
+        """Run one command with the deadline; a failure to reach Redis becomes :class:`Unavailable`."""
+        try:
+            with anyio.fail_after(self.timeout):
+                result = await command(*args, **kwargs)
+        except _redis_errors() as exc:
+            raise self._failed(exc) from None
+        self._ok()
+        return result
+
+    # --- the bus -------------------------------------------------------------------------------------------
+
+    async def publish(self, event: BusEvent) -> None:
+        await self._call(self.client.publish, self._channel, encode_event(event))
+
+    async def run(
+        self,
+        deliver: Callable[[BusEvent], Awaitable[None]],
+        *,
+        task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
+    ) -> None:
+        """Listen on the bus until cancelled (reconnecting after failures, waiting longer each time up to a few
+        seconds), and keep the ``requestState`` keys of the current period at hand."""
+        started = False
+        wait = _RETRY_FIRST
+        errors = _redis_errors()
+        while True:
+            pubsub = self.client.pubsub(ignore_subscribe_messages=True)
+            try:
+                with anyio.fail_after(self.timeout):
+                    await pubsub.subscribe(self._channel)
+                await self._refresh_keys()
+                if not started:
+                    started = True
+                    task_status.started()
+                wait = _RETRY_FIRST
+                await self._listen(pubsub, deliver)
+            except errors as exc:
+                self._failed(exc)
+            finally:
+                with anyio.CancelScope(shield=True), anyio.move_on_after(self.timeout):
+                    await pubsub.aclose()
+            if not started:
+                started = True
+                task_status.started()  # serve anyway: requests that need Redis answer "unavailable" until it is back
+            await anyio.sleep(wait)
+            wait = min(wait * 2, _RETRY_MOST)
+
+    async def _listen(self, pubsub: Any, deliver: Callable[[BusEvent], Awaitable[None]]) -> None:
+        while True:
+            message = await pubsub.get_message(timeout=1.0)  # (wakes at least once a second to rotate keys)
+            self._ok()
+            if self._period() != self._keys_period:
+                await self._refresh_keys()
+            if message is None or message.get("type") != "message":
+                continue
+            try:
+                event = decode_event(message["data"])
+            except (msgspec.DecodeError, msgspec.ValidationError):
+                logger.warning("ignored a message on %s that is not an event", self._channel)
+                continue
+            try:
+                await deliver(event)
+            except Exception:
+                logger.exception("delivering %s failed", type(event).__name__)
+
+    # --- requestState keys ---------------------------------------------------------------------------------
+
+    def _period(self) -> int:
+        return math.floor(time.time() / self.key_rotation)
+
+    def state_keys(self) -> tuple[bytes, ...]:
+        return self._keys
+
+    async def _refresh_keys(self) -> None:
+        """Make sure the current and the next period have a key (the first worker to ask makes it), read the
+        previous, current and next ones, and forget older ones."""
+        period = self._period()
+        client = self.client
+        wanted = [str(period - 1), str(period), str(period + 1)]
+        async with client.pipeline(transaction=False) as pipe:
+            pipe.hsetnx(self._ring_key, wanted[1], os.urandom(_KEY_BYTES))
+            pipe.hsetnx(self._ring_key, wanted[2], os.urandom(_KEY_BYTES))
+            pipe.hmget(self._ring_key, wanted)
+            pipe.hkeys(self._ring_key)
+            *_, found, names = await self._call(pipe.execute)
+        previous, current, following = found
+        self._keys = tuple(key for key in (current, previous, following) if key)
+        self._keys_period = period
+        stale = [name for name in names if name.decode() not in wanted]
+        if stale:
+            await self._call(client.hdel, self._ring_key, *stale)
+
+    # --- single-use states ---------------------------------------------------------------------------------
+
+    async def claim(self, nonce: str, expires: float) -> bool:
+        until = max(math.ceil(expires * 1000), math.ceil(time.time() * 1000) + 1)
+        claimed = await self._call(self.client.set, f"{self.prefix}:spent:{nonce}", b"1", nx=True, pxat=until)
+        return bool(claimed)
+
+    # --- sessions ------------------------------------------------------------------------------------------
+
+    def _session_key(self, sid: str) -> str:
+        return f"{self.prefix}:session:{sid}"
+
+    async def load_session(self, sid: str, ttl: float) -> bytes | None:
+        record: bytes | None = await self._call(self.client.getex, self._session_key(sid), px=_ms(ttl))
+        return record
+
+    async def save_session(self, sid: str, record: bytes, ttl: float, *, changed: bool) -> None:
+        await self._call(self.client.set, self._session_key(sid), record, px=_ms(ttl))
+        if changed:
+            await self.publish(SessionChanged(sid))
+
+    async def end_session(self, sid: str) -> None:
+        await self._call(self.client.delete, self._session_key(sid))
+        await self.publish(SessionEnded(sid))
+
+    async def aclose(self) -> None:
+        """Close the connections (a client given to the constructor stays open: it is the caller's); the next
+        command opens new ones."""
+        if not self._owns_client:
+            return
+        client, self._client = self._client, None
+        if client is not None:
+            with anyio.CancelScope(shield=True), anyio.move_on_after(self.timeout):
+                await client.aclose()
+
+
+def _ms(seconds: float) -> int:
+    return max(1, math.ceil(seconds * 1000))
+
+
+def _redis_errors() -> tuple[type[BaseException], ...]:
+    """What redis-py raises when the server cannot be reached, or answers too late (and our own deadline)."""
+    import redis.exceptions
+
+    return (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError, OSError, TimeoutError)

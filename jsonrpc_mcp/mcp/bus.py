@@ -1,0 +1,85 @@
+"""The messages the workers of one server pass each other through their backend, and a session's record (L2).
+
+See :mod:`jsonrpc_mcp.backends` for what is shared and why. Events travel as JSON with a ``type`` tag.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+__all__ = (
+    "BusEvent",
+    "ResourceUpdated",
+    "ListChanged",
+    "LogMessage",
+    "SessionChanged",
+    "SessionEnded",
+    "SessionRecord",
+    "encode_event",
+    "decode_event",
+)
+
+
+class ResourceUpdated(msgspec.Struct, tag="resource-updated"):
+    """``Server.notify_resource_updated`` on some worker."""
+
+    uri: str
+    meta: dict[str, Any] | None = None
+    exact: bool = False
+
+
+class ListChanged(msgspec.Struct, tag="list-changed"):
+    """``Server.notify_list_changed`` on some worker."""
+
+    kind: str
+
+
+class LogMessage(msgspec.Struct, tag="log"):
+    """``Server.broadcast_log`` on some worker."""
+
+    level: str
+    data: Any
+    logger: str | None = None
+
+
+class SessionChanged(msgspec.Struct, tag="session-changed"):
+    """The record of a handshake-era session changed (its log level, its subscriptions): reload it."""
+
+    id: str
+
+
+class SessionEnded(msgspec.Struct, tag="session-ended"):
+    """A handshake-era session was ended (``DELETE``): every worker ends its copy."""
+
+    id: str
+
+
+BusEvent = ResourceUpdated | ListChanged | LogMessage | SessionChanged | SessionEnded
+
+_event_encoder = msgspec.json.Encoder()
+_event_decoder: msgspec.json.Decoder[BusEvent] = msgspec.json.Decoder(BusEvent)
+
+
+def encode_event(event: BusEvent) -> bytes:
+    return _event_encoder.encode(event)
+
+
+def decode_event(data: bytes) -> BusEvent:
+    """Raises :class:`msgspec.DecodeError` (or ``ValidationError``) for anything that is not an event."""
+    return _event_decoder.decode(data)
+
+
+class SessionRecord(msgspec.Struct, kw_only=True):
+    """What a handshake-era session's ``initialize`` (and what came after it) settled: all another worker needs
+    to serve its next request."""
+
+    version: str
+    capabilities: dict[str, Any] = {}
+    client_info: dict[str, Any] = {}
+    ready: bool = False  #: ``notifications/initialized`` received
+    log_level: str | None = "info"
+    subscriptions: list[str] = []
+    #: Who the session belongs to when the server authenticates its clients (an opaque key), else ``None``.
+    owner: str | None = None

@@ -1,0 +1,248 @@
+"""Several workers behind one URL, sharing a real Redis: each worker a uvicorn of its own on a loopback port (in a
+thread, with its own event loop), each with its own Server object, as separate processes would have. A client
+that sends each request to another worker sees one server: sessions, notifications and requestState keys are
+shared (jsonrpc_mcp.backends)."""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Iterator
+from typing import Any
+
+import anyio
+import httpx
+import pytest
+from http_support import (
+    JSON_HEADERS,
+    ServerThread,
+    SseReader,
+    call_body,
+    init_body,
+    open_session,
+    response_of,
+    stateless_body,
+    stateless_headers,
+)
+from redis_support import RedisProcess, own_redis, prefix, redis_server, redis_url  # noqa: F401 (fixtures)
+
+from jsonrpc_mcp import Context, Server
+from jsonrpc_mcp.backends.redis import RedisBackend
+from jsonrpc_mcp.transports.http_asgi import McpAsgiApp
+
+pytestmark = pytest.mark.anyio
+
+TIMEOUT = 20.0
+CONFIRM = {"type": "object", "properties": {"ok": {"type": "boolean"}}}
+
+
+def worker(label: str) -> Server:
+    """What every worker runs: the same tools and resources (a separate Server object for each)."""
+    server = Server("scaled", "1.0")
+
+    @server.tool(inline=True)
+    def whoami() -> str:
+        return label
+
+    @server.tool()
+    async def shout(ctx: Context) -> str:
+        await ctx.warning("a warning")
+        await ctx.error("an error")
+        return "done"
+
+    @server.tool()
+    async def touch(uri: str) -> str:
+        await server.notify_resource_updated(uri)
+        return "touched"
+
+    @server.tool()
+    async def announce() -> str:
+        await server.notify_list_changed("tools")
+        return "announced"
+
+    @server.tool(single_use_state=True)
+    async def confirm(ctx: Context) -> str:
+        answer = await ctx.elicit("Go on?", CONFIRM, key="confirm")
+        return f"{label}: {answer.action}"
+
+    @server.resource("note://a", mime_type="text/plain")
+    def note() -> str:
+        return "A"
+
+    return server
+
+
+class Workers:
+    def __init__(self, url: str, key_prefix: str, count: int = 2) -> None:
+        self.servers = [worker(f"w{i}") for i in range(count)]
+        self.apps = [McpAsgiApp(s, backend=RedisBackend(url, prefix=key_prefix)) for s in self.servers]
+        self.threads = [ServerThread(app) for app in self.apps]
+
+    def url(self, i: int) -> str:
+        return self.threads[i].url
+
+    def stop(self) -> None:
+        for thread in self.threads:
+            thread.stop()
+
+
+@pytest.fixture
+def workers(redis_url: str, prefix: str) -> Iterator[Workers]:  # noqa: F811
+    group = Workers(redis_url, prefix)
+    yield group
+    group.stop()
+
+
+@pytest.fixture
+async def http() -> Any:
+    async with httpx.AsyncClient(timeout=TIMEOUT) as client:
+        yield client
+
+
+def text_of(message: dict[str, Any]) -> str:
+    return str(message["result"]["content"][0]["text"])
+
+
+# --- handshake-era sessions ------------------------------------------------------------------------------------
+
+
+async def test_a_session_started_on_one_worker_is_served_by_the_other(workers: Workers, http: Any) -> None:
+    session = await open_session(http, workers.url(0))
+    session.url = workers.url(1)  # every request from now on goes to the other worker
+    assert text_of(await session.call(2, "whoami", {})) == "w1"
+    session.url = workers.url(0)
+    assert text_of(await session.call(3, "whoami", {})) == "w0"
+
+
+async def test_an_unknown_session_is_404_on_every_worker(workers: Workers, http: Any) -> None:
+    for i in (0, 1):
+        headers = {**JSON_HEADERS, "Mcp-Session-Id": "no-such-session", "MCP-Protocol-Version": "2025-11-25"}
+        response = await http.post(workers.url(i), json=call_body(1, "whoami", {}), headers=headers)
+        assert response.status_code == 404
+
+
+async def test_delete_on_one_worker_ends_the_session_on_every_worker(workers: Workers, http: Any) -> None:
+    session = await open_session(http, workers.url(0))
+    session.url = workers.url(1)
+    await session.call(2, "whoami", {})  # both workers now hold a copy
+    response = await http.delete(workers.url(1), headers=session.headers)
+    assert response.status_code == 200
+    for i in (0, 1):
+        session.url = workers.url(i)
+        assert (await session.post(call_body(3, "whoami", {}))).status_code == 404
+
+
+async def test_the_log_level_set_on_one_worker_holds_on_the_other(workers: Workers, http: Any) -> None:
+    session = await open_session(http, workers.url(0))
+    session.url = workers.url(1)
+    await session.call(2, "whoami", {})  # worker 1 holds a copy made before the level changes
+    session.url = workers.url(0)
+    level = await session.post({"jsonrpc": "2.0", "id": 3, "method": "logging/setLevel", "params": {"level": "error"}})
+    assert level.status_code == 200 and level.json()["result"] == {}
+    session.url = workers.url(1)
+    async with session.stream(call_body(4, "shout", {})) as response:
+        events = await SseReader(response).rest()
+    sent = [json.loads(e.data) for e in events if e.data]
+    logs = [m["params"]["level"] for m in sent if m.get("method") == "notifications/message"]
+    assert logs == ["error"]
+    assert text_of(sent[-1]) == "done"
+
+
+async def test_a_resource_update_published_by_one_worker_reaches_a_get_stream_on_the_other(
+    workers: Workers, http: Any
+) -> None:
+    session = await open_session(http, workers.url(0))
+    subscribed = await session.post(
+        {"jsonrpc": "2.0", "id": 2, "method": "resources/subscribe", "params": {"uri": "note://a"}}
+    )
+    assert subscribed.status_code == 200 and subscribed.json()["result"] == {}
+    async with session.stream(None, method="GET", Accept="text/event-stream") as stream:
+        assert stream.status_code == 200
+        reader = SseReader(stream)
+        session.url = workers.url(1)
+        assert text_of(await session.call(3, "touch", {"uri": "note://a"})) == "touched"
+        update = await reader.next_message()
+        assert update == {
+            "jsonrpc": "2.0",
+            "method": "notifications/resources/updated",
+            "params": {"uri": "note://a"},
+        }
+
+
+# --- 2026-07-28 ---------------------------------------------------------------------------------------------
+
+
+async def stateless_call(http: Any, url: str, ident: int, name: str, arguments: dict[str, Any], **extra: Any) -> Any:
+    caps = {"io.modelcontextprotocol/clientCapabilities": {"elicitation": {"form": {}}}}
+    body = stateless_body(ident, "tools/call", {"name": name, "arguments": arguments, **extra}, **caps)
+    response = await http.post(url, json=body, headers=stateless_headers("tools/call", name))
+    return response, response_of(response, ident)
+
+
+async def test_an_input_round_sealed_by_one_worker_is_answered_on_the_other(workers: Workers, http: Any) -> None:
+    _, first = await stateless_call(http, workers.url(0), 1, "confirm", {})
+    result = first["result"]
+    assert result["resultType"] == "input_required"
+    answers = {"confirm": {"action": "accept", "content": {"ok": True}}}
+    _, second = await stateless_call(
+        http, workers.url(1), 2, "confirm", {}, inputResponses=answers, requestState=result["requestState"]
+    )
+    assert text_of(second) == "w1: accept"
+    # single use: the same state answered again, on either worker, is refused
+    for i in (0, 1):
+        _, again = await stateless_call(
+            http, workers.url(i), 3, "confirm", {}, inputResponses=answers, requestState=result["requestState"]
+        )
+        assert again["error"]["code"] == -32602
+        assert "single-use" in again["error"]["message"]
+
+
+async def test_a_list_change_announced_by_one_worker_reaches_a_listen_stream_on_the_other(
+    workers: Workers, http: Any
+) -> None:
+    body = stateless_body(7, "subscriptions/listen", {"notifications": {"toolsListChanged": True}})
+    async with http.stream(
+        "POST", workers.url(0), json=body, headers=stateless_headers("subscriptions/listen")
+    ) as stream:
+        reader = SseReader(stream)
+        acknowledged = await reader.next_message()
+        assert acknowledged["method"] == "notifications/subscriptions/acknowledged"
+        _, answer = await stateless_call(http, workers.url(1), 8, "announce", {})
+        assert text_of(answer) == "announced"
+        changed = await reader.next_message()
+        assert changed["method"] == "notifications/tools/list_changed"
+        assert changed["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"] == 7
+
+
+# --- Redis away -------------------------------------------------------------------------------------------------
+
+
+async def test_while_redis_is_away_requests_get_503_and_service_returns_with_it(
+    own_redis: RedisProcess,  # noqa: F811
+    prefix: str,  # noqa: F811
+    http: Any,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    group = Workers(own_redis.url, prefix, count=1)
+    try:
+        session = await open_session(http, group.url(0))
+        own_redis.stop()
+        with caplog.at_level(logging.WARNING, logger="jsonrpc_mcp.backends.redis"):
+            for ident in (2, 3):
+                with anyio.fail_after(TIMEOUT):
+                    response = await session.post(call_body(ident, "whoami", {}))
+                assert response.status_code == 503
+                assert response.headers["retry-after"] == "1"
+                assert response.json()["error"]["code"] == -32012
+                assert response.json()["error"]["data"] == {"retryAfter": 1}
+            response = await http.post(group.url(0), json=init_body(), headers=JSON_HEADERS)
+            assert response.status_code == 503
+            own_redis.start()  # (an empty one: this test's Redis keeps nothing on disk)
+            with anyio.fail_after(TIMEOUT):
+                again = await open_session(http, group.url(0))
+            assert text_of(await again.call(4, "whoami", {})) == "w0"
+        down = [r for r in caplog.records if "cannot be reached" in r.getMessage()]
+        assert len(down) == 1  # one line per outage, not one per request
+        assert "unix:" in down[0].getMessage()
+    finally:
+        group.stop()
