@@ -525,6 +525,31 @@ async def test_a_session_belongs_to_the_principal_that_opened_it(
     assert response_of(reply, 3)["result"]["content"][0]["text"].startswith("alice|")
 
 
+async def test_one_client_holds_at_most_its_share_of_sessions(auth: AuthServer, http: httpx.AsyncClient) -> None:
+    policy = ProtectedResource(
+        resource=RESOURCE,
+        authorization_servers=[auth.issuer],
+        verifier=JwtVerifier(issuer=auth.issuer, audience=RESOURCE, jwks_url=f"{auth.issuer}/jwks"),
+    )
+    thread = ServerThread(McpAsgiApp(make_server(), http_policy=policy, max_sessions_per_client=2), lifespan="off")
+    try:
+        alice = auth.mint(aud=RESOURCE, scope="notes:read")
+        first, second, third = [await open_session(http, thread.url, alice) for _ in range(3)]
+        # the third made room by ending alice's least recently used idle session, and no one else's
+        assert (await http.post(thread.url, json=call_body(2, "whoami", {}), headers=first)).status_code == 404
+        for headers in (second, third):
+            reply = await http.post(thread.url, json=call_body(3, "whoami", {}), headers=headers)
+            assert reply.status_code == 200
+        bob = auth.mint(aud=RESOURCE, scope="notes:read", sub="bob")
+        await open_session(http, thread.url, bob)
+        await open_session(http, thread.url, bob)
+        for headers in (second, third):  # bob's sessions took nothing of alice's
+            reply = await http.post(thread.url, json=call_body(4, "whoami", {}), headers=headers)
+            assert reply.status_code == 200
+    finally:
+        thread.stop()
+
+
 async def test_a_batch_is_checked_by_the_server_itself(
     protected: ServerThread, auth: AuthServer, http: httpx.AsyncClient
 ) -> None:

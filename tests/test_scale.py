@@ -7,12 +7,13 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import anyio
 import httpx
 import pytest
+from auth_server import AuthServer, running_auth_server
 from http_support import (
     JSON_HEADERS,
     ServerThread,
@@ -27,6 +28,7 @@ from http_support import (
 from redis_support import RedisProcess, own_redis, prefix, redis_server, redis_url  # noqa: F401 (fixtures)
 
 from jsonrpc_mcp import Context, Server
+from jsonrpc_mcp.auth import JwtVerifier, ProtectedResource
 from jsonrpc_mcp.backends.redis import RedisBackend
 from jsonrpc_mcp.transports.http_asgi import McpAsgiApp
 
@@ -73,9 +75,16 @@ def worker(label: str) -> Server:
 
 
 class Workers:
-    def __init__(self, url: str, key_prefix: str, count: int = 2) -> None:
+    def __init__(self, url: str, key_prefix: str, count: int = 2, policy: Callable[[], Any] | None = None) -> None:
         self.servers = [worker(f"w{i}") for i in range(count)]
-        self.apps = [McpAsgiApp(s, backend=RedisBackend(url, prefix=key_prefix)) for s in self.servers]
+        self.apps = [
+            McpAsgiApp(
+                server,
+                backend=RedisBackend(url, prefix=key_prefix),
+                http_policy=policy() if policy is not None else None,
+            )
+            for server in self.servers
+        ]
         self.threads = [ServerThread(app) for app in self.apps]
 
     def url(self, i: int) -> str:
@@ -167,6 +176,43 @@ async def test_a_resource_update_published_by_one_worker_reaches_a_get_stream_on
             "method": "notifications/resources/updated",
             "params": {"uri": "note://a"},
         }
+
+
+RESOURCE = "https://notes.example.com/mcp"
+
+
+async def test_a_session_belongs_to_its_principal_on_every_worker(
+    redis_url: str,  # noqa: F811
+    prefix: str,  # noqa: F811
+    http: Any,
+) -> None:
+    with running_auth_server() as auth:
+        group = Workers(redis_url, prefix, policy=lambda: protected_by(auth))
+        try:
+            alice = {"Authorization": f"Bearer {auth.mint(aud=RESOURCE, scope='notes:read')}"}
+            opened = await http.post(group.url(0), json=init_body(), headers={**JSON_HEADERS, **alice})
+            assert opened.status_code == 200
+            session = {
+                **JSON_HEADERS,
+                "Mcp-Session-Id": opened.headers["mcp-session-id"],
+                "MCP-Protocol-Version": "2025-11-25",
+            }
+            bob = {"Authorization": f"Bearer {auth.mint(aud=RESOURCE, scope='notes:read', sub='bob')}"}
+            for i in (1, 0):
+                stolen = await http.post(group.url(i), json=call_body(2, "whoami", {}), headers={**session, **bob})
+                assert stolen.status_code == 404
+            served = await http.post(group.url(1), json=call_body(3, "whoami", {}), headers={**session, **alice})
+            assert text_of(response_of(served, 3)) == "w1"
+        finally:
+            group.stop()
+
+
+def protected_by(auth: AuthServer) -> ProtectedResource:
+    return ProtectedResource(
+        resource=RESOURCE,
+        authorization_servers=[auth.issuer],
+        verifier=JwtVerifier(issuer=auth.issuer, audience=RESOURCE, jwks_url=f"{auth.issuer}/jwks"),
+    )
 
 
 # --- 2026-07-28 ---------------------------------------------------------------------------------------------

@@ -50,7 +50,7 @@ from __future__ import annotations
 import logging
 import re
 import time
-from collections.abc import Iterable, Mapping, MutableMapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import parse_qsl, urlsplit, urlunsplit
 
@@ -86,7 +86,7 @@ _CORS: Final[HeaderList] = [
     (b"access-control-allow-headers", b"*"),
     (b"access-control-max-age", b"86400"),
 ]
-_NO_SESSION: Final = "Not Found: this session does not exist or has ended"
+_encode_owner = msgspec.json.Encoder().encode
 
 
 def metadata_path(resource: str) -> str:
@@ -155,7 +155,6 @@ class ProtectedResource(HttpPolicy):
         if root_metadata:
             self._paths.add(WELL_KNOWN)
         self._app: McpAsgiApp | None = None
-        self._owners: dict[str, tuple[str | None, str | None, str | None]] = {}  # session id -> its principal
 
     # --- the hooks ------------------------------------------------------------------------------------------
 
@@ -180,15 +179,7 @@ class ProtectedResource(HttpPolicy):
             await self._refuse_scope(send, self.required_scopes, missing)
             return None
         headers.auth = principal
-        sid = headers.raw(b"mcp-session-id")
-        if sid is not None:
-            owner = self._owners.get(sid.decode("latin-1"))
-            if owner is not None and owner != principal.principal:
-                logger.warning("refused a request for a session opened by another principal")
-                await send_error(send, 404, _NO_SESSION)
-                return None
-            return send
-        return self._session_watch(send, principal.principal)
+        return send
 
     async def admit_message(self, headers: Headers, message: Message, send: Send) -> bool:
         if type(message) is not Request or self._app is None:
@@ -293,24 +284,10 @@ class ProtectedResource(HttpPolicy):
     def _hierarchy(self) -> Mapping[str, Iterable[str]] | None:
         return getattr(self._app.server, "scope_hierarchy", None) if self._app is not None else None
 
-    def _session_watch(self, send: Send, principal: tuple[str | None, str | None, str | None]) -> Send:
-        """``send``, noting the owner of a session the response opens (its ``Mcp-Session-Id``)."""
-
-        async def watching(message: MutableMapping[str, Any]) -> None:
-            if message["type"] == "http.response.start":
-                for name, value in message.get("headers", ()):
-                    if name.lower() == b"mcp-session-id":
-                        self._own(value.decode("latin-1"), principal)
-            await send(message)
-
-        return watching
-
-    def _own(self, sid: str, principal: tuple[str | None, str | None, str | None]) -> None:
-        app = self._app
-        if app is not None and len(self._owners) > 2 * app.session_count + 64:
-            live = app.sessions
-            self._owners = {k: v for k, v in self._owners.items() if k in live}
-        self._owners[sid] = principal
+    def session_owner(self, headers: Headers) -> str | None:
+        """The principal the request was admitted as (issuer, subject and client), as a key."""
+        token: AccessToken | None = headers.auth
+        return _encode_owner(token.principal).decode() if token is not None else None
 
     # --- refusals -------------------------------------------------------------------------------------------
 

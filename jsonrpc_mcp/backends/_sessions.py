@@ -77,9 +77,10 @@ class SharedSessions:
                 self.table.end(local)
             return None
         if local is None:
-            if not self.table.admit():
+            if not self.table.admit(record.owner):
                 raise Unavailable(self.table.retry_after())
             local = await self.make(sid)
+            local.owner = record.owner
             self.table.add(local)
             logger.debug("serving a session started elsewhere (%d here)", len(self.table))
         if record != local.record:
@@ -99,7 +100,7 @@ class SharedSessions:
         :class:`Unavailable` when the backend cannot be reached."""
         if session.closed or not session.mcp.initialized:
             return
-        record = record_of(session.mcp, session.record.owner if session.record is not None else None)
+        record = record_of(session.mcp, session.owner)
         if record == session.record:
             return
         await self.backend.save_session(session.id, _encode(record), self.ttl, changed=session.record is not None)

@@ -32,6 +32,7 @@ from .events import EventStore, InMemoryEventStore
 if TYPE_CHECKING:
     from ..backends._sessions import SharedSessions
     from ..mcp.session import ServerApp
+    from .http_policy import HttpPolicy
 
 __all__ = ("HandshakeEndpoint",)
 
@@ -71,6 +72,8 @@ class HandshakeEndpoint:
         self.request_timeout = request_timeout
         #: The sessions as every worker sees them, when a backend shares them (set by the app).
         self.shared: SharedSessions | None = None
+        #: The app's HTTP policy (it names the owners of sessions), set by the app.
+        self.policy: HttpPolicy | None = None
 
     async def post(
         self, headers: Headers, version: str | None, msg: Message, call: Call | None, receive: Receive, send: Send
@@ -100,7 +103,7 @@ class HandshakeEndpoint:
     async def _post_to_session(
         self, sid: str, headers: Headers, msg: Message, call: Call | None, receive: Receive, send: Send
     ) -> None:
-        session = await self.find(sid)
+        session = await self.find(sid, headers)
         if session is None:
             await send_error(send, 404, _ENDED)
             return
@@ -151,7 +154,8 @@ class HandshakeEndpoint:
         )
 
     async def _initialize(self, request: Request, call: Call | None, headers: Headers, send: Send) -> None:
-        if not self.table.admit():
+        owner = self.policy.session_owner(headers) if self.policy is not None else None
+        if not self.table.admit(owner):
             wait = self.table.retry_after()
             await send_error(
                 send,
@@ -163,6 +167,7 @@ class HandshakeEndpoint:
             )
             return
         session = await self.new_session(secrets.token_urlsafe(24))
+        session.owner = owner
         session.stream.arriving = (request.id, headers)
         answer = session.dispatcher.begin(request, call)  # (initialize is answered at once)
         session.stream.arriving = None
@@ -191,12 +196,14 @@ class HandshakeEndpoint:
             request_timeout=self.request_timeout,
         )
 
-    async def find(self, sid: str) -> HttpSession | None:
-        """The live session ``sid`` (from the shared backend when there is one: raises :class:`Unavailable` when it
-        cannot be reached)."""
-        if self.shared is not None:
-            return await self.shared.find(sid.strip())
-        return self.table.get(sid)
+    async def find(self, sid: str, headers: Headers) -> HttpSession | None:
+        """The live session ``sid`` of the request's owner (from the shared backend when there is one: raises
+        :class:`Unavailable` when it cannot be reached)."""
+        session = await self.shared.find(sid.strip()) if self.shared is not None else self.table.get(sid)
+        if session is not None and self.policy is not None and session.owner != self.policy.session_owner(headers):
+            logger.warning("refused a request for a session that belongs to another client")
+            return None
+        return session
 
     async def _save(self, session: HttpSession) -> None:
         if self.shared is not None:
@@ -265,7 +272,7 @@ class HandshakeEndpoint:
             return
         sid = headers.get("mcp-session-id")
         try:
-            session = await self.find(sid) if sid is not None else None
+            session = await self.find(sid, headers) if sid is not None else None
         except Unavailable as exc:
             await send_unavailable(send, exc)
             return
@@ -392,7 +399,7 @@ class HandshakeEndpoint:
             await send_error(send, 400, f"Bad Request: unsupported MCP-Protocol-Version {version!r}")
             return None
         try:
-            session = await self.find(sid)
+            session = await self.find(sid, headers)
         except Unavailable as exc:
             await send_unavailable(send, exc)
             return None

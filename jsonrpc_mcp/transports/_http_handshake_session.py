@@ -193,6 +193,8 @@ class HttpSession:
         self.last_seen = monotonic()
         #: What the shared backend holds for this session, when several workers serve it (``None``: this one only).
         self.record: SessionRecord | None = None
+        #: Whom the session belongs to (``HttpPolicy.session_owner`` of its ``initialize``), or ``None``.
+        self.owner: str | None = None
 
     # --- lifetime ------------------------------------------------------------------------------------------
 

@@ -17,7 +17,7 @@ import gc
 import logging
 import math
 import sys
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 from collections.abc import AsyncIterator, Callable, Coroutine, Mapping
 from contextlib import asynccontextmanager
 from time import monotonic
@@ -42,12 +42,16 @@ TRIM_AFTER: Final = 256
 
 
 class SessionTable:
-    def __init__(self, *, idle_timeout: float, max_sessions: int, trim_memory: bool = False) -> None:
+    def __init__(
+        self, *, idle_timeout: float, max_sessions: int, max_per_owner: int | None = None, trim_memory: bool = False
+    ) -> None:
         #: Started in the task group before any session is served (``task_status.started()`` when it is ready),
         #: cancelled with it: the app's shared backend, when it has one.
         self.companion: Callable[..., Coroutine[Any, Any, None]] | None = None
         self.idle_timeout = idle_timeout
         self.max_sessions = max_sessions
+        self.max_per_owner = max_per_owner
+        self._owned: Counter[str] = Counter()  # sessions per owner (those with one)
         self.trim_memory = trim_memory
         self._sessions: OrderedDict[str, HttpSession] = OrderedDict()  # least recently used first
         self.view: Mapping[str, HttpSession] = MappingProxyType(self._sessions)
@@ -131,9 +135,19 @@ class SessionTable:
 
     # --- sessions ----------------------------------------------------------------------------------------
 
-    def admit(self) -> bool:
-        """Make room for a new session: True when there is (after ending expired sessions and, when the table is
-        still full, the least recently used one with nothing under way)."""
+    def admit(self, owner: str | None = None) -> bool:
+        """Make room for a new session of ``owner``: True when there is (after ending expired sessions and, when the
+        table or the owner's share of it is still full, the least recently used one of the table or of that owner
+        with nothing under way)."""
+        limit = self.max_per_owner
+        if owner is not None and limit is not None and self._owned[owner] >= limit:
+            self.expire()
+            if self._owned[owner] >= limit:
+                idle = next((s for s in self._sessions.values() if s.owner == owner and not s.busy()), None)
+                if idle is None:
+                    return False
+                logger.info("a client has its most sessions: ended its least recently used idle one")
+                self.end(idle)
         if len(self._sessions) < self.max_sessions:
             return True
         self.expire()
@@ -148,6 +162,8 @@ class SessionTable:
 
     def add(self, session: HttpSession) -> None:
         self._sessions[session.id] = session
+        if session.owner is not None:
+            self._owned[session.owner] += 1
         if len(self._sessions) > self._burst:
             self._burst = len(self._sessions)
 
@@ -167,13 +183,22 @@ class SessionTable:
     def end(self, session: HttpSession) -> None:
         if self._sessions.get(session.id) is session:
             del self._sessions[session.id]
+            self._disown(session)
         self._ended(session)
 
     def end_all(self) -> None:
         sessions = list(self._sessions.values())
         self._sessions.clear()
+        self._owned.clear()
         for session in sessions:
             self._ended(session)
+
+    def _disown(self, session: HttpSession) -> None:
+        owner = session.owner
+        if owner is not None:
+            self._owned[owner] -= 1
+            if not self._owned[owner]:
+                del self._owned[owner]
 
     def _ended(self, session: HttpSession) -> None:
         if session.closed:

@@ -108,6 +108,9 @@ class McpAsgiApp:
     :param session_idle_timeout: seconds without traffic (and nothing running) after which a session ends.
     :param max_sessions: concurrent handshake-era sessions; when full, the least recently used idle one is ended
         to make room (503 when every session has something under way).
+    :param max_sessions_per_client: concurrent handshake-era sessions of one client, when the ``http_policy``
+        tells clients apart (``ProtectedResource``: per principal); past it, that client's least recently used idle
+        session is ended (503 when all of them have something under way). ``None``: no bound per client.
     :param max_body: largest request body in bytes (413 beyond).
     :param body_timeout: seconds a body that comes in several messages may take from its first to its last (408
         beyond, and the connection is closed); ``None`` for no deadline.
@@ -147,6 +150,7 @@ class McpAsgiApp:
         cors_origins: Sequence[str] | None = None,
         session_idle_timeout: float = 1800.0,
         max_sessions: int = 10_000,
+        max_sessions_per_client: int | None = 100,
         max_body: int = DEFAULT_MAX_FRAME,
         body_timeout: float | None = 30.0,
         max_in_flight_per_session: int = 64,
@@ -164,6 +168,8 @@ class McpAsgiApp:
             raise ValueError('json_response_preference must be "auto", "json" or "sse"')
         if session_idle_timeout <= 0 or max_sessions < 1 or max_body < 1 or max_in_flight_per_session < 1:
             raise ValueError("timeouts and limits must be positive")
+        if max_sessions_per_client is not None and max_sessions_per_client < 1:
+            raise ValueError("max_sessions_per_client must be positive (or None)")
         if body_timeout is not None and body_timeout <= 0:
             raise ValueError("body_timeout must be positive (or None)")
         self.server = server
@@ -176,7 +182,12 @@ class McpAsgiApp:
         self.store: EventStore = event_store if event_store is not None else InMemoryEventStore()
         self.preference: Preference = json_response_preference
         self.keepalive = sse_keepalive
-        self.table = SessionTable(idle_timeout=session_idle_timeout, max_sessions=max_sessions, trim_memory=trim_memory)
+        self.table = SessionTable(
+            idle_timeout=session_idle_timeout,
+            max_sessions=max_sessions,
+            max_per_owner=max_sessions_per_client,
+            trim_memory=trim_memory,
+        )
         self.handshake = HandshakeEndpoint(
             server,
             self.table,
@@ -191,6 +202,7 @@ class McpAsgiApp:
         self.http_policy = http_policy
         if http_policy is not None:
             http_policy.attach(self)
+            self.handshake.policy = http_policy
         self.backend: Backend | None = None
         if backend is not None:
             self._share(backend)

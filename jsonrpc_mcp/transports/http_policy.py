@@ -21,7 +21,8 @@ calls it, and only when one is configured (an app without a policy pays nothing)
    served (any method): answer it and return ``None``, or return the ``send`` the app should use. It may attach
    the request's principal as ``headers.auth``: handlers read it as ``Context.auth``;
 3. ``admit_message(headers, message, send)`` once a POSTed JSON-RPC message is parsed (a single message; a
-   2025-03-26 batch is not offered here): ``False`` once the policy has answered the POST itself.
+   2025-03-26 batch is not offered here): ``False`` once the policy has answered the POST itself;
+4. ``session_owner(headers)``: whom a handshake-era session belongs to (the principal, say).
 
 :class:`jsonrpc_mcp.auth.ProtectedResource` (OAuth bearer tokens, RFC 9728 metadata) is the policy this project
 ships.
@@ -62,3 +63,10 @@ class HttpPolicy:
     async def admit_message(self, headers: Headers, message: Message, send: Send) -> bool:
         """A POSTed message, parsed: ``False`` once the policy has answered the POST itself."""
         return True
+
+    def session_owner(self, headers: Headers) -> str | None:
+        """Whom the request (admitted already) comes from, as an opaque key; ``None``: nobody in particular. A
+        handshake-era session belongs to the owner of the ``initialize`` that opened it: a request of another owner
+        gets the 404 of a session that does not exist, and the app's ``max_sessions_per_client`` counts per
+        owner."""
+        return None
