@@ -44,9 +44,9 @@ test: $(STAMP)
 test-all:
 	.ci/test-pythons
 
-# The suite against the lowest versions pyproject.toml admits for anyio, msgspec and the http, validation, auth and
-# otel extras (.ci/lowest.py), in .venv-min; the official SDK (an interop peer whose own floors are above ours) is left
-# out and its interop tests skip.
+# The suite against the lowest versions pyproject.toml admits for anyio, msgspec and the http, validation, auth,
+# otel and redis extras (.ci/lowest.py), in .venv-min; the official SDK (an interop peer whose own floors are above
+# ours) is left out and its interop tests skip.
 MIN_VENV := .venv-min
 test-min:
 	.ci/system-packages
@@ -54,7 +54,7 @@ test-min:
 	$(MIN_VENV)/bin/python -m pip install -q --upgrade pip
 	$(MIN_VENV)/bin/python .ci/lowest.py constraints > $(MIN_VENV)/constraints.txt
 	$(MIN_VENV)/bin/python .ci/lowest.py test-deps > $(MIN_VENV)/test-requirements.txt
-	$(MIN_VENV)/bin/python -m pip install -q -c $(MIN_VENV)/constraints.txt -e '.[http,validation,auth,otel]' \
+	$(MIN_VENV)/bin/python -m pip install -q -c $(MIN_VENV)/constraints.txt -e '.[http,validation,auth,otel,redis]' \
 		-r $(MIN_VENV)/test-requirements.txt
 	$(MIN_VENV)/bin/python .ci/lowest.py check
 	$(MIN_VENV)/bin/python -m pytest -q -p no:cacheprovider $(PYTEST_ARGS)

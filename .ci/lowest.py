@@ -1,7 +1,7 @@
 """The lowest versions pyproject.toml admits, for the lower-bound test run (`make test-min`).
 
 python .ci/lowest.py constraints   one "name==floor" line per runtime dependency and per dependency of
-                                   the extras http, validation, auth and otel
+                                   the extras http, validation, auth, otel and redis
 python .ci/lowest.py test-deps     the dev extra's test tools, less the official SDK (an interop peer
                                    whose own floors are above ours: its tests skip) and the lint tools
 python .ci/lowest.py check         fails unless the installed versions are those floors
@@ -16,7 +16,7 @@ from importlib import metadata
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-EXTRAS = ("http", "validation", "auth", "otel")
+EXTRAS = ("http", "validation", "auth", "otel", "redis")
 NOT_FOR_THE_FLOOR_RUN = {"mcp", "ruff", "mypy"}
 _REQUIREMENT = re.compile(r"^([A-Za-z0-9_.-]+)\s*>=\s*([0-9][0-9A-Za-z.]*)\s*(;.*)?$")
 
