@@ -1,5 +1,6 @@
 """MCP Apps helpers: the view page and its own policy, the policy a host builds from ``_meta.ui.csp``, the tool
-and resource ``_meta``, and escaping."""
+and resource ``_meta``, escaping, and the extension's negotiation through a real HTTP server (uvicorn) at a
+handshake revision and at 2026-07-28."""
 
 from __future__ import annotations
 
@@ -7,19 +8,31 @@ import base64
 import hashlib
 import json
 import re
+from typing import Any
 
+import anyio
+import anyio.to_thread
 import pytest
+from helpers import TIMEOUT
+from http_support import ServerThread
 
+from jsonrpc_mcp import Client, Context, Server
 from jsonrpc_mcp.apps import (
+    UI_EXTENSION,
     UI_MIME_TYPE,
     Csp,
     View,
+    add_view,
     csp_header,
     escape,
+    host_extension,
     json_for_html,
     resource_meta,
+    supports_views,
     tool_meta,
 )
+from jsonrpc_mcp.extensions import Extension
+from jsonrpc_mcp.transports.http_asgi import McpAsgiApp
 
 
 def test_the_extension_default_policy_applies_when_a_view_declares_no_csp() -> None:
@@ -91,3 +104,45 @@ def test_escape_and_json_for_html_leave_nothing_that_ends_an_element() -> None:
     text = json_for_html(["</script>", "a&b", "\u2028"])
     assert not set(text) & {"<", ">", "&", "\u2028"} and json.loads(text) == ["</script>", "a&b", "\u2028"]
     assert UI_MIME_TYPE == "text/html;profile=mcp-app"
+
+
+# --- negotiation -----------------------------------------------------------------------------------------------
+
+
+def clock_server() -> Server:
+    server = Server("clock", version="1.0")
+    add_view(server, "ui://clock/face", View("Clock", body="<p id=t></p>"), name="clock-face")
+
+    @server.tool(meta=tool_meta("ui://clock/face"))
+    def now(ctx: Context) -> dict[str, Any]:
+        """The time, and whether the client shows the view."""
+        return {"time": "12:00", "view": supports_views(ctx)}
+
+    return server
+
+
+HOSTS = {
+    "host": ([host_extension()], True),
+    "plain": ([], False),
+    "other-mime-types": ([host_extension(["text/uri-list"])], False),
+    "no-settings": ([Extension(UI_EXTENSION)], False),
+}
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("version", ["2025-11-25", "2026-07-28"])
+@pytest.mark.parametrize("host", list(HOSTS))
+async def test_a_server_with_a_view_declares_the_extension_and_sees_which_clients_show_views(
+    version: str, host: str
+) -> None:
+    extensions, shows = HOSTS[host]
+    thread = ServerThread(McpAsgiApp(clock_server()))
+    try:
+        with anyio.fail_after(TIMEOUT * 3):
+            async with Client.connect_http(thread.url, protocol_version=version, extensions=extensions) as client:
+                declared = client.server_extension(UI_EXTENSION)
+                result = await client.call_tool("now", {})
+    finally:
+        await anyio.to_thread.run_sync(thread.stop)
+    assert declared == {}
+    assert result.structured_content == {"time": "12:00", "view": shows}

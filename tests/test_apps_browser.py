@@ -24,7 +24,7 @@ import pytest
 from browser_host import hosted_view, until, view_frame
 
 from jsonrpc_mcp import Client
-from jsonrpc_mcp.apps import UI_EXTENSION, UI_MIME_TYPE, csp_header
+from jsonrpc_mcp.apps import UI_EXTENSION, UI_MIME_TYPE, csp_header, host_extension
 
 pytestmark = pytest.mark.anyio
 
@@ -101,10 +101,12 @@ def drive_browser(html: str, csp: str, arguments: dict[str, Any], result: dict[s
 
 
 async def test_the_graph_view_shows_stored_hostile_text_as_text_and_runs_none_of_it(tmp_path: Path) -> None:
-    capabilities = {"extensions": {UI_EXTENSION: {"mimeTypes": [UI_MIME_TYPE]}}}
     env = {"KNOWLEDGE_DB": str(tmp_path / "k.db")}
     with anyio.fail_after(TIMEOUT):
-        async with Client.connect_stdio(SERVE, env=env, stderr=subprocess.DEVNULL, capabilities=capabilities) as client:
+        async with Client.connect_stdio(
+            SERVE, env=env, stderr=subprocess.DEVNULL, extensions=[host_extension()]
+        ) as client:
+            assert client.server_extension(UI_EXTENSION) == {}  # the knowledge server declares the extension
             for subject, predicate, obj in TRIPLES:
                 await client.call_tool("relate", {"subject": subject, "predicate": predicate, "object": obj})
             tool = next(t for t in await client.list_tools() if t.name == "query_graph")

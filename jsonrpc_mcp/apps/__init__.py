@@ -12,7 +12,11 @@ What this module gives a server:
   script or style from anywhere, no network. It carries a small script, ``window.mcpApp``, that speaks the
   host protocol and builds elements with text only through ``textContent``;
 * :func:`add_view`: registers a view as a ``ui://`` resource, with its ``_meta.ui`` (the :class:`Csp` the host is
-  to enforce: by default no external origin at all);
+  to enforce: by default no external origin at all), and makes the server declare the extension;
+* :func:`supports_views`: whether the client of a request declared the extension with the view MIME type (a
+  tool may then leave to its view what the model does not need; its ``content`` must stay meaningful);
+* :func:`host_extension`: the extension as a host (a client that shows views) declares it:
+  ``Client.connect_...(..., extensions=[host_extension()])``;
 * :func:`tool_meta`: the ``_meta`` linking a tool to its view (``visibility`` too);
 * :func:`escape` and :func:`json_for_html`: for server-rendered text and data in a page;
 * :func:`csp_header`: the policy a host builds from a resource's ``_meta.ui.csp`` (hosts and tests use it).
@@ -30,8 +34,10 @@ from typing import TYPE_CHECKING, Any, Final, Literal
 import msgspec
 
 from ..mcp import types as t
+from ..mcp.extensions import Extension, client_declares
 
 if TYPE_CHECKING:
+    from ..mcp.context import Context
     from ..mcp.server import Server
 
 __all__ = (
@@ -41,6 +47,8 @@ __all__ = (
     "Csp",
     "View",
     "add_view",
+    "supports_views",
+    "host_extension",
     "tool_meta",
     "resource_meta",
     "csp_header",
@@ -121,6 +129,22 @@ def tool_meta(resource_uri: str, *, visibility: Iterable[Visibility] = ("model",
     if not seen or set(seen) - {"model", "app"}:
         raise ValueError('visibility is one or both of "model" and "app"')
     return {"ui": {"resourceUri": resource_uri, "visibility": seen}}
+
+
+def supports_views(ctx: Context) -> bool:
+    """Did the client of this request declare the extension with ``text/html;profile=mcp-app`` among its
+    ``mimeTypes`` (in its ``initialize``, or in the request's ``_meta`` in 2026-07-28)? Only such a client shows
+    views; every other gets the tool's ``content`` alone."""
+    settings = client_declares(ctx.client_capabilities, UI_EXTENSION)
+    if settings is None:
+        return False
+    mime_types = settings.get("mimeTypes")
+    return isinstance(mime_types, list) and UI_MIME_TYPE in mime_types
+
+
+def host_extension(mime_types: Iterable[str] = (UI_MIME_TYPE,)) -> Extension:
+    """The extension as a client that shows views declares it (``{"mimeTypes": [...]}``)."""
+    return Extension(UI_EXTENSION, settings={"mimeTypes": list(mime_types)})
 
 
 def csp_header(csp: Mapping[str, Any] | None) -> str:
@@ -261,10 +285,13 @@ def add_view(
     scopes: Iterable[str] | None = None,
 ) -> None:
     """Serve ``view`` (a :class:`View`, an HTML string, or a function returning either on each read) as the
-    ``ui://`` resource ``uri``, its ``_meta.ui`` on the listing and on what ``resources/read`` returns.
+    ``ui://`` resource ``uri``, its ``_meta.ui`` on the listing and on what ``resources/read`` returns; the server
+    declares the extension (``capabilities.extensions["io.modelcontextprotocol/ui"] = {}``) from then on.
     ``scopes``: the OAuth scopes reading it needs when the server is served with authorization."""
     if not uri.startswith(UI_SCHEME):
         raise ValueError(f"a view's URI starts with {UI_SCHEME!r}, not {uri!r}")
+    if UI_EXTENSION not in server.extensions:
+        server.add_extension(Extension(UI_EXTENSION))
     meta = resource_meta(csp=csp, permissions=permissions, domain=domain, prefers_border=prefers_border)
 
     def read() -> t.TextResourceContents:
