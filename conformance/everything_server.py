@@ -4,6 +4,7 @@ Built only on jsonrpc_mcp's public API. Serves both eras on one URL::
 
     python conformance/everything_server.py --port 3000      # http://localhost:3000/mcp
     python conformance/everything_server.py --stdio          # for the golden wire transcripts
+    python conformance/everything_server.py --port 3000 --skills   # and the skills extension (SEP-2640)
 
 The same tool body serves a handshake client (server-to-client requests) and a 2026-07-28 client
 (``InputRequiredResult`` round trips): ``ctx.elicit`` / ``ctx.sample`` / ``ctx.list_roots`` do the right thing.
@@ -21,6 +22,7 @@ import anyio
 import msgspec
 
 from jsonrpc_mcp import CacheHint, Context, Server, ToolError, types
+from jsonrpc_mcp.skills import Skill, SkillsExtension
 
 IMAGE_PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg=="
 AUDIO_WAV = "UklGRiYAAABXQVZFZm10IBAAAAABAAEAQB8AAAB9AAACABAAZGF0YQIAAAA="
@@ -61,12 +63,38 @@ def _answer(result: types.ElicitResult, field: str) -> str:
     return str(content.get(field, "unknown"))
 
 
-def create_server() -> Server:
+def skills() -> SkillsExtension:
+    """The skills it publishes (SEP-2640): one with supporting files in two folders, one under a prefix."""
+    return SkillsExtension(
+        [
+            Skill(
+                "release-notes",
+                "Write release notes from merged changes, in the project's format",
+                "# Release notes\n\nFollow references/FORMAT.md; start each entry from templates/entry.md.\n",
+                files={
+                    "references/FORMAT.md": "# Format\n\nOne line per change, newest first.\n",
+                    "templates/entry.md": "- {summary} ({reference})\n",
+                },
+                fields={"license": "MIT", "metadata": {"owner": "release-team"}},
+            ),
+            Skill(
+                "code-review",
+                "Review a change for correctness, tests and readability",
+                "# Code review\n\nRead the diff twice: once for what it does, once for what it breaks.\n",
+                prefix="acme/engineering",
+            ),
+        ]
+    )
+
+
+def create_server(*, with_skills: bool = False) -> Server:
+    """The server; ``with_skills``: publish :func:`skills` too (the conformance runner's extension scenarios)."""
     server = Server(
         "jsonrpc-mcp-everything-server",
         version="1.0.0",
         instructions="The conformance test server of jsonrpc-mcp.",
         cache=CacheHint(ttl_ms=300_000, scope="public"),
+        extensions=[skills()] if with_skills else (),
     )
 
     # --- content tools --------------------------------------------------------------------------------------
@@ -461,10 +489,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--port", type=int, default=3000)
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--stdio", action="store_true", help="serve on stdin/stdout instead of HTTP")
+    parser.add_argument("--skills", action="store_true", help="publish skills too (the skills extension, SEP-2640)")
     parser.add_argument("-v", "--verbose", action="store_true")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.WARNING, stream=sys.stderr)
-    server = create_server()
+    server = create_server(with_skills=args.skills)
     if args.stdio:
         from jsonrpc_mcp.transports.stdio import run_stdio
 

@@ -12,7 +12,8 @@ What it does, in order:
    loopback port, waits until the port accepts connections and runs
    ``conformance server --url http://localhost:PORT/mcp --requirements REV`` (or, with ``--scenario``,
    one ``--scenario NAME --spec-version REV --force`` run per scenario, which is what
-   ``--requirements`` does for each of its scenarios).
+   ``--requirements`` does for each of its scenarios); then the skills extension's scenarios (SEP-2640, in no
+   requirement set) one by one, against the fixture started with ``--skills``.
 4. Client leg: for each revision, runs every client scenario of that revision (authorization included, and
    the authorization extensions the requirement set does not score) as ``conformance client --command
    "python conformance/everything_client.py" --scenario NAME --spec-version REV --force``, one at a time;
@@ -77,9 +78,10 @@ BACKCOMPAT_REASON: Final = "2025-03-26 back-compat"
 # authorization extensions the client implements, and the back-compat scenarios.
 GATED_REASONS: Final = frozenset({"extension", BACKCOMPAT_REASON})
 # Extension scenarios in no requirement set, run one by one at every revision, reported beside the sets and gated
-# (both legs): the skills extension (SEP-2640), its client side.
+# (both legs): the skills extension (SEP-2640), server and client. The server fixture publishes its skills when
+# started with EXTENSION_SERVER_ARGS (the golden transcripts pin the server without them).
 EXTENSION_SCENARIOS: Final[dict[str, tuple[str, ...]]] = {
-    "server": (),
+    "server": ("sep-2640-skills-directory", "sep-2640-skills-enumeration", "sep-2640-skills-manifest"),
     "client": (
         "sep-2640-client-no-prefetch",
         "sep-2640-client-verify-digest",
@@ -88,6 +90,7 @@ EXTENSION_SCENARIOS: Final[dict[str, tuple[str, ...]]] = {
     ),
 }
 EXTENSION_REASON: Final = "extension"
+EXTENSION_SERVER_ARGS: Final = ("--skills",)
 LEGS: Final = ("server", "client")
 MIN_NODE_MAJOR: Final = 22
 NPM_TIMEOUT_S: Final = 600.0
@@ -788,8 +791,11 @@ def port_open(port: int) -> bool:
 class ServerFixture:
     """conformance/everything_server.py on a free loopback port, output to a log file."""
 
-    def __init__(self, script: Path, log: Path, startup_timeout: float, env: dict[str, str]) -> None:
+    def __init__(
+        self, script: Path, log: Path, startup_timeout: float, env: dict[str, str], args: Sequence[str] = ()
+    ) -> None:
         self.script = script
+        self.args = tuple(args)
         self.name = script.name
         self.log = log
         self.startup_timeout = startup_timeout
@@ -813,7 +819,7 @@ class ServerFixture:
         self.port = free_port()
         self.log.parent.mkdir(parents=True, exist_ok=True)
         self._sink = self.log.open("ab")
-        argv = [sys.executable, str(self.script), "--port", str(self.port)]
+        argv = [sys.executable, str(self.script), "--port", str(self.port), *self.args]
         self._sink.write(f"$ {shlex.join(argv)}\n".encode())
         self._sink.flush()
         self.proc = CHILDREN.spawn(argv, cwd=ROOT, env=self.env, stdout=self._sink)
@@ -863,6 +869,7 @@ class LegRun:
     invocations: list[Invocation] = dataclasses.field(default_factory=list)
     errors: list[str] = dataclasses.field(default_factory=list)
     baseline: Path | None = None
+    server_args: tuple[str, ...] = ()  # more arguments for the server fixture
 
 
 @dataclasses.dataclass
@@ -923,7 +930,7 @@ def plan(opts: Options, reqs: dict[str, RequirementSet], known: dict[str, set[st
                 (s, EXTENSION_REASON) for s in EXTENSION_SCENARIOS[leg] if not opts.scenarios or s in opts.scenarios
             ]
             if extension:
-                runs.append(LegRun(leg, rev, extension, False))
+                runs.append(LegRun(leg, rev, extension, False, server_args=EXTENSION_SERVER_ARGS))
         backcompat = [s for s in opts.scenarios if s in BACKCOMPAT_CLIENT]
         if leg == "client" and backcompat:
             runs.append(LegRun(leg, BACKCOMPAT_REVISION, [(s, BACKCOMPAT_REASON) for s in backcompat], False))
@@ -972,6 +979,7 @@ class Runner:
                     self.run_dir / leg_run.leg / leg_run.revision / "server-fixture.log",
                     self.opts.startup_timeout_s,
                     self.env,
+                    leg_run.server_args,
                 )
                 try:
                     server.start()
@@ -1352,7 +1360,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         type=Path,
         default=SERVER_FIXTURE,
         metavar="PY",
-        help="server script, run as `python PY --port PORT` (default: conformance/everything_server.py)",
+        help="server script, run as `python PY --port PORT` (and `--skills` for the extension scenarios; default: "
+        "conformance/everything_server.py)",
     )
     parser.add_argument(
         "--client-fixture",

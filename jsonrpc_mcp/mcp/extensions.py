@@ -16,7 +16,8 @@ What an :class:`Extension` may add, on the server:
 
 * **methods** (:meth:`Extension.method`): answered only where it is negotiated. Asked at a revision the
   extension is not defined for, a method does not exist (-32601); asked by a client that did not declare the
-  extension, it is refused with -32021 ``requiredCapabilities: {"extensions": {id: {}}}``;
+  extension, it is refused with -32021 ``requiredCapabilities: {"extensions": {id: {}}}`` (an extension that
+  defines no client declaration, ``server_only=True``, answers every client);
 * **wrappers** (:meth:`Extension.wrap`): around an existing method's handler (``tools/call``, say), at every
   revision the extension is defined for, negotiated or not (so that the wrapper can refuse a request that needs
   the extension, or let it through unchanged);
@@ -110,6 +111,8 @@ class Extension:
     :param versions: the protocol revisions the extension is defined for (default: every revision we speak). At
         other revisions it is not declared, its methods do not exist and its wrappers do not run.
     :param result_types: ``resultType`` values the extension's answers may carry (2026-07-28).
+    :param server_only: the extension defines no client declaration (the skills extension, SEP-2640): it is
+        negotiated wherever the server declares it, and its methods answer every client.
     """
 
     def __init__(
@@ -119,6 +122,7 @@ class Extension:
         settings: Mapping[str, Any] | None = None,
         versions: Collection[str] | None = None,
         result_types: Iterable[str] = (),
+        server_only: bool = False,
     ) -> None:
         prefix, slash, name = id.partition("/")
         if not slash or not prefix or not name or " " in id:
@@ -133,6 +137,7 @@ class Extension:
         self.settings: Mapping[str, Any] = dict(settings or {})
         self.versions: frozenset[str] = frozenset(versions if versions is not None else SUPPORTED_VERSIONS)
         self.result_types = kinds
+        self.server_only = server_only
         self.methods: dict[str, Callable[[Context, Any], Any]] = {}
         self.params_types: dict[str, Any] = {}
         self.wrappers: dict[str, list[Wrapper]] = {}
@@ -194,8 +199,10 @@ class Extension:
 
     def negotiated(self, ctx: Context) -> bool:
         """Did both sides declare the extension for this request (the server for its revision, the client in the
-        session's ``initialize`` or the request's ``_meta``)?"""
-        return ctx.version in self.versions and client_declares(ctx.client_capabilities, self.id) is not None
+        session's ``initialize`` or the request's ``_meta``; a server-only extension needs the server alone)?"""
+        if ctx.version not in self.versions:
+            return False
+        return self.server_only or client_declares(ctx.client_capabilities, self.id) is not None
 
     def client_settings(self, ctx: Context) -> Mapping[str, Any] | None:
         """The settings the client declared for this extension with this request, or ``None`` when it did not."""
@@ -254,12 +261,12 @@ def _eras(ext: Extension) -> frozenset[Era]:
 
 def _gated(ext: Extension, handler: Callable[[Context, Any], Any]) -> Callable[[Context, Any], Any]:
     """An extension method: -32601 at a revision the extension is not defined for, -32021 for a client that did
-    not declare it, else the handler."""
+    not declare it (unless the extension is server-only), else the handler."""
 
     def gate(ctx: Context, params: Any) -> Any:
         if ctx.version not in ext.versions:
             raise MethodNotFound(f"Method not found: {ctx.method}")
-        if client_declares(ctx.client_capabilities, ext.id) is None:
+        if not ext.server_only and client_declares(ctx.client_capabilities, ext.id) is None:
             raise ext.missing()
         return handler(ctx, params)
 

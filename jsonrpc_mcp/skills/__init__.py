@@ -1,10 +1,11 @@
 """Skills over MCP (SEP-2640, extension ``io.modelcontextprotocol/skills``), server and client (L7).
 
 A server publishes skills — Agent Skills folders: a ``SKILL.md`` and supporting files — built from Python
-objects (:class:`Skill`) or read from disk (:func:`load_skills`, :meth:`Skill.from_directory`): each file is a
-``skill://`` resource, and ``skills/list``, ``skills/get`` and ``resources/directory/read`` describe them with the
-digest and size of every file. A client (:class:`SkillsClient`) lists entries without reading anything, loads a
-skill when it is needed, and verifies every file it reads against the entry: size, digest, frontmatter.
+objects (:class:`Skill`) or read from disk (:func:`load_skills`, :meth:`Skill.from_directory`) through a
+:class:`SkillsExtension`: each file is a ``skill://`` resource, and ``skills/list``, ``skills/get`` and
+``resources/directory/read`` describe them with the digest and size of every file. A
+client (:class:`SkillsClient`) lists entries without reading anything, loads a skill when it is needed, and
+verifies every file it reads against the entry: size, digest, frontmatter.
 
 Reading frontmatter from files needs the ``skills`` extra (PyYAML): ``pip install 'jsonrpc-mcp[skills]'``.
 """
@@ -36,6 +37,7 @@ from ._model import (
     parse_frontmatter,
     render_frontmatter,
 )
+from ._server import SkillsExtension
 
 __all__ = (
     "SKILLS_EXTENSION",
@@ -46,6 +48,7 @@ __all__ = (
     "MAX_TOTAL_BYTES",
     "Skill",
     "SkillCatalog",
+    "SkillsExtension",
     "load_skills",
     "SkillsClient",
     "SkillEntry",

@@ -15,6 +15,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from ..errors import InvalidParams
+from ..mcp import types as t
 from ..mcp.pagination import paginate
 from ._model import DIRECTORY_MIME_TYPE, SKILL_FILE, SKILL_SCHEME, Skill, SkillError, load_skills, mime_type_of
 
@@ -103,16 +104,16 @@ class SkillCatalog:
         skill, path = found
         return skill.files[path], mime_type_of(path)
 
-    def contents(self, uri: str) -> dict[str, Any] | None:
+    def contents(self, uri: str) -> t.TextResourceContents | t.BlobResourceContents | None:
         """The ``resources/read`` contents of the file at ``uri``: text when it is UTF-8, else a blob."""
         found = self.read(uri)
         if found is None:
             return None
         data, mime = found
         try:
-            return {"uri": uri, "mimeType": mime, "text": data.decode("utf-8")}
+            return t.TextResourceContents(uri=uri, mime_type=mime, text=data.decode("utf-8"))
         except UnicodeDecodeError:
-            return {"uri": uri, "mimeType": mime, "blob": base64.b64encode(data).decode("ascii")}
+            return t.BlobResourceContents(uri=uri, mime_type=mime, blob=base64.b64encode(data).decode("ascii"))
 
     # --- the methods' answers ----------------------------------------------------------------------------
 
