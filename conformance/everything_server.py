@@ -21,7 +21,7 @@ from typing import Annotated, Any
 import anyio
 import msgspec
 
-from jsonrpc_mcp import CacheHint, Context, Server, ToolError, types
+from jsonrpc_mcp import CacheHint, Context, RpcError, Server, ToolError, types
 from jsonrpc_mcp.skills import Skill, SkillsExtension
 
 IMAGE_PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg=="
@@ -377,6 +377,56 @@ def create_server(*, with_skills: bool = False) -> Server:
         description="Tool with JSON Schema 2020-12 features for conformance testing (SEP-1613)",
         input_schema=JSON_SCHEMA_2020_12,
     )
+
+    # --- tasks (2026-07-28, io.modelcontextprotocol/tasks): the fixtures of the suite's tasks-* scenarios -------
+
+    @server.tool(description="Sync-only greeting: never a task")
+    def greet(name: str) -> str:
+        return f"Hello, {name}!"
+
+    @server.tool(description="May run as a task: sleeps `seconds`, then answers", task="optional")
+    async def slow_compute(seconds: float = 0.0, label: str = "") -> str:
+        await anyio.sleep(seconds)
+        return f"computed {label} after {seconds:g} s"
+
+    @server.tool(description="Runs only as a task; ends in a tool error", task="required")
+    async def failing_job() -> str:
+        await anyio.sleep(0.5)
+        raise ToolError("failing_job failed, as it always does")
+
+    @server.tool(description="May run as a task; ends in a JSON-RPC error (a protocol-level failure)", task="optional")
+    async def protocol_error_job() -> str:
+        await anyio.sleep(0.2)
+        raise RpcError("the job hit a protocol-level failure", code=-32603)
+
+    @server.tool(description="May run as a task; asks for a confirmation first", task="optional")
+    async def confirm_delete(ctx: Context, filename: str) -> str:
+        answer = await ctx.elicit(f"Delete {filename}?", _form("confirm", "boolean"), key="confirm")
+        if answer.action == "accept" and (answer.content or {}).get("confirm"):
+            return f"deleted {filename}"
+        return f"kept {filename}"
+
+    @server.tool(description="May run as a task; asks two questions at once", task="optional")
+    async def multi_input(ctx: Context) -> str:
+        answers = await ctx.request_inputs(
+            {
+                "first": ("elicitation/create", {"message": "First?", "requestedSchema": _form("name")}),
+                "second": ("elicitation/create", {"message": "Second?", "requestedSchema": _form("name")}),
+            }
+        )
+        names = [_answer(answers[key], "name") for key in ("first", "second")]
+        return f"got {' and '.join(names)}"
+
+    @server.tool(
+        description="Runs only as a task: asks for a name in input rounds of the call, then becomes a task",
+        task="required",
+        task_start="in_handler",
+    )
+    async def test_tool_with_task(ctx: Context) -> str:
+        answer = await ctx.elicit("What is your name?", _form("name"), key="user_name")
+        await ctx.start_task("Greeting in the background")
+        await anyio.sleep(0.2)
+        return f"Hello, {_answer(answer, 'name')}!"
 
     # --- resources ------------------------------------------------------------------------------------------
 

@@ -13,7 +13,9 @@ What it does, in order:
    ``conformance server --url http://localhost:PORT/mcp --requirements REV`` (or, with ``--scenario``,
    one ``--scenario NAME --spec-version REV --force`` run per scenario, which is what
    ``--requirements`` does for each of its scenarios); then the skills extension's scenarios (SEP-2640, in no
-   requirement set) one by one, against the fixture started with ``--skills``.
+   requirement set) one by one, against the fixture started with ``--skills``. The scenarios the set runs
+   without scoring run too; the extension ones (the tasks extension's ``tasks-*``) are gated like the client's
+   authorization extensions.
 4. Client leg: for each revision, runs every client scenario of that revision (authorization included, and
    the authorization extensions the requirement set does not score) as ``conformance client --command
    "python conformance/everything_client.py" --scenario NAME --spec-version REV --force``, one at a time;
@@ -23,7 +25,7 @@ What it does, in order:
    suite's ``checks.json`` files. Prints one table (scenario x revision) and the scored pass counts,
    and exits 1 on any unexpected result.
 
-Exit status: 0 when every scored scenario passed or failed as expected, 1 on any unexpected result
+Exit status: 0 when every scored (or gated) scenario passed or failed as expected, 1 on any unexpected result
 (failure, warning, stale expected-failure entry, harness error, missing fixture), 2 on a setup or
 usage error, 130 when interrupted.
 
@@ -74,8 +76,9 @@ REVISIONS: Final = ("2025-11-25", "2026-07-28")
 BACKCOMPAT_REVISION: Final = "2025-03-26"
 BACKCOMPAT_CLIENT: Final = ("auth/2025-03-26-oauth-metadata-backcompat", "auth/2025-03-26-oauth-endpoint-fallback")
 BACKCOMPAT_REASON: Final = "2025-03-26 back-compat"
-# Not-scored client scenarios that still fail the run when they fail (unless expected-failures lists them): the
-# authorization extensions the client implements, and the back-compat scenarios.
+# Not-scored scenarios that still fail the run when they fail (unless expected-failures lists them): the extensions
+# we implement (the authorization extensions of the client leg, the tasks extension of the server leg), and the
+# back-compat scenarios.
 GATED_REASONS: Final = frozenset({"extension", BACKCOMPAT_REASON})
 # Extension scenarios in no requirement set, run one by one at every revision, reported beside the sets and gated
 # (both legs): the skills extension (SEP-2640), server and client. The server fixture publishes its skills when
@@ -689,7 +692,9 @@ def judge(result: Result, checks: list[dict[str, Any]], entries: Sequence[Baseli
     any_failed = bool(result.failing)
     plain = FAIL if counts.get("FAILURE") else WARN if counts.get("WARNING") else PASS
     if plain == PASS and not (counts.get("SUCCESS") or counts.get("FAILURE") or counts.get("WARNING")):
-        plain = EMPTY
+        # Only skipped (or informational) checks: the suite itself does not test it yet (a scenario kept as a
+        # placeholder) — skipped, not an empty result of ours.
+        plain = SKIP if counts.get("SKIPPED") else EMPTY
     if any(e.check_id is None for e in entries):
         result.status = XFAIL if any_failed else STALE
         (result.expected if any_failed else result.stale).append(result.scenario)
@@ -1099,8 +1104,7 @@ class Runner:
         inv: Invocation,
     ) -> Result:
         result = Result(leg_run.leg, leg_run.revision, scenario, reason is None, reason, log=inv.log)
-        extension = scenario in EXTENSION_SCENARIOS["server"]
-        result.gated = reason in GATED_REASONS and (leg_run.leg == "client" or extension)
+        result.gated = reason in GATED_REASONS
         result.notes.extend(notes)
         if found is None:
             entries = self.entries(leg_run.leg, leg_run.revision, scenario)

@@ -62,6 +62,8 @@ class Progress:
         if self.terminal:
             self._bar = self._render(progress, total, message)
             self.stream.write("\r\x1b[K" + self._bar)
+        elif not progress and not total and message:  # (a message alone: a task's statusMessage, say)
+            self.stream.write(f"progress: {message}\n")
         else:
             amount = f"{progress:g}/{total:g}" if total else f"{progress:g}"
             self.stream.write(f"progress: {amount}{f' {message}' if message else ''}\n")
@@ -75,6 +77,8 @@ class Progress:
             width = 24
             done = round(share * width)
             line = f"[{self._cells[0] * done}{self._cells[1] * (width - done)}] {share:4.0%}{note}"
+        elif not progress and message:
+            line = f"[…] {message}"
         else:
             line = f"[{progress:g}]{note}"
         return line[: columns - 1]
@@ -160,6 +164,10 @@ async def _connect(args: argparse.Namespace, command: list[str], progress: Progr
         progress.log(params.level, params.logger if isinstance(params.logger, str) else None, params.data)
 
     options: dict[str, Any] = {"on_log": on_log}
+    if getattr(args, "task", False):
+        from .mcp.task_client import ClientTasks
+
+        options["extensions"] = [ClientTasks()]
     if args.tcp:
         async with Client.connect_tcp(*args.tcp, **options) as client:
             yield client
@@ -250,9 +258,33 @@ async def _call(args: argparse.Namespace, client: Any, words: list[str], progres
         if len(more) != 1:
             raise text.UsageError(f"{method} takes its params as one JSON object")
         params = text.arguments_from_words(more, None, method)
+    if args.task and method == "tools/call":
+        return await _call_as_task(args, client, params, progress)
     value = await client.request(method, params or None, dict, progress=progress.update, timeout=None)
     progress.done()
     return _show(args, method, value)
+
+
+async def _call_as_task(args: argparse.Namespace, client: Any, params: dict[str, Any], progress: Progress) -> int:
+    """``call --task``: the tool as a task (when the server makes it one), followed to its end with its progress
+    on stderr; interrupted (Ctrl-C, --timeout), the task is cancelled."""
+    from .mcp.task_client import TaskCancelled
+
+    handle = await client.start_tool_task(params["name"], params["arguments"])
+    if handle.task_id is not None:
+        _say(f"task {handle.task_id} is {handle.status}")
+    try:
+        value = await handle.outcome(progress=progress.update)
+    except TaskCancelled as exc:
+        progress.done()
+        _say(str(exc))
+        return EXIT_RPC_ERROR
+    except BaseException:
+        if not handle.done:
+            await handle.abandon()
+        raise
+    progress.done()
+    return _show(args, "tools/call", value)
 
 
 async def _ask_for_logs(args: argparse.Namespace, client: Any) -> None:

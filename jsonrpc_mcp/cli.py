@@ -43,6 +43,7 @@ logger = logging.getLogger("jsonrpc_mcp.cli")
 def load_app(spec: str | None) -> Any:
     """Import ``module:attr`` or ``file.py[:attr]`` and return the Server it names."""
     from .mcp.server import Server
+    from .storage.sqlite_tasks import TaskStoreInUse  # (an app whose task file another process holds)
 
     if spec is None:
         from .examples.knowledge import create_server
@@ -63,7 +64,10 @@ def load_app(spec: str | None) -> Any:
             raise SystemExit(f"jsonrpc-mcp: cannot import {target}")
         module = importlib.util.module_from_spec(module_spec)
         sys.modules["_jsonrpc_mcp_app"] = module
-        module_spec.loader.exec_module(module)
+        try:
+            module_spec.loader.exec_module(module)
+        except TaskStoreInUse as exc:
+            raise SystemExit(f"jsonrpc-mcp: {exc}") from None
     else:
         # Modules in the current directory come first, as with uvicorn and ``python -m`` (a console script's
         # sys.path starts with its own bin directory instead).
@@ -77,6 +81,8 @@ def load_app(spec: str | None) -> Any:
                     f"jsonrpc-mcp: no module named {target!r} (looked in {os.getcwd()} and the installed packages)"
                 ) from None
             raise SystemExit(f"jsonrpc-mcp: cannot import {target}: {exc}") from None
+        except TaskStoreInUse as exc:
+            raise SystemExit(f"jsonrpc-mcp: {exc}") from None
     if attr:
         obj = getattr(module, attr, None)
         if obj is None:
@@ -160,6 +166,7 @@ examples:
   jsonrpc-mcp call --url http://127.0.0.1:8000/mcp resources/read notes://todo
   jsonrpc-mcp call --url http://127.0.0.1:8000/mcp prompts/get summarize topic=bees
   jsonrpc-mcp call --json --tcp 127.0.0.1:7000 tools/call add a=1 b=2
+  jsonrpc-mcp call --task --url http://127.0.0.1:8000/mcp import_entries '{"entries": [...]}'
 
 """
 
@@ -264,7 +271,8 @@ def _parser() -> argparse.ArgumentParser:
     call = sub.add_parser(
         "call",
         help="call a tool (or send any request)",
-        usage="jsonrpc-mcp call [-h] [--json] [--log-level LEVEL] [--timeout SECONDS] TARGET [METHOD] NAME [ARGS...]",
+        usage="jsonrpc-mcp call [-h] [--json] [--task] [--log-level LEVEL] [--timeout SECONDS] TARGET [METHOD] NAME "
+        "[ARGS...]",
         description="Call a tool (NAME key=value ...), or send one request: tools/call, resources/read URI,\n"
         "prompts/get NAME, ping, or any METHOD with JSON params. Progress and log messages are shown on\n"
         "stderr while it runs.",
@@ -278,6 +286,12 @@ def _parser() -> argparse.ArgumentParser:
         choices=("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"),
         help="ask for log messages at this level, even from a server that did not declare logging "
         "(default: info from one that did)",
+    )
+    call.add_argument(
+        "--task",
+        action="store_true",
+        help="declare the tasks extension (2026-07-28): a tool the server runs as a task is followed to its "
+        "result, its progress shown meanwhile; interrupted, the task is cancelled",
     )
     call.add_argument("words", nargs="*", metavar="[METHOD] NAME [ARGS...]", help=argparse.SUPPRESS)
 

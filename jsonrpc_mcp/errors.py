@@ -171,9 +171,9 @@ class MissingClientCapability(RpcError):
     code = codes.MISSING_REQUIRED_CLIENT_CAPABILITY
     default_message = "Missing required client capability"
 
-    def __init__(self, capability: str, detail: Mapping[str, Any] | None = None) -> None:
+    def __init__(self, capability: str, detail: Mapping[str, Any] | None = None, *, message: str | None = None) -> None:
         super().__init__(
-            f"Missing required client capability: {capability}",
+            message or f"Missing required client capability: {capability}",
             {"requiredCapabilities": {capability: dict(detail or {})}},
         )
         self.capability = capability

@@ -70,6 +70,10 @@ LAYERS: dict[str, int] = {
     "mcp.tools": 5,
     "mcp.signature": 5,
     "mcp.extensions": 5,  # protocol extensions (SEP-2133): what the server and the client declare and add
+    "mcp.task_state": 2,  # a task of the tasks extension as data, and the rules of its life: "L2: sans I/O"
+    "mcp.task_store": 5,  # where tasks are kept: the store interface and the in-memory store
+    "mcp.tasks": 5,  # the tasks extension, server side
+    "mcp.task_client": 5,  # the tasks extension, client side
     # L7: on top of everything
     "": 7,  # the package __init__
     "__main__": 7,
@@ -80,12 +84,14 @@ LAYERS: dict[str, int] = {
     "_cli_client": 7,  # jsonrpc-mcp list and call
     "_cli_text": 7,  # what jsonrpc-mcp prints, and key=value arguments
     "extensions": 7,  # the public face of mcp.extensions
+    "tasks": 7,  # the public face of the tasks extension (server side, stores)
 }
 #: Everything under these prefixes (after the exact table above).
 PREFIX_LAYERS: list[tuple[str, int]] = [
     ("transports", 6),
     ("auth", 6),  # verifiers and the protected-resource policy: network (httpx), JOSE, HTTP
     ("backends", 6),  # what several workers share (Redis): network
+    ("storage", 6),  # stores that keep state in files or services (the SQLite task store)
     ("presentation", 7),
     ("examples", 7),
     ("apps", 7),  # MCP Apps views (io.modelcontextprotocol/ui): on the server API

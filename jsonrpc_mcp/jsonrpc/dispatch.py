@@ -59,6 +59,7 @@ __all__ = (
     "DispatcherStatistics",
     "ErrorReply",
     "Pending",
+    "failure_error",
     "RequestHandler",
     "NotificationHandler",
     "BUSY",
@@ -103,17 +104,24 @@ def _refusal(ident: RequestId, reason: str, code: int, message: str) -> ErrorRep
 
 
 def _failure_reply(req: Request, exc: Exception) -> ErrorReply:
-    """The answer to ``req`` whose handler raised ``exc``: its JSON-RPC error when it is an :class:`RpcError`;
-    otherwise -32603 "Internal error", the exception logged with its traceback and never shown to the peer. A
-    timeout or a closed connection of the handler's own outgoing request (codes that only mean something here)
-    is an internal error too, logged as a warning."""
+    """The answer to ``req`` whose handler raised ``exc`` (see :func:`failure_error`)."""
+    code, message, data = failure_error(req.method, exc)
+    return _error_reply(req.id, code, message, data)
+
+
+def failure_error(method: str, exc: Exception) -> tuple[int, str, Any]:
+    """The JSON-RPC error (code, message, data) of a handler of ``method`` that raised ``exc``: its own when it is
+    an :class:`RpcError`; otherwise -32603 "Internal error", the exception logged with its traceback and never
+    shown to the peer. A timeout or a closed connection of the handler's own outgoing request (codes that only
+    mean something here) is an internal error too, logged as a warning. (A request's answer, and the error of a
+    task that ran one: the one rule for both.)"""
     if isinstance(exc, _LOCAL_ONLY):
-        logger.warning("handler for %r failed: %s", req.method, exc.message)
+        logger.warning("handler for %r failed: %s", method, exc.message)
     elif isinstance(exc, RpcError):
-        return _error_reply(req.id, exc.code, exc.message, exc.data)
+        return exc.code, exc.message, exc.data
     else:
-        logger.error("handler for %r failed", req.method, exc_info=exc)
-    return _error_reply(req.id, codes.INTERNAL_ERROR, "Internal error")
+        logger.error("handler for %r failed", method, exc_info=exc)
+    return codes.INTERNAL_ERROR, "Internal error", None
 
 
 def _null_handler(req: Request, context: Any) -> bytes:

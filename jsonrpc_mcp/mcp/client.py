@@ -47,6 +47,8 @@ from .headers import InvalidHeaderAnnotation, tool_header_params
 from .middleware import ClientMessage, ClientMiddleware, is_awaitable, run_chain
 from .output_schemas import InvalidToolOutput, OutputSchemas
 from .pydantic_support import dec_hook
+from .task_client import ClientTasks, TaskHandle
+from .task_state import EXTENSION_ID as TASKS_EXTENSION
 from .tracing import TracingSwitch, tracing_switch
 from .versions import (
     BATCH_VERSIONS,
@@ -550,6 +552,37 @@ class ClientSession:
         await self._check_tool_output(name, result)
         return result
 
+    async def start_tool_task(
+        self, name: str, arguments: Mapping[str, Any] | None = None, *, meta: Mapping[str, Any] | None = None
+    ) -> TaskHandle:
+        """Call a tool, declaring the tasks extension (``io.modelcontextprotocol/tasks``, 2026-07-28) for this call,
+        and return at once with the :class:`~jsonrpc_mcp.mcp.task_client.TaskHandle` the server answered: follow
+        it with ``await handle.wait(progress=...)``, stop it with ``await handle.cancel()``, keep
+        ``handle.task_id`` to follow it again later (:meth:`task`). A server that answers the call at once gives a
+        handle that is done already. Needs a 2026-07-28 server that declares the extension."""
+        self._require("tools")
+        tasks = self._tasks_extension()
+        params: dict[str, Any] = {"name": name, "arguments": dict(arguments or {})}
+        if meta:
+            params["_meta"] = dict(meta)
+        raw = await self._request_raw("tools/call", params, declare=[tasks], keep=frozenset({"task"}))
+        return TaskHandle(self, msgspec.json.decode(raw), result_type=t.CallToolResult)
+
+    def task(self, task_id: str, *, result_type: Any = t.CallToolResult) -> TaskHandle:
+        """A handle on a task this client (or another one, as the same principal) started earlier: ``await
+        handle.refresh()`` reads it, ``wait()`` follows it to its result."""
+        self._tasks_extension()
+        return TaskHandle(self, {"resultType": "task", "taskId": task_id, "status": "working"}, result_type=result_type)
+
+    def _tasks_extension(self) -> Extension:
+        """The tasks extension this client declares (one made for the call when it declares none), after checking
+        that the server offers it."""
+        if not self.stateless or self.server_extension(TASKS_EXTENSION) is None:
+            raise MethodNotFound(
+                "the server does not offer the tasks extension (io.modelcontextprotocol/tasks, 2026-07-28)"
+            )
+        return self.extensions.get(TASKS_EXTENSION) or ClientTasks()
+
     async def _check_tool_output(self, name: str, result: t.CallToolResult) -> None:
         """The spec's SHOULD: a result's ``structuredContent`` is checked against the tool's ``outputSchema``,
         listing the tools first when this one's schema is not known yet (once per listing)."""
@@ -595,11 +628,14 @@ class ClientSession:
         prompts: bool = False,
         resources: bool = False,
         resource_uris: Sequence[str] = (),
+        task_ids: Sequence[str] = (),
     ) -> AsyncIterator[dict[str, Any]]:
         """Open a ``subscriptions/listen`` stream (2026-07-28) for the duration of the block.
 
         Yields the filter the server acknowledged. Change notifications arrive through ``on_notification``,
         tagged with ``_meta["io.modelcontextprotocol/subscriptionId"]``. Leaving the block cancels the stream.
+        ``task_ids`` (the tasks extension, declared for this stream): ``notifications/tasks`` at each change of
+        those tasks, each carrying the task as ``tasks/get`` would answer it.
         """
         if not self.stateless:
             raise MethodNotFound("subscriptions/listen exists only in the stateless era (2026-07-28)")
@@ -612,10 +648,14 @@ class ClientSession:
             wanted["resourcesListChanged"] = True
         if resource_uris:
             wanted["resourceSubscriptions"] = list(resource_uris)
+        declare: list[Extension] = []
+        if task_ids:
+            wanted["taskIds"] = list(task_ids)
+            declare.append(self._tasks_extension())
         ident = self.dispatcher.next_request_id()
         acknowledged = anyio.Event()
         self._acks[ident] = (acknowledged, {})
-        body = {"notifications": wanted, "_meta": self._meta()}
+        body = {"notifications": wanted, "_meta": self._meta(declare)}
         with unwrap_group():
             async with anyio.create_task_group() as tg:
 

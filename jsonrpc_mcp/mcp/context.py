@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from ..auth.principal import AccessToken
     from .session import ServerSession
 
-__all__ = ("Context", "InputRequired", "MissingClientCapability", "LOG_LEVELS")
+__all__ = ("Context", "InputRequired", "MissingClientCapability", "StartTask", "LOG_LEVELS")
 
 logger = logging.getLogger(__name__)
 
@@ -77,6 +77,15 @@ def on_worker_thread() -> bool:
     return getattr(_worker_thread, "busy", False)
 
 
+class StartTask(Exception):
+    """Raised by :meth:`Context.start_task` where the work is to go on as a task (2026-07-28, the tasks extension):
+    the request is answered with the task, and the handler runs again in it. Handlers never catch it."""
+
+    def __init__(self, message: str | None) -> None:
+        super().__init__("start the task")
+        self.message = message
+
+
 class Context(msgspec.Struct, kw_only=True):
     """What a handler can do besides computing its result. One per request; do not keep it after returning.
 
@@ -100,6 +109,7 @@ class Context(msgspec.Struct, kw_only=True):
     _progress_last: float | None = None
     _request_headers: Mapping[str, str] | None = None
     _auth: Any = _UNREAD  # ``auth``, once looked up
+    _starts_task: bool = False  # (set by the tasks extension: start_task() starts the task here)
 
     @property
     def progress_token(self) -> str | int | None:
@@ -319,6 +329,22 @@ class Context(msgspec.Struct, kw_only=True):
         if not self.has_capability(cap, sub):
             detail: dict[str, Any] | None = {sub: {}} if sub is not None and sub != "form" else None
             raise MissingClientCapability(cap, detail)
+
+    # --- tasks (2026-07-28, the tasks extension) -------------------------------------------------------------
+
+    @property
+    def task_id(self) -> str | None:
+        """The id of the task this handler runs in (``None``: it answers its request itself)."""
+        return None
+
+    async def start_task(self, message: str | None = None) -> None:
+        """Go on as a task from here (a tool registered with ``task_start="in_handler"``): what the handler asked
+        the client before this call was gathered in input rounds of the request itself; the request is now
+        answered with the task, and the handler runs again in it, from its start, with those answers (so ask
+        first, act after). ``message`` is the task's first ``statusMessage``. Where the call is not made a task
+        (no tasks extension negotiated, the handshake era, or already in the task) it returns at once."""
+        if self._starts_task:
+            raise StartTask(message)
 
     # --- escape hatches ------------------------------------------------------------------------------------
 

@@ -210,7 +210,9 @@ class Extension:
 
     def missing(self) -> MissingClientCapability:
         """The -32021 error of a request that needs this extension from a client that did not declare it."""
-        return MissingClientCapability("extensions", {self.id: {}})
+        return MissingClientCapability(
+            "extensions", {self.id: {}}, message=f"Missing required client capability: the {self.id} extension"
+        )
 
 
 def client_declares(capabilities: Mapping[str, Any], extension_id: str) -> Mapping[str, Any] | None:

@@ -137,16 +137,13 @@ def decode_header_value(raw: str) -> str:
 
 
 def name_of(method: str, params: Mapping[str, Any] | None) -> str | None:
-    """What ``Mcp-Name`` carries for ``method``: the tool or prompt name, or the resource URI."""
+    """What ``Mcp-Name`` carries for ``method``: the tool or prompt name, the resource URI, or the task id (the
+    tasks extension's ``tasks/get``, ``tasks/update``, ``tasks/cancel``)."""
     if not params:
         return None
-    if method in ("tools/call", "prompts/get"):
-        name = params.get("name")
-        return name if isinstance(name, str) else None
-    if method == "resources/read":
-        uri = params.get("uri")
-        return uri if isinstance(uri, str) else None
-    return None
+    key = _NAMED.get(method) or ("taskId" if method in _TASK_METHODS else None)
+    value = params.get(key) if key is not None else None
+    return value if isinstance(value, str) else None
 
 
 def standard_headers(method: str, params: Mapping[str, Any] | None) -> dict[str, str]:
@@ -263,8 +260,14 @@ def mirrored_header_problem(values: HeaderValues, call: Call, tool_schema: ToolL
 
 
 def _field(params: Any, key: str) -> Any:
+    """The field of params whose wire name is ``key`` (params decoded as a dict, or as a Struct)."""
     if isinstance(params, dict):
         return params.get(key)
+    if isinstance(params, msgspec.Struct):
+        for field in msgspec.structs.fields(params):
+            if field.encode_name == key:
+                return getattr(params, field.name)
+        return None
     return getattr(params, key, None)
 
 

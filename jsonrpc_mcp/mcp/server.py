@@ -42,7 +42,7 @@ from .middleware import Middleware
 from .pagination import paginate
 from .session import ServerSession
 from .signature import describe_validation_error, inspect_function
-from .tools import ToolDef, make_tool, runner
+from .tools import TaskStart, TaskSupport, ToolDef, make_tool, runner
 from .tracing import TracingSwitch, tracing_switch
 from .versions import META_SUBSCRIPTION_ID, SUPPORTED_VERSIONS
 
@@ -71,6 +71,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 #: SEP-986: 1-128 characters of A-Z a-z 0-9 _ - . (the official suite also fails names over 64 characters).
 TOOL_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,128}$")
 _encode = msgspec.json.Encoder().encode
+TASKS_EXTENSION: Final = "io.modelcontextprotocol/tasks"
 
 
 class CacheHint(msgspec.Struct, frozen=True):
@@ -304,7 +305,10 @@ class Server:
 
     def _add_extension(self, extension: Extension) -> None:
         if extension.id in self._extensions:
-            raise ValueError(f"the server offers {extension.id} already")
+            hint = ""
+            if extension.id == TASKS_EXTENSION:
+                hint = " (a tool registered with task= adds one: give Server(extensions=[Tasks(...)]) first)"
+            raise ValueError(f"the server offers {extension.id} already{hint}")
         self._extensions[extension.id] = extension
         extension.attach(self)
 
@@ -540,6 +544,8 @@ class Server:
         inline: bool = False,
         single_use_state: bool = False,
         scopes: Iterable[str] | None = None,
+        task: TaskSupport = "forbidden",
+        task_start: TaskStart = "at_call",
     ) -> Callable[[F], F]:
         """Register a function as a tool. Its typed parameters become ``inputSchema``, its docstring the
         ``description``, its return annotation ``outputSchema`` (structured data) or plain content.
@@ -550,6 +556,14 @@ class Server:
         blocks (faster; one that holds the loop too long is named in a warning). ``single_use_state=True``: the
         ``requestState`` of the input it asks for (2026-07-28) can be answered once only (a replay is refused).
         ``scopes``: the OAuth scopes a caller's token needs to call it (docs/authorization.md).
+
+        ``task`` (2026-07-28, the tasks extension; see docs/tasks.md): whether a call may run as a task —
+        ``"forbidden"`` (the default), ``"optional"`` (a task when the client declared the extension, else answered
+        in the request), ``"required"`` (a client that did not declare it gets -32021). The request is then
+        answered at once with the task, and the function runs in the server's own tasks. ``task_start="in_handler"``
+        (an ``async def``): the function runs in the request until it calls ``await ctx.start_task()``, so it can
+        ask for input first, or answer at once when there is little to do. Registering such a tool adds the tasks
+        extension (an in-memory store) unless the server offers it already.
         """
 
         def register(fn: F) -> F:
@@ -567,6 +581,8 @@ class Server:
                 inline=inline,
                 single_use_state=single_use_state,
                 scopes=scopes,
+                task=task,
+                task_start=task_start,
             )
             return fn
 
@@ -588,6 +604,8 @@ class Server:
         inline: bool = False,
         single_use_state: bool = False,
         scopes: Iterable[str] | None = None,
+        task: TaskSupport = "forbidden",
+        task_start: TaskStart = "at_call",
     ) -> ToolDef:
         """Register (or replace) a tool at any time; connected clients get ``notifications/tools/list_changed``."""
         tool_name = name or fn.__name__
@@ -610,7 +628,13 @@ class Server:
             meta=meta,
             inline=inline,
             single_use_state=single_use_state,
+            task=task,
+            task_start=task_start,
         )
+        if entry.task != "forbidden" and TASKS_EXTENSION not in self._extensions:
+            from .tasks import Tasks
+
+            self.add_extension(Tasks())
         self._tools[tool_name] = entry
         self._set_scopes("tool", tool_name, scopes)
         self._changed("tools")
@@ -624,6 +648,11 @@ class Server:
 
     def list_tools(self) -> list[t.Tool]:
         return [entry.tool for entry in self._tools.values()]
+
+    def tool_definition(self, name: str) -> ToolDef | None:
+        """The registered tool called ``name`` as the server keeps it (its wire description, how it is called,
+        whether it runs as a task), or ``None``."""
+        return self._tools.get(name)
 
     def get_tool(self, name: str) -> t.Tool | None:
         """The registered tool called ``name``, or ``None``."""

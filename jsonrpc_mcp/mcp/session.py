@@ -23,7 +23,7 @@ from typing import Any, Final, Protocol
 import msgspec
 from msgspec import UNSET, Raw
 
-from ..errors import InternalError, InvalidParams, InvalidRequest, MethodNotFound, RpcError
+from ..errors import ConnectionClosed, InternalError, InvalidParams, InvalidRequest, MethodNotFound, RpcError
 from ..jsonrpc import codes
 from ..jsonrpc.dispatch import Dispatcher
 from ..jsonrpc.wire import Notification, Request, RequestId
@@ -192,6 +192,10 @@ class ServerSession:
         self.listeners: dict[RequestId, dict[str, Any]] = {}
         self.closed = False
         self.on_close: list[Callable[[], None]] = []
+        #: Where work that outlives its request runs (a task's, 2026-07-28): ``None`` for the connection's own
+        #: tasks; a transport whose session lasts one request (Streamable HTTP) sets the app's (see
+        #: :meth:`start_detached`).
+        self.detached: Callable[..., Awaitable[None]] | None = None
         if dispatcher is not None:
             self.bind(dispatcher)
 
@@ -543,6 +547,15 @@ class ServerSession:
         if timeout is None:
             return await self.dispatcher.request(method, body, related=related, ident=ident)
         return await self.dispatcher.request(method, body, related=related, timeout=timeout, ident=ident)
+
+    async def start_detached(self, fn: Callable[..., Coroutine[Any, Any, None]], *args: Any) -> None:
+        """Run ``fn(*args)`` past the end of the request that starts it, in the server's own tasks: the
+        connection's (stdio, a socket), or the app's (Streamable HTTP, through :attr:`detached`). ``fn`` must not
+        raise. Raises :class:`~jsonrpc_mcp.errors.ConnectionClosed` when the connection has ended."""
+        if self.detached is not None:
+            await self.detached(fn, *args)
+        elif not self.dispatcher.spawn(fn, *args):
+            raise ConnectionClosed()
 
     def wants_list_changed(self) -> bool:
         return self.initialized and not self.closed

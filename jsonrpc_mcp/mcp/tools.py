@@ -16,7 +16,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any, Final, TypeVar
+from typing import Any, Final, Literal, TypeVar
 
 import msgspec
 from msgspec import UNSET, Raw
@@ -24,12 +24,14 @@ from msgspec import UNSET, Raw
 from ..errors import ConnectionClosed, InvalidParams, RequestTimeout, RpcError, ToolError
 from ..jsonrpc.wire import unpack_byte
 from . import types as t
-from .context import Context, InputRequired, call_on_worker_thread
+from .context import Context, InputRequired, StartTask, call_on_worker_thread
 from .pydantic_support import dec_hook, enc_hook
 from .signature import Signature, describe_validation_error, inspect_function
 
 __all__ = (
     "ToolDef",
+    "TaskSupport",
+    "TaskStart",
     "make_tool",
     "tool_result",
     "error_result",
@@ -46,6 +48,9 @@ logger = logging.getLogger(__name__)
 INLINE_WARNING_AFTER: Final = 0.1
 
 R = TypeVar("R")
+
+TaskSupport = Literal["forbidden", "optional", "required"]
+TaskStart = Literal["at_call", "in_handler"]
 
 
 async def run_sync(fn: Callable[..., R], kwargs: Mapping[str, Any]) -> R:
@@ -97,6 +102,10 @@ class ToolDef(msgspec.Struct):
     tool: t.Tool
     call: Callable[[Context, Raw | None], Any]
     signature: Signature | None = None
+    #: Whether a call may run as a task (2026-07-28, the tasks extension): "forbidden", "optional", "required".
+    task: TaskSupport = "forbidden"
+    #: Where the task starts: when the call arrives ("at_call"), or where the function calls ctx.start_task().
+    task_start: TaskStart = "at_call"
 
 
 def error_result(message: str, structured: Any = None) -> t.CallToolResult:
@@ -183,6 +192,8 @@ def make_tool(
     meta: Mapping[str, Any] | None,
     inline: bool = False,
     single_use_state: bool = False,
+    task: TaskSupport = "forbidden",
+    task_start: TaskStart = "at_call",
 ) -> ToolDef:
     sig = inspect_function(fn, name=name, structured_output=structured_output, raw_schema=input_schema is not None)
     if output_schema is not None:
@@ -208,7 +219,13 @@ def make_tool(
         call = _typed_caller(fn, sig, name, inline)
     if single_use_state:
         call = _single_use(call)
-    return ToolDef(tool, call, sig)
+    if task not in ("forbidden", "optional", "required"):
+        raise ValueError(f'tool {name}: task must be "forbidden", "optional" or "required", not {task!r}')
+    if task_start not in ("at_call", "in_handler"):
+        raise ValueError(f'tool {name}: task_start must be "at_call" or "in_handler", not {task_start!r}')
+    if task_start == "in_handler" and (task == "forbidden" or not sig.is_async):
+        raise ValueError(f'tool {name}: task_start="in_handler" is for an async def tool that may run as a task')
+    return ToolDef(tool, call, sig, task, task_start)
 
 
 def _single_use(call: Callable[[Context, Raw | None], Any]) -> Callable[[Context, Raw | None], Any]:
@@ -312,7 +329,7 @@ def _failure(exc: BaseException, tool_name: str) -> t.CallToolResult:
         # the client did not answer one of the tool's own requests: the tool failed (these codes are local-only)
         logger.warning("tool %s failed: %s", tool_name, exc.message)
         return error_result(f"Tool {tool_name} failed: {exc.message}")
-    if isinstance(exc, (RpcError, InputRequired)):
+    if isinstance(exc, (RpcError, InputRequired, StartTask)):
         raise exc
     logger.error("tool %s raised", tool_name, exc_info=exc)
     return error_result(f"Tool {tool_name} failed: an internal error occurred")

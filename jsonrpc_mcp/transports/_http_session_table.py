@@ -35,6 +35,7 @@ __all__ = ("SessionTable", "release_memory")
 logger = logging.getLogger(__name__)
 
 _SESSION_TASK: Final = "jsonrpc-mcp HTTP session"
+_DETACHED_TASK: Final = "jsonrpc-mcp detached work"
 
 #: With ``trim_memory``: when this many sessions or more were open at once and the last of them has ended, free
 #: heap memory is handed back to the OS (see :func:`release_memory`).
@@ -117,6 +118,12 @@ class SessionTable:
         if self._tasks is None:
             raise RuntimeError("the session task group stopped")
         return self._tasks
+
+    async def start_detached(self, fn: Callable[..., Coroutine[Any, Any, None]], *args: Any) -> None:
+        """Run ``fn(*args)`` among the handler tasks (work that outlives its request: a task's, 2026-07-28); the
+        task group is started lazily if it does not run. ``fn`` must not raise."""
+        tasks = await self.tasks()
+        tasks.start_soon(fn(*args), _DETACHED_TASK)
 
     async def _run_detached(self) -> None:
         ready, stop, stopped = self._ready, self._stop, self._stopped

@@ -16,7 +16,7 @@ first (never requests: the stateless era has none). The client closing the conne
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Final
 
 import anyio
@@ -117,15 +117,18 @@ async def serve_alone(
     keepalive: float,
     handshake_version: str | None = None,
     buffer: int = 64,
+    detached: Callable[..., Awaitable[None]] | None = None,
 ) -> None:
     """Serve one request as this HTTP response, by a session of its own; the client disconnecting cancels it.
 
     A stateless-era request (validated already); or, with ``handshake_version``, a handshake-era request of an app
-    without sessions, served as if ``initialize`` had settled that version (``initialize`` itself is answered)."""
+    without sessions, served as if ``initialize`` had settled that version (``initialize`` itself is answered).
+    ``detached(fn, *args)`` starts work that outlives the request (a task's) in the app's own tasks."""
     request = call.request
     stream = _OneRequestStream(request.id, buffer, headers)
     dispatcher = Dispatcher(stream, max_in_flight=1, request_timeout=None, drain_timeout=0.0)
     session = ServerSession(server, dispatcher)
+    session.detached = detached
     status = status_of
     if handshake_version is not None:
         status = _ok

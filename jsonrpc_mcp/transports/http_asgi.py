@@ -419,7 +419,14 @@ class McpAsgiApp:
             await send_error(send, 400, mismatch, code=codes.HEADER_MISMATCH, ident=msg.id)
             return
         await serve_alone(
-            self.server, call, headers, receive, send, preference=self.preference, keepalive=self.keepalive
+            self.server,
+            call,
+            headers,
+            receive,
+            send,
+            preference=self.preference,
+            keepalive=self.keepalive,
+            detached=self.table.start_detached,
         )
 
     # --- GET and DELETE ------------------------------------------------------------------------------------

@@ -1,0 +1,474 @@
+"""The tasks extension, ``io.modelcontextprotocol/tasks`` (SEP-2663), server side (L5).
+
+A tool registered with ``task="optional"`` or ``task="required"`` may run as a *task*: when a 2026-07-28 client
+declares the extension on its ``tools/call``, the request is answered at once with a ``CreateTaskResult`` (the
+task's id, status, ``ttlMs``, ``pollIntervalMs``), and the tool runs on in the server's own tasks (the
+connection's over stdio and sockets, the app's over Streamable HTTP), not the request's. The client follows it
+with ``tasks/get`` (the task, with its ``result``, ``error`` or ``inputRequests`` as its status says), answers
+its input requests with ``tasks/update``, and may ask for it to stop with ``tasks/cancel``; a
+``subscriptions/listen`` stream asking for ``taskIds`` gets ``notifications/tasks`` at each change of status.
+
+Inside a task the tool's :class:`~jsonrpc_mcp.Context` is a :class:`TaskContext`: ``ctx.elicit()``,
+``ctx.sample()``, ``ctx.list_roots()`` and ``ctx.request_inputs()`` put the task in ``input_required`` and wait
+for the client's ``tasks/update``; ``ctx.report_progress()`` updates the task's ``statusMessage`` (and how far
+it got, in ``_meta.progress`` of ``tasks/get``); ``ctx.cancelled`` turns true once the client asked to cancel,
+and the tool is also interrupted at its next ``await`` (a ``def`` tool on a worker thread runs to its end, and
+reads ``ctx.cancelled`` to stop early).
+
+Where the extension is not negotiated the tool answers its request as any other — except a ``"required"`` one,
+refused with -32021 ``requiredCapabilities: {"extensions": {"io.modelcontextprotocol/tasks": {}}}``. The
+extension is defined for 2026-07-28 only: a handshake-era session never sees a task.
+
+Tasks are kept in a :class:`~jsonrpc_mcp.mcp.task_store.TaskStore` (in memory by default; SQLite to survive a
+restart), bounded per client (``max_per_client``) and kept ``ttl`` seconds after they finish. A task belongs to
+the principal the transport authenticated (anyone, when it authenticated nobody: the task id, 128 random bits, is
+then the only key), and is invisible to others.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import logging
+import secrets
+import time
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, Final
+
+import anyio
+import anyio.lowlevel
+import msgspec
+from msgspec import UNSET, UnsetType
+
+from ..errors import (
+    ConnectionClosed,
+    InputRequired,
+    InternalError,
+    InvalidParams,
+    RequestTimeout,
+    RpcError,
+)
+from ..jsonrpc.dispatch import BUSY, failure_error
+from . import task_state as ts
+from .context import Context, StartTask, _input_request, _typed, on_worker_thread
+from .extensions import Extension, WrapNext
+from .session import encode_result
+from .task_store import MemoryTaskStore, TaskStore
+from .versions import STATELESS_VERSIONS
+
+if TYPE_CHECKING:
+    from .server import Server
+
+__all__ = ("Tasks", "TaskContext", "TooManyTasks", "EXTENSION_ID")
+
+logger = logging.getLogger(__name__)
+
+EXTENSION_ID: Final = ts.EXTENSION_ID
+
+#: How long a wait for a change of a task re-reads the store at the latest (a store shared by several processes
+#: that cannot tell of a change made elsewhere is still read again this often).
+_RECHECK: Final = 30.0
+_STOPPED: Final = "The server stopped while the task was running"
+
+
+class TooManyTasks(RpcError):
+    """The client has as many tasks as the server keeps for one (-32010, HTTP 429): some must finish and expire,
+    or be cancelled, first."""
+
+    code = BUSY
+    default_message = "Too many tasks"
+
+
+class _TaskIdParams(msgspec.Struct, rename="camel"):
+    task_id: str
+    meta: dict[str, Any] | UnsetType = msgspec.field(default=UNSET, name="_meta")
+
+
+class _UpdateParams(msgspec.Struct, rename="camel"):
+    task_id: str
+    input_responses: dict[str, dict[str, Any]]
+    meta: dict[str, Any] | UnsetType = msgspec.field(default=UNSET, name="_meta")
+
+
+class _Run:
+    """A task this process runs: its id, what its work is stopped with, what it asked."""
+
+    __slots__ = ("cancel_requested", "keys", "scope", "task_id")
+
+    def __init__(self, task_id: str) -> None:
+        self.task_id = task_id
+        self.scope = anyio.CancelScope()
+        self.cancel_requested = False
+        self.keys: set[str] = set()
+
+
+class TaskContext(Context, kw_only=True):
+    """The :class:`~jsonrpc_mcp.Context` of a tool running as a task (see the module docstring)."""
+
+    tasks: Any  #: the Tasks extension running it
+    run: Any  #: its _Run
+
+    @property
+    def task_id(self) -> str | None:
+        return str(self.run.task_id)
+
+    @property
+    def cancelled(self) -> bool:
+        """True once the client asked to cancel the task, or its work is being stopped (readable from a worker
+        thread too: the task's request has been answered, so it is the task that says)."""
+        if self.run.cancel_requested or self.run.scope.cancel_called:
+            return True
+        return False if on_worker_thread() else super().cancelled
+
+    async def start_task(self, message: str | None = None) -> None:
+        """Already a task: ``message``, when given, becomes its ``statusMessage``."""
+        if message is not None:
+            await self.tasks.report(self.run, message=message)
+
+    async def report_progress(self, progress: float, total: float | None = None, message: str | None = None) -> None:
+        """How far the task got: ``message`` becomes its ``statusMessage``, and ``progress``/``total`` are in the
+        ``_meta.progress`` of ``tasks/get`` (a task sends no ``notifications/progress``). ``progress`` must
+        increase."""
+        if self._progress_last is not None and progress <= self._progress_last:
+            raise ValueError("progress must increase with each report")
+        self._progress_last = progress
+        await self.tasks.report(self.run, message=message, progress=progress, total=total)
+
+    async def log(self, level: Any, data: Any, logger_name: str | None = None) -> None:
+        """A task sends no ``notifications/message`` (the extension leaves them out): logged here at debug."""
+        logger.debug("task %s logged at %s: %r", self.run.task_id, level, data)
+
+    async def send_notification(self, method: str, params: Mapping[str, Any] | None = None) -> None:
+        """A task's request has been answered: there is no stream to send on (dropped)."""
+        logger.debug("task %s: %s dropped (a task has no request stream)", self.run.task_id, method)
+
+    async def close_sse_stream(self) -> bool:
+        return False
+
+    async def _ask(
+        self,
+        method: str,
+        params: dict[str, Any] | None,
+        key: str | None,
+        timeout: float | None,
+        sub: str | None = None,
+    ) -> Any:
+        self._check_capability(method, sub)
+        if key is None:
+            self._auto_keys += 1
+            key = f"{method.split('/')[0]}-{self._auto_keys}"
+        if key in self.answers:  # (answered in an input round of the request, before the task began)
+            return _typed(method, self.answers[key])
+        answers = await self.tasks.ask(self.run, {key: _input_request(method, params)}, timeout)
+        return _typed(method, answers[key])
+
+    async def request_inputs(
+        self, requests: Mapping[str, tuple[str, Mapping[str, Any] | None]], *, timeout: float | None = None
+    ) -> dict[str, Any]:
+        """Several inputs at once: the task waits for all of them (the client may answer them one at a time)."""
+        for method, _ in requests.values():
+            self._check_capability(method, None)
+        missing = {k: _input_request(m, p) for k, (m, p) in requests.items() if k not in self.answers}
+        answers = dict(self.answers)
+        if missing:
+            answers.update(await self.tasks.ask(self.run, missing, timeout))
+        return {k: _typed(requests[k][0], answers[k]) for k in requests}
+
+
+class Tasks(Extension):
+    """The tasks extension for a :class:`~jsonrpc_mcp.Server` (a tool registered with ``task=`` adds one with
+    the defaults; give your own to ``Server(extensions=[...])`` first to choose them).
+
+    :param store: where tasks are kept (:class:`~jsonrpc_mcp.mcp.task_store.MemoryTaskStore` by default;
+        :class:`~jsonrpc_mcp.storage.sqlite_tasks.SqliteTaskStore` survives a restart).
+    :param ttl: seconds a finished task (its result or error) is kept after it finished; then it is gone.
+    :param poll_interval: seconds between two ``tasks/get`` the server suggests (``pollIntervalMs``).
+    :param max_per_client: tasks one client may have kept at once (working, or finished and not yet expired); one
+        more is refused with -32010 (HTTP 429). A client is the principal the transport authenticated; all
+        unauthenticated clients of a server share one count.
+    :param input_timeout: seconds a task waits for the answers to its input requests (default: ``ttl``); then the
+        tool's request for input fails, as an unanswered request does in a handshake session.
+    """
+
+    def __init__(
+        self,
+        store: TaskStore | None = None,
+        *,
+        ttl: float = 3600.0,
+        poll_interval: float = 1.0,
+        max_per_client: int = 1000,
+        input_timeout: float | None = None,
+    ) -> None:
+        if ttl <= 0 or poll_interval <= 0 or max_per_client < 1:
+            raise ValueError("ttl, poll_interval and max_per_client must be positive")
+        super().__init__(EXTENSION_ID, versions=STATELESS_VERSIONS, result_types=["task"])
+        self.store: TaskStore = store if store is not None else MemoryTaskStore()
+        self.ttl = ttl
+        self.poll_interval = poll_interval
+        self.max_per_client = max_per_client
+        self.input_timeout = input_timeout if input_timeout is not None else ttl
+        self.server: Server | None = None
+        self.method("tasks/get", params=_TaskIdParams)(self._get)
+        self.method("tasks/update", params=_UpdateParams)(self._update)
+        self.method("tasks/cancel", params=_TaskIdParams)(self._cancel)
+        self.wrap("tools/call")(self._call_tool)
+
+    def attach(self, server: Any) -> None:
+        self.server = server
+
+    # --- tools/call ----------------------------------------------------------------------------------------
+
+    def _call_tool(self, ctx: Context, params: Any, call_next: WrapNext) -> Any:
+        entry = self.server.tool_definition(params.name) if self.server is not None else None
+        support = entry.task if entry is not None else "forbidden"
+        if support == "forbidden":
+            return call_next(ctx, params)
+        if not self.negotiated(ctx):
+            if support == "required":
+                raise self.missing()
+            return call_next(ctx, params)
+        if entry is not None and entry.task_start == "in_handler":
+            ctx._starts_task = True
+            return self._until_started(ctx, params, call_next)
+        return self._create(ctx, params, call_next, None)
+
+    async def _until_started(self, ctx: Context, params: Any, call_next: WrapNext) -> Any:
+        """Run the tool in the request until it calls ``ctx.start_task()``; one that returns first answers its
+        request itself (the immediate-result shortcut)."""
+        try:
+            out = call_next(ctx, params)
+            return await out if inspect.isawaitable(out) else out
+        except StartTask as start:
+            return await self._create(ctx, params, call_next, start.message)
+
+    async def _create(self, ctx: Context, params: Any, call_next: WrapNext, message: str | None) -> dict[str, Any]:
+        """Make the task (found by ``tasks/get`` from now on), start its work, answer with it."""
+        record = ts.new_record(
+            secrets.token_urlsafe(16),
+            _owner_of(ctx),
+            ctx.method,
+            now=time.time(),
+            ttl=self.ttl,
+            poll_interval=self.poll_interval,
+            status_message=message,
+        )
+        if not await self.store.create(record, max_per_owner=self.max_per_client):
+            raise TooManyTasks(
+                f"Too many tasks: this client has {self.max_per_client} tasks kept; cancel some, or wait until "
+                "finished ones expire"
+            )
+        run = _Run(record.task_id)
+        task_ctx = _task_context(ctx, self, run)
+        try:
+            await ctx.session.start_detached(self._run, run, call_next, task_ctx, params)
+        except ConnectionClosed:
+            await self._end(run, "failed", error=_error(ctx.method, InternalError(_STOPPED)), message=_STOPPED)
+            raise
+        return ts.create_result(record)
+
+    # --- the work ------------------------------------------------------------------------------------------
+
+    async def _run(self, run: _Run, call_next: WrapNext, ctx: TaskContext, params: Any) -> None:
+        """A task's work, in the server's own tasks: the tool, and a watch for its cancellation. Never raises but
+        on cancellation (the server stopping), which leaves the task failed."""
+        method = ctx.method
+        try:
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(self._watch, run)
+                try:
+                    with run.scope:
+                        out = call_next(ctx, params)
+                        if inspect.isawaitable(out):
+                            out = await out
+                        result = msgspec.json.decode(encode_result(out, stateless=True))
+                    if run.scope.cancelled_caught or run.cancel_requested:
+                        # (interrupted, or it ran to its end after the client asked: its answer is dropped, as
+                        # a cancelled request's is)
+                        await self._end(run, "cancelled", message="The task was cancelled")
+                    else:
+                        await self._end(run, "completed", result=result)
+                except InputRequired:
+                    logger.error("task %s raised InputRequired itself; a task asks through its Context", run.task_id)
+                    await self._end(run, "failed", error=_error(method, InternalError()))
+                except Exception as exc:  # (an RpcError is the task's error; anything else is logged, -32603)
+                    error = _error(method, exc)
+                    await self._end(run, "failed", error=error, message=error["message"])
+                finally:
+                    tg.cancel_scope.cancel()
+        except anyio.get_cancelled_exc_class():
+            with anyio.CancelScope(shield=True):
+                await self._end(run, "failed", error=_error(method, InternalError(_STOPPED)), message=_STOPPED)
+            raise
+
+    async def _watch(self, run: _Run) -> None:
+        """Stop the work when the client asks for it (``tasks/cancel``, whichever process it reached)."""
+        version = -1
+        while True:
+            try:
+                record = await self.store.wait(run.task_id, version, _RECHECK)
+            except Exception:
+                logger.exception("task %s: the store could not be read", run.task_id)
+                return
+            if record is None or record.status in ts.TERMINAL or record.cancel_requested:
+                if record is not None and record.cancel_requested:
+                    run.cancel_requested = True
+                run.scope.cancel()
+                return
+            version = record.version
+
+    async def _end(
+        self,
+        run: _Run,
+        status: Any,
+        *,
+        result: dict[str, Any] | None = None,
+        error: dict[str, Any] | None = None,
+        message: str | None = None,
+    ) -> None:
+        """The task's end, stored (a task that had ended already keeps its end) and told to listeners."""
+        now = time.time()
+        ended: list[ts.TaskRecord] = []
+
+        def change(record: ts.TaskRecord) -> ts.TaskRecord | None:
+            done = ts.finish(record, status, now, result=result, error=error, message=message)
+            if done is not None:
+                ended.append(done)
+            return done
+
+        try:
+            await self.store.modify(run.task_id, change)
+        except Exception:
+            logger.exception("task %s: its end (%s) could not be stored", run.task_id, status)
+            return
+        if ended:
+            await self._publish(ended[-1])
+
+    async def report(
+        self, run: _Run, *, message: str | None, progress: float | None = None, total: float | None = None
+    ) -> None:
+        now = time.time()
+        await self.store.modify(
+            run.task_id, lambda r: ts.report(r, now, message=message, progress=progress, total=total)
+        )
+
+    async def ask(self, run: _Run, requests: dict[str, dict[str, Any]], timeout: float | None) -> dict[str, Any]:
+        """Put the task in ``input_required`` with these requests and wait until every one is answered (through
+        ``tasks/update``); the answers by the keys asked. A key the task used before gets a suffix: a key is
+        never reused in a task's life, as the extension requires."""
+        renamed: dict[str, str] = {}
+        for key in requests:
+            unique, n = key, 1
+            while unique in run.keys:
+                n += 1
+                unique = f"{key}#{n}"
+            run.keys.add(unique)
+            renamed[key] = unique
+        asked = {renamed[key]: request for key, request in requests.items()}
+        now = time.time()
+        record = await self.store.modify(run.task_id, lambda r: ts.ask(r, asked, now))
+        if record is None or record.status != "input_required":
+            await _stop(run)  # (gone, or finished: the work is over)
+            raise AssertionError("unreachable")  # pragma: no cover - _stop raises the cancellation
+        await self._publish(record)
+        wanted = set(asked)
+        limit = self.input_timeout if timeout is None else timeout
+        try:
+            with anyio.fail_after(limit):
+                while not wanted <= record.answers.keys():
+                    seen = record.version
+                    waited = await self.store.wait(run.task_id, seen, _RECHECK)
+                    if waited is None or waited.status in ts.TERMINAL:
+                        await _stop(run)
+                    assert waited is not None
+                    record = waited
+        except TimeoutError:
+            raise RequestTimeout(f"the client did not answer the task's input request within {limit:g} s") from None
+        answers = {key: record.answers[unique] for key, unique in renamed.items()}
+        later = time.time()
+        await self.store.modify(run.task_id, lambda r: ts.take_answers(r, wanted, later))
+        return answers
+
+    async def _publish(self, record: ts.TaskRecord) -> None:
+        """``notifications/tasks`` on every listen stream that asked for this task."""
+        if self.server is None:
+            return
+        task_id = record.task_id
+        await self.server.notify_listeners(
+            "notifications/tasks", ts.detailed(record), lambda honoured: task_id in (honoured.get("taskIds") or ())
+        )
+
+    # --- tasks/get, tasks/update, tasks/cancel -------------------------------------------------------------
+
+    async def _find(self, ctx: Context, task_id: str) -> ts.TaskRecord:
+        record = await self.store.get(task_id)
+        if record is None or record.owner != _owner_of(ctx):
+            raise InvalidParams("Failed to retrieve task: Task not found (unknown, or expired)")
+        return record
+
+    async def _get(self, ctx: Context, params: _TaskIdParams) -> dict[str, Any]:
+        return ts.detailed(await self._find(ctx, params.task_id))
+
+    async def _update(self, ctx: Context, params: _UpdateParams) -> dict[str, Any]:
+        record = await self._find(ctx, params.task_id)
+        now = time.time()
+        changed = await self.store.modify(record.task_id, lambda r: ts.deliver(r, params.input_responses, now))
+        if changed is not None and changed.status != record.status:
+            await self._publish(changed)
+        return {}
+
+    async def _cancel(self, ctx: Context, params: _TaskIdParams) -> dict[str, Any]:
+        record = await self._find(ctx, params.task_id)
+        now = time.time()
+        await self.store.modify(record.task_id, lambda r: ts.request_cancel(r, now))
+        return {}
+
+    # --- subscriptions/listen ------------------------------------------------------------------------------
+
+    async def listen(self, ctx: Context, wanted: Mapping[str, Any]) -> Mapping[str, Any]:
+        """``taskIds`` of a listen filter: the client's own tasks among them get ``notifications/tasks``."""
+        ids = wanted.get("taskIds")
+        if ids is None:
+            return {}
+        if not isinstance(ids, list):
+            raise InvalidParams('Invalid params: "taskIds" must be an array of task ids')
+        if not self.negotiated(ctx):
+            raise self.missing()
+        owner = _owner_of(ctx)
+        honoured: list[str] = []
+        for task_id in ids:
+            if isinstance(task_id, str):
+                record = await self.store.get(task_id)
+                if record is not None and record.owner == owner:
+                    honoured.append(task_id)
+        return {"taskIds": honoured}
+
+
+async def _stop(run: _Run) -> None:
+    """The task is over (gone, finished, or cancelled): its work stops here."""
+    run.scope.cancel()
+    await anyio.lowlevel.checkpoint()
+
+
+def _owner_of(ctx: Context) -> str:
+    """Whom a task belongs to: the principal the transport authenticated for this request ("" for nobody)."""
+    auth = ctx.auth
+    if auth is None:
+        return ""
+    return json.dumps(auth.principal, separators=(",", ":"))
+
+
+def _task_context(ctx: Context, tasks: Tasks, run: _Run) -> TaskContext:
+    """The context the tool gets in its task: the request's, with the answers of its input rounds."""
+    ctx.auth  # noqa: B018 - (read now, from the request's transport: the task outlives the request)
+    fields = {name: getattr(ctx, name) for name in Context.__struct_fields__}
+    fields.update(_auto_keys=0, _progress_last=None, _starts_task=False, single_use_state=False)
+    return TaskContext(**fields, tasks=tasks, run=run)
+
+
+def _error(method: str, exc: Exception) -> dict[str, Any]:
+    """A JSON-RPC error object, by the rule the request's own answer would have followed."""
+    code, message, data = failure_error(method, exc)
+    error: dict[str, Any] = {"code": code, "message": message}
+    if data is not None:
+        error["data"] = data
+    return error
