@@ -35,7 +35,15 @@ if TYPE_CHECKING:
     from ..auth.principal import AccessToken
     from .session import ServerSession
 
-__all__ = ("Context", "InputRequired", "MissingClientCapability", "StartTask", "LOG_LEVELS")
+__all__ = (
+    "Context",
+    "InputRequired",
+    "MissingClientCapability",
+    "StartTask",
+    "LOG_LEVELS",
+    "call_on_worker_thread",
+    "on_worker_thread",
+)
 
 logger = logging.getLogger(__name__)
 
