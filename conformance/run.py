@@ -1203,14 +1203,18 @@ def print_report(runs: list[LegRun], opts: Options, reqs: dict[str, RequirementS
         passed = sum(r.tier_passed for r in scored)
         unexpected = sum(r.unexpected for r in scored)
         xfail = sum(r.status == XFAIL for r in scored)
-        print(
-            f"  {run.leg:<6} {run.revision}: {passed}/{len(scored)} passed"
-            f" ({xfail} expected failures, {unexpected} unexpected)"
-        )
         gated = [r for r in run.results if r.gated]
-        if gated:
-            names = " and ".join(sorted({r.reason or "" for r in gated}))
-            print(f"         + {names}: {sum(r.tier_passed for r in gated)}/{len(gated)} passed (not scored, gated)")
+        names = " and ".join(sorted({r.reason or "" for r in gated}))
+        gated_line = f"{names}: {sum(r.tier_passed for r in gated)}/{len(gated)} passed (not scored, gated)"
+        if gated and not scored:  # a run of gated scenarios only (the extensions', the back-compat ones)
+            print(f"  {run.leg:<6} {run.revision}: {gated_line}")
+        else:
+            print(
+                f"  {run.leg:<6} {run.revision}: {passed}/{len(scored)} passed"
+                f" ({xfail} expected failures, {unexpected} unexpected)"
+            )
+            if gated:
+                print(f"         + {gated_line}")
         for error in run.errors:
             print(f"         ! {error.splitlines()[0]}")
         if run.leg == "server" and run.batch and not opts.include_unscored:
