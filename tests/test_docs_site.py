@@ -167,3 +167,50 @@ def test_docstring_roles_are_shown_as_code(hooks: ModuleType) -> None:
     assert hooks.on_page_content(html) == (
         "<p>Serve a <code>Server</code> with <code>run_stdio</code>; see <code>jsonrpc_mcp.transports</code>:</p>"
     )
+
+
+# -- the command-line pages ---------------------------------------------------------------------------------------
+
+#: Each command's page, which shows its ``--help`` (a ``cli-help`` marker) and explains every option in its prose.
+CLI_PAGES = {
+    "": "cli/index.md",
+    "serve": "cli/serve.md",
+    "list": "cli/list.md",
+    "call": "cli/call.md",
+    "check": "cli/check.md",
+}
+_OPTION = re.compile(r"(?<![\w-])(--[a-z][a-z0-9-]*|-[a-zA-Z])\b")
+
+
+def options_of(help_text: str) -> set[str]:
+    """The options a ``--help`` defines: the names at the start of its option lines (``  -k ONLY, --only ONLY  ...``),
+    not the ones its examples or notes mention."""
+    found: set[str] = set()
+    for line in help_text.splitlines():
+        if re.match(r"^\s+-", line):
+            found.update(_OPTION.findall(line.strip().split("  ")[0]))
+    return found - {"-h", "--help"}
+
+
+def test_options_are_read_from_the_option_lines() -> None:
+    help_text = (
+        "usage: x [-h] [--url URL]\n\noptions:\n  -h, --help  show this\n  -k ONLY, --only ONLY  only files\n"
+        "  --url URL   an endpoint, unlike --tcp\n\nexamples:\n  x --json -v\n"
+    )
+    assert options_of(help_text) == {"-k", "--only", "--url"}
+
+
+def test_every_command_has_a_page(hooks: ModuleType) -> None:
+    commands = set(re.findall(r"^    (\w+) ", hooks.cli_help([]), re.MULTILINE))
+    assert commands == set(CLI_PAGES) - {""}
+
+
+@pytest.mark.parametrize("command", list(CLI_PAGES), ids=lambda command: command or "jsonrpc-mcp")
+def test_a_command_page_shows_its_help_and_explains_every_option(hooks: ModuleType, command: str) -> None:
+    page = (DOCS / CLI_PAGES[command]).read_text()
+    assert f"<!-- cli-help: {command} -->" in page or (not command and "<!-- cli-help: -->" in page)
+    help_text = hooks.cli_help(command.split())
+    options = options_of(help_text)
+    assert options, help_text
+    missing = sorted(option for option in options if not re.search(rf"(?<![\w-]){re.escape(option)}\b", page))
+    assert missing == [], f"{CLI_PAGES[command]} does not explain {missing}"
