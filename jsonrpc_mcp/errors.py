@@ -11,7 +11,7 @@ Besides them, :class:`InputRequired` is how a 2026-07-28 handler asks the client
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Self
 
 from .jsonrpc import codes
 
@@ -58,6 +58,14 @@ class RpcError(Exception):
     def __repr__(self) -> str:
         return f"{type(self).__name__}(code={self.code}, message={self.message!r}, data={self.data!r})"
 
+    @classmethod
+    def received(cls, message: str, data: Any = None) -> Self:
+        """This error as a peer sent it: its message and data exactly as they came (a subclass also reads its own
+        attributes from ``data``, as far as ``data`` holds them)."""
+        error = cls.__new__(cls)
+        RpcError.__init__(error, message, data)
+        return error
+
 
 class ParseError(RpcError):
     code = codes.PARSE_ERROR
@@ -94,6 +102,13 @@ class ResourceNotFound(RpcError):
         super().__init__(message, {"uri": uri})
         self.uri = uri
 
+    @classmethod
+    def received(cls, message: str, data: Any = None) -> Self:
+        error = super().received(message, data)
+        uri = data.get("uri") if isinstance(data, dict) else None
+        error.uri = uri if isinstance(uri, str) else ""
+        return error
+
 
 class InsufficientScope(RpcError):
     """The request's principal lacks scopes the operation needs (-32011; over HTTP the app answers 403 first).
@@ -110,6 +125,16 @@ class InsufficientScope(RpcError):
         )
         self.required = required
         self.missing = missing
+
+    @classmethod
+    def received(cls, message: str, data: Any = None) -> Self:
+        """From a peer, ``data.requiredScopes`` is all the wire says: ``required`` and ``missing`` are both those
+        scopes (which of them the token lacked is in the message only)."""
+        error = super().received(message, data)
+        scopes = data.get("requiredScopes") if isinstance(data, dict) else None
+        error.required = [s for s in scopes if isinstance(s, str)] if isinstance(scopes, list) else []
+        error.missing = list(error.required)
+        return error
 
 
 class Unavailable(RpcError):
@@ -155,6 +180,13 @@ class AuthorizationError(ConnectionClosed):
         self.step = step
         self.reason = reason
 
+    @classmethod
+    def received(cls, message: str, data: Any = None) -> Self:
+        error = super().received(message, data)
+        error.step = str(data.get("step", "")) if isinstance(data, dict) else ""
+        error.reason = str(data.get("reason", message)) if isinstance(data, dict) else message
+        return error
+
 
 class ServerUnreachable(ConnectionError):
     """No connection to the server could be made: the message says where and why in one line (connection
@@ -178,6 +210,14 @@ class MissingClientCapability(RpcError):
         )
         self.capability = capability
 
+    @classmethod
+    def received(cls, message: str, data: Any = None) -> Self:
+        """``capability``: the names under ``data.requiredCapabilities``, comma-separated (empty without them)."""
+        error = super().received(message, data)
+        required = data.get("requiredCapabilities") if isinstance(data, dict) else None
+        error.capability = ", ".join(str(name) for name in required) if isinstance(required, dict) else ""
+        return error
+
 
 class InputRequired(Exception):
     """Raised inside a stateless-era handler: these inputs must come from the client before it can go on.
@@ -196,13 +236,33 @@ class ProtocolViolation(Exception):
 
 
 def error_for_code(code: int, message: str, data: Any = None) -> RpcError:
-    """The :class:`RpcError` subclass for a code received from a peer (plain :class:`RpcError` otherwise)."""
-    for kind in (ParseError, InvalidRequest, MethodNotFound, InvalidParams, InternalError):
-        if kind.code == code:
-            return kind(message, data)
-    if code == codes.AUTHORIZATION_FAILED and isinstance(data, dict) and isinstance(data.get("step"), str):
-        return AuthorizationError(data["step"], str(data.get("reason", message)), message=message)
-    return RpcError(message, data, code=code)
+    """The error a peer sent, as the class this module defines for its code (message and data as they came), or a
+    plain :class:`RpcError` for a code without one. The local-only codes (-32000 connection closed, -32001
+    timeout) are not read back: other implementations send them for errors of their own."""
+    if code == codes.AUTHORIZATION_FAILED:
+        if isinstance(data, dict) and isinstance(data.get("step"), str):
+            return AuthorizationError.received(message, data)
+        return RpcError(message, data, code=code)
+    kind = _RECEIVED.get(code)
+    if kind is None:
+        return RpcError(message, data, code=code)
+    return kind.received(message, data)
+
+
+#: The classes :func:`error_for_code` gives back, by code.
+_RECEIVED: dict[int, type[RpcError]] = {
+    kind.code: kind
+    for kind in (
+        ParseError,
+        InvalidRequest,
+        MethodNotFound,
+        InvalidParams,
+        InternalError,
+        ResourceNotFound,
+        InsufficientScope,
+        MissingClientCapability,
+    )
+}
 
 
 class ToolError(Exception):

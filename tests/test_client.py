@@ -19,16 +19,21 @@ from helpers import send_raw
 import jsonrpc_mcp
 from jsonrpc_mcp import (
     Client,
+    Context,
+    InsufficientScope,
     InternalError,
     InvalidParams,
     InvalidToolOutput,
     MethodNotFound,
+    MissingClientCapability,
     NoStructuredData,
     RequestTimeout,
+    ResourceNotFound,
     RpcError,
     Server,
     ToolError,
     ToolResultError,
+    errors,
     structured_data,
 )
 from jsonrpc_mcp import types as t
@@ -205,9 +210,9 @@ async def test_protocol_errors_raise_and_tool_errors_return() -> None:
         assert failed.content[0].text == "model, try again"  # type: ignore[union-attr]
         bad_args = await client.call_tool("add", {"a": "x"})
         assert bad_args.is_error is True
-        with pytest.raises(RpcError) as resource:
+        with pytest.raises(ResourceNotFound) as resource:
             await client.read_resource("nope://")
-        assert (resource.value.code, resource.value.data) == (-32002, {"uri": "nope://"})
+        assert (resource.value.code, resource.value.data, resource.value.uri) == (-32002, {"uri": "nope://"}, "nope://")
         with pytest.raises(MethodNotFound):
             await client.request("no/such/method")
 
@@ -367,6 +372,117 @@ async def test_error_codes_map_to_exception_types() -> None:
         with pytest.raises(RpcError) as other:
             await client.call_tool("x", {"code": -32050})
         assert type(other.value) is RpcError and other.value.code == -32050
+
+
+#: The errors of errors.py that are raised locally and never read back from a peer (other implementations send
+#: -32000 and -32001 for errors of their own).
+LOCAL_ONLY = {errors.ConnectionClosed, errors.RequestTimeout, errors.AuthorizationError}
+
+
+def rpc_error_classes() -> list[type[RpcError]]:
+    found = [getattr(errors, name) for name in errors.__all__]
+    return [kind for kind in found if isinstance(kind, type) and issubclass(kind, RpcError) and kind is not RpcError]
+
+
+def test_every_error_class_is_read_back_from_its_code() -> None:
+    """A class added to errors.py without a place in error_for_code fails here."""
+    for kind in rpc_error_classes():
+        if kind in LOCAL_ONLY:
+            continue
+        data = {"uri": "a://b", "requiredScopes": ["s"], "requiredCapabilities": {"sampling": {}}}
+        error = errors.error_for_code(kind.code, "as sent", data)
+        assert type(error) is kind, kind
+        assert (error.code, error.message, error.data) == (kind.code, "as sent", data)
+    assert type(errors.error_for_code(-32000, "a server error of another implementation")) is RpcError
+    assert type(errors.error_for_code(-32001, "a timeout of another implementation")) is RpcError
+
+
+def error_server() -> Server:
+    """A tool per error a server may answer with, raised as a handler would raise it."""
+    server = Server("errors", "1.0")
+    raised: dict[str, RpcError] = {
+        "parse": errors.ParseError("odd bytes"),
+        "request": errors.InvalidRequest("not a request", {"why": "test"}),
+        "method": MethodNotFound("no such thing"),
+        "params": InvalidParams("bad params", {"field": "x"}),
+        "internal": InternalError(),
+        "resource": ResourceNotFound("notes://gone"),
+        "scope": InsufficientScope(["notes:read", "notes:write"], ["notes:write"]),
+    }
+
+    @server.tool()
+    def fail(kind: str) -> str:
+        raise raised[kind]
+
+    @server.tool()
+    async def ask(ctx: Context) -> str:
+        answer = await ctx.elicit("Go on?", {"type": "object", "properties": {"ok": {"type": "boolean"}}})
+        return str(answer.action)
+
+    return server
+
+
+@pytest.mark.parametrize("version", ["2025-11-25", "auto"])
+async def test_every_error_a_server_raises_comes_back_as_its_own_class(version: str) -> None:
+    """Over the wire from a real Server, in either era: the class, the code, the message and the data."""
+    expected: dict[str, tuple[type[RpcError], int, str, Any]] = {
+        "parse": (errors.ParseError, -32700, "odd bytes", None),
+        "request": (errors.InvalidRequest, -32600, "not a request", {"why": "test"}),
+        "method": (MethodNotFound, -32601, "no such thing", None),
+        "params": (InvalidParams, -32602, "bad params", {"field": "x"}),
+        "internal": (InternalError, -32603, "Internal error", None),
+        "resource": (ResourceNotFound, -32002, "Resource not found", {"uri": "notes://gone"}),
+        "scope": (
+            InsufficientScope,
+            -32011,
+            "Insufficient scope: this request needs notes:write",
+            {"error": "insufficient_scope", "requiredScopes": ["notes:read", "notes:write"]},
+        ),
+    }
+    async with Client.connect_server(error_server(), protocol_version=version) as client:
+        for kind, (cls, code, message, data) in expected.items():
+            with pytest.raises(RpcError) as raised:
+                await client.call_tool("fail", {"kind": kind})
+            error = raised.value
+            assert (type(error), error.code, error.message, error.data) == (cls, code, message, data), kind
+        with pytest.raises(MissingClientCapability) as missing:
+            await client.call_tool("ask")  # this client declared no elicitation handler
+        assert missing.value.code == -32021 and missing.value.capability == "elicitation"
+        assert missing.value.message == "Missing required client capability: elicitation"
+    async with Client.connect_server(error_server(), protocol_version=version) as client:
+        with pytest.raises(InsufficientScope) as scope:
+            await client.call_tool("fail", {"kind": "scope"})
+        assert scope.value.required == ["notes:read", "notes:write"]
+        with pytest.raises(ResourceNotFound) as resource:
+            await client.call_tool("fail", {"kind": "resource"})
+        assert resource.value.uri == "notes://gone"
+
+
+@pytest.mark.parametrize(("version", "code"), [("2025-11-25", -32002), ("2025-03-26", -32002), ("auto", -32602)])
+async def test_an_unknown_resource_is_resource_not_found_in_either_era(version: str, code: int) -> None:
+    """-32002 in the handshake era, -32602 with data.uri in 2026-07-28: ResourceNotFound both times, its code as
+    it came."""
+    async with Client.connect_server(make_server(), protocol_version=version) as client:
+        with pytest.raises(ResourceNotFound) as missing:
+            await client.read_resource("nowhere://at-all")
+        assert (missing.value.code, missing.value.uri) == (code, "nowhere://at-all")
+        assert missing.value.data == {"uri": "nowhere://at-all"}
+        assert (await client.read_resource("text://hello")).contents  # a known one still reads
+
+
+@pytest.mark.parametrize("version", ["2025-11-25", "auto"])
+async def test_invalid_params_of_a_read_stays_invalid_params(version: str) -> None:
+    """Only a -32602 whose data names the URI asked for is a missing resource."""
+    server = Server("reads", "1.0")
+
+    @server.resource("item://{id}")
+    def item(id: str) -> str:
+        raise InvalidParams("id must be a number", {"field": "id"})
+
+    async with Client.connect_server(server, protocol_version=version) as client:
+        with pytest.raises(InvalidParams) as refused:
+            await client.read_resource("item://x")
+        assert type(refused.value) is InvalidParams and refused.value.data == {"field": "id"}
 
 
 async def test_call_timeout_sends_a_cancellation() -> None:

@@ -33,6 +33,7 @@ from ..errors import (
     InvalidParams,
     MethodNotFound,
     ProtocolViolation,
+    ResourceNotFound,
     RpcError,
     ToolError,
 )
@@ -603,8 +604,17 @@ class ClientSession:
         return await self._all_pages("resources/templates/list", t.ListResourceTemplatesResult, "resource_templates")
 
     async def read_resource(self, uri: str) -> t.ReadResourceResult:
+        """``resources/read``. A URI the server does not know raises :class:`ResourceNotFound` in either era: -32002
+        in the handshake era, -32602 with ``data.uri`` in 2026-07-28 (its ``code`` says which came)."""
         self._require("resources")
-        result: t.ReadResourceResult = await self.request("resources/read", {"uri": uri}, t.ReadResourceResult)
+        try:
+            result: t.ReadResourceResult = await self.request("resources/read", {"uri": uri}, t.ReadResourceResult)
+        except InvalidParams as exc:
+            if self.stateless and isinstance(exc.data, dict) and exc.data.get("uri") == uri:
+                not_found = ResourceNotFound.received(exc.message, exc.data)
+                not_found.code = exc.code
+                raise not_found from None
+            raise
         return result
 
     async def subscribe(self, uri: str) -> None:

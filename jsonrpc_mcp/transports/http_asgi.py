@@ -9,7 +9,7 @@
     # inside Starlette / FastAPI, which do not pass the lifespan on to mounted apps
     # (the endpoint is then /mcp/; Starlette answers /mcp with a 307 to it):
     mcp = McpAsgiApp(server, path=None)
-    web = Starlette(routes=[Mount("/mcp", app=mcp)], lifespan=lambda _: mcp.lifespan())
+    web = Starlette(routes=[Mount("/mcp", app=mcp)], lifespan=mcp.lifespan)
 
 What a request gets, decided per request (SPEC_MAP §6.3):
 
@@ -252,9 +252,10 @@ class McpAsgiApp:
         return self.table.running
 
     @asynccontextmanager
-    async def lifespan(self) -> AsyncIterator[None]:
+    async def lifespan(self, app: object = None) -> AsyncIterator[None]:
         """Own the sessions' task group for the duration of the block; every session ends when it exits. It yields
-        nothing, so a framework's lifespan can be this (Starlette reads what a lifespan yields as its state)."""
+        nothing, and takes the framework's app (ignored), so it can be a framework's lifespan as it is:
+        ``Starlette(..., lifespan=mcp.lifespan)``, ``FastAPI(lifespan=mcp.lifespan)``."""
         async with self.table.run():
             yield
 
