@@ -20,6 +20,7 @@ import msgspec
 from . import _cli_text as text
 from .errors import MissingExtra, RpcError, ServerUnreachable
 from .jsonrpc import codes
+from .transports.connect_errors import start_failure
 
 __all__ = ("METHODS", "run", "Progress", "EXIT_OK", "EXIT_TOOL_ERROR", "EXIT_USAGE")
 
@@ -142,7 +143,7 @@ async def _run(args: argparse.Namespace, command: list[str], words: list[str]) -
         _say(str(exc))
         return EXIT_UNREACHABLE
     except OSError as exc:  # a program that cannot be started
-        _say(_start_failure(command, exc))
+        _say(start_failure(command, exc))
         return EXIT_UNREACHABLE
     finally:
         progress.done()
@@ -188,13 +189,6 @@ async def _connect(args: argparse.Namespace, command: list[str], progress: Progr
             yield client
     else:
         raise text.UsageError("give --url URL, --tcp HOST:PORT, --unix PATH or -- COMMAND... (a stdio server)")
-
-
-def _start_failure(command: list[str], exc: OSError) -> str:
-    reason = exc.strerror or str(exc) or type(exc).__name__
-    program = command[0] if command else "?"
-    hint = " (to reach a Streamable HTTP server, give --url URL)" if "://" in program else ""
-    return f"cannot start {program!r}: {reason}{hint}"
 
 
 def _say(message: str) -> None:

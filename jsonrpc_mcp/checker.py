@@ -697,6 +697,12 @@ class _StreamChannel:
             self._buffer.extend(await self._stream.receive())
         return self._buffer.pop(0)
 
+    async def why_closed(self) -> str | None:
+        """Why the stream ended, when its transport says (a stdio server's exit status)."""
+        why_closed = getattr(self._stream, "why_closed", None)
+        reason: str | None = await why_closed() if why_closed is not None else None
+        return reason
+
 
 @dataclass
 class StdioTarget:
@@ -713,10 +719,18 @@ class StdioTarget:
 
     @asynccontextmanager
     async def connect(self, session: Session) -> AsyncIterator[Channel]:
+        from .transports.connect_errors import start_failure
         from .transports.spawn import spawn
 
-        async with spawn(self.command, stderr=self.stderr, shutdown_timeout=2.0) as stream:
-            yield _StreamChannel(stream)
+        started = False
+        try:
+            async with spawn(self.command, stderr=self.stderr, shutdown_timeout=2.0) as stream:
+                started = True
+                yield _StreamChannel(stream)
+        except OSError as exc:
+            if started:
+                raise
+            raise Unreachable(start_failure(list(self.command), exc)) from None
 
 
 @dataclass
@@ -787,6 +801,8 @@ class _HttpChannel:
         self.session_id: str | None = None
         self.version: str | None = None
         self.send_q, self.recv_q = anyio.create_memory_object_stream[bytes](1024)
+        #: Why the server could not be reached, once a POST failed to connect (one line, naming the host).
+        self.unreachable: str | None = None
 
     def _headers(self, frame: bytes) -> dict[str, str]:
         from .mcp.headers import standard_headers
@@ -849,6 +865,12 @@ class _HttpChannel:
                         shown = body[:120].decode(errors="replace")
                         out.append(f"HTTP {resp.status_code} {ctype or '-'} {shown}".encode())
         except Exception as exc:  # reported as a frame: the comparison says what went wrong
+            import httpx
+
+            if isinstance(exc, httpx.ConnectError | httpx.ConnectTimeout):
+                from .transports.connect_errors import http_connect_failure
+
+                self.unreachable = http_connect_failure(exc, self.url)
             out.append(f"HTTP request failed: {type(exc).__name__}: {exc}".encode())
         finally:
             if sentinel:
@@ -955,9 +977,21 @@ def _stateless_meta(capabilities: dict[str, Any] | None = None) -> dict[str, Any
     }
 
 
+class Unreachable(ConnectionError):
+    """The server could not be reached or started, or it gave no answer at all to a probe: why, in one line
+    (``cannot connect to 127.0.0.1:9 (...): connection refused``, ``the server process exited with status 1 before
+    answering initialize``). ``timed_out``: it did not answer within ``--startup``."""
+
+    def __init__(self, reason: str, *, timed_out: bool = False) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.timed_out = timed_out
+
+
 async def _await_reply(channel: Channel, ident: str, timeout: float) -> dict[str, Any]:
     """The reply to the probe ``ident``: a response with its id, or a refusal of it (the probe is the only request
-    in flight): an error without an id, or an HTTP status the channel reports as a line of text."""
+    in flight): an error without an id, or an HTTP status the channel reports as a line of text. A POST that could
+    not connect is :class:`Unreachable`."""
     with anyio.fail_after(timeout):
         while True:
             frame = await channel.receive()
@@ -967,8 +1001,30 @@ async def _await_reply(channel: Channel, ident: str, timeout: float) -> dict[str
             if isinstance(msg, dict) and msg.get("id") is None and isinstance(msg.get("error"), dict):
                 return {"id": ident, "error": msg["error"], "refused": True}
             if msg is _NOT_JSON and frame.startswith((b"HTTP ", b"HTTP request failed")):
+                unreachable = getattr(channel, "unreachable", None)
+                if unreachable is not None:
+                    raise Unreachable(unreachable)
                 text = frame.decode("utf-8", "replace")
                 return {"id": ident, "error": {"code": None, "message": text}, "refused": True}
+
+
+async def _first_reply(channel: Channel, frame: bytes, ident: str, method: str, timing: Timing) -> dict[str, Any]:
+    """Send a probe's first request and wait ``--startup`` seconds for the reply; none at all (no answer in time,
+    or the connection ended first) is :class:`Unreachable`, saying why."""
+    try:
+        try:
+            await channel.send(frame)
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError, BrokenPipeError):
+            pass  # the server has gone already: the end of its output, and why it ended, are read below
+        return await _await_reply(channel, ident, timing.startup)
+    except TimeoutError:
+        raise Unreachable(
+            f"no answer to {method} within {timing.startup:g} s (--startup SECONDS waits longer)", timed_out=True
+        ) from None
+    except (anyio.EndOfStream, anyio.BrokenResourceError):
+        why_closed = getattr(channel, "why_closed", None)
+        reason = await why_closed() if why_closed is not None else None
+        raise Unreachable(f"{reason or 'the server closed the connection'} before answering {method}") from None
 
 
 async def _list_all(channel: Channel, method: str, key: str, meta: dict[str, Any] | None, timeout: float) -> list[Any]:
@@ -998,34 +1054,44 @@ async def _list_all(channel: Channel, method: str, key: str, meta: dict[str, Any
 
 async def probe(target: Target, *, timing: Timing = Timing()) -> Offer:
     """Learn what ``target`` offers: a handshake (initialize, the three lists) and a ``server/discover``. A probe
-    the server refuses or does not answer is noted in :attr:`Offer.problems`; the check goes on without it."""
+    the server refuses or does not answer is noted in :attr:`Offer.problems`; the check goes on without it. When
+    neither probe reached the server at all, there is nothing to check: :class:`Unreachable` (the first's)."""
     offer = Offer()
+    unreachable: list[Unreachable] = []
     session = Session("initialize", HANDSHAKE_VERSIONS[0], {}, [])
     try:
         with unwrap_group():
             await _probe_handshake(target, session, offer, timing)
+    except Unreachable as exc:
+        unreachable.append(exc)
+        offer.problems.append(f"handshake probe failed: {exc.reason}")
     except (TimeoutError, anyio.EndOfStream, anyio.BrokenResourceError, OSError) as exc:
         offer.problems.append(f"handshake probe failed: {_failure(exc)}")
     session = Session("stateless", STATELESS_VERSIONS[0], {}, [])
     try:
         with unwrap_group():
             await _probe_discover(target, session, offer, timing)
+    except Unreachable as exc:
+        unreachable.append(exc)
+        offer.problems.append(f"server/discover probe failed: {exc.reason}")
     except (TimeoutError, anyio.EndOfStream, anyio.BrokenResourceError, OSError) as exc:
         offer.problems.append(f"server/discover probe failed: {_failure(exc)}")
+    if len(unreachable) == 2:
+        raise unreachable[0]
     return offer
 
 
 def _failure(exc: BaseException) -> str:
     if isinstance(exc, TimeoutError):
-        return "no answer in time (--startup SECONDS waits longer)"
+        return "no answer in time (--timeout SECONDS waits longer)"
     return f"{type(exc).__name__} {exc}".strip()
 
 
 async def _probe_handshake(target: Target, session: Session, offer: Offer, timing: Timing) -> None:
     timeout = timing.timeout
     async with target.connect(session) as channel:
-        await channel.send(_handshake_frame("probe-init", HANDSHAKE_VERSIONS[0], {}))
-        reply = await _await_reply(channel, "probe-init", timing.startup)
+        init = _handshake_frame("probe-init", HANDSHAKE_VERSIONS[0], {})
+        reply = await _first_reply(channel, init, "probe-init", "initialize", timing)
         if isinstance(reply.get("result"), dict):
             offer.handshake = reply["result"]
             await channel.send(_INITIALIZED)
@@ -1051,8 +1117,7 @@ async def _probe_discover(target: Target, session: Session, offer: Offer, timing
             "method": "server/discover",
             "params": {"_meta": _stateless_meta()},
         }
-        await channel.send(json.dumps(frame).encode())
-        reply = await _await_reply(channel, "probe-discover", timing.startup)
+        reply = await _first_reply(channel, json.dumps(frame).encode(), "probe-discover", "server/discover", timing)
         if reply.get("refused"):
             offer.problems.append(
                 f"server/discover was refused ({_short(reply['error'].get('message'))}): the 2026-07-28 "
@@ -1490,13 +1555,15 @@ def _check_parser() -> argparse.ArgumentParser:
         prog="jsonrpc-mcp check",
         description="Replay the golden wire transcripts against an MCP server and report, rule by rule, "
         "which spec behaviours it gets right.",
+        epilog=CHECK_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     add_check_arguments(parser)
     return parser
 
 
 def add_check_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--url", help="a Streamable HTTP endpoint (instead of -- COMMAND...)")
+    parser.add_argument("--url", type=http_url, help="a Streamable HTTP endpoint (instead of -- COMMAND...)")
     parser.add_argument(
         "--header",
         type=header_pair,
@@ -1508,27 +1575,70 @@ def add_check_arguments(parser: argparse.ArgumentParser) -> None:
         "--revision",
         action="append",
         choices=(*STATELESS_VERSIONS, *HANDSHAKE_VERSIONS),
-        help="only sessions of this revision (repeatable; default: all)",
+        metavar="REV",
+        help=f"only sessions of this revision (repeatable; default: all): {', '.join(STATELESS_VERSIONS)}, "
+        f"{', '.join(HANDSHAKE_VERSIONS)}",
     )
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
-    parser.add_argument("--mode", choices=("semantic", "exact"), default="semantic")
     parser.add_argument(
-        "--transcripts", type=Path, help="the transcript folder (default: the ones shipped with jsonrpc-mcp)"
-    )
-    parser.add_argument("-k", "--only", action="append", help="only transcript files whose name contains this")
-    parser.add_argument(
-        "--timeout", type=float, default=DEFAULT_TIMEOUT, help="seconds to wait for the sentinel's reply (default 10)"
-    )
-    parser.add_argument(
-        "--grace", type=float, default=DEFAULT_GRACE, help="seconds to wait after it for replies still owed (default 2)"
+        "--mode",
+        choices=("semantic", "exact"),
+        default="semantic",
+        help="semantic (the default): compare parsed JSON, ignoring what may differ between servers (error "
+        "messages, serverInfo, key order); exact: compare bytes",
     )
     parser.add_argument(
-        "--startup", type=float, default=DEFAULT_STARTUP, help="seconds for a fresh server's first reply (default 30)"
+        "--transcripts",
+        type=Path,
+        metavar="DIR",
+        help="the transcript folder (default: the ones shipped with jsonrpc-mcp)",
     )
-    parser.add_argument("--jobs", type=int, default=4, help="sessions run at once (default 4)")
+    parser.add_argument(
+        "-k", "--only", action="append", metavar="NAME", help="only transcript files whose name contains NAME"
+    )
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        default=DEFAULT_TIMEOUT,
+        metavar="SECONDS",
+        help="seconds each case may take to be answered (default 10)",
+    )
+    parser.add_argument(
+        "--grace",
+        type=float,
+        default=DEFAULT_GRACE,
+        metavar="SECONDS",
+        help="seconds to wait after it for replies still owed (default 2)",
+    )
+    parser.add_argument(
+        "--startup",
+        type=float,
+        default=DEFAULT_STARTUP,
+        metavar="SECONDS",
+        help="seconds for a fresh server's first reply (default 30)",
+    )
+    parser.add_argument("--jobs", type=int, default=4, metavar="N", help="sessions run at once (default 4)")
     parser.add_argument("--stderr", action="store_true", help="let the server's stderr through")
     parser.add_argument("-V", "--all-cases", action="store_true", help="list passing cases too")
-    parser.add_argument("rest", nargs=argparse.REMAINDER, help="-- COMMAND... (a stdio server)")
+    parser.add_argument("rest", nargs=argparse.REMAINDER, metavar="-- COMMAND...", help="a stdio server to start")
+
+
+#: The end of ``jsonrpc-mcp check --help``: examples, and what the exit status means.
+CHECK_EPILOG: Final = """\
+examples:
+  jsonrpc-mcp check -- jsonrpc-mcp serve server.py
+  jsonrpc-mcp check -k unknown-names -V -- python my_server.py
+  jsonrpc-mcp check --url http://127.0.0.1:8000/mcp --revision 2025-11-25
+  jsonrpc-mcp check --json --url http://127.0.0.1:8000/mcp --header "Authorization: Bearer $TOKEN"
+
+exit status:
+  0    every rule passes (or is skipped, or differs where the spec is silent)
+  1    a rule fails
+  2    bad usage
+  4    the server could not be reached or started, or it ended before answering
+  5    no answer within --startup
+  130  interrupted (Ctrl-C)
+"""
 
 
 def header_pair(value: str) -> tuple[str, str]:
@@ -1539,8 +1649,19 @@ def header_pair(value: str) -> tuple[str, str]:
     return name.strip(), content.strip()
 
 
+def http_url(value: str) -> str:
+    """An ``http://`` or ``https://`` URL (an option's value); anything else is a usage error saying what is wrong."""
+    from .transports.connect_errors import check_http_url
+
+    try:
+        return check_http_url(value)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 def run_check_command(args: argparse.Namespace) -> int:
-    """``jsonrpc-mcp check``: exit status 0 when no rule fails, 1 when one does, 2 on bad usage."""
+    """``jsonrpc-mcp check``: exit status 0 when no rule fails, 1 when one does, 2 on bad usage, 4 when the server
+    cannot be reached or started, 5 when it does not answer (:data:`CHECK_EPILOG`)."""
     command = list(args.rest)
     if command[:1] == ["--"]:
         command = command[1:]
@@ -1565,16 +1686,22 @@ def run_check_command(args: argparse.Namespace) -> int:
         return 2
     if args.only:
         files = [t for t in files if any(k in t.name for k in args.only)]
-    results, offer = anyio.run(
-        lambda: run_check(
-            target,
-            transcripts=files,
-            mode=args.mode,
-            revisions=args.revision,
-            timing=Timing(args.timeout, args.grace, args.startup),
-            concurrency=args.jobs,
+    try:
+        results, offer = anyio.run(
+            lambda: run_check(
+                target,
+                transcripts=files,
+                mode=args.mode,
+                revisions=args.revision,
+                timing=Timing(args.timeout, args.grace, args.startup),
+                concurrency=args.jobs,
+            )
         )
-    )
+    except Unreachable as exc:
+        from ._cli_client import EXIT_TIMEOUT, EXIT_UNREACHABLE
+
+        sys.stderr.write(f"jsonrpc-mcp check: {exc.reason}\n")
+        return EXIT_TIMEOUT if exc.timed_out else EXIT_UNREACHABLE
     if args.json:
         sys.stdout.write(json.dumps(report_json(target.description, results, offer), indent=2) + "\n")
     else:

@@ -122,15 +122,6 @@ def _count(value: str) -> int:
     return int(value)
 
 
-def _url(value: str) -> str:
-    from .transports.connect_errors import check_http_url
-
-    try:
-        return check_http_url(value)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
-
-
 EXAMPLES = """\
 examples:
   jsonrpc-mcp serve server.py                            serve the Server in server.py on stdio
@@ -149,7 +140,7 @@ exit status:
   2    bad usage
   3    the server answered with a JSON-RPC error
   4    the server could not be reached or started, or the connection broke
-  5    no answer within --timeout
+  5    no answer within --timeout (check: --startup)
   130  interrupted (Ctrl-C)
 """
 
@@ -295,16 +286,14 @@ def _parser() -> argparse.ArgumentParser:
     )
     call.add_argument("words", nargs="*", metavar="[METHOD] NAME [ARGS...]", help=argparse.SUPPRESS)
 
-    from .checker import add_check_arguments
+    from .checker import CHECK_EPILOG, add_check_arguments
 
     check = sub.add_parser(
         "check",
         help="replay the golden wire transcripts against a server, rule by rule",
         description="Replay the golden wire transcripts against an MCP server and report, rule by rule,\n"
         "which spec behaviours it gets right.",
-        epilog="examples:\n  jsonrpc-mcp check -- jsonrpc-mcp serve server.py\n  jsonrpc-mcp check --url "
-        "http://127.0.0.1:8000/mcp --revision 2025-11-25\n\nexit status: 0 every rule passes, 1 one fails, "
-        "2 bad usage\n",
+        epilog=CHECK_EPILOG,
         formatter_class=formatter,
     )
     add_check_arguments(check)
@@ -312,13 +301,13 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _target_arguments(parser: argparse.ArgumentParser) -> None:
-    from .checker import header_pair
+    from .checker import header_pair, http_url
 
     group = parser.add_argument_group(
         "target", "the server: one of these, or -- COMMAND... at the end to start a stdio server"
     )
     target = group.add_mutually_exclusive_group()
-    target.add_argument("--url", type=_url, metavar="URL", help="a Streamable HTTP endpoint")
+    target.add_argument("--url", type=http_url, metavar="URL", help="a Streamable HTTP endpoint")
     target.add_argument("--tcp", type=_host_port, metavar="HOST:PORT", help="NDJSON over TCP")
     target.add_argument("--unix", metavar="PATH", help="NDJSON over a Unix socket")
     group.add_argument(

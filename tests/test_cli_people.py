@@ -93,6 +93,14 @@ RUNS: dict[str, list[str]] = {
     "unknown-host": [*CLI, "list", "--url", "http://no-such-host.invalid/mcp"],
     "no-scheme": [*CLI, "list", "--url", "127.0.0.1:8000/mcp"],
     "header-without-url": [*CLI, "list", "--header", "X-A: 1", "--tcp", "127.0.0.1:1"],
+    "check-help": [*CLI, "check", "--help"],
+    "check-refused": [*CLI, "check", "--url", f"http://127.0.0.1:{CLOSED}/mcp"],
+    "check-unknown-host": [*CLI, "check", "--json", "--url", "http://no-such-host.invalid/mcp"],
+    "check-no-scheme": [*CLI, "check", "--url", "127.0.0.1:8000/mcp"],
+    "check-exits": [*CLI, "check", "--", sys.executable, "-c", "raise SystemExit(3)"],
+    "check-cannot-start": [*CLI, "check", "--", "/nonexistent/jsonrpc-mcp-test-program"],
+    # a server that reads its stdin and never answers: --startup is all the check waits, for each probe
+    "check-silent": [*CLI, "check", "--startup", "2", "--", sys.executable, "-c", "import sys; sys.stdin.read()"],
 }
 
 
@@ -295,6 +303,61 @@ def test_errors_are_one_line_naming_the_cause(
 ) -> None:
     proc = runs[name]
     assert (proc.returncode, proc.stderr, proc.stdout) == (code, message, "")
+
+
+@pytest.mark.parametrize(
+    ("name", "code", "message"),
+    [
+        (
+            "check-refused",
+            4,
+            f"jsonrpc-mcp check: cannot connect to 127.0.0.1:{CLOSED} (http://127.0.0.1:{CLOSED}/mcp): connection "
+            "refused (is the server running?)\n",
+        ),
+        ("check-exits", 4, "jsonrpc-mcp check: the server process exited with status 3 before answering initialize\n"),
+        (
+            "check-cannot-start",
+            4,
+            "jsonrpc-mcp check: cannot start '/nonexistent/jsonrpc-mcp-test-program': No such file or directory\n",
+        ),
+        ("check-silent", 5, "jsonrpc-mcp check: no answer to initialize within 2 s (--startup SECONDS waits longer)\n"),
+    ],
+)
+def test_check_says_in_one_line_why_a_server_cannot_be_checked(
+    runs: dict[str, subprocess.CompletedProcess[str]], name: str, code: int, message: str
+) -> None:
+    """Not a report of every rule skipped, with exit status 0: the cause, and the exit status list and call give."""
+    proc = runs[name]
+    assert (proc.returncode, proc.stderr, proc.stdout) == (code, message, "")
+
+
+def test_check_names_an_unknown_host_and_explains_a_url_without_a_scheme(
+    runs: dict[str, subprocess.CompletedProcess[str]],
+) -> None:
+    unknown = runs["check-unknown-host"]
+    assert (unknown.returncode, unknown.stdout) == (4, "")  # --json: nothing on stdout for a program to misread
+    assert unknown.stderr.startswith(
+        "jsonrpc-mcp check: cannot resolve host 'no-such-host.invalid' (http://no-such-host.invalid/mcp): "
+    )
+    assert unknown.stderr.count("\n") == 1
+    no_scheme = runs["check-no-scheme"]
+    assert no_scheme.returncode == 2
+    assert no_scheme.stderr.splitlines()[-1] == (
+        "jsonrpc-mcp check: error: argument --url: '127.0.0.1:8000/mcp' has no scheme: an MCP endpoint URL starts "
+        "with http:// or https:// (http://127.0.0.1:8000/mcp?)"
+    )
+
+
+def test_check_help_explains_every_option_and_exit_status(runs: dict[str, subprocess.CompletedProcess[str]]) -> None:
+    help_text = runs["check-help"].stdout
+    assert help_text.startswith("usage: jsonrpc-mcp check ")
+    for line in help_text.split("options:")[1].split("examples:")[0].splitlines():
+        if line.startswith("  -") and "  " not in line.strip():  # an option whose help is on the next line
+            continue
+        assert not re.match(r"^  -\S+( \S+)?$", line), f"an option without help: {line!r}"
+    assert "examples:\n  jsonrpc-mcp check -- jsonrpc-mcp serve server.py\n" in help_text
+    statuses = re.findall(r"^  (\d+) ", help_text.split("exit status:")[1], re.M)
+    assert statuses == ["0", "1", "2", "4", "5", "130"]
 
 
 def test_an_unknown_host_is_named(runs: dict[str, subprocess.CompletedProcess[str]]) -> None:

@@ -12,7 +12,7 @@ import os
 import socket
 from urllib.parse import urlsplit
 
-__all__ = ("connect_failure", "check_http_url")
+__all__ = ("connect_failure", "http_connect_failure", "start_failure", "check_http_url")
 
 
 def connect_failure(exc: BaseException, where: str, *, url: str | None = None) -> str:
@@ -35,6 +35,22 @@ def connect_failure(exc: BaseException, where: str, *, url: str | None = None) -
             return f"cannot connect to {shown}: {os.strerror(code)}"
     reason = str(exc) or type(exc).__name__
     return f"cannot connect to {shown}: {reason}"
+
+
+def http_connect_failure(exc: BaseException, url: str) -> str:
+    """:func:`connect_failure` for a request to the ``http://`` or ``https://`` URL ``url`` (its host and port)."""
+    parts = urlsplit(url)
+    host = parts.hostname or "?"
+    port = parts.port or (443 if parts.scheme.lower() == "https" else 80)
+    return connect_failure(exc, f"[{host}]:{port}" if ":" in host else f"{host}:{port}", url=url)
+
+
+def start_failure(command: list[str], exc: OSError) -> str:
+    """One line saying why the program of ``command`` (a stdio server) could not be started."""
+    reason = exc.strerror or str(exc) or type(exc).__name__
+    program = command[0] if command else "?"
+    hint = " (to reach a Streamable HTTP server, give --url URL)" if "://" in program else ""
+    return f"cannot start {program!r}: {reason}{hint}"
 
 
 def _chain(exc: BaseException) -> list[BaseException]:

@@ -55,7 +55,7 @@ from ..mcp._groups import unwrap_group
 from ..mcp.headers import param_headers, standard_headers
 from ..mcp.versions import META_PROTOCOL_VERSION
 from ._sse import SseParser, SseTooLarge
-from .connect_errors import check_http_url, connect_failure
+from .connect_errors import check_http_url, http_connect_failure
 
 if TYPE_CHECKING:
     import httpx
@@ -341,10 +341,7 @@ class HttpClientStream(MessageStream):
         httpx = _httpx()
         if not isinstance(exc, httpx.ConnectError | httpx.ConnectTimeout):
             return f"HTTP request failed: {type(exc).__name__}"
-        url = httpx.URL(self.url)
-        host = f"[{url.host}]" if ":" in url.host else url.host
-        port = url.port or (443 if url.scheme == "https" else 80)
-        self.unreachable = connect_failure(exc, f"{host}:{port}", url=self.url)
+        self.unreachable = http_connect_failure(exc, self.url)
         return self.unreachable
 
     async def _fail(self, out: _Out, message: str, error: RpcError | None = None) -> None:
