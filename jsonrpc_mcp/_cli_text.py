@@ -8,6 +8,7 @@ such as ``forecast(city: str, days: int = 1) -> Forecast``.
 from __future__ import annotations
 
 import json
+import re
 import textwrap
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final
@@ -18,6 +19,8 @@ _SCALARS: Final = {"string": "str", "integer": "int", "number": "float", "boolea
 _TRUE: Final = ("true", "yes", "on", "1")
 _FALSE: Final = ("false", "no", "off", "0")
 _INDENT: Final = "    "
+#: A line that starts an item of a list (``- x``, ``* x``, ``• x``, ``1. x``, ``2) x``).
+_LIST_ITEM: Final = re.compile(r"^([-*•]|\d+[.)])\s")
 
 
 class UsageError(ValueError):
@@ -257,12 +260,12 @@ def _output_type(schema: Mapping[str, Any]) -> str:
 
 
 def _description(description: Any, indent: str, width: int, hanging: str = "") -> list[str]:
-    """A description wrapped to ``width`` columns, its lines kept, ``indent`` before each (``hanging`` after the
-    first line of a paragraph)."""
+    """A description wrapped to ``width`` columns, ``indent`` before each line (``hanging`` after the first line of
+    a paragraph): its paragraphs, list items and blank lines kept, the lines within a paragraph joined."""
     if not isinstance(description, str) or not description.strip():
         return []
     lines: list[str] = []
-    for line in description.strip().splitlines():
+    for line in _reading_lines(description):
         if not line.strip():
             lines.append("")
             continue
@@ -275,6 +278,21 @@ def _description(description: Any, indent: str, width: int, hanging: str = "") -
                 break_on_hyphens=False,
             )
         )
+    return lines
+
+
+def _reading_lines(description: str) -> list[str]:
+    """The lines of a description as a person reads them. A docstring breaks its paragraphs where its source
+    did: those lines are joined; a blank line, a list item, and the line after one that ends with a colon start
+    lines of their own."""
+    lines: list[str] = []
+    for raw in description.strip().splitlines():
+        line = raw.strip()
+        joins = bool(lines) and bool(lines[-1]) and line and not lines[-1].endswith(":")
+        if joins and not _LIST_ITEM.match(line):
+            lines[-1] += " " + line
+        else:
+            lines.append(line)
     return lines
 
 

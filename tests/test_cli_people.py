@@ -246,6 +246,15 @@ def test_list_prints_signatures_with_their_descriptions(runs: dict[str, subproce
         "        count: how many",
         "        point: where",
     ]
+    # A docstring's paragraph is one paragraph, wherever its source broke the line; list items stay items.
+    start = lines.index("    refuse(reason: str)")
+    assert lines[start + 1 : start + 6] == [
+        "        Fails with a tool error: the reason given comes back as the error's text.",
+        "",
+        "        Try it with:",
+        "        - reason=busy",
+        '        - reason="not today"',
+    ]
 
 
 def test_help_has_examples_and_exit_codes_and_each_command_its_own(
