@@ -24,6 +24,9 @@ from .transports.connect_errors import start_failure
 
 __all__ = ("METHODS", "run", "Progress", "EXIT_OK", "EXIT_TOOL_ERROR", "EXIT_USAGE")
 
+#: What ``list --url`` and ``call --url`` say without httpx.
+HTTP_EXTRA_MISSING: Final = "--url needs httpx: install the http extra (pip install 'jsonrpc-mcp[http]')"
+
 #: Methods ``call`` takes as its first word (any other word with a slash is sent as a method too).
 METHODS: Final = (
     "tools/call",
@@ -180,8 +183,8 @@ async def _connect(args: argparse.Namespace, command: list[str], progress: Progr
 
         try:
             auth = oauth_from_arguments(args)
-        except ImportError as exc:  # jsonrpc_mcp.auth without httpx: its message names the extra
-            raise MissingExtra(str(exc)) from None
+        except ImportError:  # jsonrpc_mcp.auth without httpx
+            raise MissingExtra(HTTP_EXTRA_MISSING) from None
         async with Client.connect_http(args.url, headers=dict(args.header or ()), auth=auth, **options) as client:
             yield client
     elif command:

@@ -57,6 +57,7 @@ import anyio
 import anyio.abc
 
 from ._version import __version__
+from .errors import MissingExtra
 from .jsonrpc.streams import NOTIFICATION, Outgoing
 from .mcp._groups import unwrap_group
 from .mcp.versions import (
@@ -779,8 +780,8 @@ class HttpTarget:
     async def connect(self, session: Session) -> AsyncIterator[Channel]:
         try:
             import httpx
-        except ImportError:  # pragma: no cover - the http extra is missing
-            raise SystemExit("jsonrpc-mcp check --url needs httpx (pip install 'jsonrpc-mcp[http]')") from None
+        except ImportError:  # the http extra is missing
+            raise MissingExtra("checking an HTTP server needs httpx: install the http extra") from None
         timeout = httpx.Timeout(30.0, read=None)
         async with httpx.AsyncClient(timeout=timeout) as client, anyio.create_task_group() as tg:
             channel = _HttpChannel(client, self.url, session, tg, dict(self.headers))
@@ -1673,6 +1674,13 @@ def run_check_command(args: argparse.Namespace) -> int:
         sys.stderr.write("jsonrpc-mcp check: --header goes with --url\n")
         return 2
     if args.url:
+        import importlib.util
+
+        if importlib.util.find_spec("httpx") is None:
+            from ._cli_client import EXIT_UNREACHABLE, HTTP_EXTRA_MISSING
+
+            sys.stderr.write(f"jsonrpc-mcp check: {HTTP_EXTRA_MISSING}\n")
+            return EXIT_UNREACHABLE
         target = HttpTarget(args.url, headers=dict(args.header or ()))
     elif command:
         target = StdioTarget(command, stderr=None if args.stderr else subprocess.DEVNULL)

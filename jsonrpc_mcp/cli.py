@@ -508,8 +508,10 @@ def _auth_policy(args: argparse.Namespace, url: str, server: Any = None) -> Any:
     try:
         from .auth import IntrospectionVerifier, JwtVerifier, ProtectedResource
         from .auth.jwt import discover_metadata
-    except ImportError as exc:
-        raise SystemExit(f"jsonrpc-mcp: {exc}") from None
+    except ImportError:
+        raise SystemExit(
+            "jsonrpc-mcp: --auth-issuer needs the auth extra (joserfc, httpx): pip install 'jsonrpc-mcp[auth]'"
+        ) from None
     issuer: str = args.auth_issuer
     resource: str = args.auth_resource or url
     verifier: Any

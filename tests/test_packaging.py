@@ -86,14 +86,23 @@ def test_check_runs_from_an_installed_wheel(tmp_path: Path) -> None:
     assert [rule["file"] for rule in report["rules"]] == ["lifecycle", "request-ids"]
     assert report["summary"].get("fail", 0) == 0 and report["summary"]["pass"] > 10
 
-    # without the http extra, what needs it says so in one line
-    for argv, code in ((["serve", "--http", "127.0.0.1:0"], 1), (["list", "--url", "http://127.0.0.1:9/mcp"], 4)):
+    # without the http and auth extras, what needs one says so in one line, naming it
+    http = "install the http extra (pip install 'jsonrpc-mcp[http]')\n"
+    for argv, code, said in (
+        (["serve", "--http", "127.0.0.1:0"], 1, "jsonrpc-mcp: Streamable HTTP needs uvicorn: " + http),
+        (["list", "--url", "http://127.0.0.1:9/mcp"], 4, "jsonrpc-mcp: --url needs httpx: " + http),
+        (["call", "--url", "http://127.0.0.1:9/mcp", "ping"], 4, "jsonrpc-mcp: --url needs httpx: " + http),
+        (["check", "--url", "http://127.0.0.1:9/mcp"], 4, "jsonrpc-mcp check: --url needs httpx: " + http),
+        (
+            ["serve", "--http", "127.0.0.1:0", "--auth-issuer", "https://auth.example"],
+            1,
+            "jsonrpc-mcp: --auth-issuer needs the auth extra (joserfc, httpx): pip install 'jsonrpc-mcp[auth]'\n",
+        ),
+    ):
         done = subprocess.run(
             [str(bin_dir / "jsonrpc-mcp"), *argv], cwd=away, capture_output=True, text=True, timeout=120, check=False
         )
-        assert done.returncode == code, done.stderr
-        assert done.stderr.count("\n") == 1 and "install the http extra" in done.stderr, done.stderr
-        assert done.stderr.startswith("jsonrpc-mcp: ")
+        assert (done.returncode, done.stderr) == (code, said), argv
 
 
 @pytest.mark.slow
