@@ -29,6 +29,7 @@ import logging
 import os
 import signal
 import sys
+import traceback
 from collections.abc import Sequence
 from typing import Any
 
@@ -68,6 +69,8 @@ def load_app(spec: str | None) -> Any:
             module_spec.loader.exec_module(module)
         except TaskStoreInUse as exc:
             raise SystemExit(f"jsonrpc-mcp: {exc}") from None
+        except Exception as exc:
+            raise SystemExit(_load_failure(target, exc)) from None
     else:
         # Modules in the current directory come first, as with uvicorn and ``python -m`` (a console script's
         # sys.path starts with its own bin directory instead).
@@ -83,6 +86,8 @@ def load_app(spec: str | None) -> Any:
             raise SystemExit(f"jsonrpc-mcp: cannot import {target}: {exc}") from None
         except TaskStoreInUse as exc:
             raise SystemExit(f"jsonrpc-mcp: {exc}") from None
+        except Exception as exc:
+            raise SystemExit(_load_failure(target, exc)) from None
     if attr:
         obj = getattr(module, attr, None)
         if obj is None:
@@ -93,10 +98,31 @@ def load_app(spec: str | None) -> Any:
             raise SystemExit(f"jsonrpc-mcp: name the server in {target} as {target}:ATTRIBUTE")
         obj = found[0]
     if callable(obj) and not isinstance(obj, Server):
-        obj = obj()
+        try:
+            obj = obj()
+        except TaskStoreInUse as exc:
+            raise SystemExit(f"jsonrpc-mcp: {exc}") from None
+        except Exception as exc:
+            raise SystemExit(_load_failure(spec, exc)) from None
     if not isinstance(obj, Server):
         raise SystemExit(f"jsonrpc-mcp: {spec} is not a jsonrpc_mcp.Server")
     return obj
+
+
+def _load_failure(target: str, exc: BaseException) -> str:
+    """What ``serve`` says when the code it loads raises: the frames of that code (this package's and the import
+    machinery's left out: a tool that cannot be registered points at its decorator), then the error."""
+    machinery = tuple(
+        os.path.dirname(os.path.abspath(m.__file__ or "")) + os.sep for m in (importlib, sys.modules[__package__])
+    )
+    frames = [
+        frame
+        for frame in traceback.extract_tb(exc.__traceback__)
+        if not frame.filename.startswith((*machinery, "<frozen importlib"))
+    ]
+    lines = [f"jsonrpc-mcp: cannot load {target}:\n", *traceback.format_list(frames)]
+    lines.extend(traceback.format_exception_only(exc))
+    return "".join(lines).rstrip("\n")
 
 
 def _host_port(value: str) -> tuple[str, int]:

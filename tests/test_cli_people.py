@@ -14,6 +14,7 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -541,6 +542,67 @@ def test_list_falls_back_to_the_handshake_when_discovery_is_refused(refusing_url
     )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.startswith("cli-tools 1.0 (protocol 2025-11-25)\n")
+
+
+# --- serve: code that cannot be loaded --------------------------------------------------------------------------
+
+UNSUPPORTED = """\
+import socket
+
+from jsonrpc_mcp import Server
+
+server = Server("bad")
+
+@server.tool()
+def connect(sock: socket.socket) -> int:
+    return 1
+"""
+
+BROKEN = """\
+from jsonrpc_mcp import Server
+
+server = Server("broken")
+
+def helper() -> int:
+    return undefined_name
+
+helper()
+"""
+
+
+def test_serve_points_at_the_line_of_the_app_that_failed(tmp_path: Path) -> None:
+    """The frames of the user's code and the error, not this package's frames: a tool whose parameter has no schema
+    points at its decorator, with the one-line reason."""
+    (tmp_path / "bad.py").write_text(UNSUPPORTED)
+    (tmp_path / "broken.py").write_text(BROKEN)
+    (tmp_path / "uses_bad.py").write_text("from bad import server\n")
+    runs = {
+        name: subprocess.run(
+            [*CLI, "serve", app], capture_output=True, text=True, timeout=60, cwd=tmp_path, stdin=subprocess.DEVNULL
+        )
+        for name, app in (("file", "bad.py"), ("module", "uses_bad:server"), ("broken", "broken.py"))
+    }
+    for proc in runs.values():
+        assert proc.returncode == 1 and proc.stdout == ""
+        assert "Traceback" not in proc.stderr and "jsonrpc_mcp" not in proc.stderr and "importlib" not in proc.stderr
+    reason = "TypeError: tool 'connect': parameter 'sock' is socket.socket, which has no JSON Schema; supported: "
+    lines = runs["file"].stderr.splitlines()
+    assert lines[:3] == [
+        "jsonrpc-mcp: cannot load bad.py:",
+        f'  File "{tmp_path / "bad.py"}", line 7, in <module>',
+        "    @server.tool()",
+    ]
+    assert lines[-1].startswith(reason) and "pydantic models" in lines[-1]
+    lines = runs["module"].stderr.splitlines()
+    assert lines[:2] == [
+        "jsonrpc-mcp: cannot load uses_bad:",
+        f'  File "{tmp_path / "uses_bad.py"}", line 1, in <module>',
+    ]
+    assert f'  File "{tmp_path / "bad.py"}", line 7, in <module>' in lines and lines[-1].startswith(reason)
+    lines = runs["broken"].stderr.splitlines()
+    assert f'  File "{tmp_path / "broken.py"}", line 8, in <module>' in lines
+    assert f'  File "{tmp_path / "broken.py"}", line 6, in helper' in lines
+    assert lines[-1] == "NameError: name 'undefined_name' is not defined"
 
 
 # --- serve on a terminal ----------------------------------------------------------------------------------------
