@@ -128,7 +128,7 @@ async def _run(args: argparse.Namespace, command: list[str], words: list[str]) -
                 return await _call(args, client, words, progress)
     except RpcError as exc:
         if exc.code in _LOCAL_CODES:
-            _say(exc.message)
+            _say(exc.message + exit_hint(command, exc.message))
             return EXIT_TIMEOUT if exc.code == codes.REQUEST_TIMEOUT else EXIT_UNREACHABLE
         if args.json:
             error: dict[str, Any] = {"code": exc.code, "message": exc.message}
@@ -192,6 +192,16 @@ async def _connect(args: argparse.Namespace, command: list[str], progress: Progr
             yield client
     else:
         raise text.UsageError("give --url URL, --tcp HOST:PORT, --unix PATH or -- COMMAND... (a stdio server)")
+
+
+def exit_hint(command: list[str], message: str) -> str:
+    """A hint for a program that ended without a word of MCP (exit status 0): it does not serve on stdio."""
+    if not command or "exited with status 0 before answering" not in message:
+        return ""
+    files = [word for word in command[1:] if word.endswith(".py")]
+    if files and "serve" not in command:
+        return f" (it does not serve MCP on stdio; a file that defines a Server: -- jsonrpc-mcp serve {files[0]})"
+    return " (it does not serve MCP on stdio)"
 
 
 def _say(message: str) -> None:

@@ -1706,9 +1706,12 @@ def run_check_command(args: argparse.Namespace) -> int:
             )
         )
     except Unreachable as exc:
-        from ._cli_client import EXIT_TIMEOUT, EXIT_UNREACHABLE
+        from ._cli_client import EXIT_TIMEOUT, EXIT_UNREACHABLE, exit_hint
 
-        sys.stderr.write(f"jsonrpc-mcp check: {exc.reason}\n")
+        hint = exit_hint(command, exc.reason)
+        if not hint and command and not args.stderr and "exited with status" in exc.reason:
+            hint = " (--stderr shows what it wrote)"
+        sys.stderr.write(f"jsonrpc-mcp check: {exc.reason}{hint}\n")
         return EXIT_TIMEOUT if exc.timed_out else EXIT_UNREACHABLE
     if args.json:
         sys.stdout.write(json.dumps(report_json(target.description, results, offer), indent=2) + "\n")

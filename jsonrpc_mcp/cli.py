@@ -366,6 +366,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     words = list(sys.argv[1:] if argv is None else argv)
     own, command = _split_argv(words)
     parser = _parser()
+    if not own:  # the command alone: what it can do, rather than "the following arguments are required"
+        parser.print_help(sys.stderr)
+        return 2
     args = parser.parse_args(own)
     level = logging.WARNING - 10 * min(args.verbose, 2)
     logging.basicConfig(level=level, stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s")

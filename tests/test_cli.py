@@ -221,7 +221,7 @@ def test_call_ping(runs: dict[str, subprocess.CompletedProcess[str]]) -> None:
         ("list-no-such-program", 4, "cannot start '/nonexistent/jsonrpc-mcp-test-program': No such file"),
         ("list-url-as-command", 4, "(to reach a Streamable HTTP server, give --url URL)"),
         ("list-no-such-socket", 4, "cannot connect to /nonexistent-dir/mcp.sock: no such socket file"),
-        ("no-command", 2, "the following arguments are required"),
+        ("no-command", 2, "examples:\n  jsonrpc-mcp serve server.py"),  # the whole help, on stderr
         ("serve-missing-file", 1, "no such file: tests/fixtures/does_not_exist.py"),
         ("serve-not-a-server", 1, "os:sep is not a jsonrpc_mcp.Server"),
     ],

@@ -87,6 +87,7 @@ RUNS: dict[str, list[str]] = {
     "list-help": [*CLI, "list", "--help"],
     "call-help": [*CLI, "call", "--help"],
     "help": [*CLI, "--help"],
+    "alone": CLI,
     "version": [*CLI, "--version"],
     "timeout": [*CLI, "call", "--timeout", "3", "never", "--", *SERVE],
     "refused": [*CLI, "list", "--url", f"http://127.0.0.1:{CLOSED}/mcp"],
@@ -101,6 +102,10 @@ RUNS: dict[str, list[str]] = {
     "check-exits": [*CLI, "check", "--", sys.executable, "-c", "raise SystemExit(3)"],
     "check-cannot-start": [*CLI, "check", "--", "/nonexistent/jsonrpc-mcp-test-program"],
     # a server that reads its stdin and never answers: --startup is all the check waits, for each probe
+    # a file that defines a Server but does not serve it (as the README's server.py): run, it just exits
+    "check-exits-0": [*CLI, "check", "--", sys.executable, "quiet.py"],
+    "list-exits-0": [*CLI, "list", "--", sys.executable, "quiet.py"],
+    "list-a-file": [*CLI, "list", "quiet.py"],
     "check-silent": [*CLI, "check", "--startup", "2", "--", sys.executable, "-c", "import sys; sys.stdin.read()"],
 }
 
@@ -108,7 +113,8 @@ RUNS: dict[str, list[str]] = {
 @pytest.fixture(scope="module")
 def runs() -> dict[str, subprocess.CompletedProcess[str]]:
     def run(argv: list[str]) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(argv, capture_output=True, text=True, timeout=120, cwd=ROOT, stdin=subprocess.DEVNULL)
+        cwd = FIXTURES if "quiet.py" in argv else ROOT
+        return subprocess.run(argv, capture_output=True, text=True, timeout=120, cwd=cwd, stdin=subprocess.DEVNULL)
 
     with ThreadPoolExecutor(max_workers=8) as pool:
         futures = {name: pool.submit(run, argv) for name, argv in RUNS.items()}
@@ -258,6 +264,12 @@ def test_list_prints_signatures_with_their_descriptions(runs: dict[str, subproce
     ]
 
 
+def test_the_command_alone_prints_its_help(runs: dict[str, subprocess.CompletedProcess[str]]) -> None:
+    alone = runs["alone"]
+    assert (alone.returncode, alone.stdout) == (2, "")
+    assert alone.stderr == runs["help"].stdout  # what it does, its examples and exit statuses
+
+
 def test_help_has_examples_and_exit_codes_and_each_command_its_own(
     runs: dict[str, subprocess.CompletedProcess[str]],
 ) -> None:
@@ -324,7 +336,30 @@ def test_errors_are_one_line_naming_the_cause(
             f"jsonrpc-mcp check: cannot connect to 127.0.0.1:{CLOSED} (http://127.0.0.1:{CLOSED}/mcp): connection "
             "refused (is the server running?)\n",
         ),
-        ("check-exits", 4, "jsonrpc-mcp check: the server process exited with status 3 before answering initialize\n"),
+        (
+            "check-exits",
+            4,
+            "jsonrpc-mcp check: the server process exited with status 3 before answering initialize (--stderr shows "
+            "what it wrote)\n",
+        ),
+        (
+            "check-exits-0",
+            4,
+            "jsonrpc-mcp check: the server process exited with status 0 before answering initialize (it does not "
+            "serve MCP on stdio; a file that defines a Server: -- jsonrpc-mcp serve quiet.py)\n",
+        ),
+        (
+            "list-exits-0",
+            4,
+            "jsonrpc-mcp: the server process exited with status 0 before answering server/discover (it does not "
+            "serve MCP on stdio; a file that defines a Server: -- jsonrpc-mcp serve quiet.py)\n",
+        ),
+        (
+            "list-a-file",
+            4,
+            "jsonrpc-mcp: cannot start 'quiet.py': No such file or directory (a Python file: -- jsonrpc-mcp serve "
+            "quiet.py, or -- python quiet.py if it serves itself)\n",
+        ),
         (
             "check-cannot-start",
             4,
@@ -333,7 +368,7 @@ def test_errors_are_one_line_naming_the_cause(
         ("check-silent", 5, "jsonrpc-mcp check: no answer to initialize within 2 s (--startup SECONDS waits longer)\n"),
     ],
 )
-def test_check_says_in_one_line_why_a_server_cannot_be_checked(
+def test_a_server_that_cannot_be_reached_is_one_line_saying_why(
     runs: dict[str, subprocess.CompletedProcess[str]], name: str, code: int, message: str
 ) -> None:
     """Not a report of every rule skipped, with exit status 0: the cause, and the exit status list and call give."""

@@ -49,7 +49,11 @@ def start_failure(command: list[str], exc: OSError) -> str:
     """One line saying why the program of ``command`` (a stdio server) could not be started."""
     reason = exc.strerror or str(exc) or type(exc).__name__
     program = command[0] if command else "?"
-    hint = " (to reach a Streamable HTTP server, give --url URL)" if "://" in program else ""
+    hint = ""
+    if "://" in program:
+        hint = " (to reach a Streamable HTTP server, give --url URL)"
+    elif program.endswith(".py"):
+        hint = f" (a Python file: -- jsonrpc-mcp serve {program}, or -- python {program} if it serves itself)"
     return f"cannot start {program!r}: {reason}{hint}"
 
 
