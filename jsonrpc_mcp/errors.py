@@ -148,6 +148,14 @@ class Unavailable(RpcError):
         super().__init__(f"Service unavailable: retry in {retry_after} s", {"retryAfter": retry_after})
         self.retry_after = retry_after
 
+    @classmethod
+    def received(cls, message: str, data: Any = None) -> Self:
+        """``retry_after``: ``data.retryAfter`` when it is a whole number of seconds, else 1."""
+        error = super().received(message, data)
+        after = data.get("retryAfter") if isinstance(data, dict) else None
+        error.retry_after = after if isinstance(after, int) and not isinstance(after, bool) and after >= 0 else 1
+        return error
+
 
 class RequestTimeout(RpcError):
     """An outgoing request got no answer in time (raised locally, never sent)."""
@@ -260,6 +268,7 @@ _RECEIVED: dict[int, type[RpcError]] = {
         InternalError,
         ResourceNotFound,
         InsufficientScope,
+        Unavailable,
         MissingClientCapability,
     )
 }

@@ -389,7 +389,7 @@ def test_every_error_class_is_read_back_from_its_code() -> None:
     for kind in rpc_error_classes():
         if kind in LOCAL_ONLY:
             continue
-        data = {"uri": "a://b", "requiredScopes": ["s"], "requiredCapabilities": {"sampling": {}}}
+        data = {"uri": "a://b", "requiredScopes": ["s"], "requiredCapabilities": {"sampling": {}}, "retryAfter": 3}
         error = errors.error_for_code(kind.code, "as sent", data)
         assert type(error) is kind, kind
         assert (error.code, error.message, error.data) == (kind.code, "as sent", data)
@@ -408,6 +408,7 @@ def error_server() -> Server:
         "internal": InternalError(),
         "resource": ResourceNotFound("notes://gone"),
         "scope": InsufficientScope(["notes:read", "notes:write"], ["notes:write"]),
+        "unavailable": errors.Unavailable(retry_after=7),
     }
 
     @server.tool()
@@ -438,6 +439,7 @@ async def test_every_error_a_server_raises_comes_back_as_its_own_class(version: 
             "Insufficient scope: this request needs notes:write",
             {"error": "insufficient_scope", "requiredScopes": ["notes:read", "notes:write"]},
         ),
+        "unavailable": (errors.Unavailable, -32012, "Service unavailable: retry in 7 s", {"retryAfter": 7}),
     }
     async with Client.connect_server(error_server(), protocol_version=version) as client:
         for kind, (cls, code, message, data) in expected.items():
@@ -456,6 +458,9 @@ async def test_every_error_a_server_raises_comes_back_as_its_own_class(version: 
         with pytest.raises(ResourceNotFound) as resource:
             await client.call_tool("fail", {"kind": "resource"})
         assert resource.value.uri == "notes://gone"
+        with pytest.raises(errors.Unavailable) as unavailable:
+            await client.call_tool("fail", {"kind": "unavailable"})
+        assert unavailable.value.retry_after == 7
 
 
 @pytest.mark.parametrize(("version", "code"), [("2025-11-25", -32002), ("2025-03-26", -32002), ("auto", -32602)])
