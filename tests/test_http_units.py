@@ -191,6 +191,7 @@ async def test_session_stream_routes_frames_by_their_kind_and_request() -> None:
         def __init__(self) -> None:
             self.exchanges: dict[Any, Any] = {}
             self.standalone = Outlet(None)
+            self.record = None  # (served by this worker alone)
 
     class Exchange:
         def __init__(self, ids: set[Any]) -> None:
@@ -229,6 +230,7 @@ class _FakeSession:
         self.outlets: dict[str, Any] = {}
         self._busy = busy
         self.last_seen = 0.0
+        self.owner = None  # (no HTTP policy names owners)
 
     def busy(self) -> bool:
         return self._busy

@@ -1,4 +1,8 @@
-"""Handshake-era HTTP sessions that any worker can serve: their records kept by a backend (L6).
+"""Several workers of one Streamable HTTP app behind one URL, sharing a backend (L6).
+
+:func:`share` makes an app one of them (``McpAsgiApp(backend=...)``): the server's notifications, its
+``requestState`` keys and single-use claims go through the backend, which runs beside the app's sessions; and
+the handshake-era sessions become :class:`SharedSessions`, which any worker can serve.
 
 A session lives where ``initialize`` made it, and in the backend as a :class:`~jsonrpc_mcp.mcp.bus.SessionRecord`
 (what that ``initialize`` and later requests settled). A worker that gets a request for a session it does not hold
@@ -13,8 +17,10 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING
 
 import anyio
+import anyio.abc
 import msgspec
 
 from ..errors import Unavailable
@@ -24,12 +30,47 @@ from ..transports._http_handshake_session import HttpSession
 from ..transports._http_session_table import SessionTable
 from . import Backend
 
-__all__ = ("SharedSessions", "record_of")
+if TYPE_CHECKING:
+    from ..transports.http_asgi import McpAsgiApp
+
+__all__ = ("SharedSessions", "record_of", "share")
 
 logger = logging.getLogger(__name__)
 
 _encode = msgspec.json.Encoder().encode
 _decode = msgspec.json.Decoder(SessionRecord).decode
+
+
+def share(app: McpAsgiApp, backend: Backend | str) -> Backend:
+    """Make ``app`` one of the workers sharing ``backend`` (an object, or a ``redis://`` URL); returns the backend.
+    It runs while the app's sessions' task group does: bus events for shared sessions act on them, the others go
+    to the server."""
+    if isinstance(backend, str):
+        from .redis import RedisBackend
+
+        backend = RedisBackend(backend)
+    shared = backend
+    app.server.use_backend(shared)
+    sessions = None
+    if app.handshake.sessions:
+        sessions = app.handshake.shared = SharedSessions(shared, app.table, app.handshake.new_session)
+
+    async def deliver(event: BusEvent) -> None:
+        if sessions is None or not await sessions.deliver(event):
+            await app.server.deliver(event)
+
+    async def run(*, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+        try:
+            async with anyio.create_task_group() as tg:
+                await tg.start(shared.run, deliver)
+                if sessions is not None:
+                    tg.start_soon(sessions.keep_alive)
+                task_status.started()
+        finally:
+            await shared.aclose()
+
+    app.table.companion = run
+    return shared
 
 
 def record_of(session: ServerSession, owner: str | None = None) -> SessionRecord:

@@ -202,6 +202,11 @@ class BoundedQueue(Generic[T]):
     def __len__(self) -> int:
         return len(self._items)
 
+    @property
+    def closed(self) -> bool:
+        """The reader's side is closed (:meth:`close`)."""
+        return self._gone
+
     # --- the writer's side ---------------------------------------------------------------------------------
 
     def send_nowait(self, item: T) -> None:

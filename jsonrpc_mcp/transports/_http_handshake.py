@@ -12,9 +12,8 @@ from __future__ import annotations
 import logging
 import secrets
 from collections.abc import Sequence
+from functools import partial
 from typing import TYPE_CHECKING
-
-import anyio
 
 from ..errors import RpcError, Unavailable
 from ..jsonrpc import codes
@@ -24,10 +23,10 @@ from ..mcp.eras import Call, read_call
 from ..mcp.versions import BATCH_VERSIONS, HANDSHAKE_VERSIONS, STATELESS_VERSIONS
 from ._http_handshake_session import Exchange, HttpSession
 from ._http_io import HeaderList, Headers, Receive, Send, send_bytes, send_empty, send_error, send_unavailable
-from ._http_outlet import FINAL, RESPONSE, Feed, Item, Outlet, Preference, answer_at_once, write_stream
+from ._http_outlet import FINAL, RESPONSE, Preference, respond
 from ._http_session_table import SessionTable
-from ._http_stateless import serve_alone, watch_disconnect
-from .events import EventStore, InMemoryEventStore
+from ._http_stateless import serve_alone
+from .events import EventStore
 
 if TYPE_CHECKING:
     from ..backends._sessions import SharedSessions
@@ -81,77 +80,57 @@ class HandshakeEndpoint:
         """One JSON-RPC message POSTed outside the stateless era (``call``: the request as the app read it)."""
         if version is not None and version not in HANDSHAKE_VERSIONS:
             await send_error(send, 400, f"Bad Request: unsupported MCP-Protocol-Version {version!r}")
-            return
-        if not self.sessions:
-            await self._post_alone(headers, version, msg, call, receive, send)
-            return
-        if headers.repeated(b"mcp-session-id"):
-            await send_error(send, 400, "Bad Request: Mcp-Session-Id is sent more than once")
-            return
-        sid = headers.raw(b"mcp-session-id")
-        if sid is None:
-            if type(msg) is Request and msg.method == "initialize":
-                await self._initialize(msg, call, headers, send)
+        elif not self.sessions:  # served on its own, as if initialize had settled its version
+            if type(msg) is not Request or call is None:
+                await send_empty(send, 202)  # (a notification, or an answer to a request no one here made)
                 return
+            await serve_alone(
+                self.server,
+                call,
+                headers,
+                receive,
+                send,
+                preference=self.preference,
+                keepalive=self.keepalive,
+                handshake_version=version or _WITHOUT_HEADER,
+            )
+        elif (sid := headers.raw(b"mcp-session-id")) is not None:
+            ident = getattr(msg, "id", None)
+            session = await self._session(sid.decode("latin-1"), headers, send, ident)
+            if session is None:
+                return
+            try:
+                await self._post_to_session(session, headers, msg, call, receive, send)
+            except Unavailable as exc:
+                await send_unavailable(send, exc, ident)
+        elif type(msg) is Request and msg.method == "initialize":
+            await self._initialize(msg, call, headers, send)
+        else:
             await send_error(send, 400, "Bad Request: the Mcp-Session-Id header is required (initialize first)")
-            return
-        try:
-            await self._post_to_session(sid.decode("latin-1"), headers, msg, call, receive, send)
-        except Unavailable as exc:
-            await send_unavailable(send, exc, getattr(msg, "id", None))
 
     async def _post_to_session(
-        self, sid: str, headers: Headers, msg: Message, call: Call | None, receive: Receive, send: Send
+        self, session: HttpSession, headers: Headers, msg: Message, call: Call | None, receive: Receive, send: Send
     ) -> None:
-        session = await self.find(sid, headers)
-        if session is None:
-            await send_error(send, 404, _ENDED)
-            return
-        session.touch()
         if type(msg) is not Request:
             session.dispatcher.take(msg)  # a notification, or the client's answer to one of our requests
             await self._save(session)
             await send_empty(send, 202)
             return
-        session.stream.arriving = (msg.id, headers)
-        try:
-            answer = session.dispatcher.begin(msg, call)
-        finally:
-            session.stream.arriving = None
+        answer = session.begin(msg, call, headers)
         await self._save(session)  # (what the request settled is shared before it is answered)
         if type(answer) is Pending:
-            exchange = self._open_exchange(session, (msg.id,), batch=False, headers=headers)
-            await self._serve_exchange(session, exchange, receive, send, pending=True)
+            await self._respond(session, self._open_exchange(session, (msg.id,), headers), receive, send, waiting=True)
             return
         reply: bytes = answer  # type: ignore[assignment]
         if type(reply) is ErrorReply and (reply.refused is not None or reply.code == BUSY):
             busy = reply.code == BUSY  # (too many in flight, or a rate limit: 429)
             extra = [*session.id_header, _RETRY_AFTER] if busy else session.id_header
             await send_bytes(send, 429 if busy else 400, reply, extra)
-            return
-        if self.preference == "sse":  # an answer made at once, sent as a stream all the same
-            exchange = self._open_exchange(session, (), batch=False, headers=headers)
-            await self._serve_exchange(session, exchange, receive, send, answered=[(reply, FINAL)])
-            return
-        await send_bytes(send, 200, reply, session.id_header)
-
-    async def _post_alone(
-        self, headers: Headers, version: str | None, msg: Message, call: Call | None, receive: Receive, send: Send
-    ) -> None:
-        """Without sessions: a request is served on its own, as if ``initialize`` had settled its version."""
-        if type(msg) is not Request or call is None:
-            await send_empty(send, 202)  # (a notification, or an answer to a request no one here made)
-            return
-        await serve_alone(
-            self.server,
-            call,
-            headers,
-            receive,
-            send,
-            preference=self.preference,
-            keepalive=self.keepalive,
-            handshake_version=version or _WITHOUT_HEADER,
-        )
+        elif self.preference == "sse":  # an answer made at once, sent as a stream all the same
+            exchange = self._open_exchange(session, (), headers)
+            await self._respond(session, exchange, receive, send, answered=[(reply, FINAL)])
+        else:
+            await send_bytes(send, 200, reply, session.id_header)
 
     async def _initialize(self, request: Request, call: Call | None, headers: Headers, send: Send) -> None:
         owner = self.policy.session_owner(headers) if self.policy is not None else None
@@ -168,9 +147,7 @@ class HandshakeEndpoint:
             return
         session = await self.new_session(secrets.token_urlsafe(24))
         session.owner = owner
-        session.stream.arriving = (request.id, headers)
-        answer = session.dispatcher.begin(request, call)  # (initialize is answered at once)
-        session.stream.arriving = None
+        answer = session.begin(request, call, headers)  # (initialize is answered at once)
         extra: HeaderList = []
         if session.mcp.initialized:
             self.table.add(session)
@@ -196,71 +173,51 @@ class HandshakeEndpoint:
             request_timeout=self.request_timeout,
         )
 
-    async def find(self, sid: str, headers: Headers) -> HttpSession | None:
-        """The live session ``sid`` of the request's owner (from the shared backend when there is one: raises
-        :class:`Unavailable` when it cannot be reached)."""
-        session = await self.shared.find(sid.strip()) if self.shared is not None else self.table.get(sid)
-        if session is not None and self.policy is not None and session.owner != self.policy.session_owner(headers):
-            logger.warning("refused a request for a session that belongs to another client")
-            return None
-        return session
-
     async def _save(self, session: HttpSession) -> None:
         if self.shared is not None:
             await self.shared.save(session)
 
     def _open_exchange(
-        self, session: HttpSession, ids: Sequence[RequestId], *, batch: bool, headers: Headers | None = None
+        self, session: HttpSession, ids: Sequence[RequestId], headers: Headers, *, batch: bool = False
     ) -> Exchange:
         json_only = self.preference == "json"
         return session.open_exchange(ids, resumable=not json_only, json_only=json_only, batch=batch, headers=headers)
 
-    async def _serve_exchange(
+    async def _respond(
         self,
         session: HttpSession,
         exchange: Exchange,
         receive: Receive,
         send: Send,
         *,
-        pending: bool = False,
+        waiting: bool = False,
         answered: Sequence[tuple[bytes, int]] = (),
     ) -> None:
-        """Write what the exchange yields as this POST's response (``pending``: a handler has yet to answer;
+        """Write what the exchange yields as this POST's response (``waiting``: a handler has yet to answer;
         ``answered``: answers made at once, as (frame, item kind), put first)."""
         outlet = exchange.outlet
         after = outlet.seq
-        connection = outlet.connect()
-        session.active += 1
+        connection = session.connect(outlet)
+        release = partial(session.release, outlet, connection)
         delivered = False
-        released = False
         try:
             for frame, kind in answered:
                 await outlet.put(frame, kind)
-            headers = session.id_header
-            early: list[Item | None] = []
-            if pending and self.preference != "sse":
-                delivered, early = await answer_at_once(send, connection, outlet, headers=headers)
-                if delivered:
-                    return
-            async with anyio.create_task_group() as tg:
-                tg.start_soon(watch_disconnect, receive, tg.cancel_scope)
-                delivered = await write_stream(
-                    send,
-                    connection,
-                    outlet,
-                    after=after,
-                    preference=self.preference,
-                    headers=headers,
-                    retry_ms=self.retry_ms,
-                    keepalive=self.keepalive,
-                    early=early,
-                )
-                tg.cancel_scope.cancel()
-                released = True
-                await _release(session, outlet, connection, delivered)  # before the task group's exit yields
+            delivered = await respond(
+                send,
+                receive,
+                outlet,
+                connection,
+                waiting=waiting,
+                after=after,
+                preference=self.preference,
+                headers=session.id_header,
+                retry_ms=self.retry_ms,
+                keepalive=self.keepalive,
+                on_end=release,
+            )
         finally:
-            if not released:
-                await _release(session, outlet, connection, delivered)
+            await release(delivered)  # (nothing is left to do when the stream's end did it)
 
     async def post_batch(
         self, headers: Headers, version: str | None, body: bytes, receive: Receive, send: Send
@@ -271,13 +228,8 @@ class HandshakeEndpoint:
             await send_error(send, 400, exc.message, code=exc.code)
             return
         sid = headers.get("mcp-session-id")
-        try:
-            session = await self.find(sid, headers) if sid is not None else None
-        except Unavailable as exc:
-            await send_unavailable(send, exc)
-            return
-        if sid is not None and session is None:
-            await send_error(send, 404, _ENDED)
+        session = None
+        if sid is not None and (session := await self._session(sid, headers, send)) is None:
             return
         if session is None or session.mcp.version not in BATCH_VERSIONS or version in STATELESS_VERSIONS:
             await send_error(send, 400, "Invalid Request: batches exist only in 2025-03-26 sessions")
@@ -285,10 +237,8 @@ class HandshakeEndpoint:
         if not items:
             await send_error(send, 400, "Invalid Request: empty batch")
             return
-        session.touch()
         answered: list[bytes] = []
         ids: list[RequestId] = []
-        dispatcher = session.dispatcher
         for raw in items:
             try:
                 msg = classify(decode_frame(bytes(raw)))
@@ -297,34 +247,28 @@ class HandshakeEndpoint:
                     answered.append(encode_error(getattr(exc, "request_id", None), exc.code, exc.message))
                 continue
             if type(msg) is not Request:
-                dispatcher.take(msg)
+                session.dispatcher.take(msg)
             elif msg.method == "initialize":
                 answered.append(
                     encode_error(msg.id, codes.INVALID_REQUEST, "Invalid Request: initialize is never batched")
                 )
             else:
-                session.stream.arriving = (msg.id, headers)
-                answer = dispatcher.begin(msg, read_call(self.server.methods, msg, version))
-                session.stream.arriving = None
+                answer = session.begin(msg, read_call(self.server.methods, msg, version), headers)
                 if type(answer) is Pending:
                     ids.append(msg.id)
                 else:
                     answered.append(answer)  # type: ignore[arg-type]
-        if not ids:
-            if answered:
-                await send_bytes(send, 200, b"[" + b",".join(answered) + b"]", session.id_header)
-            else:
-                await send_empty(send, 202)
-            return
-        exchange = self._open_exchange(session, ids, batch=True, headers=headers)
-        replies = [(reply, RESPONSE) for reply in answered]
-        await self._serve_exchange(session, exchange, receive, send, pending=True, answered=replies)
+        if ids:
+            exchange = self._open_exchange(session, ids, headers, batch=True)
+            replies = [(reply, RESPONSE) for reply in answered]
+            await self._respond(session, exchange, receive, send, waiting=True, answered=replies)
+        elif answered:
+            await send_bytes(send, 200, b"[" + b",".join(answered) + b"]", session.id_header)
+        else:
+            await send_empty(send, 202)
 
     async def get(self, headers: Headers, version: str | None, receive: Receive, send: Send) -> None:
         """The standalone stream, or the resumption of any stream of the session with ``Last-Event-ID``."""
-        if not self.sessions:
-            await send_error(send, 405, _NO_SESSIONS, headers=[(b"allow", b"POST")])
-            return
         session = await self._session_of(headers, version, send)
         if session is None:
             return
@@ -341,39 +285,31 @@ class HandshakeEndpoint:
                 await send_error(send, 409, "Conflict: this session's GET stream is already open")
                 return
             after = outlet.written
-        connection = outlet.connect()
-        session.active += 1
+        connection = session.connect(outlet)
+        # A delivered stream is forgotten as soon as it ends, before this task yields again, so that a client that
+        # resumes it right after reading its end finds it gone.
+        release = partial(session.release, outlet, connection)
         delivered = False
-        released = False
         try:
             replay = await self.store.replay(outlet.store_key, after) if outlet.seq > after else []
-            async with anyio.create_task_group() as tg:
-                tg.start_soon(watch_disconnect, receive, tg.cancel_scope)
-                delivered = await write_stream(
-                    send,
-                    connection,
-                    outlet,
-                    after=after,
-                    preference="sse",
-                    headers=[(b"mcp-session-id", session.id.encode())],
-                    retry_ms=self.retry_ms,
-                    keepalive=self.keepalive,
-                    replay=replay,
-                )
-                tg.cancel_scope.cancel()
-                # A delivered stream is forgotten before this task yields again (closing the task group does), so
-                # a client that resumes it right after reading its end finds it gone.
-                released = True
-                await _release(session, outlet, connection, delivered)
+            delivered = await respond(
+                send,
+                receive,
+                outlet,
+                connection,
+                after=after,
+                replay=replay,
+                preference="sse",
+                headers=session.id_header,
+                retry_ms=self.retry_ms,
+                keepalive=self.keepalive,
+                on_end=release,
+            )
         finally:
-            if not released:
-                await _release(session, outlet, connection, delivered)
+            await release(delivered)
 
     async def delete(self, headers: Headers, version: str | None, send: Send) -> None:
         """End the session."""
-        if not self.sessions:
-            await send_error(send, 405, _NO_SESSIONS, headers=[(b"allow", b"POST")])
-            return
         session = await self._session_of(headers, version, send)
         if session is None:
             return
@@ -388,37 +324,34 @@ class HandshakeEndpoint:
         await send_empty(send, 200)
 
     async def _session_of(self, headers: Headers, version: str | None, send: Send) -> HttpSession | None:
-        if headers.repeated(b"mcp-session-id"):
-            await send_error(send, 400, "Bad Request: Mcp-Session-Id is sent more than once")
-            return None
+        """The session a GET or DELETE names; else the request is answered here and it is ``None``."""
         sid = headers.get("mcp-session-id")
-        if sid is None:
+        if not self.sessions:
+            await send_error(send, 405, _NO_SESSIONS, headers=[(b"allow", b"POST")])
+        elif sid is None:
             await send_error(send, 400, "Bad Request: the Mcp-Session-Id header is required")
-            return None
-        if version is not None and version not in HANDSHAKE_VERSIONS:
+        elif version is not None and version not in HANDSHAKE_VERSIONS:
             await send_error(send, 400, f"Bad Request: unsupported MCP-Protocol-Version {version!r}")
-            return None
+        else:
+            return await self._session(sid, headers, send)
+        return None
+
+    async def _session(
+        self, sid: str, headers: Headers, send: Send, ident: RequestId | None = None
+    ) -> HttpSession | None:
+        """The live session ``sid`` of the request's owner (from the shared backend when there is one), touched;
+        else the request is answered here (404, or 503 when the shared backend cannot be reached) and it is
+        ``None``."""
         try:
-            session = await self.find(sid, headers)
+            session = await self.shared.find(sid.strip()) if self.shared is not None else self.table.get(sid)
         except Unavailable as exc:
-            await send_unavailable(send, exc)
+            await send_unavailable(send, exc, ident)
             return None
+        if session is not None and self.policy is not None and session.owner != self.policy.session_owner(headers):
+            logger.warning("refused a request for a session that belongs to another client")
+            session = None
         if session is None:
             await send_error(send, 404, _ENDED)
             return None
         session.touch()
         return session
-
-
-async def _release(session: HttpSession, outlet: Outlet, connection: Feed, delivered: bool) -> None:
-    """After one HTTP response of ``session`` ended: detach it from its outlet and settle the outlet's fate."""
-    outlet.disconnect(connection)
-    session.active -= 1
-    session.touch()
-    if type(session.store) is InMemoryEventStore:
-        # Its methods never wait, so nothing can interrupt the settling (a cancellation is delivered only where a
-        # task waits): no shield needed.
-        await session.settle(outlet, delivered)
-        return
-    with anyio.CancelScope(shield=True):  # a store of the caller's may wait, even under a cancelled scope
-        await session.settle(outlet, delivered)

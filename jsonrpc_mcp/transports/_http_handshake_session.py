@@ -24,15 +24,16 @@ from typing import TYPE_CHECKING, Final
 import anyio
 
 from ..jsonrpc._concurrency import HandlerTasks
-from ..jsonrpc.dispatch import Dispatcher
+from ..jsonrpc.dispatch import Dispatcher, Pending
 from ..jsonrpc.streams import RESPONSE as ANSWER
 from ..jsonrpc.streams import MessageStream, Outgoing
-from ..jsonrpc.wire import RequestId
+from ..jsonrpc.wire import Request, RequestId
 from ..mcp.bus import SessionRecord
+from ..mcp.eras import Call
 from ..mcp.session import ServerSession
 from ._http_io import HeaderList, Headers
-from ._http_outlet import FINAL, OTHER, RESPONSE, Outlet
-from .events import EventStore
+from ._http_outlet import FINAL, OTHER, RESPONSE, Feed, Outlet
+from .events import EventStore, InMemoryEventStore
 
 if TYPE_CHECKING:
     from ..mcp.session import ServerApp
@@ -45,44 +46,16 @@ STANDALONE: Final = "0"
 
 
 class Exchange:
-    """The requests of one POST body (one, or several in a 2025-03-26 batch) awaiting their responses.
+    """The requests of one POST body (one, or several in a 2025-03-26 batch) awaiting their responses, the outlet
+    their frames go to, and the POST's headers."""
 
-    Its :attr:`outlet` is made on first use: a request answered at once in its POST never needs one."""
+    __slots__ = ("headers", "json_only", "outlet", "waiting")
 
-    __slots__ = ("_batch", "_outlet", "_resumable", "_session", "headers", "json_only", "waiting")
-
-    def __init__(
-        self,
-        session: HttpSession,
-        ids: Iterable[RequestId],
-        resumable: bool,
-        json_only: bool,
-        batch: bool,
-        headers: Headers | Mapping[str, str] | None = None,
-    ) -> None:
-        # (one per POST of a request: made with positional arguments, which a class call takes for less)
-        self._session = session
-        self._resumable = resumable
-        self._batch = batch
-        self._outlet: Outlet | None = None
+    def __init__(self, outlet: Outlet, ids: Iterable[RequestId], json_only: bool, headers: Headers | None) -> None:
+        self.outlet = outlet
         self.waiting = set(ids)
         self.json_only = json_only
         self.headers = headers
-
-    @property
-    def outlet(self) -> Outlet:
-        """Where this exchange's frames go (made, and numbered in its session, on first use)."""
-        outlet = self._outlet
-        if outlet is None:
-            outlet = self._outlet = self._session.new_outlet(resumable=self._resumable, batch=self._batch)
-        return outlet
-
-    def request_headers(self) -> Mapping[str, str]:
-        """The POST's headers as ``Context.request_headers`` shows them (built on first use)."""
-        headers = self.headers
-        if headers is None:
-            return {}
-        return headers.as_dict() if isinstance(headers, Headers) else headers
 
 
 class SessionStream(MessageStream):
@@ -131,22 +104,24 @@ class SessionStream(MessageStream):
         if not exchange.waiting:
             exchange.outlet.finish()
 
-    def request_headers(self, request_id: RequestId) -> Mapping[str, str] | None:
-        """The HTTP headers of the POST that carried ``request_id`` (read by ``Context.request_headers``)."""
+    def _headers_of(self, request_id: RequestId) -> Headers | None:
+        """The headers of the POST that carried ``request_id``: the one arriving now (``begin`` is synchronous: a
+        handler that answers at once runs in it), or its exchange's."""
         arriving = self.arriving
         if arriving is not None and arriving[0] == request_id:
-            return arriving[1].as_dict()
+            return arriving[1]
         exchange = self.owner.exchanges.get(request_id)
-        return exchange.request_headers() if exchange is not None else None
+        return exchange.headers if exchange is not None else None
+
+    def request_headers(self, request_id: RequestId) -> Mapping[str, str] | None:
+        """The HTTP headers of the POST that carried ``request_id`` (read by ``Context.request_headers``)."""
+        headers = self._headers_of(request_id)
+        return headers.as_dict() if headers is not None else None
 
     def request_auth(self, request_id: RequestId) -> object | None:
         """The principal an HTTP policy authenticated the POST that carried ``request_id`` as (``Context.auth``)."""
-        arriving = self.arriving
-        if arriving is not None and arriving[0] == request_id:
-            principal: object | None = arriving[1].auth
-            return principal
-        exchange = self.owner.exchanges.get(request_id)
-        return getattr(exchange.headers, "auth", None) if exchange is not None else None
+        headers = self._headers_of(request_id)
+        return headers.auth if headers is not None else None
 
     def close_request_stream(self, request_id: RequestId) -> bool:
         """SEP-1699 polling: close the connection of this request's SSE stream; the client resumes with GET."""
@@ -196,6 +171,15 @@ class HttpSession:
         #: Whom the session belongs to (``HttpPolicy.session_owner`` of its ``initialize``), or ``None``.
         self.owner: str | None = None
 
+    def begin(self, request: Request, call: Call | None, headers: Headers) -> bytes | Pending:
+        """Hand a POSTed request to the dispatcher (:meth:`Dispatcher.begin`); a handler that answers at once reads
+        the POST's headers while it runs."""
+        self.stream.arriving = (request.id, headers)
+        try:
+            return self.dispatcher.begin(request, call)
+        finally:
+            self.stream.arriving = None
+
     # --- lifetime ------------------------------------------------------------------------------------------
 
     def terminate(self) -> None:
@@ -236,54 +220,51 @@ class HttpSession:
         """The session's standalone stream (the GET stream), for messages unrelated to any request."""
         outlet = self._standalone
         if outlet is None:
-            outlet = self._standalone = self._outlet(STANDALONE)
+            outlet = self._standalone = self._new_outlet(STANDALONE, resumable=True, batch=False)
         return outlet
 
-    def _outlet(self, key: str, *, resumable: bool = True, batch: bool = False, register: bool = True) -> Outlet:
+    def _new_outlet(self, key: str, *, resumable: bool, batch: bool) -> Outlet:
+        """An outlet of this session; a resumable one is registered (for resumption, and to end with the session)."""
         outlet = Outlet(
-            key if resumable else None,
-            store=self.store,
-            store_key=f"{self.id}/{key}",
-            buffer=self.buffer,
-            batch=batch,
+            key if resumable else None, store=self.store, store_key=f"{self.id}/{key}", buffer=self.buffer, batch=batch
         )
-        if register:
-            self.register(outlet)
+        if resumable:
+            self.outlets[key] = outlet
+            if self.closed:
+                outlet.finish()
         return outlet
-
-    def register(self, outlet: Outlet) -> None:
-        """Make a resumable outlet known to the session (resumption, ending with the session). An exchange answered
-        at once in its POST's task never needs it: its outlet is registered only when the answer has to wait."""
-        if outlet.key is None:
-            return
-        self.outlets[outlet.key] = outlet
-        if self.closed:
-            outlet.finish()
-
-    def new_outlet(self, *, resumable: bool, batch: bool) -> Outlet:
-        """A fresh outlet with the session's next stream number (not registered)."""
-        key = str(self._next_key)
-        self._next_key += 1
-        return self._outlet(key, resumable=resumable, batch=batch, register=False)
 
     def open_exchange(
-        self,
-        ids: Sequence[RequestId],
-        *,
-        resumable: bool,
-        json_only: bool,
-        batch: bool,
-        headers: Headers | Mapping[str, str] | None = None,
-        register: bool = True,
+        self, ids: Sequence[RequestId], *, resumable: bool, json_only: bool, batch: bool, headers: Headers | None
     ) -> Exchange:
-        """The exchange of a POST's requests; ``register``: make its outlet now and register it (otherwise the
-        outlet is made on first use and registered by the caller when the answer has to wait)."""
-        exchange = Exchange(self, ids, resumable, json_only, batch, headers)
-        if register:
-            self.register(exchange.outlet)
+        """The exchange of a POST's requests, with a fresh outlet numbered next in the session."""
+        key = str(self._next_key)
+        self._next_key += 1
+        exchange = Exchange(self._new_outlet(key, resumable=resumable, batch=batch), ids, json_only, headers)
         for ident in ids:
             self.exchanges[ident] = exchange
         return exchange
+
+    def connect(self, outlet: Outlet) -> Feed:
+        """An HTTP response of this session takes ``outlet``'s frames from now on (see :meth:`release`)."""
+        self.active += 1
+        return outlet.connect()
+
+    async def release(self, outlet: Outlet, connection: Feed, delivered: bool) -> None:
+        """An HTTP response of this session has ended: detach it from its outlet and settle the outlet's fate (once
+        per connection: a second call does nothing)."""
+        if connection.closed:
+            return
+        outlet.disconnect(connection)
+        self.active -= 1
+        self.touch()
+        if type(self.store) is InMemoryEventStore:
+            # Its methods never wait, so nothing can interrupt the settling (a cancellation is delivered only where a
+            # task waits): no shield needed.
+            await self.settle(outlet, delivered)
+            return
+        with anyio.CancelScope(shield=True):  # a store of the caller's may wait, even under a cancelled scope
+            await self.settle(outlet, delivered)
 
     async def settle(self, outlet: Outlet, delivered: bool) -> None:
         """After a connection of ``outlet`` ended: forget it when it needs no resumption, else park it (bounded)."""

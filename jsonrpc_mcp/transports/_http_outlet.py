@@ -2,28 +2,28 @@
 
 An :class:`Outlet` is one logical stream of server frames: the answer to one POST (its request's notifications,
 server-to-client requests and finally its response), or a session's standalone GET stream. Frames are *put*
-into it by the dispatcher's writes; an HTTP response *connected* to it takes them out (:func:`write_stream`).
+into it by the dispatcher's writes; an HTTP response *connected* to it takes them out (:func:`respond`).
 
 A resumable outlet numbers its frames 1, 2, 3… and appends each to the :class:`EventStore` before handing it to
 the connection; its SSE event ids are ``"<key>-<n>"``, unique in the session and naming their stream. When the
 connection drops (or the server closes it, SEP-1699 polling) frames keep going to the store, and a later
 ``GET`` with ``Last-Event-ID`` connects a new response that replays what was missed and then continues live.
 
-The writer chooses the response format: a request whose first frame is its response gets plain
-``application/json`` (the common, fast case); as soon as anything else comes first — or nothing comes within
-the keep-alive interval — the answer becomes an SSE stream.
+:func:`respond` writes an HTTP response from an outlet and chooses its format: a request whose first frame is its
+response gets plain ``application/json`` (the common, fast case); as soon as anything else comes first — or nothing
+comes within the keep-alive interval — the answer becomes an SSE stream.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Final, Literal, NamedTuple
 
 import anyio
 
 from ..jsonrpc._concurrency import BoundedQueue, loop_sleep
-from ._http_io import HeaderList, Send, send_empty
+from ._http_io import HeaderList, Receive, Send, send_empty
 from ._sse import encode_comment, encode_event, encode_retry
 from .events import EventStore
 
@@ -34,8 +34,7 @@ __all__ = (
     "OTHER",
     "RESPONSE",
     "FINAL",
-    "write_stream",
-    "answer_at_once",
+    "respond",
     "Preference",
     "SSE_HEADERS",
 )
@@ -48,7 +47,7 @@ Preference = Literal["auto", "json", "sse"]
 OTHER: Final = 0
 RESPONSE: Final = 1
 FINAL: Final = 2
-#: Made by :func:`answer_at_once` for :func:`write_stream`, never put: the handler did not answer within its
+#: Made by :func:`_answer_at_once` for :func:`_write_stream`, never put: the handler did not answer within its
 #: patience (an ``"auto"`` answer becomes SSE at once).
 _SPENT: Final = 3
 
@@ -186,7 +185,75 @@ class Outlet:
             await self.store.discard(self.store_key)
 
 
-async def write_stream(
+async def respond(
+    send: Send,
+    receive: Receive,
+    outlet: Outlet,
+    feed: Feed,
+    *,
+    waiting: bool = False,
+    after: int = 0,
+    replay: Sequence[tuple[int, bytes]] = (),
+    preference: Preference,
+    headers: HeaderList,
+    retry_ms: int,
+    keepalive: float,
+    status_of: Callable[[bytes], int] | None = None,
+    cancelled_status: int = 202,
+    on_end: Callable[[bool], Awaitable[None]] | None = None,
+) -> bool:
+    """Write what ``outlet`` yields through ``feed`` as the HTTP response; True when its final frame was written.
+
+    ``waiting``: a handler has yet to answer; unless SSE is preferred it gets a little time to answer first, as
+    JSON, without the machinery of a stream. A stream runs beside a task that watches for the client going away
+    (which stops it); ``on_end(delivered)`` runs as soon as the stream has stopped, before that task is left (which
+    yields). ``after`` is the number of the last frame the client has (the outlet's count when ``feed`` was
+    connected, or the ``Last-Event-ID`` of a resumption, whose missed events come in ``replay``). ``preference``:
+    ``"sse"`` starts the event stream at once; ``"json"`` and ``"auto"`` answer with JSON when the first frames are
+    responses. ``"auto"`` switches to SSE when anything else comes first, when the handler does not answer within
+    a few scheduler passes, or after ``keepalive`` seconds of silence. ``status_of(frame)`` picks the HTTP status of
+    a JSON answer (default 200); ``cancelled_status`` answers a request cancelled before anything was written.
+    """
+    early: list[Item | None] = []
+    if waiting and preference != "sse":
+        answered, early = await _answer_at_once(send, feed, outlet, headers, status_of)
+        if answered:
+            return True
+    delivered = False
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(_watch_disconnect, receive, tg.cancel_scope)
+        try:
+            delivered = await _write_stream(
+                send,
+                feed,
+                outlet,
+                after=after,
+                preference=preference,
+                headers=headers,
+                retry_ms=retry_ms,
+                keepalive=keepalive,
+                status_of=status_of,
+                replay=replay,
+                cancelled_status=cancelled_status,
+                early=early,
+            )
+        finally:
+            tg.cancel_scope.cancel()
+            if on_end is not None:
+                await on_end(delivered)
+    return delivered
+
+
+async def _watch_disconnect(receive: Receive, scope: anyio.CancelScope) -> None:
+    """Cancel ``scope`` when the client goes away (the request body has already been read)."""
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            scope.cancel()
+            return
+
+
+async def _write_stream(
     send: Send,
     receive: Feed,
     outlet: Outlet,
@@ -196,21 +263,13 @@ async def write_stream(
     headers: HeaderList,
     retry_ms: int,
     keepalive: float,
-    status_of: Callable[[bytes], int] | None = None,
-    replay: Sequence[tuple[int, bytes]] = (),
-    cancelled_status: int = 202,
-    early: Sequence[Item | None] = (),
+    status_of: Callable[[bytes], int] | None,
+    replay: Sequence[tuple[int, bytes]],
+    cancelled_status: int,
+    early: Sequence[Item | None],
 ) -> bool:
-    """Write what ``outlet`` yields as the HTTP response; True when its final frame was written.
-
-    ``after`` is the number of the last frame the client has (the outlet's count when this connection was made,
-    or the ``Last-Event-ID`` of a resumption, whose missed events come in ``replay``). ``preference``: ``"sse"``
-    starts the event stream at once; ``"json"`` and ``"auto"`` answer with JSON when the first frames are
-    responses. ``"auto"`` switches to SSE when anything else comes first, when the handler turns out to be
-    asynchronous and does not answer within a few scheduler passes, or after ``keepalive`` seconds of silence.
-    ``status_of(frame)`` picks the HTTP status of a JSON answer (default 200). ``early`` holds what
-    :func:`answer_at_once` already took from ``receive``.
-    """
+    """The writer of :func:`respond` once the answer may become a stream (``early``: what
+    :func:`_answer_at_once` took from ``receive`` already)."""
     started = False
     pending: list[Item] = []
     last = after
@@ -311,18 +370,12 @@ async def write_stream(
             return True
 
 
-async def answer_at_once(
-    send: Send,
-    receive: Feed,
-    outlet: Outlet,
-    *,
-    headers: HeaderList,
-    status_of: Callable[[bytes], int] | None = None,
+async def _answer_at_once(
+    send: Send, receive: Feed, outlet: Outlet, headers: HeaderList, status_of: Callable[[bytes], int] | None
 ) -> tuple[bool, list[Item | None]]:
     """A handler that had to wait gets a little time: when its answer comes first within it, it is written as JSON
-    at once, without the machinery of a streamed answer (a task group and a disconnect watcher). Returns
-    (answered, what was taken otherwise, for :func:`write_stream`): an answer that does not come in time is handed
-    on as the sign to start SSE."""
+    at once. Returns (answered, what was taken otherwise, for :func:`_write_stream`): an answer that does not come
+    in time is handed on as the sign to start SSE."""
     early = await _glance(receive)
     if not early:
         with anyio.move_on_after(_PATIENCE_SECONDS):

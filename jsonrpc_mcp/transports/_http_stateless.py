@@ -2,10 +2,10 @@
 
 The app reads the request (:func:`~jsonrpc_mcp.mcp.eras.read_call`: its params decoded once, its era decided)
 and checks, in the order of SPEC_MAP §2.6, ``params._meta`` (:func:`~jsonrpc_mcp.mcp.eras.meta_problem`, -32602)
-and then the mirrored headers here (:func:`check_headers`): ``MCP-Protocol-Version`` (= the ``_meta`` version),
-``Mcp-Method`` (= ``method``), ``Mcp-Name`` (= ``params.name`` / ``params.uri`` / ``params.taskId``) and the
-``Mcp-Param-*`` headers of the called tool's ``x-mcp-header`` properties: missing, malformed or different →
--32020, HTTP 400.
+and then the mirrored headers (:func:`~jsonrpc_mcp.mcp.headers.mirrored_header_problem`):
+``MCP-Protocol-Version`` (= the ``_meta`` version), ``Mcp-Method`` (= ``method``), ``Mcp-Name`` (= ``params.name``
+/ ``params.uri`` / ``params.taskId``) and the ``Mcp-Param-*`` headers of the called tool's ``x-mcp-header``
+properties: missing, malformed or different → -32020, HTTP 400.
 
 :func:`serve_alone` then hands the request to a fresh session's dispatcher, whose ``begin`` checks the rest
 (the version -32022, the method -32601 with HTTP 404, ...). An answer ready at once is written as JSON; a
@@ -30,9 +30,9 @@ from ..jsonrpc.wire import RequestId
 from ..mcp.eras import Call
 from ..mcp.session import ServerApp, ServerSession
 from ._http_io import Headers, Receive, Send, send_bytes
-from ._http_outlet import FINAL, OTHER, Feed, Item, Outlet, Preference, answer_at_once, write_stream
+from ._http_outlet import FINAL, OTHER, Outlet, Preference, respond
 
-__all__ = ("serve_alone", "status_of", "watch_disconnect")
+__all__ = ("serve_alone", "status_of")
 
 logger = logging.getLogger(__name__)
 
@@ -46,10 +46,6 @@ _STATUS: Final = {
     BUSY: 429,
     codes.UNAVAILABLE: 503,
 }
-
-
-def _ok(frame: bytes) -> int:
-    return 200  # (the handshake era answers JSON-RPC errors with 200)
 
 
 def status_of(frame: bytes) -> int:
@@ -97,15 +93,6 @@ class _OneRequestStream(MessageStream):
         self.outlet.finish()
 
 
-async def watch_disconnect(receive: Receive, scope: anyio.CancelScope) -> None:
-    """Cancel ``scope`` when the client goes away (the request body has already been read)."""
-    while True:
-        message = await receive()
-        if message["type"] == "http.disconnect":
-            scope.cancel()
-            return
-
-
 async def serve_alone(
     server: ServerApp,
     call: Call,
@@ -129,58 +116,34 @@ async def serve_alone(
     dispatcher = Dispatcher(stream, max_in_flight=1, request_timeout=None, drain_timeout=0.0)
     session = ServerSession(server, dispatcher)
     session.detached = detached
-    status = status_of
+    status: Callable[[bytes], int] | None = status_of
     if handshake_version is not None:
-        status = _ok
+        status = None  # (the handshake era answers JSON-RPC errors with 200)
         if request.method != "initialize":
             session.assume_initialized(handshake_version)
     answer = dispatcher.begin(request, call)
     if type(answer) is not Pending:
         session.close()
-        await send_bytes(send, status(answer), answer)  # type: ignore[arg-type]
+        await send_bytes(send, 200 if status is None else status(answer), answer)  # type: ignore[arg-type]
         return
     outlet = stream.outlet
     connection = outlet.connect()
     try:
         async with open_handler_tasks() as tasks:  # (leaving it cancels a handler still running, and waits)
             dispatcher.use_tasks(tasks)
-            delivered = False
-            early: list[Item | None] = []
-            if preference != "sse":
-                delivered, early = await answer_at_once(send, connection, outlet, headers=[], status_of=status)
-            if not delivered:
-                async with anyio.create_task_group() as tg:
-                    await _stream_answer(tg, send, receive, connection, outlet, preference, keepalive, early, status)
+            await respond(
+                send,
+                receive,
+                outlet,
+                connection,
+                waiting=True,
+                preference=preference,
+                headers=[],
+                retry_ms=0,
+                keepalive=keepalive,
+                status_of=status,
+                cancelled_status=204,
+            )
     finally:
         outlet.disconnect(connection)
         session.close()
-
-
-async def _stream_answer(
-    tg: anyio.abc.TaskGroup,
-    send: Send,
-    receive: Receive,
-    connection: Feed,
-    outlet: Outlet,
-    preference: Preference,
-    keepalive: float,
-    early: Sequence[Item | None] = (),
-    status: Callable[[bytes], int] = status_of,
-) -> None:
-    """Write the answer as it comes (JSON or SSE) while a task of ``tg`` watches for the client going away (which
-    cancels ``tg``); once it is written, ``tg``'s tasks are cancelled."""
-    tg.start_soon(watch_disconnect, receive, tg.cancel_scope)
-    await write_stream(
-        send,
-        connection,
-        outlet,
-        after=0,
-        preference=preference,
-        headers=[],
-        retry_ms=0,
-        keepalive=keepalive,
-        status_of=status,
-        cancelled_status=204,
-        early=early,
-    )
-    tg.cancel_scope.cancel()

@@ -45,9 +45,6 @@ from collections.abc import AsyncIterator, Awaitable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any, Final
 
-import anyio
-import anyio.abc
-
 from ..errors import RpcError
 from ..jsonrpc import codes
 from ..jsonrpc.wire import Message, Notification, Request, is_batch, read_message
@@ -85,7 +82,6 @@ from .http_policy import HttpPolicy
 
 if TYPE_CHECKING:
     from ..backends import Backend
-    from ..mcp.bus import BusEvent
     from ..mcp.server import Server
 
 __all__ = ("McpAsgiApp", "EventStore", "InMemoryEventStore")
@@ -205,36 +201,9 @@ class McpAsgiApp:
             self.handshake.policy = http_policy
         self.backend: Backend | None = None
         if backend is not None:
-            self._share(backend)
+            from ..backends._sessions import share
 
-    def _share(self, backend: Backend | str) -> None:
-        from ..backends._sessions import SharedSessions
-
-        if isinstance(backend, str):
-            from ..backends.redis import RedisBackend
-
-            backend = RedisBackend(backend)
-        self.backend = backend
-        self.server.use_backend(backend)
-        if self.handshake.sessions:
-            self.handshake.shared = SharedSessions(backend, self.table, self.handshake.new_session)
-        self.table.companion = self._run_backend
-
-    async def _run_backend(self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
-        assert self.backend is not None
-        try:
-            async with anyio.create_task_group() as tg:
-                await tg.start(self.backend.run, self._deliver)
-                if self.handshake.shared is not None:
-                    tg.start_soon(self.handshake.shared.keep_alive)
-                task_status.started()
-        finally:
-            await self.backend.aclose()
-
-    async def _deliver(self, event: BusEvent) -> None:
-        shared = self.handshake.shared
-        if shared is None or not await shared.deliver(event):
-            await self.server.deliver(event)
+            self.backend = share(self, backend)
 
     @property
     def session_count(self) -> int:
