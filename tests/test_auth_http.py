@@ -41,8 +41,8 @@ from jsonrpc_mcp.auth import (
     ProtectedResource,
     VerifierUnavailable,
 )
-from jsonrpc_mcp.jsonrpc.streams import MemoryMessageStream
 from jsonrpc_mcp.transports.http_asgi import McpAsgiApp
+from jsonrpc_mcp.transports.memory import MemoryMessageStream
 
 RESOURCE = "https://notes.example.com/mcp"
 METADATA_URL = "https://notes.example.com/.well-known/oauth-protected-resource/mcp"

@@ -18,8 +18,9 @@ from jsonrpc_mcp import Client, ConnectionClosed, RequestTimeout, RpcError, Serv
 from jsonrpc_mcp.errors import InvalidParams
 from jsonrpc_mcp.jsonrpc._concurrency import open_handler_tasks
 from jsonrpc_mcp.jsonrpc.dispatch import BUSY, Dispatcher, ErrorReply, Pending
-from jsonrpc_mcp.jsonrpc.streams import MemoryMessageStream, MessageStream, Outgoing, memory_pair
+from jsonrpc_mcp.jsonrpc.streams import MessageStream, Outgoing
 from jsonrpc_mcp.jsonrpc.wire import Request
+from jsonrpc_mcp.transports.memory import MemoryMessageStream, memory_pair
 
 pytestmark = pytest.mark.anyio
 

@@ -289,6 +289,6 @@ def test_sans_io_layers_import_without_anyio() -> None:
 
 def test_the_subprocess_check_would_catch_anyio() -> None:
     """The same harness fails for a module that does need anyio (so a green result above means something)."""
-    code = IMPORT_WITHOUT_ANYIO.format(package=PACKAGE, path=str(PACKAGE_DIR), names=["jsonrpc.streams"])
+    code = IMPORT_WITHOUT_ANYIO.format(package=PACKAGE, path=str(PACKAGE_DIR), names=["jsonrpc.dispatch"])
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=ROOT)
     assert proc.returncode != 0 and "anyio" in proc.stderr

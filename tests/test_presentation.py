@@ -14,7 +14,7 @@ import msgspec
 import pytest
 
 from jsonrpc_mcp import Client, Context, Server, types
-from jsonrpc_mcp.jsonrpc.streams import MessageStream, Outgoing, memory_pair
+from jsonrpc_mcp.jsonrpc.streams import MessageStream, Outgoing
 from jsonrpc_mcp.jsonrpc.wire import RequestId
 from jsonrpc_mcp.presentation import (
     ErrorCode,
@@ -43,6 +43,7 @@ from jsonrpc_mcp.presentation import (
     resolve_format,
     tool_error,
 )
+from jsonrpc_mcp.transports.memory import memory_pair
 
 HANDSHAKE = "2025-11-25"
 TIMEOUT = 10

@@ -438,10 +438,9 @@ def classify(env: Envelope) -> Message:
         if type(method) is not str:
             _invalid('Invalid Request: "method" must be a string', ident, silent)
         params = env.params
-        if params is not UNSET:
-            first = _first_byte(params)
-            if first != 0x7B:  # "{" — MCP params are always objects (by-position arrays are not used)
-                _invalid('Invalid Request: "params" must be an object', ident, silent)
+        if params is not UNSET and unpack_byte(params)[0] != 0x7B:  # "{" (a Raw value starts with its first byte)
+            # MCP params are always objects (by-position arrays are not used)
+            _invalid('Invalid Request: "params" must be an object', ident, silent)
         raw = None if params is UNSET else params
         if not has_id:
             return Notification(method, raw)
@@ -484,14 +483,6 @@ def read_message(frame: bytes | bytearray | memoryview) -> Message:
     ):
         return Request(ident, method, None if params is UNSET else params)
     return classify(env)
-
-
-def _first_byte(raw: Raw) -> int:
-    view = memoryview(raw)
-    for b in view[:64]:
-        if b not in b" \t\r\n":
-            return int(b)
-    return -1
 
 
 def _invalid(message: str, ident: Any, silent: bool = False) -> NoReturn:

@@ -34,8 +34,6 @@ __all__ = (
     "accepts",
     "accepts_json_and_sse",
     "is_json_content",
-    "BUSY",
-    "send_busy",
 )
 
 Scope = MutableMapping[str, Any]
@@ -43,9 +41,6 @@ Message = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 HeaderList = list[tuple[bytes, bytes]]
-
-#: The code of our capacity errors (HTTP 429 and 503): in the range JSON-RPC leaves to implementations.
-BUSY: Final = -32010
 
 
 class Headers:
@@ -94,9 +89,6 @@ class Headers:
         if len(self._first) == len(self._raw):  # no name was sent twice: decided without a walk
             return False
         return [raw_name for raw_name, _ in self._raw].count(name) > 1
-
-    def names(self) -> Iterable[str]:
-        return self.as_dict().keys()
 
     def as_dict(self) -> dict[str, str]:
         """Each header once (its first value), names in lower case: what ``Context.request_headers`` shows."""
@@ -282,7 +274,3 @@ async def send_body_timeout(send: Send, seconds: float) -> None:
     otherwise be read as the next request)."""
     message = f"Request Timeout: the request body did not arrive within {seconds:g} seconds"
     await send_error(send, 408, message, headers=[(b"connection", b"close")])
-
-
-async def send_busy(send: Send, status: int, message: str, ident: RequestId | None, retry_after: int = 1) -> None:
-    await send_error(send, status, message, code=BUSY, ident=ident, headers=[(b"retry-after", b"%d" % retry_after)])
