@@ -21,7 +21,7 @@ HOST ?= 127.0.0.1
 PORT ?= 8000
 SITE ?= site
 
-.PHONY: install test test-all test-min release lint fuzz bench bench-compare serve conformance docs docs-serve clean
+.PHONY: install test test-all test-min release lint fuzz bench bench-compare serve conformance conformance-scaled docs docs-serve clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -100,6 +100,12 @@ docs-serve: $(DOCS_STAMP)
 
 conformance: $(STAMP)
 	$(BIN)/python conformance/run.py
+
+# The server leg again, against a deployment of two workers sharing a Redis behind a proxy that sends every
+# request to the next one (conformance/scaled_server.py).
+conformance-scaled: $(STAMP)
+	.ci/system-packages
+	$(BIN)/python conformance/run.py --leg server --server-fixture conformance/scaled_server.py
 
 clean:
 	rm -rf .venv .venv-3.* .venv-min .pytest_cache .mypy_cache .ruff_cache conformance/.node site

@@ -541,6 +541,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--stdio", action="store_true", help="serve on stdin/stdout instead of HTTP")
     parser.add_argument("--skills", action="store_true", help="publish skills too (the skills extension, SEP-2640)")
     parser.add_argument("-v", "--verbose", action="store_true")
+    parser.add_argument("--backend", metavar="URL", help="share sessions, notifications and keys through this Redis")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.WARNING, stream=sys.stderr)
     server = create_server(with_skills=args.skills)
@@ -551,7 +552,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     from jsonrpc_mcp.transports.http_serve import serve_http
 
-    serve_http(server, args.host, args.port, path="/mcp")
+    options = {"backend": args.backend} if args.backend else {}
+    serve_http(server, args.host, args.port, path="/mcp", **options)
     return 0
 
 

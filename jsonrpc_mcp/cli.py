@@ -28,6 +28,7 @@ import json
 import logging
 import os
 import signal
+import socket
 import sys
 import traceback
 from collections.abc import Sequence
@@ -260,6 +261,22 @@ def _parser() -> argparse.ArgumentParser:
         metavar="N",
         help="HTTP: open connections at most (default: 3/4 of the descriptor limit)",
     )
+    serve.add_argument(
+        "--workers",
+        type=_count,
+        default=1,
+        metavar="N",
+        help="HTTP: serve with N worker processes (POSIX; needs --backend, which they share)",
+    )
+    serve.add_argument(
+        "--backend",
+        metavar="URL",
+        default=os.environ.get("JSONRPC_MCP_BACKEND") or None,
+        help="HTTP: what several workers or hosts share, redis://HOST:PORT/DB (the redis extra; default: "
+        "$JSONRPC_MCP_BACKEND)",
+    )
+    serve.add_argument("--worker-socket", type=int, help=argparse.SUPPRESS)  # (set by --workers for its workers)
+    serve.add_argument("--worker-parent", type=int, help=argparse.SUPPRESS)
     auth = serve.add_argument_group("authorization (HTTP only; needs the auth extra; docs/authorization.md)")
     auth.add_argument("--auth-issuer", metavar="URL", help="require OAuth access tokens from this authorization server")
     auth.add_argument("--auth-jwks-url", metavar="URL", help="its key set (default: from its RFC 8414 metadata)")
@@ -370,6 +387,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help(sys.stderr)
         return 2
     args = parser.parse_args(own)
+    args.argv = own
     level = logging.WARNING - 10 * min(args.verbose, 2)
     logging.basicConfig(level=level, stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s")
     try:
@@ -391,6 +409,20 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 2
     except KeyboardInterrupt:
         return 130
+
+
+def _listening_socket(args: argparse.Namespace) -> socket.socket:
+    """The socket ``serve --http`` listens on: bound here (so that port 0 names the port it got), or inherited by a
+    worker of ``--workers``."""
+    if args.worker_socket is not None:
+        return socket.socket(fileno=args.worker_socket)
+    from .transports.http_serve import bind_socket
+
+    host, port = args.http
+    try:
+        return bind_socket(host, port)
+    except OSError as exc:
+        raise SystemExit(f"jsonrpc-mcp: cannot listen on {host}:{port}: {exc.strerror or exc}") from None
 
 
 def _banner(args: argparse.Namespace, url: str) -> None:
@@ -430,6 +462,13 @@ def _serve(args: argparse.Namespace) -> int:
         raise SystemExit(
             "jsonrpc-mcp: authorization is for --http only; stdio and sockets take their credentials from the "
             "environment"
+        )
+    if not args.http and (args.workers > 1 or args.backend):
+        raise SystemExit("jsonrpc-mcp serve: --workers and --backend are for --http")
+    if args.workers > 1 and not args.backend:
+        raise SystemExit(
+            f"jsonrpc-mcp serve: --workers {args.workers} needs --backend redis://HOST:PORT/DB: the workers must "
+            "share sessions, notifications and requestState keys (or serve with one worker)"
         )
 
     if args.http or args.tcp or args.unix:
@@ -488,7 +527,7 @@ def _serve_http(args: argparse.Namespace, server: Any) -> int:
     """Bind, check the certificate, then say where (the port is known even for port 0), then serve."""
     import ssl
 
-    from .transports.http_serve import bind_socket, make_uvicorn_server
+    from .transports.http_serve import make_uvicorn_server
 
     if args.keyfile and not args.certfile:
         raise SystemExit("jsonrpc-mcp serve: --keyfile needs --certfile")
@@ -496,11 +535,7 @@ def _serve_http(args: argparse.Namespace, server: Any) -> int:
         if pem and not os.path.isfile(pem):
             raise SystemExit(f"jsonrpc-mcp serve: no such file: {pem}")
     host, port = args.http
-    try:
-        sock = bind_socket(host, port)
-    except OSError as exc:
-        reason = exc.strerror or str(exc)
-        raise SystemExit(f"jsonrpc-mcp: cannot listen on {host}:{port}: {reason}") from None
+    sock = _listening_socket(args)
     try:
         shown = f"[{host}]" if ":" in host else host
         url = f"{'https' if args.certfile else 'http'}://{shown}:{sock.getsockname()[1]}{args.path}"
@@ -513,6 +548,8 @@ def _serve_http(args: argparse.Namespace, server: Any) -> int:
         }
         if args.allow_host:
             options["allowed_hosts"] = args.allow_host
+        if args.backend:
+            options["backend"] = args.backend
         if args.auth_issuer is not None:
             policy = options["http_policy"] = _auth_policy(args, url, server)
             sys.stderr.write(
@@ -524,7 +561,22 @@ def _serve_http(args: argparse.Namespace, server: Any) -> int:
             uv_server.config.load()  # reads the certificate and key now, not after the banner
         except ssl.SSLError as exc:  # not a certificate, or a key that does not match it
             raise SystemExit(f"jsonrpc-mcp serve: cannot use the certificate and key: {exc.reason or exc}") from None
-        _banner(args, url)
+        if args.worker_parent is not None:
+            from .transports.http_workers import stop_with_parent
+
+            stop_with_parent(args.worker_parent)
+        if args.workers > 1:
+            from .transports.http_workers import supervise
+
+            _banner(args, url)
+            worker = [sys.executable, "-m", "jsonrpc_mcp", *args.argv, "--workers", "1"]
+            return supervise(
+                lambda fd, parent: [*worker, "--worker-socket", str(fd), "--worker-parent", str(parent)],
+                sock,
+                args.workers,
+            )
+        if args.worker_socket is None:
+            _banner(args, url)
         uv_server.run(sockets=[sock])
     finally:
         sock.close()

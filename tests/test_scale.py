@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -35,6 +36,8 @@ from jsonrpc_mcp.transports.http_asgi import McpAsgiApp
 pytestmark = pytest.mark.anyio
 
 TIMEOUT = 20.0
+WAITING = threading.Event()  # the "wait" tool started, on some worker
+STOPPED = threading.Event()  # and was cancelled
 CONFIRM = {"type": "object", "properties": {"ok": {"type": "boolean"}}}
 
 
@@ -66,6 +69,15 @@ def worker(label: str) -> Server:
     async def confirm(ctx: Context) -> str:
         answer = await ctx.elicit("Go on?", CONFIRM, key="confirm")
         return f"{label}: {answer.action}"
+
+    @server.tool()
+    async def wait(ctx: Context) -> str:
+        WAITING.set()
+        try:
+            await anyio.sleep_forever()
+        finally:
+            STOPPED.set()
+        return "never"
 
     @server.resource("note://a", mime_type="text/plain")
     def note() -> str:
@@ -213,6 +225,19 @@ def protected_by(auth: AuthServer) -> ProtectedResource:
         authorization_servers=[auth.issuer],
         verifier=JwtVerifier(issuer=auth.issuer, audience=RESOURCE, jwks_url=f"{auth.issuer}/jwks"),
     )
+
+
+async def test_a_cancellation_sent_to_another_worker_stops_the_request(workers: Workers, http: Any) -> None:
+    WAITING.clear()
+    STOPPED.clear()
+    session = await open_session(http, workers.url(0))
+    async with session.stream(call_body(9, "wait", {})) as stream:
+        assert stream.status_code == 200
+        assert await anyio.to_thread.run_sync(WAITING.wait, TIMEOUT)
+        session.url = workers.url(1)
+        cancel = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 9}}
+        assert (await session.post(cancel)).status_code == 202
+        assert await anyio.to_thread.run_sync(STOPPED.wait, TIMEOUT)
 
 
 # --- 2026-07-28 ---------------------------------------------------------------------------------------------

@@ -23,6 +23,7 @@ import anyio.abc
 
 from ..mcp.bus import (
     BusEvent,
+    ClientMessage,
     ListChanged,
     LogMessage,
     ResourceUpdated,
@@ -41,6 +42,7 @@ __all__ = (
     "LogMessage",
     "SessionChanged",
     "SessionEnded",
+    "ClientMessage",
     "SessionRecord",
     "encode_event",
     "decode_event",

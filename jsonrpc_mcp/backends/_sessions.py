@@ -16,15 +16,26 @@ copy is only a cache (its own idle timeout or the table's bound drop it, not the
 from __future__ import annotations
 
 import logging
+import secrets
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Final
 
 import anyio
 import anyio.abc
 import msgspec
 
 from ..errors import Unavailable
-from ..mcp.bus import BusEvent, SessionChanged, SessionEnded, SessionRecord
+from ..jsonrpc.wire import (
+    ErrorResponse,
+    Message,
+    Notification,
+    Response,
+    encode_error,
+    encode_notification,
+    encode_result,
+    read_message,
+)
+from ..mcp.bus import BusEvent, ClientMessage, SessionChanged, SessionEnded, SessionRecord
 from ..mcp.session import ServerSession
 from ..transports._http_handshake_session import HttpSession
 from ..transports._http_session_table import SessionTable
@@ -39,6 +50,16 @@ logger = logging.getLogger(__name__)
 
 _encode = msgspec.json.Encoder().encode
 _decode = msgspec.json.Decoder(SessionRecord).decode
+
+#: The ids of the requests this process sends to clients start with it: unique among the workers of a session.
+WORKER_TAG: Final = secrets.token_hex(4) + "-"
+
+
+class _Cancelled(msgspec.Struct):
+    requestId: Any = None
+
+
+_cancelled = msgspec.json.Decoder(_Cancelled).decode
 
 
 def share(app: McpAsgiApp, backend: Backend | str) -> Backend:
@@ -121,6 +142,7 @@ class SharedSessions:
             if not self.table.admit(record.owner):
                 raise Unavailable(self.table.retry_after())
             local = await self.make(sid)
+            local.dispatcher.id_prefix = WORKER_TAG
             local.owner = record.owner
             self.table.add(local)
             logger.debug("serving a session started elsewhere (%d here)", len(self.table))
@@ -135,6 +157,18 @@ class SharedSessions:
         except (msgspec.DecodeError, msgspec.ValidationError):
             logger.error("the backend holds a session record this server cannot read; the session is ended")
             return None
+
+    def started(self, session: HttpSession) -> None:
+        """A session ``initialize`` made here: the requests it sends carry this worker's ids."""
+        session.dispatcher.id_prefix = WORKER_TAG
+
+    async def take(self, session: HttpSession, msg: Message) -> None:
+        """A client's answer or notification for ``session``: taken here when it belongs here, else handed to the
+        worker it belongs to (the one waiting for that answer, or serving the request it cancels)."""
+        if _belongs(session, msg):
+            session.dispatcher.take(msg)
+        else:
+            await self.backend.publish(ClientMessage(session.id, msgspec.Raw(_frame(msg))))
 
     async def save(self, session: HttpSession) -> None:
         """Store what ``session`` has settled, when it changed (the workers with a copy are told). Raises
@@ -159,6 +193,13 @@ class SharedSessions:
             if local is not None:
                 self.table.end(local)
             return True
+        if type(event) is ClientMessage:
+            local = self.table.view.get(event.session)
+            if local is not None and not local.closed:
+                msg = read_message(bytes(event.frame))
+                if _belongs(local, msg):
+                    local.dispatcher.take(msg)
+            return True
         if type(event) is SessionChanged:
             local = self.table.view.get(event.id)
             if local is not None and not local.closed:
@@ -181,3 +222,25 @@ class SharedSessions:
                             self.table.end(session)
                     except Unavailable:
                         break
+
+
+def _belongs(session: HttpSession, msg: Message) -> bool:
+    """Whether this worker's copy of ``session`` is where ``msg`` is taken: an answer to a request it sent, the
+    cancellation of a request it serves, or any other notification (whichever worker gets it)."""
+    if type(msg) is Response or type(msg) is ErrorResponse:
+        return msg.id is None or session.dispatcher.expects(msg.id)
+    if type(msg) is Notification and msg.method == "notifications/cancelled" and msg.params is not None:
+        try:
+            return session.dispatcher.serving(_cancelled(msg.params).requestId)
+        except msgspec.DecodeError:
+            return True  # (malformed: the session's own handling logs it)
+    return True
+
+
+def _frame(msg: Message) -> bytes:
+    if type(msg) is Response:
+        return encode_result(msg.id, bytes(msg.result))
+    if type(msg) is ErrorResponse:
+        return encode_error(msg.id, msg.code, msg.message, msg.data)
+    assert type(msg) is Notification
+    return encode_notification(msg.method, bytes(msg.params) if msg.params is not None else None)

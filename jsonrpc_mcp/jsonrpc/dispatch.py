@@ -217,6 +217,9 @@ class Dispatcher:
         self.max_queued_bytes = max_queued_bytes
         self.drain_timeout = drain_timeout
         self.request_timeout = request_timeout
+        #: Prefixed to the ids of our outgoing requests (strings then): ids unique across processes that speak to one
+        #: peer (workers serving one session).
+        self.id_prefix: str | None = None
         #: Called when work arrives that needs tasks and there are none yet (a transport that starts its event
         #: loop, or the connection's tasks, only when something needs them).
         self.wake: Callable[[], None] | None = None
@@ -363,6 +366,14 @@ class Dispatcher:
         ended while a worker thread it started runs on): for a handler that the cancellation cannot interrupt."""
         pending = self._inflight.get(request_id)
         return pending is not None and not pending.cancelled
+
+    def serving(self, request_id: Any) -> bool:
+        """True while the inbound request ``request_id`` is being handled here."""
+        return request_id in self._inflight
+
+    def expects(self, request_id: Any) -> bool:
+        """True while our outgoing request ``request_id`` waits for its answer."""
+        return request_id in self._pending
 
     def statistics(self) -> DispatcherStatistics:
         return DispatcherStatistics(len(self._inflight), self._unwritten, self._room is not None)
@@ -605,9 +616,9 @@ class Dispatcher:
         """Send a notification (``params`` is an encoded JSON object or ``None``)."""
         await self.send_frame(encode_notification(method, params), related, NOTIFICATION)
 
-    def next_request_id(self) -> int:
+    def next_request_id(self) -> RequestId:
         self._next_id += 1
-        return self._next_id
+        return self._next_id if self.id_prefix is None else f"{self.id_prefix}{self._next_id}"
 
     async def request(
         self,

@@ -16,6 +16,7 @@ __all__ = (
     "LogMessage",
     "SessionChanged",
     "SessionEnded",
+    "ClientMessage",
     "SessionRecord",
     "encode_event",
     "decode_event",
@@ -56,7 +57,15 @@ class SessionEnded(msgspec.Struct, tag="session-ended"):
     id: str
 
 
-BusEvent = ResourceUpdated | ListChanged | LogMessage | SessionChanged | SessionEnded
+class ClientMessage(msgspec.Struct, tag="client-message"):
+    """What a client POSTed to one worker for another: its answer to a request that worker sent it, or its
+    cancellation of a request that worker is serving."""
+
+    session: str
+    frame: msgspec.Raw
+
+
+BusEvent = ResourceUpdated | ListChanged | LogMessage | SessionChanged | SessionEnded | ClientMessage
 
 _event_encoder = msgspec.json.Encoder()
 _event_decoder: msgspec.json.Decoder[BusEvent] = msgspec.json.Decoder(BusEvent)

@@ -111,8 +111,11 @@ class HandshakeEndpoint:
     async def _post_to_session(
         self, session: HttpSession, headers: Headers, msg: Message, call: Call | None, receive: Receive, send: Send
     ) -> None:
-        if type(msg) is not Request:
-            session.dispatcher.take(msg)  # a notification, or the client's answer to one of our requests
+        if type(msg) is not Request:  # a notification, or the client's answer to one of our requests
+            if self.shared is not None:
+                await self.shared.take(session, msg)
+            else:
+                session.dispatcher.take(msg)
             await self._save(session)
             await send_empty(send, 202)
             return
@@ -151,6 +154,8 @@ class HandshakeEndpoint:
         extra: HeaderList = []
         if session.mcp.initialized:
             self.table.add(session)
+            if self.shared is not None:
+                self.shared.started(session)
             try:
                 await self._save(session)
             except Unavailable as exc:
