@@ -29,7 +29,9 @@ def test_every_tool_declares_input_and_output_schemas(db: Path) -> None:
         tools = {tool.name: tool for tool in server.list_tools()}
     finally:
         server.close()
-    assert set(tools) == {"store", "update", "query", "delete", "relate", "query_graph", "undo", "history"}
+    assert set(tools) == {
+        "store", "update", "query", "delete", "relate", "query_graph", "undo", "history", "import_entries",
+    }  # fmt: skip
     for tool in tools.values():
         assert tool.input_schema["type"] == "object"
         assert "format" in tool.input_schema["properties"]

@@ -93,13 +93,19 @@ class _UpdateParams(msgspec.Struct, rename="camel"):
 class _Run:
     """A task this process runs: its id, what its work is stopped with, what it asked."""
 
-    __slots__ = ("cancel_requested", "keys", "scope", "task_id")
+    __slots__ = ("cancel_requested", "keys", "scope", "stopped", "task_id")
 
     def __init__(self, task_id: str) -> None:
         self.task_id = task_id
         self.scope = anyio.CancelScope()
-        self.cancel_requested = False
+        self.cancel_requested = False  #: the client asked to cancel the task
+        self.stopped = False  #: its work is being stopped (plain flags: a worker thread reads them)
         self.keys: set[str] = set()
+
+    def stop(self) -> None:
+        """Interrupt the work at its next ``await``."""
+        self.stopped = True
+        self.scope.cancel()
 
 
 class TaskContext(Context, kw_only=True):
@@ -116,7 +122,7 @@ class TaskContext(Context, kw_only=True):
     def cancelled(self) -> bool:
         """True once the client asked to cancel the task, or its work is being stopped (readable from a worker
         thread too: the task's request has been answered, so it is the task that says)."""
-        if self.run.cancel_requested or self.run.scope.cancel_called:
+        if self.run.cancel_requested or self.run.stopped:
             return True
         return False if on_worker_thread() else super().cancelled
 
@@ -208,6 +214,9 @@ class Tasks(Extension):
         self.max_per_client = max_per_client
         self.input_timeout = input_timeout if input_timeout is not None else ttl
         self.server: Server | None = None
+        #: The tasks this process runs, by id (a cancellation reaches them at once; one asked of another process
+        #: sharing the store reaches them through the store, :meth:`_watch`).
+        self._runs: dict[str, _Run] = {}
         self.method("tasks/get", params=_TaskIdParams)(self._get)
         self.method("tasks/update", params=_UpdateParams)(self._update)
         self.method("tasks/cancel", params=_TaskIdParams)(self._cancel)
@@ -259,9 +268,11 @@ class Tasks(Extension):
             )
         run = _Run(record.task_id)
         task_ctx = _task_context(ctx, self, run)
+        self._runs[run.task_id] = run
         try:
             await ctx.session.start_detached(self._run, run, call_next, task_ctx, params)
         except ConnectionClosed:
+            self._runs.pop(run.task_id, None)
             await self._end(run, "failed", error=_error(ctx.method, InternalError(_STOPPED)), message=_STOPPED)
             raise
         return ts.create_result(record)
@@ -271,6 +282,12 @@ class Tasks(Extension):
     async def _run(self, run: _Run, call_next: WrapNext, ctx: TaskContext, params: Any) -> None:
         """A task's work, in the server's own tasks: the tool, and a watch for its cancellation. Never raises but
         on cancellation (the server stopping), which leaves the task failed."""
+        try:
+            await self._work(run, call_next, ctx, params)
+        finally:
+            self._runs.pop(run.task_id, None)
+
+    async def _work(self, run: _Run, call_next: WrapNext, ctx: TaskContext, params: Any) -> None:
         method = ctx.method
         try:
             async with anyio.create_task_group() as tg:
@@ -311,8 +328,8 @@ class Tasks(Extension):
                 return
             if record is None or record.status in ts.TERMINAL or record.cancel_requested:
                 if record is not None and record.cancel_requested:
-                    run.cancel_requested = True
-                run.scope.cancel()
+                    _stop_now(run)
+                run.stop()
                 return
             version = record.version
 
@@ -419,7 +436,10 @@ class Tasks(Extension):
     async def _cancel(self, ctx: Context, params: _TaskIdParams) -> dict[str, Any]:
         record = await self._find(ctx, params.task_id)
         now = time.time()
-        await self.store.modify(record.task_id, lambda r: ts.request_cancel(r, now))
+        asked = await self.store.modify(record.task_id, lambda r: ts.request_cancel(r, now))
+        run = self._runs.get(record.task_id)
+        if run is not None and asked is not None and asked.cancel_requested:
+            _stop_now(run)  # (here at once: the work reads ctx.cancelled as true from this answer on)
         return {}
 
     # --- subscriptions/listen ------------------------------------------------------------------------------
@@ -443,9 +463,16 @@ class Tasks(Extension):
         return {"taskIds": honoured}
 
 
+def _stop_now(run: _Run) -> None:
+    """The client asked to cancel the task: its work is interrupted at its next ``await`` (a ``def`` tool on a
+    worker thread reads ``ctx.cancelled``)."""
+    run.cancel_requested = True
+    run.stop()
+
+
 async def _stop(run: _Run) -> None:
     """The task is over (gone, finished, or cancelled): its work stops here."""
-    run.scope.cancel()
+    run.stop()
     await anyio.lowlevel.checkpoint()
 
 

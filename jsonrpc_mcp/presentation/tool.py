@@ -32,8 +32,9 @@ from msgspec import UNSET, Raw
 
 from ..errors import RpcError, ToolError
 from ..mcp import types as t
-from ..mcp.context import Context, InputRequired
+from ..mcp.context import Context, InputRequired, StartTask
 from ..mcp.server import Server, ToolDef
+from ..mcp.tools import TaskSupport
 from .payloads import ErrorCode, Payload, output_schema, tool_error
 from .render import DATA_LIMIT, INLINE_LIMIT, Presented, present, resolve_format
 
@@ -81,9 +82,11 @@ def presented_tool(
     data_limit: int = DATA_LIMIT,
     estimate_tokens: bool = False,
     scopes: Iterable[str] | None = None,
+    task: TaskSupport = "forbidden",
 ) -> Callable[[F], F]:
     """Register ``fn`` on ``server`` as a presented tool answering with ``kinds`` (see the module docs);
-    ``scopes``: the OAuth scopes a caller's token needs, as for :meth:`~jsonrpc_mcp.Server.tool`."""
+    ``scopes``: the OAuth scopes a caller's token needs, and ``task``: whether a call may run as a task
+    (2026-07-28), as for :meth:`~jsonrpc_mcp.Server.tool`."""
 
     def register(fn: F) -> F:
         tool_name = name or fn.__name__
@@ -99,6 +102,7 @@ def presented_tool(
             output_schema=output_schema(*kinds),
             meta=meta,
             scopes=scopes,
+            task=task,
         )
         _guard_arguments(entry, tool_name, format_param)
         return fn
@@ -117,7 +121,7 @@ def _wrap(fn: Callable[..., Any], tool_name: str, format_param: str, options: di
                 out = await out
         except ToolFailure as exc:
             return present(exc.payload, format=fmt)
-        except (RpcError, InputRequired):
+        except (RpcError, InputRequired, StartTask):
             raise
         except ToolError as exc:
             return present(tool_error(ErrorCode.INTERNAL_ERROR, exc.message), format=fmt)

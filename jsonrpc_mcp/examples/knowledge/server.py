@@ -6,6 +6,7 @@ import os
 from typing import Final
 
 from ...mcp.server import Server
+from ...mcp.tasks import Tasks
 from .app import ENTRIES, HISTORY, SCOPE_HIERARCHY, TRIPLES, Knowledge
 from .prompts import register_prompts
 from .resources import register_resources
@@ -35,6 +36,7 @@ class KnowledgeServer(Server):
             description="Facts and relations with history and undo, on embedded SQLite.",
             instructions=INSTRUCTIONS,
             scope_hierarchy=SCOPE_HIERARCHY,
+            extensions=[Tasks(poll_interval=0.5)],  # (import_entries runs as a task where the client allows it)
         )
         self.store = KnowledgeStore(db_path)
         self.knowledge = Knowledge(self, self.store)

@@ -37,6 +37,10 @@ __all__ = (
     "StoreConflict",
     "StoreUnavailable",
     "KnowledgeStoreError",
+    "NewEntry",
+    "Imported",
+    "ImportCancelled",
+    "IMPORT_CHUNK",
     "search_terms",
     "normalize_tags",
 )
@@ -83,6 +87,38 @@ class Write(Generic[T]):
     tx_id: int | None
     value: T
     changes: list[Change] = field(default_factory=list)
+
+
+#: ``import_entries`` reports its progress, and checks whether it is to stop, once per this many entries.
+IMPORT_CHUNK = 50
+
+
+class ImportCancelled(Exception):
+    """An import was asked to stop: its transaction was rolled back, and nothing of it was written."""
+
+    def __init__(self, done: int, total: int) -> None:
+        super().__init__(f"the import was cancelled after {done} of {total} entries; nothing was written")
+        self.done = done
+        self.total = total
+
+
+@dataclass(frozen=True, slots=True)
+class NewEntry:
+    """An entry to store: what ``store`` takes."""
+
+    topic: str
+    content: str
+    confidence: float = 0.8
+    tags: Sequence[str] = ()
+
+
+@dataclass(slots=True)
+class Imported:
+    """What an import did: the ids of the entries it stored, in the order given, and how many it skipped (the
+    same topic and content stored already, or given twice)."""
+
+    entry_ids: list[int]
+    skipped: int
 
 
 @dataclass(slots=True)
@@ -303,6 +339,47 @@ class KnowledgeStore:
                 raise StoreNotFound("entry", entry_id)
             j.finish(f"delete #{entry_id} {before['topic']}")
             return Write(j.tx_id, _entry(before), j.changes)
+
+    def import_entries(
+        self,
+        entries: Sequence[NewEntry],
+        *,
+        progress: Callable[[int], None] | None = None,
+        cancelled: Callable[[], bool] | None = None,
+    ) -> Write[Imported]:
+        """Store many entries in one transaction: all of them, or none. An entry whose topic and content are
+        stored already (or given earlier in ``entries``) is skipped, as ``store`` would. Every
+        :data:`IMPORT_CHUNK` entries (and at the end) ``cancelled()`` is asked — true: the transaction is rolled
+        back and :class:`ImportCancelled` raised — and ``progress(done)`` told how many were handled."""
+        total = len(entries)
+        with self._journal("import") as j:
+            ids: list[int] = []
+            skipped = 0
+            for done, item in enumerate(entries, 1):
+                same = j.conn.execute(
+                    "SELECT id FROM entries WHERE topic = ? AND content = ? LIMIT 1", (item.topic, item.content)
+                ).fetchone()
+                if same is not None:
+                    skipped += 1
+                else:
+                    image = {
+                        "id": None,
+                        "topic": item.topic,
+                        "content": item.content,
+                        "confidence": item.confidence,
+                        "tags": json.dumps(normalize_tags(item.tags)),
+                        "recorded_at": j.recorded_at,
+                        "updated_at": j.recorded_at,
+                        "version": 1,
+                    }
+                    ids.append(j.put("entries", image)["id"])
+                if done % IMPORT_CHUNK == 0 or done == total:
+                    if cancelled is not None and cancelled():
+                        raise ImportCancelled(done, total)  # (the write transaction is rolled back)
+                    if progress is not None:
+                        progress(done)
+            j.finish(f"import {len(ids)} entries" + (f" ({skipped} known already)" if skipped else ""))
+            return Write(j.tx_id, Imported(ids, skipped), j.changes)
 
     def relate(self, subject: str, predicate: str, obj: str) -> Write[Triple]:
         """Add a triple; an existing one is returned as it is (no transaction)."""

@@ -1,4 +1,5 @@
-"""The knowledge server's tools: store, update, query, delete, relate, query_graph, undo, history (L7).
+"""The knowledge server's tools: store, update, query, delete, relate, query_graph, undo, history, import_entries
+(L7).
 
 Each tool gathers and checks its input first (asking through elicitation, or answering ``needsInput:v1``), and
 writes last: in the 2026-07-28 stateless era a tool that elicits runs again from the start when the answer
@@ -10,12 +11,13 @@ from __future__ import annotations
 from typing import Annotated, Any, Final
 from urllib.parse import urlencode
 
+import anyio.from_thread
 import msgspec
 from msgspec import UNSET
 
 from ...apps import tool_meta
 from ...mcp import types as t
-from ...mcp.context import Context
+from ...mcp.context import Context, call_on_worker_thread
 from ...presentation import (
     ErrorCode,
     Format,
@@ -30,9 +32,10 @@ from ...presentation import (
 )
 from .app import ENTRIES, HISTORY, READ_SCOPE, TRIPLES, WRITE_SCOPE, Knowledge, entry_uri
 from .models import Entry, RowId, parse_id
-from .store import SearchFilters, normalize_tags, search_terms
+from .store import ImportCancelled, NewEntry, SearchFilters, normalize_tags, search_terms
 from .ui import GRAPH_VIEW
 from .views import (
+    EntriesImported,
     EntryDeleted,
     EntrySearchResults,
     EntryStored,
@@ -44,7 +47,7 @@ from .views import (
     UndoResult,
 )
 
-__all__ = ("register_tools",)
+__all__ = ("register_tools", "ImportItem", "IMPORT_MAX")
 
 _encode: Final = msgspec.json.Encoder().encode
 _EMBEDDED_MAX: Final = 3
@@ -70,6 +73,24 @@ FormatArg = Annotated[
         description="markdown (default; or the X-Response-Format header over HTTP), json, or both. "
         "The JSON block is the machine contract."
     ),
+]
+
+#: At most this many entries in one import_entries call.
+IMPORT_MAX: Final = 10_000
+
+
+class ImportItem(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    """One fact of an import, as store takes it."""
+
+    topic: TopicArg
+    content: ContentArg
+    confidence: ConfidenceArg = 0.8
+    tags: TagsArg = msgspec.field(default_factory=list)
+
+
+ImportArg = Annotated[
+    list[ImportItem],
+    msgspec.Meta(min_length=1, max_length=IMPORT_MAX, description="The facts to store (topic, content, ...)."),
 ]
 
 _WRITE = t.ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False)
@@ -615,3 +636,72 @@ def register_tools(kb: Knowledge) -> None:
             wider = f"call again with limit={min(total, 100)}, or " if limit < 100 else ""
             payload.next_steps = [f"{more}: {wider}read {link} (oldest first, a page at a time)."]
         return Presented(payload, full_uri=link, full_name="transaction history", more=total > len(transactions))
+
+    @presented_tool(
+        server,
+        EntriesImported,
+        name="import_entries",
+        annotations=_WRITE,
+        title="Import many facts",
+        scopes=_WRITES,
+        task="optional",
+    )
+    async def import_entries(ctx: Context, entries: ImportArg, format: FormatArg = None) -> Any:
+        """Store many facts at once (up to 10,000), in one transaction: all of them, or none. A fact whose topic
+        and content are stored already is skipped. Where the client supports tasks (2026-07-28) the import runs
+        as a task: it reports how far it got, and cancelling it writes nothing. Returns the new entries' ids and
+        the transaction id (undo it with undo)."""
+        items: list[NewEntry] = []
+        for index, item in enumerate(entries):
+            topic, content = item.topic.strip(), item.content.strip()
+            if not topic or not content:
+                empty = "topic" if not topic else "content"
+                raise ToolFailure(
+                    ErrorCode.VALIDATION_ERROR,
+                    f"entries[{index}] has an empty {empty}; nothing was imported.",
+                    details={"field": f"entries[{index}].{empty}"},
+                    next_steps=["Give every entry a topic and its content, and call again."],
+                )
+            items.append(NewEntry(topic, content, item.confidence, item.tags))
+        total = len(items)
+
+        def progress(done: int) -> None:  # (on the import's worker thread)
+            anyio.from_thread.run(ctx.report_progress, done, total, f"{done} of {total} entries")
+
+        def cancelled() -> bool:
+            return ctx.cancelled
+
+        arguments = {"entries": items, "progress": progress, "cancelled": cancelled}
+        try:
+            write = await kb.call(call_on_worker_thread, store.import_entries, arguments)
+        except ImportCancelled as stopped:
+            return EntriesImported(
+                status="info",
+                summary=f"Import cancelled after {stopped.done} of {stopped.total} entries; nothing written",
+                tx_id=None,
+                imported=0,
+                skipped=0,
+                entry_ids=[],
+                next_steps=["Call import_entries again to import them."],
+            )
+        await kb.publish(write)
+        outcome = write.value
+        imported = len(outcome.entry_ids)
+        known = f", {outcome.skipped} known already" if outcome.skipped else ""
+        if write.tx_id is None:
+            return EntriesImported(
+                status="info",
+                summary=f"All {total} entries are known already; nothing written",
+                tx_id=None,
+                imported=0,
+                skipped=outcome.skipped,
+                entry_ids=[],
+            )
+        return EntriesImported(
+            summary=f"Imported {imported} entries{known} in tx {write.tx_id}",
+            tx_id=write.tx_id,
+            imported=imported,
+            skipped=outcome.skipped,
+            entry_ids=outcome.entry_ids,
+            next_steps=[f"Undo with undo(tx_id={write.tx_id}) to remove them all."],
+        )

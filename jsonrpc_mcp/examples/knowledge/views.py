@@ -18,6 +18,7 @@ __all__ = (
     "EntryStored",
     "EntryUpdated",
     "EntryDeleted",
+    "EntriesImported",
     "EntrySearchResults",
     "SearchEcho",
     "TripleRelated",
@@ -89,6 +90,25 @@ class EntryDeleted(Payload, tag="entryDeleted:v1"):
 
     def markdown(self) -> str:
         return f"{_entries([self.entry])}\n\nDeleted in transaction {self.tx_id}."
+
+
+class EntriesImported(Payload, tag="entriesImported:v1"):
+    """``import_entries``: the ids of the entries stored (in the order given), how many were skipped as known
+    already, and the one transaction that stored them all (``txId`` null when nothing was new)."""
+
+    tx_id: int | None
+    imported: int
+    skipped: int
+    entry_ids: list[int]
+
+    trim_field: ClassVar[str | None] = "entry_ids"
+
+    def markdown(self) -> str:
+        where = f"in transaction {self.tx_id}" if self.tx_id is not None else "nothing written"
+        known = f", {self.skipped} known already" if self.skipped else ""
+        shown = ", ".join(f"#{i}" for i in self.entry_ids[:20])
+        more = f" and {len(self.entry_ids) - 20} more" if len(self.entry_ids) > 20 else ""
+        return f"{self.imported} entries imported{known} ({where}){': ' + shown + more if shown else ''}."
 
 
 class SearchEcho(msgspec.Struct, kw_only=True, rename="camel"):
