@@ -119,6 +119,8 @@ async def _run(args: argparse.Namespace, command: list[str], words: list[str]) -
             command, words = _old_style(command)  # call -- COMMAND... METHOD ...
         if not words:
             raise text.UsageError("give a tool name (or a METHOD), e.g. call add a=1 b=2")
+    if (args.env or args.inherit_env) and (args.url or args.tcp or args.unix or not command):
+        raise text.UsageError("--env and --inherit-env go with -- COMMAND... (a server this command starts)")
     progress = Progress()
     try:
         with anyio.fail_after(args.timeout) as args.deadline:  # authorization's time in the browser is not counted
@@ -188,7 +190,8 @@ async def _connect(args: argparse.Namespace, command: list[str], progress: Progr
         async with Client.connect_http(args.url, headers=dict(args.header or ()), auth=auth, **options) as client:
             yield client
     elif command:
-        async with Client.connect_stdio(command, **options) as client:
+        environment = {"env": dict(args.env or ()), "inherit_env": args.inherit_env}
+        async with Client.connect_stdio(command, **environment, **options) as client:
             yield client
     else:
         raise text.UsageError("give --url URL, --tcp HOST:PORT, --unix PATH or -- COMMAND... (a stdio server)")

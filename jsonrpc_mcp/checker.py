@@ -43,11 +43,12 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import re
 import subprocess
 import sys
 from collections import Counter
-from collections.abc import AsyncIterator, Callable, Iterable, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -94,6 +95,8 @@ __all__ = (
     "http_url",
     "Unreachable",
     "CHECK_EPILOG",
+    "env_pair",
+    "add_environment_arguments",
     "main",
     "TranscriptError",
     "Channel",
@@ -716,6 +719,10 @@ class StdioTarget:
     stderr: int | None = subprocess.DEVNULL
     description: str = ""
     kind: str = "stdio"
+    #: Added to the short default environment the server gets (see :func:`~jsonrpc_mcp.transports.spawn.spawn`).
+    env: Mapping[str, str] | None = None
+    #: The whole environment of this process instead of the default one (``env`` still added on top).
+    inherit_env: bool = False
 
     def __post_init__(self) -> None:
         if not self.description:
@@ -728,7 +735,9 @@ class StdioTarget:
 
         started = False
         try:
-            async with spawn(self.command, stderr=self.stderr, shutdown_timeout=2.0) as stream:
+            async with spawn(
+                self.command, env=self.env, inherit_env=self.inherit_env, stderr=self.stderr, shutdown_timeout=2.0
+            ) as stream:
                 started = True
                 yield _StreamChannel(stream)
         except OSError as exc:
@@ -1624,6 +1633,7 @@ def add_check_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--jobs", type=int, default=4, metavar="N", help="sessions run at once (default 4)")
     parser.add_argument("--stderr", action="store_true", help="let the server's stderr through")
     parser.add_argument("-V", "--all-cases", action="store_true", help="list passing cases too")
+    add_environment_arguments(parser)
     parser.add_argument("rest", nargs=argparse.REMAINDER, metavar="-- COMMAND...", help="a stdio server to start")
 
 
@@ -1645,6 +1655,27 @@ exit status:
 """
 
 
+def add_environment_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--env NAME=VALUE`` (repeatable) and ``--inherit-env``: the environment of the server ``-- COMMAND...``
+    starts (``args.env``: a list of (name, value) pairs or None; ``args.inherit_env``)."""
+    group = parser.add_argument_group(
+        "the server's environment",
+        "a server started by -- COMMAND... gets HOME, PATH and a few other variables of this environment, not the\n"
+        "rest (API keys, tokens), plus what these give",
+    )
+    group.add_argument(
+        "--env",
+        type=env_pair,
+        action="append",
+        metavar="NAME=VALUE",
+        help="a variable for the server (repeatable); a bare NAME passes this environment's value of it, which "
+        "keeps a secret off the command line",
+    )
+    group.add_argument(
+        "--inherit-env", action="store_true", help="pass this whole environment to the server (--env on top)"
+    )
+
+
 def header_pair(value: str) -> tuple[str, str]:
     """``NAME:VALUE`` (an option's value) as a header name and value."""
     name, sep, content = value.partition(":")
@@ -1663,6 +1694,19 @@ def http_url(value: str) -> str:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
+def env_pair(value: str) -> tuple[str, str]:
+    """``NAME=VALUE`` (an option's value) as a variable's name and value; a bare ``NAME`` takes this process's value
+    of that variable (an error if it has none)."""
+    name, sep, content = value.partition("=")
+    if not name:
+        raise argparse.ArgumentTypeError(f"expected NAME=VALUE or NAME, got {value!r}")
+    if sep:
+        return name, content
+    if name not in os.environ:
+        raise argparse.ArgumentTypeError(f"{name} is not set in this environment (give NAME=VALUE)")
+    return name, os.environ[name]
+
+
 def run_check_command(args: argparse.Namespace) -> int:
     """``jsonrpc-mcp check``: exit status 0 when no rule fails, 1 when one does, 2 on bad usage, 4 when the server
     cannot be reached or started, 5 when it does not answer (:data:`CHECK_EPILOG`)."""
@@ -1676,6 +1720,9 @@ def run_check_command(args: argparse.Namespace) -> int:
     if args.header and not args.url:
         sys.stderr.write("jsonrpc-mcp check: --header goes with --url\n")
         return 2
+    if (args.env or args.inherit_env) and not command:
+        sys.stderr.write("jsonrpc-mcp check: --env and --inherit-env go with -- COMMAND... (a server it starts)\n")
+        return 2
     if args.url:
         import importlib.util
 
@@ -1686,7 +1733,8 @@ def run_check_command(args: argparse.Namespace) -> int:
             return EXIT_UNREACHABLE
         target = HttpTarget(args.url, headers=dict(args.header or ()))
     elif command:
-        target = StdioTarget(command, stderr=None if args.stderr else subprocess.DEVNULL)
+        stderr = None if args.stderr else subprocess.DEVNULL
+        target = StdioTarget(command, stderr=stderr, env=dict(args.env or ()), inherit_env=args.inherit_env)
     else:
         sys.stderr.write("jsonrpc-mcp check: give --url URL or -- COMMAND...\n")
         return 2

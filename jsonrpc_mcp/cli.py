@@ -344,7 +344,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _target_arguments(parser: argparse.ArgumentParser) -> None:
-    from .checker import header_pair, http_url
+    from .checker import add_environment_arguments, header_pair, http_url
 
     group = parser.add_argument_group(
         "target", "the server: one of these, or -- COMMAND... at the end to start a stdio server"
@@ -360,6 +360,7 @@ def _target_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="NAME:VALUE",
         help="an HTTP header sent with every request (--url only; repeatable)",
     )
+    add_environment_arguments(parser)
     parser.add_argument(
         "--timeout", type=float, default=60.0, metavar="SECONDS", help="give up after this long (default 60)"
     )

@@ -37,6 +37,11 @@ def _closed_port() -> int:
 
 
 CLOSED = _closed_port()
+#: Started with ``--env NEEDED=yes`` or not at all.
+NEEDS_ENV = [*CLI, "serve", str(FIXTURES / "needs_env.py")]
+#: Variables of this command's environment for every run (a server it starts sees them only if passed on).
+CALLER_ENV = {"PASSED_ON": "from the caller", "KEPT_BACK": "a secret"}
+SHOWN = 'names=["NEEDED", "PASSED_ON", "KEPT_BACK", "GIVEN"]'
 
 #: name -> argv; all run at once (each starts its own server), then the tests read the results.
 RUNS: dict[str, list[str]] = {
@@ -107,6 +112,41 @@ RUNS: dict[str, list[str]] = {
     "list-exits-0": [*CLI, "list", "--", sys.executable, "quiet.py"],
     "list-a-file": [*CLI, "list", "quiet.py"],
     "check-silent": [*CLI, "check", "--startup", "2", "--", sys.executable, "-c", "import sys; sys.stdin.read()"],
+    "env": [
+        *CLI,
+        "call",
+        "--json",
+        "--env",
+        "NEEDED=yes",
+        "--env",
+        "PASSED_ON",
+        "--env",
+        "GIVEN=a=b",
+        "environment",
+        SHOWN,
+        "--",
+        *NEEDS_ENV,
+    ],
+    "inherit-env": [
+        *CLI,
+        "call",
+        "--json",
+        "--inherit-env",
+        "--env",
+        "NEEDED=yes",
+        "environment",
+        SHOWN,
+        "--",
+        *NEEDS_ENV,
+    ],
+    "env-list": [*CLI, "list", "--env", "NEEDED=yes", "--", *NEEDS_ENV],
+    "env-missing": [*CLI, "list", "--", *NEEDS_ENV],
+    "env-with-tcp": [*CLI, "list", "--env", "NEEDED=yes", "--tcp", "127.0.0.1:1"],
+    "env-unset": [*CLI, "list", "--env", "NOT_SET_IN_THE_CALLER", "--", *NEEDS_ENV],
+    "env-no-name": [*CLI, "call", "--env", "=yes", "environment", SHOWN, "--", *NEEDS_ENV],
+    "check-env": [*CLI, "check", "-k", "lifecycle", "--env", "NEEDED=yes", "--", *NEEDS_ENV],
+    "check-no-env": [*CLI, "check", "-k", "lifecycle", "--", *NEEDS_ENV],
+    "check-env-with-url": [*CLI, "check", "--env", "NEEDED=yes", "--url", "http://127.0.0.1:1/mcp"],
 }
 
 
@@ -114,11 +154,84 @@ RUNS: dict[str, list[str]] = {
 def runs() -> dict[str, subprocess.CompletedProcess[str]]:
     def run(argv: list[str]) -> subprocess.CompletedProcess[str]:
         cwd = FIXTURES if "quiet.py" in argv else ROOT
-        return subprocess.run(argv, capture_output=True, text=True, timeout=120, cwd=cwd, stdin=subprocess.DEVNULL)
+        return subprocess.run(
+            argv,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            cwd=cwd,
+            stdin=subprocess.DEVNULL,
+            env={**os.environ, **CALLER_ENV},
+        )
 
     with ThreadPoolExecutor(max_workers=8) as pool:
         futures = {name: pool.submit(run, argv) for name, argv in RUNS.items()}
         return {name: future.result() for name, future in futures.items()}
+
+
+# --- the environment of a server the command starts -------------------------------------------------------------
+
+
+def test_env_and_inherit_env_reach_the_server_a_command_starts(
+    runs: dict[str, subprocess.CompletedProcess[str]],
+) -> None:
+    given = runs["env"]
+    assert given.returncode == 0, given.stderr
+    assert json.loads(given.stdout)["structuredContent"] == {
+        "NEEDED": "yes",
+        "PASSED_ON": "from the caller",  # a bare NAME: this environment's value
+        "KEPT_BACK": None,  # the rest of this environment stays here
+        "GIVEN": "a=b",  # split at the first =
+    }
+    inherited = runs["inherit-env"]
+    assert inherited.returncode == 0, inherited.stderr
+    assert json.loads(inherited.stdout)["structuredContent"] == {
+        "NEEDED": "yes",
+        "PASSED_ON": "from the caller",
+        "KEPT_BACK": "a secret",
+        "GIVEN": None,
+    }
+    listed = runs["env-list"]
+    assert listed.returncode == 0, listed.stderr
+    assert "    environment(names: list[str]) -> dict[str, str | None]" in listed.stdout.splitlines()
+    missing = runs["env-missing"]
+    assert missing.returncode == 4
+    assert "needs_env: NEEDED=yes is not in this environment" in missing.stderr  # the server's own stderr
+
+
+@pytest.mark.parametrize(
+    ("name", "message"),
+    [
+        (
+            "env-with-tcp",
+            "jsonrpc-mcp list: --env and --inherit-env go with -- COMMAND... (a server this command starts)",
+        ),
+        (
+            "env-unset",
+            "jsonrpc-mcp list: error: argument --env: NOT_SET_IN_THE_CALLER is not set in this environment (give "
+            "NAME=VALUE)",
+        ),
+        ("env-no-name", "jsonrpc-mcp call: error: argument --env: expected NAME=VALUE or NAME, got '=yes'"),
+    ],
+)
+def test_env_mistakes_are_usage_errors(
+    runs: dict[str, subprocess.CompletedProcess[str]], name: str, message: str
+) -> None:
+    proc = runs[name]
+    assert (proc.returncode, proc.stderr.splitlines()[-1], proc.stdout) == (2, message, "")
+
+
+def test_check_passes_the_environment_to_the_server_it_starts(
+    runs: dict[str, subprocess.CompletedProcess[str]],
+) -> None:
+    given, without, misplaced = runs["check-env"], runs["check-no-env"], runs["check-env-with-url"]
+    assert given.returncode == 0 and "handshake: 2025-11-25" in given.stdout, given.stdout + given.stderr
+    assert without.returncode == 4, without.stdout + without.stderr
+    assert without.stderr.startswith("jsonrpc-mcp check: the server process exited with status 1 before answering")
+    assert (misplaced.returncode, misplaced.stderr) == (
+        2,
+        "jsonrpc-mcp check: --env and --inherit-env go with -- COMMAND... (a server it starts)\n",
+    )
 
 
 # --- call NAME key=value ---------------------------------------------------------------------------------------
