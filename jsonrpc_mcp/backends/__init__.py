@@ -9,7 +9,9 @@ URL. They must agree on a few things, which a *backend* shares between them (:cl
 * the keys that seal 2026-07-28 ``requestState`` (a state sealed by one worker opens on any other), and the
   single-use states already answered;
 * what ``initialize`` settled for a handshake-era session (:class:`SessionRecord`), so that any worker can serve
-  its next request; :class:`SessionChanged` and :class:`SessionEnded` tell the workers that hold a copy.
+  its next request; :class:`SessionChanged` and :class:`SessionEnded` tell the workers that hold a copy;
+* the tasks of the tasks extension (:meth:`Backend.task_store`), so that any worker answers ``tasks/get``,
+  ``tasks/update`` and ``tasks/cancel`` for a task another worker runs (:class:`TaskChanged` wakes its runner).
 
 What stays with one worker: a request in flight, its SSE stream, and the requests it sends to the client.
 """
@@ -17,7 +19,7 @@ What stays with one worker: a request in flight, its SSE stream, and the request
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import anyio.abc
 
@@ -30,9 +32,13 @@ from ..mcp.bus import (
     SessionChanged,
     SessionEnded,
     SessionRecord,
+    TaskChanged,
     decode_event,
     encode_event,
 )
+
+if TYPE_CHECKING:
+    from ..mcp.task_store import TaskStore
 
 __all__ = (
     "Backend",
@@ -43,6 +49,7 @@ __all__ = (
     "SessionChanged",
     "SessionEnded",
     "ClientMessage",
+    "TaskChanged",
     "SessionRecord",
     "encode_event",
     "decode_event",
@@ -81,6 +88,10 @@ class Backend(Protocol):
 
     async def end_session(self, sid: str) -> None:
         """Forget a session, and tell every worker (:class:`SessionEnded`)."""
+
+    def task_store(self) -> TaskStore:
+        """A task store that every worker sharing this backend reads and changes (the tasks extension takes it
+        when it was given no store of its own)."""
 
     async def aclose(self) -> None:
         """Let go of the connections."""

@@ -25,7 +25,7 @@ import math
 import os
 import time
 from collections.abc import Awaitable, Callable
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import urlsplit
 
 import anyio
@@ -33,7 +33,10 @@ import anyio.abc
 import msgspec
 
 from ..errors import Unavailable
-from ..mcp.bus import BusEvent, SessionChanged, SessionEnded, decode_event, encode_event
+from ..mcp.bus import BusEvent, SessionChanged, SessionEnded, TaskChanged, decode_event, encode_event
+
+if TYPE_CHECKING:
+    from .redis_tasks import RedisTaskStore
 
 __all__ = ("RedisBackend",)
 
@@ -42,6 +45,7 @@ logger = logging.getLogger(__name__)
 _KEY_BYTES: Final = 32
 _RETRY_FIRST: Final = 0.25  # seconds before the bus reconnects after a failure, doubling up to _RETRY_MOST
 _RETRY_MOST: Final = 5.0
+_LEASE_REFRESH: Final = 2.0  # seconds between two renewals of this worker's leases (hold_lease)
 
 
 def _redis() -> Any:
@@ -94,6 +98,9 @@ class RedisBackend:
         self._keys: tuple[bytes, ...] = ()
         self._keys_period = -1  # the period whose keys _keys holds
         self._down = False  # an outage was logged and has not ended
+        self._task_listeners: list[Callable[[str], None]] = []  # told of each TaskChanged on the bus
+        self._leases: dict[str, float] = {}  # key -> seconds: set while this worker lives (refreshed by run)
+        self._leases_set = -math.inf  # when they were last set
 
     def __repr__(self) -> str:
         return f"RedisBackend({self.where!r}, prefix={self.prefix!r})"
@@ -174,12 +181,18 @@ class RedisBackend:
             self._ok()
             if self._period() != self._keys_period:
                 await self._refresh_keys()
+            if self._leases and time.monotonic() - self._leases_set >= _LEASE_REFRESH:
+                await self._renew_leases()
             if message is None or message.get("type") != "message":
                 continue
             try:
                 event = decode_event(message["data"])
             except (msgspec.DecodeError, msgspec.ValidationError):
                 logger.warning("ignored a message on %s that is not an event", self._channel)
+                continue
+            if type(event) is TaskChanged:
+                for listener in self._task_listeners:
+                    listener(event.task_id)
                 continue
             try:
                 await deliver(event)
@@ -237,6 +250,35 @@ class RedisBackend:
     async def end_session(self, sid: str) -> None:
         await self._call(self.client.delete, self._session_key(sid))
         await self.publish(SessionEnded(sid))
+
+    # --- tasks ---------------------------------------------------------------------------------------------
+
+    def task_store(self) -> RedisTaskStore:
+        """A :class:`~jsonrpc_mcp.backends.redis_tasks.RedisTaskStore` on this backend (one per call)."""
+        from .redis_tasks import RedisTaskStore
+
+        return RedisTaskStore(self)
+
+    def on_task_changed(self, listener: Callable[[str], None]) -> Callable[[], None]:
+        """Call ``listener(task_id)`` for each :class:`TaskChanged` on the bus; returns what stops it."""
+        self._task_listeners.append(listener)
+        return lambda: self._task_listeners.remove(listener)
+
+    def hold_lease(self, key: str, seconds: float) -> None:
+        """Keep ``key`` set in Redis while this worker lives: renewed by :meth:`run` every few seconds with
+        ``seconds`` to live (it lapses within ``seconds`` of the worker's end, however it ended)."""
+        self._leases[key] = seconds
+        self._leases_set = -math.inf
+
+    def drop_lease(self, key: str) -> None:
+        self._leases.pop(key, None)
+
+    async def _renew_leases(self) -> None:
+        self._leases_set = time.monotonic()
+        async with self.client.pipeline(transaction=False) as pipe:
+            for key, seconds in self._leases.items():
+                pipe.set(key, b"1", px=_ms(seconds))
+            await self._call(pipe.execute)
 
     async def aclose(self) -> None:
         """Close the connections (a client given to the constructor stays open: it is the caller's); the next

@@ -17,6 +17,7 @@ __all__ = (
     "SessionChanged",
     "SessionEnded",
     "ClientMessage",
+    "TaskChanged",
     "SessionRecord",
     "encode_event",
     "decode_event",
@@ -65,7 +66,13 @@ class ClientMessage(msgspec.Struct, tag="client-message"):
     frame: msgspec.Raw
 
 
-BusEvent = ResourceUpdated | ListChanged | LogMessage | SessionChanged | SessionEnded | ClientMessage
+class TaskChanged(msgspec.Struct, tag="task-changed"):
+    """A task of the shared task store changed (its workers' waits for it wake)."""
+
+    task_id: str
+
+
+BusEvent = ResourceUpdated | ListChanged | LogMessage | SessionChanged | SessionEnded | ClientMessage | TaskChanged
 
 _event_encoder = msgspec.json.Encoder()
 _event_decoder: msgspec.json.Decoder[BusEvent] = msgspec.json.Decoder(BusEvent)

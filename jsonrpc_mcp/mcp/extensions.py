@@ -193,6 +193,10 @@ class Extension:
 
     # --- negotiation ---------------------------------------------------------------------------------------
 
+    def use_backend(self, backend: Any) -> None:
+        """The server's workers share ``backend`` (a :class:`~jsonrpc_mcp.backends.Backend`): an extension that
+        keeps state moves it there. Nothing by default."""
+
     def defined_for(self, version: str | None) -> bool:
         """Is the extension defined at this protocol revision?"""
         return version in self.versions

@@ -326,8 +326,12 @@ class Server:
 
     def use_backend(self, backend: Backend | None) -> None:
         """Share notifications, ``requestState`` keys and single-use claims with the other workers through
-        ``backend`` (see :mod:`jsonrpc_mcp.backends`); the HTTP app given it runs it. ``None``: share nothing."""
+        ``backend`` (see :mod:`jsonrpc_mcp.backends`); the HTTP app given it runs it. ``None``: share nothing.
+        Each extension is told (:meth:`Extension.use_backend`): the tasks extension keeps its tasks there."""
         self.backend = backend
+        if backend is not None:
+            for extension in self._extensions.values():
+                extension.use_backend(backend)
 
     def add_middleware(self, middleware: Middleware) -> Middleware:
         """Add a middleware inside those already there (it sees what they pass on); usable as a decorator."""

@@ -186,7 +186,9 @@ class Tasks(Extension):
     the defaults; give your own to ``Server(extensions=[...])`` first to choose them).
 
     :param store: where tasks are kept (:class:`~jsonrpc_mcp.mcp.task_store.MemoryTaskStore` by default;
-        :class:`~jsonrpc_mcp.storage.sqlite_tasks.SqliteTaskStore` survives a restart).
+        :class:`~jsonrpc_mcp.storage.sqlite_tasks.SqliteTaskStore` survives a restart; served with a backend,
+        e.g. ``McpAsgiApp(backend="redis://...")``, the backend's store, shared by every worker, unless one is given
+        here).
     :param ttl: seconds a finished task (its result or error) is kept after it finished; then it is gone.
     :param poll_interval: seconds between two ``tasks/get`` the server suggests (``pollIntervalMs``).
     :param max_per_client: tasks one client may have kept at once (working, or finished and not yet expired); one
@@ -209,6 +211,7 @@ class Tasks(Extension):
             raise ValueError("ttl, poll_interval and max_per_client must be positive")
         super().__init__(EXTENSION_ID, versions=STATELESS_VERSIONS, result_types=["task"])
         self.store: TaskStore = store if store is not None else MemoryTaskStore()
+        self._chosen_store = store is not None
         self.ttl = ttl
         self.poll_interval = poll_interval
         self.max_per_client = max_per_client
@@ -221,6 +224,11 @@ class Tasks(Extension):
         self.method("tasks/update", params=_UpdateParams)(self._update)
         self.method("tasks/cancel", params=_TaskIdParams)(self._cancel)
         self.wrap("tools/call")(self._call_tool)
+
+    def use_backend(self, backend: Any) -> None:
+        """Keep the tasks in ``backend``'s store, shared by every worker, unless a store was chosen."""
+        if not self._chosen_store:
+            self.store = backend.task_store()
 
     def attach(self, server: Any) -> None:
         self.server = server

@@ -1,0 +1,182 @@
+"""Tasks (io.modelcontextprotocol/tasks) with several workers sharing a real Redis: a task that one worker runs is
+read, answered and cancelled through another (jsonrpc_mcp.backends.redis_tasks). Each worker is a uvicorn of its
+own on a loopback port (in a thread, with its own event loop and its own Server object, as separate processes
+would have); a task that waits does so until the test acts, never for a time."""
+
+from __future__ import annotations
+
+import itertools
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import anyio
+import anyio.to_thread
+import httpx
+import pytest
+from http_support import JSON_HEADERS, ServerThread, response_of
+from redis_support import prefix, redis_server, redis_url  # noqa: F401 (fixtures)
+
+from jsonrpc_mcp import Context, Server
+from jsonrpc_mcp.backends.redis import RedisBackend
+from jsonrpc_mcp.backends.redis_tasks import STOPPED_MESSAGE, RedisTaskStore
+from jsonrpc_mcp.mcp import task_state as ts
+from jsonrpc_mcp.tasks import MemoryTaskStore, Tasks
+from jsonrpc_mcp.transports.http_asgi import McpAsgiApp
+
+pytestmark = pytest.mark.anyio
+
+TIMEOUT = 20.0
+V5 = "2026-07-28"
+TASKS = "io.modelcontextprotocol/tasks"
+CAPS = {"elicitation": {}, "extensions": {TASKS: {}}}
+NAME = {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}
+_ids = itertools.count(1)
+
+
+def worker(started: threading.Event, stopped: threading.Event) -> Server:
+    server = Server("scaled-tasks", "1.0", extensions=[Tasks(poll_interval=0.1)])
+
+    @server.tool(task="optional")
+    async def wait(ctx: Context) -> str:
+        started.set()
+        try:
+            await anyio.sleep_forever()
+        finally:
+            stopped.set()
+        return "never"
+
+    @server.tool(task="optional")
+    async def ask_name(ctx: Context) -> str:
+        answer = await ctx.elicit("Your name?", NAME, key="name")
+        return f"Hello, {(answer.content or {}).get('name')}!"
+
+    return server
+
+
+class Workers:
+    def __init__(self, url: str, key_prefix: str) -> None:
+        self.started, self.stopped = threading.Event(), threading.Event()
+        self.servers = [worker(self.started, self.stopped) for _ in range(2)]
+        self.threads = [
+            ServerThread(McpAsgiApp(server, backend=RedisBackend(url, prefix=key_prefix))) for server in self.servers
+        ]
+
+    def stop(self) -> None:
+        for thread in self.threads:
+            thread.stop()
+
+    async def call(self, http: httpx.AsyncClient, i: int, method: str, params: dict[str, Any]) -> Any:
+        ident = next(_ids)
+        headers = {**JSON_HEADERS, "MCP-Protocol-Version": V5, "Mcp-Method": method}
+        name = params.get("name") or params.get("taskId")
+        if isinstance(name, str):
+            headers["Mcp-Name"] = name
+        meta = {"io.modelcontextprotocol/protocolVersion": V5, "io.modelcontextprotocol/clientCapabilities": CAPS}
+        body = {"jsonrpc": "2.0", "id": ident, "method": method, "params": {**params, "_meta": meta}}
+        reply = response_of(await http.post(self.threads[i].url, json=body, headers=headers), ident)
+        assert "result" in reply, reply
+        return reply["result"]
+
+    async def until(self, http: httpx.AsyncClient, i: int, task_id: str, status: str) -> Any:
+        """``tasks/get`` on worker ``i`` until the task has ``status`` (each answer a round trip)."""
+        with anyio.fail_after(TIMEOUT):
+            while True:
+                task = await self.call(http, i, "tasks/get", {"taskId": task_id})
+                if task["status"] == status:
+                    return task
+                assert task["status"] in ("working", "input_required"), task
+
+
+@pytest.fixture
+def workers(redis_url: str, prefix: str) -> Iterator[Workers]:  # noqa: F811
+    group = Workers(redis_url, prefix)
+    yield group
+    group.stop()
+
+
+@pytest.fixture
+async def http() -> Any:
+    async with httpx.AsyncClient(timeout=TIMEOUT) as client:
+        yield client
+
+
+def test_a_tasks_extension_given_no_store_keeps_its_tasks_in_the_backend(redis_url: str, prefix: str) -> None:  # noqa: F811
+    given, default = Tasks(MemoryTaskStore()), Tasks()
+    for tasks in (given, default):
+        McpAsgiApp(Server("s", "1", extensions=[tasks]), backend=RedisBackend(redis_url, prefix=prefix))
+    assert type(given.store) is MemoryTaskStore  # a store chosen is kept
+    assert type(default.store) is RedisTaskStore
+
+
+async def test_a_task_run_by_one_worker_is_cancelled_through_the_other(workers: Workers, http: Any) -> None:
+    created = await workers.call(http, 0, "tools/call", {"name": "wait", "arguments": {}})
+    task_id = created["taskId"]
+    assert created["resultType"] == "task"
+    assert await anyio.to_thread.run_sync(workers.started.wait, TIMEOUT)
+    assert (await workers.call(http, 1, "tasks/get", {"taskId": task_id}))["status"] == "working"
+    ack = await workers.call(http, 1, "tasks/cancel", {"taskId": task_id})
+    assert ack["resultType"] == "complete"
+    await workers.until(http, 1, task_id, "cancelled")
+    assert await anyio.to_thread.run_sync(workers.stopped.wait, TIMEOUT)  # the work itself stopped, on worker 0
+
+
+async def test_a_task_asks_on_one_worker_and_is_answered_through_the_other(workers: Workers, http: Any) -> None:
+    task_id = (await workers.call(http, 0, "tools/call", {"name": "ask_name", "arguments": {}}))["taskId"]
+    asking = await workers.until(http, 1, task_id, "input_required")
+    assert asking["inputRequests"]["name"]["params"]["message"] == "Your name?"
+    answer = {"action": "accept", "content": {"name": "Ada"}}
+    await workers.call(http, 1, "tasks/update", {"taskId": task_id, "inputResponses": {"name": answer}})
+    done = await workers.until(http, 1, task_id, "completed")
+    assert done["result"]["content"][0]["text"] == "Hello, Ada!"
+    assert (await workers.call(http, 0, "tasks/get", {"taskId": task_id}))["status"] == "completed"
+
+
+async def test_the_store_bounds_an_owner_across_workers_and_fails_the_tasks_of_a_worker_that_died(
+    redis_url: str,  # noqa: F811
+    prefix: str,  # noqa: F811
+) -> None:
+    async def scenario() -> None:  # redis-py's asyncio client: on an asyncio loop of its own
+        one, two = RedisBackend(redis_url, prefix=prefix), RedisBackend(redis_url, prefix=prefix)
+        first, second = one.task_store(), two.task_store()
+
+        async def deliver(event: Any) -> None:
+            pass
+
+        def record(task_id: str) -> ts.TaskRecord:
+            return ts.new_record(task_id, "alice", "tools/call", now=time.time(), ttl=60, poll_interval=1)
+
+        async with anyio.create_task_group() as tg:
+            await tg.start(one.run, deliver)
+            await tg.start(two.run, deliver)
+            assert await first.create(record("t1"), max_per_owner=1)
+            assert not await second.create(record("t2"), max_per_owner=1)  # alice has one task kept already
+            assert await second.get("t2") is None
+            assert (await second.get("t1")).status == "working"  # type: ignore[union-attr]
+
+            seen = (await first.get("t1")).version  # type: ignore[union-attr]
+            woken = anyio.Event()
+
+            async def waits() -> None:
+                changed = await first.wait("t1", seen, TIMEOUT)  # on the first worker, told through the bus
+                assert changed is not None and changed.cancel_requested
+                woken.set()
+
+            tg.start_soon(waits)
+            await second.modify("t1", lambda r: ts.request_cancel(r, time.time()))
+            with anyio.fail_after(TIMEOUT):
+                await woken.wait()
+
+            await first.aclose()  # the first worker is gone: its lease lapses (here at once)
+            await one.client.delete(f"{prefix}:runner:{first.runner}")
+            failed = await second.get("t1")
+            assert failed is not None and failed.status == "failed"
+            assert failed.status_message == STOPPED_MESSAGE
+            assert await second.create(record("t3"), max_per_owner=2)  # a failed task counts until it expires
+            assert not await second.create(record("t4"), max_per_owner=2)
+            tg.cancel_scope.cancel()
+        await one.aclose()
+        await two.aclose()
+
+    await anyio.to_thread.run_sync(lambda: anyio.run(scenario, backend="asyncio"))
