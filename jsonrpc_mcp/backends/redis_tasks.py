@@ -32,7 +32,6 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final
 
-import anyio
 import msgspec
 
 from ..jsonrpc.codes import INTERNAL_ERROR
@@ -151,16 +150,7 @@ class RedisTaskStore:
         return record  # type: ignore[no-any-return]
 
     async def wait(self, task_id: str, after_version: int, timeout: float) -> TaskRecord | None:
-        event = self._signals.listen(task_id)  # (first: a change told while the record is read still wakes it)
-        try:
-            record = await self.get(task_id)
-            if record is None or record.version > after_version:
-                return record
-            with anyio.move_on_after(timeout):
-                await event.wait()
-        finally:
-            self._signals.forget(task_id, event)
-        return await self.get(task_id)
+        return await self._signals.wait(lambda: self.get(task_id), task_id, after_version, timeout)
 
     async def aclose(self) -> None:
         """Stop listening and let this worker's lease lapse (its tasks still running read as failed after it)."""

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import heapq
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Protocol, runtime_checkable
 
 import anyio
@@ -67,8 +67,8 @@ class TaskStore(Protocol):
 
 
 class ChangeSignals:
-    """Who waits for which task to change, in this process: what :meth:`TaskStore.wait` needs of a store whose
-    changes are all made here (in memory, or a file one process owns)."""
+    """Who waits for which task to change, in this process: what :meth:`TaskStore.wait` needs of a store that
+    hears of every change (made here: in memory, or a file one process owns; or told by the other workers)."""
 
     def __init__(self) -> None:
         self._waiters: dict[str, list[anyio.Event]] = {}
@@ -95,6 +95,22 @@ class ChangeSignals:
             for event in events:
                 event.set()
         self._waiters.clear()
+
+    async def wait(
+        self, read: Callable[[], Awaitable[TaskRecord | None]], task_id: str, after_version: int, timeout: float
+    ) -> TaskRecord | None:
+        """:meth:`TaskStore.wait` for a store that calls :meth:`changed` at each change (``read`` reads the
+        record): listening starts before the first read, so a change made meanwhile still wakes it."""
+        event = self.listen(task_id)
+        try:
+            record = await read()
+            if record is None or record.version > after_version:
+                return record
+            with anyio.move_on_after(timeout):
+                await event.wait()
+        finally:
+            self.forget(task_id, event)
+        return await read()
 
 
 class MemoryTaskStore:

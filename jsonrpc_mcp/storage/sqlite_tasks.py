@@ -98,16 +98,7 @@ class SqliteTaskStore:
         return record
 
     async def wait(self, task_id: str, after_version: int, timeout: float) -> TaskRecord | None:
-        event = self._signals.listen(task_id)  # (first: a change made while the record is read still wakes it)
-        try:
-            record = await self.get(task_id)
-            if record is None or record.version > after_version:
-                return record
-            with anyio.move_on_after(timeout):
-                await event.wait()
-        finally:
-            self._signals.forget(task_id, event)
-        return await self.get(task_id)
+        return await self._signals.wait(lambda: self.get(task_id), task_id, after_version, timeout)
 
     async def aclose(self) -> None:
         self._signals.release_all()
