@@ -23,7 +23,7 @@ from http_support import collect_garbage as collect_garbage
 
 from jsonrpc_mcp import Client, RpcError, Server, types
 from jsonrpc_mcp.cli import load_app
-from jsonrpc_mcp.errors import MethodNotFound
+from jsonrpc_mcp.errors import MethodNotFound, RequestTimeout
 from jsonrpc_mcp.tasks import ClientTasks, TaskCancelled
 from jsonrpc_mcp.transports.http_asgi import McpAsgiApp
 
@@ -129,6 +129,20 @@ async def test_a_call_cancelled_while_it_waits_cancels_its_task(transport: str, 
             with pytest.raises(TaskCancelled) as raised:
                 await client.task(task_ids[0]).wait()
     assert raised.value.task_id == task_ids[0]
+
+
+async def test_a_task_followed_past_the_clients_max_total_timeout_is_cancelled(http_app: ServerThread) -> None:
+    task_ids: list[str] = []
+
+    def progress(done: float, total: float | None, message: str | None) -> None:
+        if message and message.startswith("task "):
+            task_ids.append(message.removeprefix("task "))
+
+    async with Client.connect_http(http_app.url, extensions=[ClientTasks()], max_total_timeout=1.0) as client:
+        with pytest.raises(RequestTimeout, match="did not end within 1 s"):
+            await client.call_tool("announce", {"key": key()}, progress=progress)
+        with pytest.raises(TaskCancelled):
+            await client.task(task_ids[0]).wait(timeout=TIMEOUT)
 
 
 @TRANSPORTS

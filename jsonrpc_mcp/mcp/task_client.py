@@ -6,7 +6,9 @@ Two ways to use it:
   tool the server runs as a task is followed to its end by :meth:`~ClientSession.call_tool` itself — polled at
   the interval the server suggests, its input requests answered with the client's own handlers (elicitation,
   sampling, roots), its progress given to the call's ``progress`` callback — which then returns the tool's result
-  as if the server had answered with it. A call cancelled while it waits cancels the task (``tasks/cancel``).
+  as if the server had answered with it. A call cancelled while it waits cancels the task (``tasks/cancel``), and
+  so does one that waits longer than the client's ``max_total_timeout`` (it raises
+  :class:`~jsonrpc_mcp.errors.RequestTimeout`).
 * **With the task in hand**: :meth:`~ClientSession.start_tool_task` declares the extension for that call and
   returns a :class:`TaskHandle` at once (the server may also answer at once: the handle is then done already).
   Its id can be kept, and :meth:`~ClientSession.task` follows it again later, from another connection or process.
@@ -24,7 +26,7 @@ from typing import TYPE_CHECKING, Any, Final
 import anyio
 import msgspec
 
-from ..errors import ProtocolViolation, error_for_code
+from ..errors import ProtocolViolation, RequestTimeout, error_for_code
 from .extensions import Extension, ExtensionResult
 from .task_state import EXTENSION_ID, TERMINAL
 from .versions import STATELESS_VERSIONS
@@ -65,8 +67,14 @@ class ClientTasks(Extension):
 
     async def _follow(self, answer: ExtensionResult) -> dict[str, Any]:
         handle = TaskHandle(answer.session, answer.result, method=answer.method)
+        limit = answer.session.max_total_timeout
         try:
-            return await handle.outcome(progress=answer.progress)
+            return await handle.outcome(progress=answer.progress, timeout=limit)
+        except TimeoutError:
+            if self.cancel_abandoned:
+                await handle.abandon()
+            waited = f"{limit:g} s (the client's max_total_timeout)"
+            raise RequestTimeout(f"{answer.method}: task {handle.task_id} did not end within {waited}") from None
         except BaseException:
             if self.cancel_abandoned and not handle.done:
                 await handle.abandon()
