@@ -12,7 +12,9 @@ What it records, on the middleware of the server and the client and on what a se
   ``{mcp.method.name} {target}`` (the tool of ``tools/call``, the prompt of ``prompts/get``), with
   ``mcp.method.name``, ``mcp.protocol.version``, ``mcp.session.id`` (Streamable HTTP), ``jsonrpc.request.id``,
   ``gen_ai.operation.name`` = ``execute_tool`` and ``gen_ai.tool.name`` (``tools/call``), ``gen_ai.prompt.name``
-  (``prompts/get``), ``mcp.resource.uri`` (the ``resources/*`` methods that name one);
+  (``prompts/get``), ``mcp.resource.uri`` (the ``resources/*`` methods that name one), and what carries the message
+  as its stream knows it (``network.transport``, ``network.protocol.name``, the peer's ``server.address`` and
+  ``server.port`` or ``client.address`` and ``client.port``);
 * the outcome, the span's status ERROR with ``error.type`` = a JSON-RPC error's code (and
   ``rpc.response.status_code``, the status's description its message), ``tool_error`` for a tool result with
   ``isError``, ``-32603`` for a handler's unexpected exception (what the peer gets; the exception is a span
@@ -43,6 +45,7 @@ from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapProp
 
 from .errors import ConnectionClosed, RequestTimeout, RpcError
 from .jsonrpc.codes import INTERNAL_ERROR
+from .jsonrpc.streams import Network
 from .jsonrpc.wire import RequestId
 from .mcp import types as t
 from .mcp.middleware import CallNext, ClientMessage, Message, is_awaitable
@@ -60,8 +63,9 @@ CARRIER_KEYS: Final = ("traceparent", "tracestate", "baggage")
 _RESOURCE_METHODS: Final = frozenset(
     {"resources/read", "resources/subscribe", "resources/unsubscribe", "notifications/resources/updated"}
 )
-#: What the duration histograms are broken down by (the span's other attributes have too many values).
-_METRIC_KEYS: Final = (
+#: What the duration histograms are broken down by (the span's other attributes have too many values): the
+#: receiver's by these, the sender's by the server's address too.
+_SERVER_METRIC_KEYS: Final = (
     "mcp.method.name",
     "mcp.protocol.version",
     "gen_ai.operation.name",
@@ -69,7 +73,10 @@ _METRIC_KEYS: Final = (
     "gen_ai.prompt.name",
     "error.type",
     "rpc.response.status_code",
+    "network.transport",
+    "network.protocol.name",
 )
+_CLIENT_METRIC_KEYS: Final = (*_SERVER_METRIC_KEYS, "server.address", "server.port")
 _SCOPE: Final = "jsonrpc_mcp"
 #: The errors of a request sent that never come from the peer: its own code is not what went over the wire.
 _LOCAL_ONLY: Final = (RequestTimeout, ConnectionClosed)
@@ -122,7 +129,10 @@ class Tracing:
         def settled() -> tuple[str | None, str | None]:
             return message.version, session.dispatcher.stream.session_id
 
-        return self._received(message.method, message.params, message.request_id, settled).run(call_next, message)
+        network = session.dispatcher.stream.network
+        return self._received(message.method, message.params, message.request_id, network, settled).run(
+            call_next, message
+        )
 
     async def server_sends(
         self,
@@ -138,7 +148,7 @@ class Tracing:
         def settled() -> tuple[str | None, str | None]:
             return session.version, session.dispatcher.stream.session_id
 
-        operation, params = self._sending(method, params, request_id, settled)
+        operation, params = self._sending(method, params, request_id, session.dispatcher.stream.network, settled)
         return await operation.later(send(params))
 
     # --- a client --------------------------------------------------------------------------------------------
@@ -149,19 +159,25 @@ class Tracing:
         def settled() -> tuple[str | None, str | None]:
             return session.protocol_version, session.stream.session_id
 
+        method, params, request_id, network = message.method, message.params, message.request_id, session.stream.network
         if message.direction == "incoming":
-            operation = self._received(message.method, message.params, message.request_id, settled)
+            operation = self._received(method, params, request_id, network, settled)
         else:
-            operation, message.params = self._sending(message.method, message.params, message.request_id, settled)
+            operation, message.params = self._sending(method, params, request_id, network, settled)
         return operation.run(call_next, message)
 
     # --- both ------------------------------------------------------------------------------------------------
 
     def _received(
-        self, method: str, params: Any, request_id: RequestId | None, settled: Callable[[], tuple[Any, Any]]
+        self,
+        method: str,
+        params: Any,
+        request_id: RequestId | None,
+        network: Network,
+        settled: Callable[[], tuple[Any, Any]],
     ) -> _Operation:
         """A SERVER span for a message received, its parent the trace context in its ``_meta``."""
-        name, attributes = _describe(method, params, request_id)
+        name, attributes = _describe(method, params, request_id, network)
         parent = None
         links = None
         meta = params.get("_meta") if isinstance(params, dict) else None
@@ -174,24 +190,31 @@ class Tracing:
                     links = [Link(ambient)]  # the parent came from the message: the span it arrived in is linked
         span = self.tracer.start_span(name, parent, kind=SpanKind.SERVER, attributes=attributes, links=links)
         context = trace.set_span_in_context(span, parent)
-        return _Operation(span, context, attributes, self.server_duration, settled, request_id is not None)
+        return _Operation(
+            span, context, attributes, self.server_duration, _SERVER_METRIC_KEYS, settled, request_id is not None
+        )
 
     def _sending(
-        self, method: str, params: Any, request_id: RequestId | None, settled: Callable[[], tuple[Any, Any]]
+        self,
+        method: str,
+        params: Any,
+        request_id: RequestId | None,
+        network: Network,
+        settled: Callable[[], tuple[Any, Any]],
     ) -> tuple[_Operation, Any]:
         """A CLIENT span for a message sent, and its params with the span's trace context in ``_meta``."""
-        name, attributes = _describe(method, params, request_id)
+        name, attributes = _describe(method, params, request_id, network)
         span = self.tracer.start_span(name, kind=SpanKind.CLIENT, attributes=attributes)
         context = trace.set_span_in_context(span)
         carrier: dict[str, str] = {}
         self.propagator.inject(carrier, context)
-        operation = _Operation(span, context, attributes, self.client_duration, settled)
+        operation = _Operation(span, context, attributes, self.client_duration, _CLIENT_METRIC_KEYS, settled)
         return operation, _with_meta(params, carrier) if carrier else params
 
 
-def _describe(method: str, params: Any, request_id: RequestId | None) -> tuple[str, dict[str, Any]]:
-    """A message's span name and the attributes its method, params and id give."""
-    attributes: dict[str, Any] = {"mcp.method.name": method}
+def _describe(method: str, params: Any, request_id: RequestId | None, network: Network) -> tuple[str, dict[str, Any]]:
+    """A message's span name and the attributes its method, params and id, and what carries it, give."""
+    attributes: dict[str, Any] = {"mcp.method.name": method, **network}
     target = None
     if method == "tools/call":
         attributes["gen_ai.operation.name"] = "execute_tool"
@@ -223,7 +246,7 @@ def _with_meta(params: Any, carrier: Mapping[str, str]) -> dict[str, Any]:
 class _Operation:
     """One message's span: current while its handling runs, ended with its outcome, its duration recorded."""
 
-    __slots__ = ("answered", "attributes", "context", "histogram", "settled", "span", "started")
+    __slots__ = ("answered", "attributes", "context", "histogram", "metric_keys", "settled", "span", "started")
 
     def __init__(
         self,
@@ -231,6 +254,7 @@ class _Operation:
         context: otel_context.Context,
         attributes: dict[str, Any],
         histogram: metrics.Histogram,
+        metric_keys: tuple[str, ...],
         settled: Callable[[], tuple[Any, Any]],
         answered: bool = False,
     ) -> None:
@@ -240,6 +264,7 @@ class _Operation:
         self.context = context
         self.attributes = attributes
         self.histogram = histogram
+        self.metric_keys = metric_keys
         self.settled = settled  #: () -> (protocol version, session id), read at the end (initialize settles them)
         self.started = time.perf_counter()
 
@@ -317,7 +342,7 @@ class _Operation:
             self.span.set_attribute("mcp.session.id", session_id)
         self.span.end()
         self.histogram.record(
-            time.perf_counter() - self.started, {key: attributes[key] for key in _METRIC_KEYS if key in attributes}
+            time.perf_counter() - self.started, {key: attributes[key] for key in self.metric_keys if key in attributes}
         )
 
 

@@ -5,8 +5,11 @@ the outcome on the span (isError, JSON-RPC errors), the duration metrics, and wh
 from __future__ import annotations
 
 import json
+import os
+import shutil
 import subprocess
 import sys
+import tempfile
 import textwrap
 from pathlib import Path
 from typing import Any
@@ -28,6 +31,7 @@ from jsonrpc_mcp import types as t
 from jsonrpc_mcp.errors import InvalidParams, RequestTimeout
 from jsonrpc_mcp.otel import Tracing
 from jsonrpc_mcp.transports.http_asgi import McpAsgiApp
+from jsonrpc_mcp.transports.socket import serve_tcp, serve_unix
 
 pytestmark = pytest.mark.anyio
 
@@ -444,6 +448,8 @@ async def test_over_stdio_a_server_with_the_global_sdk_configured_joins_the_clie
         assert got["parent_id"] == f"0x{sent.context.span_id:016x}"
         assert got["attributes"]["gen_ai.tool.name"] == tool
         assert got["attributes"]["mcp.protocol.version"] == version
+        assert got["attributes"]["network.transport"] == "pipe"
+        assert sent.attributes is not None and sent.attributes["network.transport"] == "pipe"
         inside = by_name[(f"{tool} inside", "SpanKind.INTERNAL")]
         assert inside["parent_id"] == got["context"]["span_id"]
 
@@ -464,8 +470,13 @@ async def test_over_streamable_http_the_spans_join_and_carry_the_session_id(vers
         sent, got = assert_joined(client_side, server_side, f"tools/call {tool}")
         inside = server_side.span(f"{tool} inside")
         assert inside.parent is not None and inside.parent.span_id == got.context.span_id
+        assert sent.attributes is not None and got.attributes is not None
+        assert sent.attributes["server.address"] == "127.0.0.1"
+        assert sent.attributes["server.port"] == thread.port
         for span in (sent, got):
             assert span.attributes is not None
+            assert span.attributes["network.transport"] == "tcp"
+            assert span.attributes["network.protocol.name"] == "http"
             if version < "2026":
                 assert isinstance(session_id, str)
                 assert span.attributes["mcp.session.id"] == session_id
@@ -474,6 +485,52 @@ async def test_over_streamable_http_the_spans_join_and_carry_the_session_id(vers
     if version < "2026":
         for span in assert_joined(client_side, server_side, "initialize"):
             assert span.attributes is not None and span.attributes["mcp.session.id"] == session_id
+    sent_metric = client_side.durations("mcp.client.operation.duration")
+    assert {(p["network.transport"], p["network.protocol.name"], p["server.address"]) for p in sent_metric} == {
+        ("tcp", "http", "127.0.0.1")
+    }
+    assert {p["server.port"] for p in sent_metric} == {thread.port}
+    received_metric = server_side.durations("mcp.server.operation.duration")
+    assert {(p["network.transport"], p["network.protocol.name"]) for p in received_metric} == {("tcp", "http")}
+    assert not any("server.address" in p or "client.address" in p for p in received_metric)
+
+
+@pytest.mark.parametrize("kind", ["tcp", "unix"])
+async def test_over_sockets_the_spans_name_the_transport_and_the_peer(kind: str) -> None:
+    client_side, server_side = Recorded(), Recorded()
+    server = traced_server(server_side)
+    directory = tempfile.mkdtemp(prefix="mcp-")  # short: AF_UNIX paths are limited to ~100 bytes
+    path = os.path.join(directory, "s.sock")
+    port = None
+    try:
+        async with anyio.create_task_group() as tg:
+            options: dict[str, Any] = {"tracing": client_side.tracing, "protocol_version": "2025-11-25"}
+            if kind == "tcp":
+                port = await tg.start(lambda task_status: serve_tcp(server, port=0, task_status=task_status))
+                connect = Client.connect_tcp("127.0.0.1", port, **options)
+            else:
+                await tg.start(lambda task_status: serve_unix(server, path, task_status=task_status))
+                connect = Client.connect_unix(path, **options)
+            async with connect as client:
+                assert (await client.call_tool("add", {"a": 1, "b": 2})).structured_content == {"result": 3}
+            tg.cancel_scope.cancel()
+    finally:
+        shutil.rmtree(directory, ignore_errors=True)
+    sent, got = assert_joined(client_side, server_side, "tools/call add")
+    assert sent.attributes is not None and got.attributes is not None
+    assert sent.attributes["network.transport"] == got.attributes["network.transport"] == kind
+    if kind == "tcp":
+        assert (sent.attributes["server.address"], sent.attributes["server.port"]) == ("127.0.0.1", port)
+        assert got.attributes["client.address"] == "127.0.0.1"
+        client_port = got.attributes["client.port"]
+        assert isinstance(client_port, int) and client_port not in (0, port)
+    else:
+        assert sent.attributes["server.address"] == path
+        assert "client.address" not in got.attributes  # (a client's end of a Unix socket has no name)
+    assert "client.address" not in sent.attributes and "server.address" not in got.attributes
+    received_metric = server_side.durations("mcp.server.operation.duration")
+    assert {p["network.transport"] for p in received_metric} == {kind}
+    assert not any("client.address" in p or "client.port" in p for p in received_metric)
 
 
 # --- turned on, turned off, not installed --------------------------------------------------------------------

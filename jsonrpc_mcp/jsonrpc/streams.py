@@ -16,19 +16,26 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
+from types import MappingProxyType
 from typing import Final
 
 import msgspec
 
 from .wire import RequestId
 
-__all__ = ("MessageStream", "Outgoing", "RESPONSE", "NOTIFICATION", "REQUEST")
+__all__ = ("MessageStream", "Outgoing", "RESPONSE", "NOTIFICATION", "REQUEST", "Network", "NO_NETWORK")
 
 #: What an outgoing frame is: an answer (a response, an error response, or a batch of them), a notification, or a
 #: request of ours.
 RESPONSE: Final = 0
 NOTIFICATION: Final = 1
 REQUEST: Final = 2
+
+#: What carries the frames of a stream, under the names of OpenTelemetry's general attributes
+#: (``network.transport``: ``"pipe"``, ``"tcp"`` or ``"unix"``; ``network.protocol.name``; the peer's address as
+#: ``server.address``/``server.port`` on a client, ``client.address``/``client.port`` on a server).
+Network = Mapping[str, str | int]
+NO_NETWORK: Final[Network] = MappingProxyType({})
 
 
 class Outgoing(msgspec.Struct, frozen=True, gc=False):
@@ -48,6 +55,8 @@ class MessageStream(ABC):
     gathers_replies: bool = True
     #: The transport's session id (a Streamable HTTP ``Mcp-Session-Id``), where the transport has one.
     session_id: str | None = None
+    #: What carries the frames (:data:`Network`), for the tracing to record; empty in memory.
+    network: Network = NO_NETWORK
 
     @abstractmethod
     async def receive(self) -> Sequence[bytes]:

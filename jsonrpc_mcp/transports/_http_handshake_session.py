@@ -31,7 +31,7 @@ from ..jsonrpc.wire import Request, RequestId
 from ..mcp.bus import SessionRecord
 from ..mcp.eras import Call
 from ..mcp.session import ServerSession
-from ._http_io import HeaderList, Headers
+from ._http_io import HTTP_NETWORK, HeaderList, Headers
 from ._http_outlet import FINAL, OTHER, RESPONSE, Feed, Outlet
 from .events import EventStore, InMemoryEventStore
 
@@ -62,6 +62,7 @@ class SessionStream(MessageStream):
     """Where a session's dispatcher writes: each frame goes to the outlet it belongs to."""
 
     gathers_replies = False  # every answer goes to its own POST: nothing to gain by waiting for others
+    network = HTTP_NETWORK
 
     def __init__(self, owner: HttpSession) -> None:
         self.owner = owner

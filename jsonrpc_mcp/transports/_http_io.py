@@ -8,12 +8,14 @@ read) and says what was wrong in a sentence; never a traceback, a path or a secr
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Iterable, MutableMapping
+from types import MappingProxyType
 from typing import Any, Final
 
 import anyio
 
 from ..errors import Unavailable
 from ..jsonrpc import codes
+from ..jsonrpc.streams import Network
 from ..jsonrpc.wire import RequestId, encode_error
 
 __all__ = (
@@ -34,7 +36,11 @@ __all__ = (
     "accepts",
     "accepts_json_and_sse",
     "is_json_content",
+    "HTTP_NETWORK",
 )
+
+#: What carries a Streamable HTTP server's frames (:data:`~jsonrpc_mcp.jsonrpc.streams.Network`).
+HTTP_NETWORK: Final[Network] = MappingProxyType({"network.transport": "tcp", "network.protocol.name": "http"})
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]

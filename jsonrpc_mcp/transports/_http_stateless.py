@@ -29,7 +29,7 @@ from ..jsonrpc.streams import NOTIFICATION, RESPONSE, MessageStream, Outgoing
 from ..jsonrpc.wire import RequestId
 from ..mcp.eras import Call
 from ..mcp.session import ServerApp, ServerSession
-from ._http_io import Headers, Receive, Send, send_bytes
+from ._http_io import HTTP_NETWORK, Headers, Receive, Send, send_bytes
 from ._http_outlet import FINAL, OTHER, Outlet, Preference, respond
 
 __all__ = ("serve_alone", "status_of")
@@ -59,6 +59,7 @@ class _OneRequestStream(MessageStream):
     """The session's stream for one stateless request: its notifications and response go to one outlet."""
 
     gathers_replies = False
+    network = HTTP_NETWORK
 
     def __init__(self, request_id: RequestId, buffer: int, headers: Headers) -> None:
         self.request_id = request_id

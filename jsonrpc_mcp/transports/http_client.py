@@ -41,6 +41,7 @@ import logging
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any, Final
+from urllib.parse import urlsplit
 
 import anyio
 import anyio.abc
@@ -49,7 +50,7 @@ from msgspec import UNSET
 
 from ..errors import AuthorizationError, MissingExtra, RpcError
 from ..jsonrpc import codes
-from ..jsonrpc.streams import MessageStream, Outgoing
+from ..jsonrpc.streams import MessageStream, Network, Outgoing
 from ..jsonrpc.wire import RequestId, decode_frame, encode_error, is_batch
 from ..mcp._groups import unwrap_group
 from ..mcp.headers import param_headers, standard_headers
@@ -128,6 +129,19 @@ def _response_id(frame: bytes) -> RequestId | None:
     return env.id if isinstance(env.id, str | int) else None
 
 
+def _network(url: str) -> Network:
+    """What carries the frames to ``url``: HTTP over TCP, to its host and port (the scheme's own if it names none)."""
+    parts = urlsplit(url)
+    network: dict[str, str | int] = {"network.transport": "tcp", "network.protocol.name": "http"}
+    if parts.hostname:
+        network["server.address"] = parts.hostname
+        try:
+            network["server.port"] = parts.port or (443 if parts.scheme.lower() == "https" else 80)
+        except ValueError:  # a port that is not a number: the request fails, and says so, on its own
+            pass
+    return network
+
+
 class HttpClientStream(MessageStream):
     """The client's end of a Streamable HTTP connection. Create it with :func:`connect_http`."""
 
@@ -157,6 +171,7 @@ class HttpClientStream(MessageStream):
         self.get_stream_wait = get_stream_wait
         self.session_id: str | None = None
         self.protocol_version: str | None = None
+        self.network = _network(url)
         #: tool name -> {property path: x-mcp-header name}; filled by ``Client.list_tools`` (SEP-2243).
         self.tool_headers: dict[str, dict[tuple[str, ...], str]] = {}
         self._tg = task_group

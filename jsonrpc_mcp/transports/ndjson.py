@@ -10,29 +10,53 @@ import abc
 import errno
 import os
 import select
+import socket
 import stat
 from collections.abc import Sequence
+from types import MappingProxyType
+from typing import Any, Final, Literal
 
 import anyio
 import anyio.abc
 import anyio.lowlevel
 import anyio.to_thread
 
-from ..jsonrpc.streams import MessageStream, Outgoing
+from ..jsonrpc.streams import MessageStream, Network, Outgoing
 from .framing import DEFAULT_MAX_FRAME, LineFramer
 
-__all__ = ("NdjsonStream", "FdByteStream", "BlockingByteStream")
+__all__ = ("NdjsonStream", "FdByteStream", "BlockingByteStream", "PIPE", "socket_network")
 
 _CHUNK = 256 * 1024
 _GONE = frozenset({errno.EBADF, errno.EIO, errno.ECONNRESET, errno.ENOTCONN, errno.ETIMEDOUT})  # a read's end
 
 
-class NdjsonStream(MessageStream):
-    """NDJSON frames over an anyio byte stream (or anything with ``receive``/``send``/``aclose``)."""
+#: What carries stdio's frames, and a server process's (:data:`~jsonrpc_mcp.jsonrpc.streams.Network`).
+PIPE: Final[Network] = MappingProxyType({"network.transport": "pipe"})
 
-    def __init__(self, byte_stream: anyio.abc.ByteStream, *, max_frame: int = DEFAULT_MAX_FRAME) -> None:
+
+def socket_network(family: int, address: Any, *, peer: Literal["server", "client"]) -> Network:
+    """What carries a socket's frames: ``tcp`` and the peer's host and port, or ``unix`` and its path where it has
+    one (``peer``: what the other end is, ``"server"`` on a client, ``"client"`` on a server)."""
+    if family == socket.AF_UNIX:
+        if isinstance(address, str) and address:
+            return {"network.transport": "unix", f"{peer}.address": address}
+        return {"network.transport": "unix"}
+    if isinstance(address, tuple) and len(address) >= 2:
+        return {"network.transport": "tcp", f"{peer}.address": str(address[0]), f"{peer}.port": int(address[1])}
+    return {"network.transport": "tcp"}
+
+
+class NdjsonStream(MessageStream):
+    """NDJSON frames over an anyio byte stream (or anything with ``receive``/``send``/``aclose``); ``network``:
+    what carries them, where it is known."""
+
+    def __init__(
+        self, byte_stream: anyio.abc.ByteStream, *, max_frame: int = DEFAULT_MAX_FRAME, network: Network | None = None
+    ) -> None:
         self._bytes = byte_stream
         self._framer = LineFramer(max_frame)
+        if network is not None:
+            self.network = network
 
     async def receive(self) -> Sequence[bytes]:
         while True:

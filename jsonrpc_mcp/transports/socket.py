@@ -15,7 +15,7 @@ import anyio
 import anyio.abc
 
 from .framing import DEFAULT_MAX_FRAME
-from .ndjson import FdByteStream, NdjsonStream
+from .ndjson import FdByteStream, NdjsonStream, socket_network
 
 if TYPE_CHECKING:
     from ..mcp.server import Server
@@ -35,9 +35,13 @@ async def serve_listener(
     """Accept connections forever; each gets its own session. A failing connection never affects the others."""
 
     async def handle(conn: anyio.abc.ByteStream) -> None:
+        family = conn.extra(anyio.abc.SocketAttribute.family, None)
+        network = None
+        if family is not None:
+            network = socket_network(family, conn.extra(anyio.abc.SocketAttribute.remote_address), peer="client")
         async with conn:
             try:
-                await server.serve(NdjsonStream(conn, max_frame=max_frame))
+                await server.serve(NdjsonStream(conn, max_frame=max_frame, network=network))
             except Exception:
                 logger.exception("connection ended with an error")
 
@@ -113,11 +117,12 @@ async def _serve_sockets(
     stdio), not through the event loop's stream transport: no protocol object, buffer copy or future per read.
     """
 
-    async def handle(conn: socket.socket) -> None:
+    async def handle(conn: socket.socket, address: Any) -> None:
+        network = socket_network(conn.family, address, peer="client")
         fd = conn.detach()  # the stream owns the descriptor from now on, and closes it
         stream = FdByteStream(fd, fd, close_fds=True)
         try:
-            await server.serve(NdjsonStream(stream, max_frame=max_frame), **limits)
+            await server.serve(NdjsonStream(stream, max_frame=max_frame, network=network), **limits)
         except Exception:
             logger.exception("connection ended with an error")
         finally:
@@ -128,7 +133,7 @@ async def _serve_sockets(
         while True:
             await anyio.wait_readable(sock)
             try:
-                conn, _ = sock.accept()
+                conn, address = sock.accept()
             except (BlockingIOError, InterruptedError, ConnectionAbortedError):
                 continue  # another accept took it, or the peer gave up before we got to it
             except OSError as exc:
@@ -141,7 +146,7 @@ async def _serve_sockets(
             conn.setblocking(False)
             if tcp:
                 conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            tg.start_soon(handle, conn)
+            tg.start_soon(handle, conn, address)
 
     async with anyio.create_task_group() as tg:
         for sock in socks:
@@ -162,12 +167,14 @@ def _remove_stale_socket(path: str) -> None:
 @asynccontextmanager
 async def connect_tcp(host: str, port: int, *, max_frame: int = DEFAULT_MAX_FRAME) -> AsyncIterator[NdjsonStream]:
     stream = await anyio.connect_tcp(host, port)
+    family = stream.extra(anyio.abc.SocketAttribute.family)
+    network = socket_network(family, (host, port), peer="server")  # (the host as given, not the address it named)
     async with stream:
-        yield NdjsonStream(stream, max_frame=max_frame)
+        yield NdjsonStream(stream, max_frame=max_frame, network=network)
 
 
 @asynccontextmanager
 async def connect_unix(path: str, *, max_frame: int = DEFAULT_MAX_FRAME) -> AsyncIterator[NdjsonStream]:
     stream = await anyio.connect_unix(path)
     async with stream:
-        yield NdjsonStream(stream, max_frame=max_frame)
+        yield NdjsonStream(stream, max_frame=max_frame, network=socket_network(socket.AF_UNIX, path, peer="server"))

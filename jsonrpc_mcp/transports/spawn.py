@@ -22,7 +22,7 @@ import anyio.to_thread
 from anyio.streams.stapled import StapledByteStream
 
 from .framing import DEFAULT_MAX_FRAME
-from .ndjson import NdjsonStream
+from .ndjson import PIPE, NdjsonStream
 from .pipes import ThreadedPipeStream
 
 __all__ = ("spawn", "ProcessStream", "DEFAULT_ENV_VARS", "default_environment")
@@ -101,7 +101,7 @@ class ProcessStream(NdjsonStream):
     """The message stream of a server process started by :func:`spawn`; it can say how the process ended."""
 
     def __init__(self, child: _Child, *, max_frame: int) -> None:
-        super().__init__(child.pipes, max_frame=max_frame)
+        super().__init__(child.pipes, max_frame=max_frame, network=PIPE)
         self._child = child
         self._output_ended = False
 

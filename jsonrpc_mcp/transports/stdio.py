@@ -18,7 +18,7 @@ import anyio
 from ..jsonrpc.streams import Outgoing
 from ._run import run
 from .framing import DEFAULT_MAX_FRAME
-from .ndjson import NdjsonStream
+from .ndjson import PIPE, NdjsonStream
 from .pipes import pipe_byte_stream
 from .spawn import DEFAULT_ENV_VARS, ProcessStream, default_environment, spawn
 
@@ -41,7 +41,7 @@ logger = logging.getLogger(__name__)
 
 def stdio_stream(*, max_frame: int = DEFAULT_MAX_FRAME) -> NdjsonStream:
     """This process's stdin/stdout as a message stream."""
-    return NdjsonStream(pipe_byte_stream(sys.stdin.fileno(), sys.stdout.fileno()), max_frame=max_frame)
+    return NdjsonStream(pipe_byte_stream(sys.stdin.fileno(), sys.stdout.fileno()), max_frame=max_frame, network=PIPE)
 
 
 async def serve_stdio(server: Server, *, max_frame: int = DEFAULT_MAX_FRAME) -> None:
