@@ -317,3 +317,30 @@ async def test_while_redis_is_away_requests_get_503_and_service_returns_with_it(
         assert "unix:" in down[0].getMessage()
     finally:
         group.stop()
+
+
+# --- bursts -----------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])  # (redis-py's asyncio client)
+async def test_a_burst_of_commands_waits_for_the_backends_connections_instead_of_failing(
+    own_redis: RedisProcess,  # noqa: F811
+) -> None:
+    backend = RedisBackend(own_redis.url, max_connections=4)
+    record = b'{"version":"2025-11-25"}'
+    burst = 300  # (redis-py's own pool holds 100 connections at most by default, and fails past them)
+    try:
+        await backend.save_session("s", record, 60.0, changed=False)
+        found: list[bytes | None] = []
+
+        async def load() -> None:
+            found.append(await backend.load_session("s", 60.0))
+
+        with anyio.fail_after(TIMEOUT):
+            async with anyio.create_task_group() as tg:
+                for _ in range(burst):
+                    tg.start_soon(load)
+        assert found == [record] * burst
+        assert len(await backend.client.client_list()) <= backend.max_connections  # (this Redis has no other client)
+    finally:
+        await backend.aclose()

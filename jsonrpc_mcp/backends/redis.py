@@ -15,7 +15,9 @@ Under one key prefix (``jsonrpc-mcp`` unless told otherwise), a :class:`RedisBac
 
 Every command has a deadline (``timeout``): when Redis cannot be reached, the caller gets
 :class:`~jsonrpc_mcp.errors.Unavailable` at once, the log gets one line per outage (never the URL's password),
-and the next command tries again. redis-py's asyncio client needs the asyncio event loop.
+and the next command tries again. At most ``max_connections`` commands are under way at once, each on a connection
+of its own; more wait their turn (within their deadline), so that a burst of requests neither opens a connection
+per request nor finds redis-py's pool exhausted. redis-py's asyncio client needs the asyncio event loop.
 """
 
 from __future__ import annotations
@@ -72,7 +74,10 @@ class RedisBackend:
     :param prefix: the start of every key and of the channel name (several servers may share one Redis).
     :param timeout: seconds any command may take before the caller gets :class:`~jsonrpc_mcp.errors.Unavailable`.
     :param key_rotation: seconds each ``requestState`` key seals new states (a day by default).
-    :param client: an already configured ``redis.asyncio.Redis`` to use instead of ``url``.
+    :param max_connections: commands under way at once (each on a connection of its own; the bus's subscription
+        has one more); more wait for one of them to finish.
+    :param client: an already configured ``redis.asyncio.Redis`` to use instead of ``url`` (its pool must allow
+        ``max_connections`` + 1 connections).
     """
 
     def __init__(
@@ -82,15 +87,18 @@ class RedisBackend:
         prefix: str = "jsonrpc-mcp",
         timeout: float = 2.0,
         key_rotation: float = 86_400.0,
+        max_connections: int = 32,
         client: Any = None,
     ) -> None:
-        if timeout <= 0 or key_rotation <= 0:
-            raise ValueError("timeout and key_rotation must be positive")
+        if timeout <= 0 or key_rotation <= 0 or max_connections < 1:
+            raise ValueError("timeout, key_rotation and max_connections must be positive")
         self.url = url
         self.where = _where(url) if client is None else "the given Redis client"
         self.prefix = prefix
         self.timeout = timeout
         self.key_rotation = key_rotation
+        self.max_connections = max_connections
+        self._slots: anyio.Semaphore | None = None  # (made in the event loop, on the first command)
         self._client = client
         self._owns_client = client is None
         self._channel = f"{prefix}:bus"
@@ -110,7 +118,10 @@ class RedisBackend:
         """The ``redis.asyncio.Redis`` client (made on first use)."""
         if self._client is None:
             self._client = _redis().Redis.from_url(
-                self.url, socket_timeout=self.timeout, socket_connect_timeout=self.timeout
+                self.url,
+                socket_timeout=self.timeout,
+                socket_connect_timeout=self.timeout,
+                max_connections=self.max_connections + 1,  # (+ the bus's subscription)
             )
         return self._client
 
@@ -128,10 +139,14 @@ class RedisBackend:
             logger.warning("Redis at %s is reachable again", self.where)
 
     async def _call(self, command: Callable[..., Awaitable[Any]], *args: Any, **kwargs: Any) -> Any:
-        """Run one command with the deadline; a failure to reach Redis becomes :class:`Unavailable`."""
+        """Run one command with the deadline (which its wait for a turn counts against); a failure to reach Redis
+        becomes :class:`Unavailable`."""
+        if self._slots is None:
+            self._slots = anyio.Semaphore(self.max_connections)
         try:
             with anyio.fail_after(self.timeout):
-                result = await command(*args, **kwargs)
+                async with self._slots:
+                    result = await command(*args, **kwargs)
         except _redis_errors() as exc:
             raise self._failed(exc) from None
         self._ok()
@@ -283,6 +298,7 @@ class RedisBackend:
     async def aclose(self) -> None:
         """Close the connections (a client given to the constructor stays open: it is the caller's); the next
         command opens new ones."""
+        self._slots = None  # (the next command may run in another event loop)
         if not self._owns_client:
             return
         client, self._client = self._client, None
