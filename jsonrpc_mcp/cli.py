@@ -262,6 +262,13 @@ def _parser() -> argparse.ArgumentParser:
         help="HTTP: open connections at most (default: 3/4 of the descriptor limit)",
     )
     serve.add_argument(
+        "--keep-alive",
+        type=_positive,
+        default=5.0,
+        metavar="S",
+        help="HTTP: seconds an idle connection stays open between requests (5; behind a proxy, more than its own)",
+    )
+    serve.add_argument(
         "--workers",
         type=_count,
         default=1,
@@ -544,6 +551,7 @@ def _serve_http(args: argparse.Namespace, server: Any) -> int:
             "header_timeout": args.header_timeout,
             "body_timeout": args.body_timeout,
             "max_connections": args.max_connections,
+            "keep_alive": args.keep_alive,
             "ssl_certfile": args.certfile,
             "ssl_keyfile": args.keyfile,
         }

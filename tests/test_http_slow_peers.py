@@ -197,6 +197,10 @@ def test_the_defaults_are_safe_and_settings_are_checked() -> None:
     protocol = uv_server.config.http
     assert protocol.header_timeout == 10.0 and protocol.body_timeout == app.body_timeout == 30.0
     assert protocol.max_connections == default_max_connections() >= 16
+    assert uv_server.config.timeout_keep_alive == 5.0
+    assert make_uvicorn_server(make_server(), keep_alive=120.0)[0].config.timeout_keep_alive == 120.0
+    with pytest.raises(ValueError):
+        make_uvicorn_server(make_server(), keep_alive=0)
     for bad in ({"header_timeout": 0}, {"body_timeout": -1}, {"max_connections": 0}):
         settings: dict[str, Any] = {"header_timeout": 1.0, "body_timeout": 1.0, "max_connections": 1, **bad}
         with pytest.raises(ValueError):
@@ -250,7 +254,18 @@ async def test_the_cli_takes_the_deadlines_and_the_cap() -> None:
             assert response.status_code == 200
 
 
-@pytest.mark.parametrize("bad", [["--header-timeout", "0"], ["--body-timeout", "x"], ["--max-connections", "0"]])
+async def test_the_cli_takes_the_keep_alive() -> None:
+    async with cli_server("--keep-alive", "0.3") as port, await anyio.connect_tcp("127.0.0.1", port) as conn:
+        await conn.send(b"GET /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")  # answered, then idle
+        with anyio.fail_after(4.0):  # (uvicorn's default keeps an idle connection 5 s)
+            answer = await read_until_closed(conn)
+        assert answer.startswith(b"HTTP/1.1 ")
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [["--header-timeout", "0"], ["--body-timeout", "x"], ["--max-connections", "0"], ["--keep-alive", "-1"]],
+)
 def test_the_cli_refuses_settings_that_are_not_positive(bad: list[str]) -> None:
     done = subprocess.run([*serve_command(), "--http", "127.0.0.1:9", *bad], capture_output=True, timeout=60)
     assert done.returncode == 2 and b"expected a positive" in done.stderr and b"Traceback" not in done.stderr

@@ -14,7 +14,9 @@ Shutdown is graceful: on SIGINT/SIGTERM uvicorn stops accepting connections, giv
 Slow and surplus peers (:mod:`._uvicorn_guard`): a connection must send its request headers within
 ``header_timeout`` seconds (10 by default) and a request's body within ``body_timeout`` (30, an option of the
 app: it answers 408), else it is closed; at most ``max_connections`` connections are open at once (by default three
-quarters of the process's descriptor limit), and one more is closed as soon as it is accepted.
+quarters of the process's descriptor limit), and one more is closed as soon as it is accepted. A connection idle
+between requests is closed after ``keep_alive`` seconds (5, uvicorn's own default; behind a proxy that reuses its
+connections, make it longer than the proxy's idle timeout).
 """
 
 from __future__ import annotations
@@ -65,6 +67,7 @@ def make_uvicorn_server(
     graceful_timeout: float = 5.0,
     header_timeout: float = 10.0,
     max_connections: int | None = None,
+    keep_alive: float = 5.0,
     ssl_certfile: str | None = None,
     ssl_keyfile: str | None = None,
     **app_options: Any,
@@ -72,12 +75,15 @@ def make_uvicorn_server(
     """A configured ``uvicorn.Server`` for ``server`` and the app it runs (for embedding and tests).
 
     ``header_timeout``: seconds a connection may take to send a request's headers; ``max_connections``: open
-    connections at most (``None``: three quarters of the descriptor limit); ``ssl_certfile`` and ``ssl_keyfile``
+    connections at most (``None``: three quarters of the descriptor limit); ``keep_alive``: seconds a connection
+    may stay idle between requests before it is closed; ``ssl_certfile`` and ``ssl_keyfile``
     (PEM files; the key may sit in the certificate file): serve HTTPS. ``app_options`` go to
     :class:`McpAsgiApp` (``body_timeout`` among them).
     """
     if ssl_keyfile is not None and ssl_certfile is None:
         raise ValueError("ssl_keyfile needs ssl_certfile")
+    if keep_alive <= 0:
+        raise ValueError("keep_alive must be positive")
     uvicorn = _uvicorn()
     app = McpAsgiApp(server, path=path, **app_options)
     protocol = guarded_protocol(
@@ -98,6 +104,7 @@ def make_uvicorn_server(
         lifespan="on",
         log_level=log_level,
         timeout_graceful_shutdown=graceful_timeout,
+        timeout_keep_alive=keep_alive,
         access_log=False,
         # The app reads neither the client's address nor the scheme, so uvicorn's X-Forwarded-* rewriting (a
         # middleware around every request) has nothing to do; nor is the Server header of use to anyone.
@@ -136,6 +143,7 @@ def serve_http(
     graceful_timeout: float = 5.0,
     header_timeout: float = 10.0,
     max_connections: int | None = None,
+    keep_alive: float = 5.0,
     ssl_certfile: str | None = None,
     ssl_keyfile: str | None = None,
     sock: socket.socket | None = None,
@@ -153,6 +161,7 @@ def serve_http(
         graceful_timeout=graceful_timeout,
         header_timeout=header_timeout,
         max_connections=max_connections,
+        keep_alive=keep_alive,
         ssl_certfile=ssl_certfile,
         ssl_keyfile=ssl_keyfile,
         **app_options,
