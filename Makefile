@@ -21,7 +21,7 @@ HOST ?= 127.0.0.1
 PORT ?= 8000
 SITE ?= site
 
-.PHONY: install test test-all test-min release lint fuzz bench bench-compare serve conformance conformance-scaled docs docs-serve clean
+.PHONY: install test test-all test-min release lint fuzz bench bench-compare bench-scale serve conformance conformance-scaled docs docs-serve clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -73,7 +73,7 @@ release: $(STAMP)
 
 lint: $(STAMP)
 	$(BIN)/ruff check jsonrpc_mcp tests bench conformance .ci docs/_hooks.py
-	$(BIN)/ruff format --check jsonrpc_mcp tests conformance .ci docs/_hooks.py bench/run.py bench/inproc.py bench/inproc_http.py bench/sockload.py bench/servers
+	$(BIN)/ruff format --check jsonrpc_mcp tests conformance .ci docs/_hooks.py bench/run.py bench/scale.py bench/inproc.py bench/inproc_http.py bench/sockload.py bench/servers
 	$(BIN)/mypy
 
 # A million seeded frames, malformed and odd, through a real server over stdio (90%) and HTTP (10%); figures in
@@ -86,6 +86,13 @@ bench: $(STAMP)
 
 bench-compare: $(STAMP)
 	$(BIN)/python bench/run.py --compare
+
+# Several workers: calls/s and p99 with 1, 2 and 4 workers, with and without a shared Redis, both eras; 10,000
+# concurrent sessions over 2 workers sharing Redis (docs/performance.md, "Several workers"). Starts its own
+# redis-server (.ci/system-packages installs it).
+bench-scale: $(STAMP)
+	.ci/system-packages
+	$(BIN)/python bench/scale.py
 
 serve: $(SERVE_STAMP)
 	$(BIN)/jsonrpc-mcp serve --http $(HOST):$(PORT)
