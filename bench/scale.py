@@ -19,10 +19,13 @@ connection, and the driver's keep-alive connections stay where they were first a
 
 The load is ``mcpload.py`` (the shared neutral driver, vendored unchanged), as in ``bench/run.py``: 64 keep-alive
 connections, 1 KiB ``tools/call echo``; the handshake era once with one session over all the connections (it moves
-between the workers on every request) and once with a session per connection. The sessions run is mcpload's
-``sessions`` mode (each session on a connection of its own: ``initialize``, ``notifications/initialized``, a call;
-all connections open at once); afterwards this script counts the sessions' records in Redis, reads the memory,
-then ends every session with a ``DELETE`` sent to whichever worker takes it and checks that Redis forgets them.
+between the workers from request to request) and once with a session per connection. The sessions run drives
+mcpload's own session steps, in-process (each session on a keep-alive connection of its own: ``initialize``,
+``notifications/initialized``, a checked call), ``--session-batch`` sessions at a time; every session and
+connection stays open until all are (the servers run with a long ``--keep-alive``, and the descriptor limit is
+raised). Then this script counts the open connections and the sessions' records in Redis, reads the memory,
+closes the connections and ends every session with a ``DELETE`` sent to whichever worker takes it, and checks
+that Redis forgets them.
 
 Figures (mcpload's): calls/s = checked calls per second; p50/p99 = µs from writing a request to reading its whole
 response; CPU µs/call = the server's processes (supervisor and workers) per call; "spread" = each worker's share
@@ -207,9 +210,10 @@ class Served:
         seen: list[bytes] = []
         assert self.proc.stderr is not None
         names_url = lambda line: URL_LINE.search(line.decode(errors="replace"))  # noqa: E731
-        threading.Thread(
+        self.watcher = threading.Thread(
             target=watch_lines, args=(self.proc.stderr, server_log, seen, banner, names_url), daemon=True
-        ).start()
+        )
+        self.watcher.start()
         deadline = time.monotonic() + 60
         while not banner.wait(0.2):
             if self.proc.poll() is not None or time.monotonic() > deadline:
@@ -244,6 +248,9 @@ class Served:
 
     def stop(self) -> None:
         stop_group(self.proc)
+        self.watcher.join(10)  # (it has read the end of what the server wrote)
+        if self.proc.stderr is not None:
+            self.proc.stderr.close()
 
 
 def pid_call(url: str) -> int:
