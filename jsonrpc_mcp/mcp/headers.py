@@ -259,15 +259,22 @@ def mirrored_header_problem(values: HeaderValues, call: Call, tool_schema: ToolL
     return None
 
 
+#: The attribute of each wire name, by params Struct type (read once per type: ``msgspec.structs.fields`` evaluates
+#: the class's annotations on every call).
+_attributes: dict[type, dict[str, str]] = {}
+
+
 def _field(params: Any, key: str) -> Any:
     """The field of params whose wire name is ``key`` (params decoded as a dict, or as a Struct)."""
     if isinstance(params, dict):
         return params.get(key)
     if isinstance(params, msgspec.Struct):
-        for field in msgspec.structs.fields(params):
-            if field.encode_name == key:
-                return getattr(params, field.name)
-        return None
+        kind = type(params)
+        names = _attributes.get(kind)
+        if names is None:
+            names = _attributes[kind] = {field.encode_name: field.name for field in msgspec.structs.fields(kind)}
+        name = names.get(key)
+        return None if name is None else getattr(params, name)
     return getattr(params, key, None)
 
 
