@@ -536,7 +536,8 @@ def open_sessions(url: str, n: int, batch: int, payload: int) -> tuple[list[Any]
     return conns, {
         "sessions_ok": done, "sessions_failed": n - done, "distinct_session_ids": len({c.sid for c in conns if c.sid}),
         "calls_ok": rec.ok, "errors": rec.errors, "error_samples": rec.samples, "reconnects": reconnects,
-        "wall_s": round(time.monotonic() - t0, 2), "batch": size, "init_latency_us": mcpload.lat_summary(init_lat),
+        "failed_first": sorted(failed)[:20], "wall_s": round(time.monotonic() - t0, 2), "batch": size,
+        "init_latency_us": mcpload.lat_summary(init_lat),
         "call_latency_us": mcpload.lat_summary(rec.lat),
     }  # fmt: skip
 
