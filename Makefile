@@ -52,9 +52,9 @@ test: $(STAMP)
 test-all:
 	.ci/test-pythons
 
-# The suite against the lowest versions pyproject.toml admits for anyio, msgspec and the http, validation, auth,
-# otel and redis extras (.ci/lowest.py), in .venv-min; the official SDK (an interop peer whose own floors are above
-# ours) is left out and its interop tests skip.
+# The suite against the lowest versions pyproject.toml admits for anyio, msgspec and every feature extra
+# (.ci/lowest.py names them), in .venv-min; the official SDK (an interop peer whose own floors are above ours) is
+# left out and its interop tests skip. .ci/run runs it on every CI run.
 MIN_VENV := .venv-min
 test-min:
 	.ci/system-packages
@@ -62,7 +62,7 @@ test-min:
 	$(MIN_VENV)/bin/python -m pip install -q --upgrade pip
 	$(MIN_VENV)/bin/python .ci/lowest.py constraints > $(MIN_VENV)/constraints.txt
 	$(MIN_VENV)/bin/python .ci/lowest.py test-deps > $(MIN_VENV)/test-requirements.txt
-	$(MIN_VENV)/bin/python -m pip install -q -c $(MIN_VENV)/constraints.txt -e '.[http,validation,auth,otel,redis]' \
+	$(MIN_VENV)/bin/python -m pip install -q -c $(MIN_VENV)/constraints.txt -e ".[$$($(MIN_VENV)/bin/python .ci/lowest.py extras)]" \
 		-r $(MIN_VENV)/test-requirements.txt
 	$(MIN_VENV)/bin/python .ci/lowest.py check
 	$(MIN_VENV)/bin/python -m pytest -q -p no:cacheprovider $(PYTEST_ARGS)

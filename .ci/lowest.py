@@ -1,7 +1,8 @@
 """The lowest versions pyproject.toml admits, for the lower-bound test run (`make test-min`).
 
+python .ci/lowest.py extras        the extras the floor run installs, comma-separated (for pip's .[...])
 python .ci/lowest.py constraints   one "name==floor" line per runtime dependency and per dependency of
-                                   the extras http, validation, auth, otel and redis
+                                   those extras
 python .ci/lowest.py test-deps     the dev extra's test tools, less the official SDK (an interop peer
                                    whose own floors are above ours: its tests skip) and the lint tools
 python .ci/lowest.py check         fails unless the installed versions are those floors
@@ -16,7 +17,8 @@ from importlib import metadata
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-EXTRAS = ("http", "validation", "auth", "otel", "redis")
+#: Every extra a user installs for a feature (not docs: pinned, and not dev: the tools of this repository).
+EXTRAS = ("http", "validation", "auth", "otel", "redis", "skills")
 NOT_FOR_THE_FLOOR_RUN = {"mcp", "ruff", "mypy"}
 _REQUIREMENT = re.compile(r"^([A-Za-z0-9_.-]+)\s*>=\s*([0-9][0-9A-Za-z.]*)\s*(;.*)?$")
 
@@ -46,7 +48,9 @@ def floors() -> dict[str, tuple[str, str]]:
 
 
 def main(command: str) -> None:
-    if command == "constraints":
+    if command == "extras":
+        print(",".join(EXTRAS))
+    elif command == "constraints":
         for name, (version, marker) in floors().items():
             print(f"{name}=={version}{marker}")
     elif command == "test-deps":
