@@ -1,7 +1,7 @@
 """The everything server as a deployment of several workers: each its own process (``everything_server.py
 --backend``), sharing one Redis, behind a round-robin proxy that sends every request to the next worker.
 
-    python conformance/scaled_server.py --port 3000 [--workers 2]
+    python conformance/scaled_server.py --port 3000 [--workers 2] [--skills]
 
 Used as ``conformance/run.py --leg server --server-fixture conformance/scaled_server.py`` (``make
 conformance-scaled``): the official suite's server scenarios against a deployment in which no two consecutive
@@ -52,6 +52,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--port", type=int, default=3000)
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--skills", action="store_true", help="the workers publish skills (the extension scenarios)")
     args = parser.parse_args(argv)
     redis_server = shutil.which("redis-server")
     if redis_server is None:
@@ -76,9 +77,8 @@ def main(argv: list[str] | None = None) -> int:
         upstreams = []
         for _ in range(args.workers):
             port = free_port()
-            worker = subprocess.Popen(
-                [sys.executable, str(HERE / "everything_server.py"), "--port", str(port), "--backend", backend]
-            )
+            command = [sys.executable, str(HERE / "everything_server.py"), "--port", str(port), "--backend", backend]
+            worker = subprocess.Popen([*command, "--skills"] if args.skills else command)
             children.append(worker)
             wait_for(lambda port=port: listening(port), "a worker", worker)
             upstreams.append(f"http://127.0.0.1:{port}")
@@ -89,14 +89,14 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         return 0
     finally:
-        for child in reversed(children):
+        for child in reversed(children):  # the workers, then the Redis they use until they have stopped
             if child.poll() is None:
                 child.terminate()
-        for child in children:
             try:
                 child.wait(10)
             except subprocess.TimeoutExpired:
                 child.kill()
+                child.wait()
         shutil.rmtree(folder, ignore_errors=True)
 
 
