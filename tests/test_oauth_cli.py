@@ -129,3 +129,14 @@ async def test_the_time_in_the_browser_does_not_count_against_the_commands_timeo
         consent = _CommandConsent(HeadlessConsent(person), deadline, budget=60)  # type: ignore[arg-type]
         assert await consent.authorize("https://auth.example.com/authorize?state=s")
         assert anyio.current_time() + 50 < deadline.deadline <= anyio.current_time() + 60  # a fresh budget after
+
+
+def test_the_help_names_the_default_token_store_without_the_users_home(tmp_path: Path) -> None:
+    """The help (and the docs site built from it) shows where tokens go, never the home directory it runs in."""
+    home = tmp_path / "someone-s-home"
+    env = {**os.environ, "HOME": str(home)}
+    env.pop("XDG_CONFIG_HOME", None)
+    for subcommand in ("list", "call"):
+        shown = subprocess.run(command(subcommand, "--help"), env=env, capture_output=True, check=True).stdout
+        assert b"~/.config" in shown
+        assert str(home).encode() not in shown

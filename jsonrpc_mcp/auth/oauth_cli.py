@@ -47,7 +47,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     group.add_argument("--client-metadata-url", metavar="URL", help="this client's client ID metadata document URL")
     group.add_argument("--scope", action="append", metavar="SCOPE", help="ask for this scope (repeatable)")
-    group.add_argument("--token-store", metavar="PATH", help=f"where tokens are kept (default {default_token_store()})")
+    group.add_argument(
+        "--token-store",
+        metavar="PATH",
+        help="where tokens are kept (default $XDG_CONFIG_HOME/jsonrpc-mcp/tokens.json, ~/.config when it is unset)",
+    )
     group.add_argument("--no-token-store", action="store_true", help="keep tokens in memory only")
     group.add_argument("--no-browser", action="store_true", help="do not open a browser; only print the URL")
     group.add_argument("--redirect-port", type=int, default=0, metavar="PORT", help="the redirect listener's port")
