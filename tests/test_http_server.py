@@ -25,6 +25,7 @@ from http_support import (
     init_body,
     messages,
     open_session,
+    parse_sse,
     response_of,
     start_app,
     stateless_body,
@@ -533,3 +534,19 @@ async def test_handlers_read_the_headers_of_their_post_in_both_eras(http: httpx.
             assert response_of(reply, ident)["result"]["content"][0]["text"] == tool
     finally:
         thread.stop()
+
+
+async def test_a_batch_of_many_ready_answers_and_one_pending_is_answered_whole(
+    server: ServerThread, http: httpx.AsyncClient
+) -> None:
+    """More answers ready at once than a stream's buffer holds, and one that is not: the POST still gets them all."""
+    session = await open_session(http, server.url, "2025-03-26")
+    pings = [{"jsonrpc": "2.0", "id": n, "method": "ping"} for n in range(1, 201)]
+    with anyio.fail_after(10):
+        response = await session.post([*pings, call_body(999, "add", {"a": 1, "b": 1})])
+    assert response.status_code == 200
+    if response.headers["content-type"].startswith("application/json"):
+        replies = {r["id"]: r for r in response.json()}
+    else:
+        replies = {r["id"]: r for r in messages(parse_sse(response.content))}
+    assert len(replies) == 201 and replies[999]["result"]["structuredContent"] == {"result": 2}

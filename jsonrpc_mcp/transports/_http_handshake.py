@@ -201,6 +201,7 @@ class HandshakeEndpoint:
         """Write what the exchange yields as this POST's response (``waiting``: a handler has yet to answer;
         ``answered``: answers made at once, as (frame, item kind), put first)."""
         outlet = exchange.outlet
+        outlet.buffer += len(answered)  # they are put before anything reads them: a batch's many must all fit
         after = outlet.seq
         connection = session.connect(outlet)
         release = partial(session.release, outlet, connection)
