@@ -70,6 +70,7 @@ def main(argv: list[str] | None = None) -> int:
             [redis_server, "--port", "0", "--unixsocket", str(redis_socket), "--unixsocketperm", "700",
              "--save", "", "--appendonly", "no", "--dir", str(folder)],
             stdout=subprocess.DEVNULL,
+            start_new_session=True,  # a signal to this process group stops the workers; Redis stops after them
         )  # fmt: skip
         children.append(redis)
         wait_for(redis_socket.exists, "redis-server", redis)
