@@ -14,6 +14,7 @@ from typing import Any
 
 import anyio
 import httpx
+import msgspec
 import pytest
 from helpers import FIXTURES, TIMEOUT, RawPeer, init_frame, notification_frame, request_frame, serve_command
 from http_support import ServerThread, stateless_headers
@@ -207,6 +208,41 @@ async def test_a_plain_wrapper_keeps_an_inline_tool_answered_at_once() -> None:
     assert result.content[0].text == "pong" and calls == ["ping_tool"]  # type: ignore[union-attr]
 
 
+@pytest.mark.parametrize("version", ["2024-11-05", "2025-11-25", V5])
+async def test_the_core_capabilities_an_extension_needs_are_declared_without_overriding_the_servers(
+    version: str,
+) -> None:
+    glossary = Extension("com.example/glossary", server_capabilities=["prompts", "resources"])
+    server = Server("needs", capabilities={"resources": {}})  # resources declared by the user, without the options
+    assert not server.advertises("prompts")
+    server.add_extension(glossary)
+    assert server.advertises("prompts") and server.advertises("resources")
+    with anyio.fail_after(TIMEOUT):
+        async with Client.connect_server(server, protocol_version=version) as client:
+            declared = msgspec.to_builtins(client.server_capabilities)
+            assert client.server_extension("com.example/glossary") == {}
+            assert declared["prompts"] == {"listChanged": True}  # as the server declares prompts
+            assert declared["resources"] == {}  # as the user declared it: no option added
+            assert await client.list_prompts() == [] and await client.list_resources() == []
+            with pytest.raises(RpcError) as unknown:
+                await client.get_prompt("nothing")
+    assert unknown.value.code == -32602
+
+
+async def test_an_extension_has_its_core_capabilities_declared_only_at_the_revisions_it_is_defined_for() -> None:
+    notes = Extension("com.example/notes", versions=[V5], server_capabilities="resources")
+    server = Server("later", extensions=[notes])
+    assert "resources" not in server.capabilities("2025-11-25")
+    assert server.capabilities(V5)["resources"] == {"subscribe": True, "listChanged": True}
+    with anyio.fail_after(TIMEOUT):
+        async with Client.connect_server(server, protocol_version="2025-11-25") as old:
+            assert "resources" not in msgspec.to_builtins(old.server_capabilities)
+            assert old.server_extension("com.example/notes") is None
+        async with Client.connect_server(server, protocol_version=V5) as new:
+            assert msgspec.to_builtins(new.server_capabilities)["resources"] == {"subscribe": True, "listChanged": True}
+            assert await new.list_resources() == []
+
+
 def test_an_extension_identifier_needs_a_vendor_prefix() -> None:
     for bad in ("tasks", "/tasks", "com.example/", "com.example/my ext"):
         with pytest.raises(ValueError, match="vendor-prefix/name"):
@@ -215,6 +251,8 @@ def test_an_extension_identifier_needs_a_vendor_prefix() -> None:
         Extension("com.example/x", result_types=["complete"])
     with pytest.raises(ValueError, match="unknown protocol revisions"):
         Extension("com.example/x", versions=["2030-01-01"])
+    with pytest.raises(ValueError, match="not core server capabilities: sampling"):
+        Extension("com.example/x", server_capabilities=["resources", "sampling"])  # (a client capability)
 
 
 def test_an_extension_cannot_take_over_a_method_or_wrap_one_that_does_not_exist() -> None:

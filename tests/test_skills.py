@@ -14,11 +14,12 @@ from typing import Any
 
 import anyio
 import httpx
+import msgspec
 import pytest
 from helpers import FIXTURES, TIMEOUT, RawPeer, init_frame, notification_frame, request_frame, serve_command
 from http_support import ServerThread, stateless_body, stateless_headers
 
-from jsonrpc_mcp import Client, InvalidParams, Server
+from jsonrpc_mcp import Client, InvalidParams, RpcError, Server
 from jsonrpc_mcp.cli import load_app
 from jsonrpc_mcp.extensions import Extension
 from jsonrpc_mcp.middleware import CallNext, Message
@@ -313,6 +314,35 @@ async def test_skills_added_and_removed_while_serving_are_listed_and_served_acco
             assert "skill://two/notes.txt" not in {r.uri for r in await client.list_resources()}
     with pytest.raises(SkillError, match="published at"):
         skills.add(Skill("one", "Again", "# One\n"))
+
+
+@pytest.mark.parametrize("version", ["2024-11-05", V4, V5])
+async def test_a_server_publishing_no_skill_yet_declares_resources_and_lists_those_added_later(version: str) -> None:
+    skills = SkillsExtension()
+    server = Server("empty", version="1", extensions=[skills])
+    changed = anyio.Event()
+
+    def on_notification(method: str, params: dict[str, Any]) -> None:
+        if method == "notifications/resources/list_changed":
+            changed.set()
+
+    with anyio.fail_after(TIMEOUT * 3):
+        async with Client.connect_server(server, protocol_version=version, on_notification=on_notification) as client:
+            declared = msgspec.to_builtins(client.server_capabilities)  # SEP-2640: resources with the extension
+            assert declared["resources"] == {"subscribe": True, "listChanged": True}
+            assert server.advertises("resources")
+            assert await client.list_resources() == [] and await client.list_resource_templates() == []
+            assert await SkillsClient(client).list() == []
+            with pytest.raises(RpcError) as unknown:
+                await client.read_resource(PDF)
+            skills.add(Skill("one", "The first", "# One\n"))
+            if version != V5:  # (2026-07-28 tells of changes on a subscriptions/listen stream only)
+                await changed.wait()
+            assert [r.uri for r in await client.list_resources()] == ["skill://one/SKILL.md"]
+            assert [e.name for e in await SkillsClient(client).list()] == ["one"]
+            (contents,) = (await client.read_resource("skill://one/SKILL.md")).contents
+    assert unknown.value.code == (-32602 if version == V5 else -32002) and unknown.value.data == {"uri": PDF}
+    assert "# One" in contents.text  # type: ignore[union-attr]
 
 
 async def test_without_directory_read_the_method_does_not_exist() -> None:

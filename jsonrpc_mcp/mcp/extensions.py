@@ -24,7 +24,10 @@ What an :class:`Extension` may add, on the server:
 * **result kinds** (``result_types``): ``resultType`` values its answers may carry (2026-07-28). A result of such a
   kind answering a request where the extension is not negotiated is a server bug: logged, and answered with
   -32603;
-* **listen filters** (:meth:`Extension.listen`): keys of a ``subscriptions/listen`` filter it honours.
+* **listen filters** (:meth:`Extension.listen`): keys of a ``subscriptions/listen`` filter it honours;
+* **core capabilities** (``server_capabilities``): core server capabilities the extension needs declared with it
+  (the skills extension serves its files as resources, so ``resources``): the server declares each wherever it
+  declares the extension, in its usual form, and answers its methods, even before it has anything of that kind.
 
 And on the client: the extensions a client was given are declared in its capabilities, and
 :meth:`Extension.on_result` turns a result of the extension's kind into the method's own result.
@@ -63,6 +66,7 @@ if TYPE_CHECKING:
     from .context import Context
 
 __all__ = (
+    "CORE_SERVER_CAPABILITIES",
     "Extension",
     "ExtensionResult",
     "WrapNext",
@@ -71,6 +75,7 @@ __all__ = (
     "client_declares",
     "extension_methods",
     "extensions_capability",
+    "needed_capabilities",
 )
 
 logger = logging.getLogger(__name__)
@@ -99,6 +104,8 @@ class ExtensionResult(msgspec.Struct, frozen=True):
 ResultHandler = Callable[[ExtensionResult], Awaitable[Any]]
 
 _CORE_RESULT_TYPES: Final = frozenset({"complete", "input_required"})
+#: The core server capabilities an extension may need declared (``Extension(server_capabilities=...)``).
+CORE_SERVER_CAPABILITIES: Final = frozenset({"tools", "resources", "prompts", "logging", "completions"})
 _NOTHING: Final[Mapping[str, Any]] = MappingProxyType({})
 
 
@@ -113,6 +120,11 @@ class Extension:
     :param result_types: ``resultType`` values the extension's answers may carry (2026-07-28).
     :param server_only: the extension defines no client declaration (the skills extension, SEP-2640): it is
         negotiated wherever the server declares it, and its methods answer every client.
+    :param server_capabilities: core server capabilities the extension needs declared wherever it is
+        (``["resources"]``: the skills extension, whose files are resources). The server declares each in its usual
+        form (``resources: {"subscribe": true, "listChanged": true}``) at the revisions the extension is defined
+        for, and answers its methods (``resources/list`` answers ``[]`` while there is nothing to list); what the
+        server declares itself or is given in ``Server(capabilities=...)`` stays as it is.
     """
 
     def __init__(
@@ -123,6 +135,7 @@ class Extension:
         versions: Collection[str] | None = None,
         result_types: Iterable[str] = (),
         server_only: bool = False,
+        server_capabilities: Iterable[str] = (),
     ) -> None:
         prefix, slash, name = id.partition("/")
         if not slash or not prefix or not name or " " in id:
@@ -133,11 +146,18 @@ class Extension:
         kinds = frozenset(result_types)
         if kinds & _CORE_RESULT_TYPES:
             raise ValueError('"complete" and "input_required" are core result kinds, not an extension\'s')
+        needs = frozenset((server_capabilities,) if isinstance(server_capabilities, str) else server_capabilities)
+        if needs - CORE_SERVER_CAPABILITIES:
+            raise ValueError(
+                f"not core server capabilities: {', '.join(sorted(needs - CORE_SERVER_CAPABILITIES))} "
+                f"(an extension may need {', '.join(sorted(CORE_SERVER_CAPABILITIES))})"
+            )
         self.id = id
         self.settings: Mapping[str, Any] = dict(settings or {})
         self.versions: frozenset[str] = frozenset(versions if versions is not None else SUPPORTED_VERSIONS)
         self.result_types = kinds
         self.server_only = server_only
+        self.server_capabilities = needs
         self.methods: dict[str, Callable[[Context, Any], Any]] = {}
         self.params_types: dict[str, Any] = {}
         self.wrappers: dict[str, list[Wrapper]] = {}
@@ -231,6 +251,14 @@ def client_declares(capabilities: Mapping[str, Any], extension_id: str) -> Mappi
 def extensions_capability(extensions: Iterable[Extension], version: str) -> dict[str, Any]:
     """``capabilities.extensions`` for a peer speaking ``version``: the extensions defined at that revision."""
     return {ext.id: dict(ext.settings) for ext in extensions if version in ext.versions}
+
+
+def needed_capabilities(extensions: Iterable[Extension], version: str | None = None) -> frozenset[str]:
+    """The core server capabilities ``extensions`` need declared: at ``version``, those of the extensions defined
+    for it; with no version, those of every extension (what the server answers the methods of)."""
+    return frozenset(
+        name for ext in extensions if version is None or version in ext.versions for name in ext.server_capabilities
+    )
 
 
 def extension_methods(extensions: Iterable[Extension], table: Mapping[str, MethodSpec]) -> dict[str, MethodSpec]:

@@ -36,7 +36,7 @@ from ..jsonrpc.wire import unpack_byte
 from . import types as t
 from .bus import BusEvent, ListChanged, LogMessage, ResourceUpdated
 from .context import LOG_LEVELS, Context
-from .extensions import Extension, extension_methods, extensions_capability
+from .extensions import Extension, extension_methods, extensions_capability, needed_capabilities
 from .methods import BOTH, HANDSHAKE_ONLY, STATELESS_ONLY, MethodSpec
 from .middleware import Middleware
 from .pagination import paginate
@@ -86,6 +86,16 @@ class CacheHint(msgspec.Struct, frozen=True):
 
 
 _DEFAULT_CACHE: Final = CacheHint()
+#: Each core capability as the server declares it: it supports every optional feature of each.
+_CORE_CAPABILITIES: Final[Mapping[str, Mapping[str, Any]]] = MappingProxyType(
+    {
+        "tools": {"listChanged": True},
+        "resources": {"subscribe": True, "listChanged": True},
+        "prompts": {"listChanged": True},
+        "logging": {},
+        "completions": {},
+    }
+)
 
 
 # --- params Structs the server decodes (lean: only what the handlers read) ----------------------------------
@@ -250,6 +260,8 @@ class Server:
         #: Whether OpenTelemetry traces the messages (``None``: never).
         self.tracing: TracingSwitch | None = tracing_switch(tracing)
         self._extensions: dict[str, Extension] = {}
+        #: The core capabilities the extensions need declared (:meth:`_capability_map`).
+        self._needed: frozenset[str] = frozenset()
         for extension in extensions:
             self._add_extension(extension)
         self._rebuild_methods()
@@ -310,6 +322,7 @@ class Server:
                 hint = " (a tool registered with task= adds one: give Server(extensions=[Tasks(...)]) first)"
             raise ValueError(f"the server offers {extension.id} already{hint}")
         self._extensions[extension.id] = extension
+        self._needed = needed_capabilities(self._extensions.values())
         extension.attach(self)
 
     @property
@@ -416,23 +429,25 @@ class Server:
             return False
         return sub is None or bool(cap.get(sub))
 
-    def _capability_map(self) -> dict[str, Any]:
-        caps: dict[str, Any] = {}
-        if self._tools or "tools" in self._extra_capabilities:
-            caps["tools"] = {"listChanged": True}
-        if self._resources or self._templates or "resources" in self._extra_capabilities:
-            caps["resources"] = {"subscribe": True, "listChanged": True}
-        if self._prompts or "prompts" in self._extra_capabilities:
-            caps["prompts"] = {"listChanged": True}
-        caps["logging"] = {}
-        if self._completion is not None or self._prompts or self._templates:
-            caps["completions"] = {}
+    def _capability_map(self, version: str | None = None) -> dict[str, Any]:
+        """The capabilities the server declares, before :meth:`capabilities` fits them to a revision: each core one
+        it has something of or its extensions need (at ``version``, those defined there; with no version, every
+        one: the methods :meth:`advertises` answers), then those given in ``capabilities=``, as given."""
+        needed = self._needed if version is None else needed_capabilities(self._extensions.values(), version)
+        offers = {
+            "tools": bool(self._tools),
+            "resources": bool(self._resources or self._templates),
+            "prompts": bool(self._prompts),
+            "logging": True,
+            "completions": self._completion is not None or bool(self._prompts or self._templates),
+        }
+        caps = {name: dict(form) for name, form in _CORE_CAPABILITIES.items() if offers[name] or name in needed}
         caps.update(self._extra_capabilities)
         return caps
 
     def capabilities(self, version: str) -> dict[str, Any]:
         """Server capabilities as sent to a client speaking ``version``."""
-        caps = self._capability_map()
+        caps = self._capability_map(version)
         if version < "2025-03-26":
             caps.pop("completions", None)  # the capability flag arrived in 2025-03-26
         if version < "2026-07-28":
@@ -1140,7 +1155,7 @@ class Server:
 
         wanted = params.notifications if isinstance(params.notifications, dict) else {}
         honoured: dict[str, Any] = {}
-        caps = self._capability_map()
+        caps = self._capability_map(ctx.version)
         for flag, cap in (
             ("toolsListChanged", "tools"),
             ("promptsListChanged", "prompts"),

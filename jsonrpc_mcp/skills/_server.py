@@ -2,10 +2,11 @@
 
 :class:`SkillsExtension` is an :class:`~jsonrpc_mcp.mcp.extensions.Extension`: given to a server
 (``Server(..., extensions=[skills])`` or ``server.add_extension(skills)``), it declares the extension (with
-``directoryRead``), answers ``skills/list``, ``skills/get`` and ``resources/directory/read``, and serves every file
-of every skill as a ``skill://`` resource (``SKILL.md`` named and described by its frontmatter, as
-``text/markdown``). SEP-2640 defines no client declaration: the methods answer any client of a revision the server
-declares the extension at.
+``directoryRead``) and the ``resources`` capability (SEP-2640: a server declaring the extension declares that too,
+even while it publishes no skill yet), answers ``skills/list``, ``skills/get`` and ``resources/directory/read``,
+and serves every file of every skill as a ``skill://`` resource (``SKILL.md`` named and described by its
+frontmatter, as ``text/markdown``). SEP-2640 defines no client declaration: the methods answer any client of a
+revision the server declares the extension at.
 """
 
 from __future__ import annotations
@@ -64,7 +65,12 @@ class SkillsExtension(Extension):
         prefix: str = "",
         directory_read: bool = True,
     ) -> None:
-        super().__init__(SKILLS_EXTENSION, settings={"directoryRead": True} if directory_read else {}, server_only=True)
+        super().__init__(
+            SKILLS_EXTENSION,
+            settings={"directoryRead": True} if directory_read else {},
+            server_only=True,
+            server_capabilities=["resources"],  # skill files are read as resources: declared even before there are any
+        )
         self.catalog = SkillCatalog(skills)
         if directory is not None:
             self.catalog.load(directory, prefix=prefix)
