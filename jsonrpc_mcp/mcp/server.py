@@ -86,16 +86,6 @@ class CacheHint(msgspec.Struct, frozen=True):
 
 
 _DEFAULT_CACHE: Final = CacheHint()
-#: Each core capability as the server declares it: it supports every optional feature of each.
-_CORE_CAPABILITIES: Final[Mapping[str, Mapping[str, Any]]] = MappingProxyType(
-    {
-        "tools": {"listChanged": True},
-        "resources": {"subscribe": True, "listChanged": True},
-        "prompts": {"listChanged": True},
-        "logging": {},
-        "completions": {},
-    }
-)
 
 
 # --- params Structs the server decodes (lean: only what the handlers read) ----------------------------------
@@ -434,15 +424,18 @@ class Server:
         it has something of or its extensions need (at ``version``, those defined there; with no version, every
         one: the methods :meth:`advertises` answers), then those given in ``capabilities=``, as given."""
         needed = self._needed if version is None else needed_capabilities(self._extensions.values(), version)
-        offers = {
-            "tools": bool(self._tools),
-            "resources": bool(self._resources or self._templates),
-            "prompts": bool(self._prompts),
-            "logging": True,
-            "completions": self._completion is not None or bool(self._prompts or self._templates),
-        }
-        caps = {name: dict(form) for name, form in _CORE_CAPABILITIES.items() if offers[name] or name in needed}
-        caps.update(self._extra_capabilities)
+        extra = self._extra_capabilities
+        caps: dict[str, Any] = {}
+        if self._tools or "tools" in needed or "tools" in extra:
+            caps["tools"] = {"listChanged": True}
+        if self._resources or self._templates or "resources" in needed or "resources" in extra:
+            caps["resources"] = {"subscribe": True, "listChanged": True}
+        if self._prompts or "prompts" in needed or "prompts" in extra:
+            caps["prompts"] = {"listChanged": True}
+        caps["logging"] = {}
+        if self._completion is not None or self._prompts or self._templates or "completions" in needed:
+            caps["completions"] = {}
+        caps.update(extra)
         return caps
 
     def capabilities(self, version: str) -> dict[str, Any]:
