@@ -120,11 +120,12 @@ class Extension:
     :param result_types: ``resultType`` values the extension's answers may carry (2026-07-28).
     :param server_only: the extension defines no client declaration (the skills extension, SEP-2640): it is
         negotiated wherever the server declares it, and its methods answer every client.
-    :param server_capabilities: core server capabilities the extension needs declared wherever it is
-        (``["resources"]``: the skills extension, whose files are resources). The server declares each in its usual
-        form (``resources: {"subscribe": true, "listChanged": true}``) at the revisions the extension is defined
-        for, and answers its methods (``resources/list`` answers ``[]`` while there is nothing to list); what the
-        server declares itself or is given in ``Server(capabilities=...)`` stays as it is.
+    :param server_capabilities: core server capabilities (one name, or several) the extension needs declared
+        wherever it is (``["resources"]``: the skills extension, whose files are resources). The server declares
+        each in its usual form (``resources: {"subscribe": true, "listChanged": true}``) at the revisions the
+        extension is defined for, and answers its methods (``resources/list`` answers ``[]`` while there is
+        nothing to list); what the server declares itself or is given in ``Server(capabilities=...)`` stays as it
+        is.
     """
 
     def __init__(
