@@ -83,7 +83,7 @@ async def test_a_host_lists_loads_and_reads_skills_over_stdio(version: str) -> N
         async with stdio_client(version) as client:
             skills = SkillsClient(client)
             assert skills.settings == {"directoryRead": True}
-            assert client.server_capabilities.resources is not None  # skill files are resources
+            assert client.server_capabilities.resources is not msgspec.UNSET  # skill files are resources
             entries = await skills.list()  # one to a page: two pages
             assert [e.uri for e in entries] == [PDF, GIT]
             pdf = entries[0]
