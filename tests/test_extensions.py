@@ -281,3 +281,18 @@ async def test_an_unknown_method_stays_unknown_whatever_the_extensions() -> None
                 await client.request("audit/recent")
     assert refused.value.code == -32021
     assert json.dumps(refused.value.data) == json.dumps({"requiredCapabilities": {"extensions": {AUDIT: {}}}})
+
+
+async def test_without_a_backend_an_extension_event_is_delivered_to_the_extension_of_this_server() -> None:
+    heard: list[Any] = []
+
+    class Heard(Extension):
+        async def deliver(self, data: Any) -> None:
+            heard.append(data)
+
+    server = Server("heard", extensions=[Heard("com.example/heard")])
+    await server.publish_to_extension("com.example/heard", {"n": 1})
+    await server.publish_to_extension("com.example/heard", {"n": 2})
+    assert heard == [{"n": 1}, {"n": 2}]
+    with pytest.raises(ValueError, match=r"no extension 'com\.example/other'"):
+        await server.publish_to_extension("com.example/other", {})

@@ -11,7 +11,9 @@ URL. They must agree on a few things, which a *backend* shares between them (:cl
 * what ``initialize`` settled for a handshake-era session (:class:`SessionRecord`), so that any worker can serve
   its next request; :class:`SessionChanged` and :class:`SessionEnded` tell the workers that hold a copy;
 * the tasks of the tasks extension (:meth:`Backend.task_store`), so that any worker answers ``tasks/get``,
-  ``tasks/update`` and ``tasks/cancel`` for a task another worker runs (:class:`TaskChanged` wakes its runner).
+  ``tasks/update`` and ``tasks/cancel`` for a task another worker runs (:class:`TaskChanged` wakes its runner);
+* what an extension tells its counterparts on every worker (:class:`ExtensionEvent`): the tasks extension's
+  change of a task's status, for the ``subscriptions/listen`` streams of every worker that asked for it.
 
 What stays with one worker: a request in flight, its SSE stream, and the requests it sends to the client.
 """
@@ -26,6 +28,7 @@ import anyio.abc
 from ..mcp.bus import (
     BusEvent,
     ClientMessage,
+    ExtensionEvent,
     ListChanged,
     LogMessage,
     ResourceUpdated,
@@ -50,6 +53,7 @@ __all__ = (
     "SessionEnded",
     "ClientMessage",
     "TaskChanged",
+    "ExtensionEvent",
     "SessionRecord",
     "encode_event",
     "decode_event",

@@ -18,6 +18,7 @@ __all__ = (
     "SessionEnded",
     "ClientMessage",
     "TaskChanged",
+    "ExtensionEvent",
     "SessionRecord",
     "encode_event",
     "decode_event",
@@ -72,7 +73,24 @@ class TaskChanged(msgspec.Struct, tag="task-changed"):
     task_id: str
 
 
-BusEvent = ResourceUpdated | ListChanged | LogMessage | SessionChanged | SessionEnded | ClientMessage | TaskChanged
+class ExtensionEvent(msgspec.Struct, tag="extension"):
+    """``Server.publish_to_extension`` on some worker: ``data`` (JSON) for the extension ``extension`` of every
+    worker (:meth:`~jsonrpc_mcp.extensions.Extension.deliver`)."""
+
+    extension: str
+    data: Any
+
+
+BusEvent = (
+    ResourceUpdated
+    | ListChanged
+    | LogMessage
+    | SessionChanged
+    | SessionEnded
+    | ClientMessage
+    | TaskChanged
+    | ExtensionEvent
+)
 
 _event_encoder = msgspec.json.Encoder()
 _event_decoder: msgspec.json.Decoder[BusEvent] = msgspec.json.Decoder(BusEvent)

@@ -212,6 +212,12 @@ class Extension:
     def attach(self, server: Any) -> None:
         """Called when the extension is added to a server (an extension that needs the server keeps it)."""
 
+    async def deliver(self, data: Any) -> None:
+        """What ``server.publish_to_extension(id, data)`` handed this extension on some worker of the server (this
+        one's included): act on it for this worker's clients (the tasks extension tells its listen streams of a
+        task's change). With a backend, every worker's extension gets each such ``data`` once, in the order the
+        bus carries them. Nothing by default."""
+
     # --- negotiation ---------------------------------------------------------------------------------------
 
     def use_backend(self, backend: Any) -> None:

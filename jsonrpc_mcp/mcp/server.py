@@ -34,7 +34,7 @@ from ..jsonrpc.dispatch import Dispatcher
 from ..jsonrpc.streams import MessageStream
 from ..jsonrpc.wire import unpack_byte
 from . import types as t
-from .bus import BusEvent, ListChanged, LogMessage, ResourceUpdated
+from .bus import BusEvent, ExtensionEvent, ListChanged, LogMessage, ResourceUpdated
 from .context import LOG_LEVELS, Context
 from .extensions import Extension, extension_methods, extensions_capability, needed_capabilities
 from .methods import BOTH, HANDSHAKE_ONLY, STATELESS_ONLY, MethodSpec
@@ -1297,6 +1297,19 @@ class Server:
             if session.initialized and threshold is not None and rank[level] >= rank.get(threshold, 0):
                 await _safe_notify(session, "notifications/message", params)
 
+    async def publish_to_extension(self, extension_id: str, data: Any) -> None:
+        """Hand ``data`` to :meth:`Extension.deliver <jsonrpc_mcp.extensions.Extension.deliver>` of the extension
+        ``extension_id`` on every worker: with a backend through its bus (this worker included, in the bus's
+        order; ``data`` must be JSON, and arrives as JSON decodes), else on this worker. When the backend cannot
+        be reached, this worker's extension is still told."""
+        extension = self._extensions.get(extension_id)
+        if extension is None:
+            raise ValueError(f"the server offers no extension {extension_id!r}")
+        if self.backend is not None:
+            await self._publish(ExtensionEvent(extension_id, data))
+            return
+        await extension.deliver(data)
+
     async def _publish(self, event: BusEvent) -> None:
         """Hand ``event`` to every worker through the backend; when it cannot be reached, this worker's own
         clients are still told (and the failure is logged by the backend)."""
@@ -1317,6 +1330,10 @@ class Server:
                     await self._notify_list_changed(session, event.kind)
         elif type(event) is LogMessage and event.level in LOG_LEVELS:
             await self._log(event.level, event.data, event.logger)
+        elif type(event) is ExtensionEvent:
+            extension = self._extensions.get(event.extension)
+            if extension is not None:
+                await extension.deliver(event.data)
 
     # --- helpers -------------------------------------------------------------------------------------------
 

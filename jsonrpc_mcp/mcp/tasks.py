@@ -6,7 +6,8 @@ task's id, status, ``ttlMs``, ``pollIntervalMs``), and the tool runs on in the s
 connection's over stdio and sockets, the app's over Streamable HTTP), not the request's. The client follows it
 with ``tasks/get`` (the task, with its ``result``, ``error`` or ``inputRequests`` as its status says), answers
 its input requests with ``tasks/update``, and may ask for it to stop with ``tasks/cancel``; a
-``subscriptions/listen`` stream asking for ``taskIds`` gets ``notifications/tasks`` at each change of status.
+``subscriptions/listen`` stream asking for ``taskIds`` gets ``notifications/tasks`` at each change of status
+(with several workers sharing a backend, whichever worker holds the stream).
 
 Inside a task the tool's :class:`~jsonrpc_mcp.Context` is a :class:`TaskContext`: ``ctx.elicit()``,
 ``ctx.sample()``, ``ctx.list_roots()`` and ``ctx.request_inputs()`` put the task in ``input_required`` and wait
@@ -32,6 +33,7 @@ import json
 import logging
 import secrets
 import time
+from collections import OrderedDict
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Final
 
@@ -69,6 +71,8 @@ EXTENSION_ID: Final = ts.EXTENSION_ID
 #: that cannot tell of a change made elsewhere is still read again this often).
 _RECHECK: Final = 30.0
 _STOPPED: Final = "The server stopped while the task was running"
+#: How many tasks the last version told is kept of (a change arrives out of order only within moments).
+_TOLD_KEPT: Final = 4096
 
 
 class TooManyTasks(RpcError):
@@ -88,6 +92,34 @@ class _UpdateParams(msgspec.Struct, rename="camel"):
     task_id: str
     input_responses: dict[str, dict[str, Any]]
     meta: dict[str, Any] | UnsetType = msgspec.field(default=UNSET, name="_meta")
+
+
+class _StatusChange(msgspec.Struct):
+    """A task's change of status as the workers tell each other: the ``DetailedTask``, and its record's version."""
+
+    version: int
+    task: dict[str, Any]
+
+
+class _Versions:
+    """The last version told of each of the ``kept`` tasks told most recently."""
+
+    __slots__ = ("_kept", "_last")
+
+    def __init__(self, kept: int) -> None:
+        self._kept = kept
+        self._last: OrderedDict[str, int] = OrderedDict()
+
+    def newer(self, task_id: str, version: int) -> bool:
+        """Is ``version`` newer than the last one told of ``task_id``? (If so, it is the last one from now on.)"""
+        last = self._last.get(task_id)
+        if last is not None and version <= last:
+            return False
+        self._last[task_id] = version
+        self._last.move_to_end(task_id)
+        if len(self._last) > self._kept:
+            self._last.popitem(last=False)
+        return True
 
 
 class _Run:
@@ -220,6 +252,8 @@ class Tasks(Extension):
         #: The tasks this process runs, by id (a cancellation reaches them at once; one asked of another process
         #: sharing the store reaches them through the store, :meth:`_watch`).
         self._runs: dict[str, _Run] = {}
+        #: The last version of each task told to this worker's listen streams (the most recent tasks).
+        self._told = _Versions(_TOLD_KEPT)
         self.method("tasks/get", params=_TaskIdParams)(self._get)
         self.method("tasks/update", params=_UpdateParams)(self._update)
         self.method("tasks/cancel", params=_TaskIdParams)(self._cancel)
@@ -414,12 +448,26 @@ class Tasks(Extension):
         return answers
 
     async def _publish(self, record: ts.TaskRecord) -> None:
-        """``notifications/tasks`` on every listen stream that asked for this task."""
+        """``notifications/tasks`` on every listen stream that asked for this task: on every worker, with a
+        backend (:meth:`deliver` tells each worker's streams)."""
         if self.server is None:
             return
-        task_id = record.task_id
+        await self.server.publish_to_extension(self.id, {"version": record.version, "task": ts.detailed(record)})
+
+    async def deliver(self, data: Any) -> None:
+        """A task's change of status, published by the worker that changed it: ``notifications/tasks`` on this
+        worker's listen streams that asked for the task (each acknowledged only the tasks of its own client). A
+        change older than one already told here is dropped, so that a stream never sees its task go back."""
+        try:
+            change = msgspec.convert(data, _StatusChange)
+        except msgspec.ValidationError:
+            logger.warning("ignored a task change that is not one")
+            return
+        task_id = change.task.get("taskId")
+        if self.server is None or not isinstance(task_id, str) or not self._told.newer(task_id, change.version):
+            return
         await self.server.notify_listeners(
-            "notifications/tasks", ts.detailed(record), lambda honoured: task_id in (honoured.get("taskIds") or ())
+            "notifications/tasks", change.task, lambda honoured: task_id in (honoured.get("taskIds") or ())
         )
 
     # --- tasks/get, tasks/update, tasks/cancel -------------------------------------------------------------
