@@ -1,5 +1,5 @@
 """The request path's concurrency pieces through their public methods: the bounded queue an HTTP response reads
-from, and the handler tasks of a connection."""
+from, the handler tasks of a connection, and its write lock."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any
 import anyio
 import pytest
 
-from jsonrpc_mcp.jsonrpc._concurrency import BoundedQueue, open_handler_tasks
+from jsonrpc_mcp.jsonrpc._concurrency import BoundedQueue, WriteLock, open_handler_tasks
 
 pytestmark = pytest.mark.anyio
 
@@ -153,3 +153,68 @@ async def test_a_handler_task_cancelled_before_it_starts_runs_to_its_first_await
         async with open_handler_tasks() as tasks:
             tasks.cancel(tasks.start_soon(work(), "work"))
     assert reached == ["start", "cancelled"]
+
+
+async def test_the_write_lock_serves_its_waiters_in_turn_and_a_cancelled_waiter_leaves_the_queue() -> None:
+    lock = WriteLock()
+    order: list[str] = []
+    holding, release = anyio.Event(), anyio.Event()
+
+    async def holder() -> None:
+        async with lock:
+            holding.set()
+            await release.wait()
+            order.append("first")
+
+    async def waiter(name: str, scope: anyio.CancelScope) -> None:
+        with scope:
+            async with lock:
+                order.append(name)
+
+    gone = anyio.CancelScope()
+    with anyio.fail_after(5):  # (a lock lost to a cancelled waiter would hang "third")
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(holder)
+            await holding.wait()
+            for name, scope in (("second", anyio.CancelScope()), ("gone", gone), ("third", anyio.CancelScope())):
+                tg.start_soon(waiter, name, scope)
+                await anyio.wait_all_tasks_blocked()  # (each queued behind the one before)
+            gone.cancel()
+            await anyio.wait_all_tasks_blocked()
+            release.set()
+    assert order == ["first", "second", "third"]
+    async with lock:  # free again
+        order.append("after")
+
+
+async def test_a_cancellation_as_the_write_lock_is_handed_on_never_loses_it() -> None:
+    lock = WriteLock()
+    got: list[str] = []
+    holding, release = anyio.Event(), anyio.Event()
+    doomed = anyio.CancelScope()
+
+    async def holder() -> None:
+        async with lock:
+            holding.set()
+            await release.wait()
+        doomed.cancel()  # the lock has just been handed to "doomed", which has not run since
+
+    async def waiter(name: str, scope: anyio.CancelScope) -> None:
+        with scope:
+            async with lock:
+                got.append(name)
+                await anyio.lowlevel.checkpoint()
+
+    with anyio.fail_after(5):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(holder)
+            await holding.wait()
+            tg.start_soon(waiter, "doomed", doomed)
+            await anyio.wait_all_tasks_blocked()
+            tg.start_soon(waiter, "kept", anyio.CancelScope())
+            await anyio.wait_all_tasks_blocked()
+            release.set()
+    assert got[-1] == "kept"  # ("doomed" may have held it for a moment, or passed it on at once)
+    with anyio.fail_after(5):
+        async with lock:
+            got.append("after")

@@ -7,6 +7,7 @@
   a done callback per task, none of which a handler needs; anyio works inside these tasks as anywhere.
 * :class:`BoundedQueue` — a queue between one writer and one reader with a bound on the items it holds: what an
   HTTP response reads from the logical stream it serves.
+* :class:`WriteLock` — a connection's write lock, taken without a pass through the event loop when it is free.
 * :func:`loop_sleep` — the running loop's own ``sleep``, for code that takes several scheduler passes in a row.
 
 Everything here is used in one event loop; none of it is thread-safe.
@@ -24,7 +25,7 @@ from typing import Any, Generic, TypeVar
 import anyio
 import anyio.lowlevel
 
-__all__ = ("BoundedQueue", "HandlerTasks", "loop_sleep", "open_handler_tasks")
+__all__ = ("BoundedQueue", "HandlerTasks", "WriteLock", "loop_sleep", "open_handler_tasks")
 
 logger = logging.getLogger(__name__)
 
@@ -189,30 +190,25 @@ class BoundedQueue(Generic[T]):
     a fraction of one: nothing is made to wait on until somebody waits.
     """
 
-    __slots__ = ("_arrived", "_ended", "_gone", "_items", "_room", "_size")
+    __slots__ = ("_arrived", "_ended", "_items", "_room", "_size", "closed")
 
     def __init__(self, size: int) -> None:
         self._items: deque[T] = deque()
         self._size = max(1, size)
         self._ended = False  # the writer's side is closed: the reader gets what is queued, then EndOfStream
-        self._gone = False  # the reader's side is closed: the writer's sends fail
+        self.closed = False  #: the reader's side is closed (:meth:`close`): the writer's sends fail
         self._arrived: anyio.Event | None = None  # the reader waits for an item
         self._room: anyio.Event | None = None  # writers wait for room
 
     def __len__(self) -> int:
         return len(self._items)
 
-    @property
-    def closed(self) -> bool:
-        """The reader's side is closed (:meth:`close`)."""
-        return self._gone
-
     # --- the writer's side ---------------------------------------------------------------------------------
 
     def send_nowait(self, item: T) -> None:
         if self._ended:
             raise anyio.ClosedResourceError
-        if self._gone:
+        if self.closed:
             raise anyio.BrokenResourceError
         if len(self._items) >= self._size:
             raise anyio.WouldBlock
@@ -241,7 +237,7 @@ class BoundedQueue(Generic[T]):
     # --- the reader's side ---------------------------------------------------------------------------------
 
     def receive_nowait(self) -> T:
-        if self._gone:
+        if self.closed:
             raise anyio.ClosedResourceError
         items = self._items
         if items:
@@ -256,7 +252,7 @@ class BoundedQueue(Generic[T]):
         raise anyio.WouldBlock
 
     async def receive(self) -> T:
-        if self._items or self._ended or self._gone:
+        if self._items or self._ended or self.closed:
             return self.receive_nowait()
         # One pass first: a writer that is ready puts its item in that pass, and nothing is made to wait on.
         await anyio.lowlevel.checkpoint()
@@ -271,7 +267,7 @@ class BoundedQueue(Generic[T]):
 
     def close(self) -> None:
         """The reader is gone: what is queued is dropped, the writer's sends fail from now on."""
-        self._gone = True
+        self.closed = True
         self._items.clear()
         self._wake()
 
@@ -280,3 +276,45 @@ class BoundedQueue(Generic[T]):
             if event is not None:
                 event.set()
         self._arrived = self._room = None
+
+
+class WriteLock:
+    """A lock for ``async with``, first come first served, as cheap as can be when it is free (the case of almost
+    every write of a connection): nothing is asked of the event loop then, and a waiter's event is made only when
+    somebody waits. (``anyio.Lock(fast_acquire=True)`` looks up the current task and checks for a cancellation on
+    every acquisition: docs/performance.md.) A task cancelled while it waits leaves the queue, or passes the lock
+    on when it was handed to it meanwhile.
+    """
+
+    __slots__ = ("_held", "_waiters")
+
+    def __init__(self) -> None:
+        self._held = False
+        self._waiters: deque[anyio.Event] = deque()
+
+    async def __aenter__(self) -> None:
+        if self._held:
+            await self._wait()
+        else:
+            self._held = True
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        self._release()
+
+    async def _wait(self) -> None:
+        turn = anyio.Event()
+        self._waiters.append(turn)
+        try:
+            await turn.wait()  # set by the holder before us: the lock is ours (it stayed held)
+        except BaseException:
+            if turn.is_set():
+                self._release()  # handed to us as we were cancelled: pass it on
+            else:
+                self._waiters.remove(turn)
+            raise
+
+    def _release(self) -> None:
+        if self._waiters:
+            self._waiters.popleft().set()  # (held still: passed on)
+        else:
+            self._held = False

@@ -35,7 +35,7 @@ from msgspec import Raw
 
 from ..errors import ConnectionClosed, RequestTimeout, RpcError, error_for_code
 from . import codes
-from ._concurrency import HandlerTasks, open_handler_tasks
+from ._concurrency import HandlerTasks, WriteLock, open_handler_tasks
 from .streams import NOTIFICATION, REQUEST, RESPONSE, MessageStream, Outgoing
 from .wire import (
     ErrorResponse,
@@ -231,19 +231,17 @@ class Dispatcher:
         self._replies: list[Outgoing] = []  # answers gathered for the next write (see _reply)
         self._room: anyio.Event | None = None  # the reader waits for room (in flight, or bytes)
         self._idle: anyio.Event | None = None  # a drain waits for the last task
-        self._write_lock: anyio.Lock | None = None
+        self._write_lock = WriteLock()  # frames go out one writer at a time, first come first served
         self._pending: dict[RequestId, _Waiter] = {}
         self._next_id = 0
         self._closed = False
 
     # --- the one request path ------------------------------------------------------------------------------
 
-    def begin(self, req: Request, context: Any = None) -> bytes | Pending:
+    def begin(self, req: Request, context: Any = None, batch: _Batch | None = None, slot: int = 0) -> bytes | Pending:
         """Take an inbound request: its whole answer frame when it is ready at once (an :class:`ErrorReply` for
-        an error), else a :class:`Pending` whose answer the stream will carry. Never raises."""
-        return self._begin(req, context)
-
-    def _begin(self, req: Request, context: Any, batch: _Batch | None = None, slot: int = 0) -> bytes | Pending:
+        an error), else a :class:`Pending` whose answer the stream will carry. Never raises. (``batch`` and
+        ``slot``: the batch frame the request came in, and its place there; the read loop's.)"""
         ident = req.id
         if ident in self._inflight:
             return _refusal(ident, "duplicate", codes.INVALID_REQUEST, "Invalid Request: id is already in use")
@@ -272,7 +270,7 @@ class Dispatcher:
         """Take any inbound message: a request goes to :meth:`begin`; a notification to its handler; a response
         or error response to the outgoing request it answers. ``None`` when there is nothing to answer."""
         if type(msg) is Request:
-            return self._begin(msg, context)
+            return self.begin(msg, context)
         if type(msg) is Notification:
             self._notification(msg)
         elif type(msg) is Response:
@@ -308,7 +306,7 @@ class Dispatcher:
                 return None
             return _error_reply(ident, exc.code, exc.message, exc.data)
         if type(msg) is Request:
-            return self._begin(msg, None, batch, slot)
+            return self.begin(msg, None, batch, slot)
         return self.take(msg)
 
     def _feed_batch(self, frame: bytes) -> bytes | None:
@@ -568,19 +566,11 @@ class Dispatcher:
 
     # --- writing -------------------------------------------------------------------------------------------
 
-    def _lock(self) -> anyio.Lock:
-        """The connection's write lock: frames go out one writer at a time, first come first served (made on
-        first use, inside the event loop)."""
-        lock = self._write_lock
-        if lock is None:
-            lock = self._write_lock = anyio.Lock(fast_acquire=True)
-        return lock
-
     async def _write(self, frames: Sequence[Outgoing]) -> None:
         """Write under the connection's write lock, first come first served; a peer gone meanwhile has nobody
         left to tell."""
         try:
-            async with self._lock():
+            async with self._write_lock:
                 await self.stream.send(frames)
         except (anyio.BrokenResourceError, anyio.ClosedResourceError):
             logger.debug("peer went away before %d frames could be written", len(frames))
@@ -601,13 +591,15 @@ class Dispatcher:
             self._replies = []
             await self._write(queue)
         finally:
-            self._unwritten -= sum(len(out.frame) for out in queue)
-            self._make_room()
+            for out in queue:
+                self._unwritten -= len(out.frame)
+            # (the handler task that called this makes room as it ends, at once)
 
     async def send_frame(self, frame: bytes, related: RequestId | None = None, kind: int = NOTIFICATION) -> None:
         """Write a pre-encoded frame. Raises :class:`ConnectionClosed` when the stream is gone."""
+        await anyio.lowlevel.checkpoint_if_cancelled()  # (a cancelled handler sends nothing more)
         try:
-            async with self._lock():
+            async with self._write_lock:
                 await self.stream.send((Outgoing(frame, related, kind),))
         except (anyio.BrokenResourceError, anyio.ClosedResourceError):
             raise ConnectionClosed() from None

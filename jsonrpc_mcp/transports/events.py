@@ -11,7 +11,9 @@ from __future__ import annotations
 import time
 from collections import deque
 from collections.abc import Callable
-from typing import NamedTuple, Protocol, runtime_checkable
+from typing import Protocol, runtime_checkable
+
+import msgspec
 
 __all__ = ("EventStore", "InMemoryEventStore")
 
@@ -30,7 +32,7 @@ class EventStore(Protocol):
         """Forget ``stream`` (it was delivered, or its session ended)."""
 
 
-class _Event(NamedTuple):
+class _Event(msgspec.Struct, gc=False):
     seq: int
     data: bytes
     at: float
@@ -75,6 +77,9 @@ class InMemoryEventStore:
         self._order: deque[tuple[str, int]] = deque()
         self._count = 0
         self._bytes = 0
+        #: No event kept expires before this time (the oldest one's expiry, when last looked at; discards only make
+        #: it later), so an append before it has nothing to check for age.
+        self._next_expiry = clock() + max_age
 
     def __len__(self) -> int:
         """Events kept right now."""
@@ -92,11 +97,13 @@ class InMemoryEventStore:
             events = self._streams[stream] = deque()
         elif len(events) >= self.max_per_stream:
             self._forget(events.popleft())
+            self._compact()  # (its entry in the order queue stays behind)
         events.append(_Event(seq, data, now))
         self._order.append((stream, seq))
         self._count += 1
         self._bytes += len(data)
-        self._evict(now)
+        if self._count > self.max_events or self._bytes > self.max_bytes or now >= self._next_expiry:
+            self._evict(now)
 
     async def replay(self, stream: str, after: int) -> list[tuple[int, bytes]]:
         self._evict(self._clock())
@@ -108,8 +115,9 @@ class InMemoryEventStore:
     async def discard(self, stream: str) -> None:
         events = self._streams.pop(stream, None)
         if events is not None:
+            self._count -= len(events)
             for event in events:
-                self._forget(event)
+                self._bytes -= len(event.data)
         self._compact()
 
     def _forget(self, event: _Event) -> None:
@@ -128,12 +136,15 @@ class InMemoryEventStore:
                 continue
             first = events[0]
             if self._count <= self.max_events and self._bytes <= self.max_bytes and first.at > expired:
+                self._next_expiry = first.at + self.max_age
                 break
             order.popleft()
             events.popleft()
             self._forget(first)
             if not events:
                 del self._streams[stream]
+        if not order:
+            self._next_expiry = now + self.max_age  # (what is appended next is no older)
         self._compact()
 
     def _compact(self) -> None:
