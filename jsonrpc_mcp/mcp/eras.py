@@ -29,7 +29,7 @@ from .versions import (
     STATELESS_VERSIONS,
 )
 
-__all__ = ("Call", "LOG_LEVELS", "read_call", "notification_is_stateless", "meta_problem", "decode_params")
+__all__ = ("Call", "LOG_LEVELS", "read_call", "notification_is_stateless", "meta_problem")
 
 LOG_LEVELS: Final = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
 
@@ -140,16 +140,6 @@ def notification_is_stateless(note: Notification, header_version: str | None = N
     except msgspec.ValidationError:
         return False
     return type(meta) is dict and META_PROTOCOL_VERSION in meta
-
-
-def decode_params(kind: Any, raw: Raw | None) -> Any:
-    """Params decoded with ``kind`` (a Struct type; ``None``: any JSON). Raises :class:`InvalidParams`."""
-    if kind is None:
-        return _decode_any(raw)
-    try:
-        return _reader(kind).decoder.decode(raw if raw is not None else b"{}")
-    except msgspec.ValidationError as exc:
-        raise InvalidParams(f"Invalid params: {exc}") from None
 
 
 def _decode_any(raw: Raw | None) -> Any:

@@ -5,6 +5,9 @@ is ``base64url(payload) "." base64url(HMAC-SHA256(key, payload))`` where the pay
 in earlier rounds, the keys asked in the last round, a digest of the request it belongs to, an expiry, and a digest
 of the authenticated principal it was issued to (empty on a server without authorization). A state that fails the
 MAC, has expired, belongs to another request or was issued to another principal is rejected with -32602.
+
+A request of an input round carries the answers gathered so far (:func:`read_answers`); a handler that asks for
+more is answered with an ``InputRequiredResult`` (:func:`input_required_result`) sealing them in a new state.
 """
 
 from __future__ import annotations
@@ -14,14 +17,26 @@ import hashlib
 import heapq
 import hmac
 import secrets
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import msgspec
+from msgspec import UNSET, Raw
 
 from ..errors import InvalidParams
+from .versions import META_SERVER_INFO
 
-__all__ = ("StatePayload", "seal", "open_state", "request_digest", "principal_digest", "new_nonce", "SeenNonces")
+__all__ = (
+    "StatePayload",
+    "seal",
+    "open_state",
+    "request_digest",
+    "principal_digest",
+    "new_nonce",
+    "SeenNonces",
+    "read_answers",
+    "input_required_result",
+)
 
 
 class StatePayload(msgspec.Struct, array_like=True):
@@ -45,6 +60,12 @@ def request_digest(method: str, params: dict[str, Any]) -> str:
     """A digest of what the request asks for, excluding the fields that change between rounds."""
     stable = {k: v for k, v in params.items() if k not in ("_meta", "inputResponses", "requestState")}
     return hashlib.sha256(method.encode() + b"\0" + _encode(stable)).hexdigest()[:32]
+
+
+def _digest_of(method: str, raw: Raw | None) -> str:
+    """:func:`request_digest` of a request's raw params (a decode, a re-encode and a hash: made only when a state
+    is opened or sealed)."""
+    return request_digest(method, msgspec.json.decode(raw) if raw is not None else {})
 
 
 def principal_digest(auth: object | None) -> str:
@@ -145,3 +166,65 @@ class SeenNonces:
         while heap and heap[0][0] < now:
             _, nonce = heapq.heappop(heap)
             self._expiry.pop(nonce, None)
+
+
+def read_answers(
+    method: str, params: Any, raw: Raw | None, *, keys: Sequence[bytes], principal: str, now: float
+) -> tuple[dict[str, Any], StatePayload | None]:
+    """The answers a request of ``method`` carries: those sealed in its ``requestState`` (opened with ``keys``, for
+    the request's ``principal``) and its ``inputResponses`` (those the state asked for, when it has one); and the
+    state, opened (``None`` without one; a single-use state's ``nonce`` is the caller's to claim). ``params``: the
+    params decoded (a dict or a Struct), ``raw`` as sent. Raises :class:`InvalidParams`."""
+    if isinstance(params, dict):
+        responses, state = params.get("inputResponses", UNSET), params.get("requestState", UNSET)
+    else:
+        responses = getattr(params, "input_responses", UNSET)
+        state = getattr(params, "request_state", UNSET)
+    if responses is not UNSET and not isinstance(responses, dict):
+        raise InvalidParams('Invalid params: "inputResponses" must be an object')
+    if state is not UNSET and not isinstance(state, str):
+        raise InvalidParams('Invalid params: "requestState" must be a string')
+    answers: dict[str, Any] = {}
+    opened = None
+    if state is not UNSET:
+        opened = open_state(keys, state, digest=_digest_of(method, raw), now=now, principal=principal)
+        answers.update(opened.answers)
+    if responses is not UNSET:
+        for key, value in responses.items():
+            if opened is None or key in opened.asked:
+                if not isinstance(value, dict):
+                    raise InvalidParams(f"Invalid params: inputResponses[{key!r}] must be an object")
+                answers[key] = value
+    return answers, opened
+
+
+def input_required_result(
+    method: str,
+    raw: Raw | None,
+    requests: Mapping[str, Any],
+    answers: dict[str, Any],
+    *,
+    opened: StatePayload | None,
+    key: bytes,
+    expires: float,
+    single_use: bool,
+    principal: str,
+    server_info: dict[str, Any],
+) -> dict[str, Any]:
+    """The ``InputRequiredResult`` of a request (of ``method``, ``raw`` params, with the state it came with,
+    ``opened``) whose handler asked for ``requests``: the answers so far sealed with ``key`` until ``expires``, for
+    the request's ``principal``; a fresh nonce when the state is ``single_use``."""
+    payload = StatePayload(
+        digest=opened.digest if opened is not None else _digest_of(method, raw),
+        expires=expires,
+        answers=answers,
+        asked=list(requests),
+        nonce=new_nonce() if single_use else "",
+        principal=principal,
+    )
+    return {
+        "resultType": "input_required",
+        "inputRequests": requests,
+        "requestState": seal(key, payload),
+        "_meta": {META_SERVER_INFO: server_info},
+    }

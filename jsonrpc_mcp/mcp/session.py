@@ -18,7 +18,7 @@ import time
 from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from functools import partial
 from types import CoroutineType, MappingProxyType
-from typing import Any, Final, Protocol
+from typing import TYPE_CHECKING, Any, Final, Protocol
 
 import msgspec
 from msgspec import UNSET, Raw
@@ -45,6 +45,9 @@ from .versions import (
     Era,
     negotiate,
 )
+
+if TYPE_CHECKING:
+    from .request_state import StatePayload
 
 __all__ = ("ServerSession", "ServerApp", "UnsupportedProtocolVersion", "encode_result")
 
@@ -351,10 +354,10 @@ class ServerSession:
         if call.problem is not None:
             raise call.problem
         answers: dict[str, Any] = {}
-        digest = ""
+        opened: StatePayload | None = None
         claim: Awaitable[bool] | None = None
         if method in INPUT_METHODS:
-            answers, digest, claim = self._gather_answers(method, call)
+            answers, opened, claim = self._gather_answers(call)
         info = meta.get(META_CLIENT_INFO)
         ctx = Context(
             session=self,
@@ -370,105 +373,80 @@ class ServerSession:
             state=call.state,
         )
         if claim is not None:
-            return self._claim_then_run(claim, ctx, spec, call, answers, digest)
-        return self._run_stateless(ctx, spec, call, answers, digest)
+            return self._claim_then_run(claim, ctx, spec, call, answers, opened)
+        return self._run_stateless(ctx, spec, call, answers, opened)
 
-    def _run_stateless(self, ctx: Context, spec: MethodSpec, call: Call, answers: dict[str, Any], digest: str) -> Any:
-        raw = call.request.params
+    def _run_stateless(
+        self, ctx: Context, spec: MethodSpec, call: Call, answers: dict[str, Any], opened: StatePayload | None
+    ) -> Any:
         try:
             out = spec.handler(ctx, call.params)
         except InputRequired as need:
-            return self._input_required(ctx, need, answers, digest, raw)
+            return self._input_required(ctx, need, call, answers, opened)
         if type(out) is CoroutineType:
-            return self._await_stateless(ctx, out, answers, digest, raw)
+            return self._await_stateless(ctx, out, call, answers, opened)
         return out
 
     async def _await_stateless(
-        self, ctx: Context, coro: Coroutine[Any, Any, Any], answers: dict[str, Any], digest: str, raw: Raw | None
+        self, ctx: Context, coro: Coroutine[Any, Any, Any], call: Call, answers: dict[str, Any], opened: Any
     ) -> Any:
         try:
             return await coro
         except InputRequired as need:
-            return self._input_required(ctx, need, answers, digest, raw)
+            return self._input_required(ctx, need, call, answers, opened)
 
     async def _claim_then_run(
-        self, claim: Awaitable[bool], ctx: Context, spec: MethodSpec, call: Call, answers: dict[str, Any], digest: str
+        self, claim: Awaitable[bool], ctx: Context, spec: MethodSpec, call: Call, answers: dict[str, Any], opened: Any
     ) -> Any:
         """A single-use state's nonce is claimed where every worker's claims are (a backend) before its round is
         served."""
         if not await claim:
             raise InvalidParams(_SPENT)
-        out = self._run_stateless(ctx, spec, call, answers, digest)
+        out = self._run_stateless(ctx, spec, call, answers, opened)
         return await out if is_awaitable(out) else out
 
-    def _gather_answers(self, method: str, call: Call) -> tuple[dict[str, Any], str, Awaitable[bool] | None]:
-        """The answers a request carries (``inputResponses``, and those sealed in its ``requestState``), the
-        request's digest when it was needed to open that state ("" otherwise: made only when it is needed), and
-        the claim of a single-use state still to be awaited (``None`` when there is none, or it was decided)."""
-        params = call.params
-        if isinstance(params, dict):
-            responses, state = params.get("inputResponses", UNSET), params.get("requestState", UNSET)
-        else:
-            responses = getattr(params, "input_responses", UNSET)
-            state = getattr(params, "request_state", UNSET)
-        if responses is not UNSET and not isinstance(responses, dict):
-            raise InvalidParams('Invalid params: "inputResponses" must be an object')
-        if state is not UNSET and not isinstance(state, str):
-            raise InvalidParams('Invalid params: "requestState" must be a string')
-        answers: dict[str, Any] = {}
-        asked: list[str] | None = None
-        digest = ""
-        claim: Awaitable[bool] | None = None
-        raw = call.request.params
-        if state is not UNSET:
-            from . import request_state  # hmac and hashlib: loaded by the first stateless input round only
+    def _gather_answers(self, call: Call) -> tuple[dict[str, Any], StatePayload | None, Awaitable[bool] | None]:
+        """The answers a request carries and the state it came with (:func:`.request_state.read_answers`), and the
+        claim of a single-use state still to be awaited (``None`` when there is none, or it was decided)."""
+        from . import request_state  # hmac and hashlib: loaded by the first stateless input method only
 
-            digest = _digest(method, raw)
-            now = time.time()
-            principal = request_state.principal_digest(self.dispatcher.stream.request_auth(call.request.id))
-            opened = request_state.open_state(
-                self.app.request_state_keys, state, digest=digest, now=now, principal=principal
-            )
-            if opened.nonce:
-                claimed = self.app.claim_state(opened.nonce, opened.expires, now)
-                if claimed is False:
-                    raise InvalidParams(_SPENT)
-                if claimed is not True:
-                    claim = claimed
-            answers.update(opened.answers)
-            asked = opened.asked
-        if responses is not UNSET:
-            for key, value in responses.items():
-                if asked is None or key in asked:
-                    if not isinstance(value, dict):
-                        raise InvalidParams(f"Invalid params: inputResponses[{key!r}] must be an object")
-                    answers[key] = value
-        return answers, digest, claim
+        now = time.time()
+        principal = request_state.principal_digest(self.dispatcher.stream.request_auth(call.request.id))
+        answers, opened = request_state.read_answers(
+            call.request.method,
+            call.params,
+            call.request.params,
+            keys=self.app.request_state_keys,
+            principal=principal,
+            now=now,
+        )
+        if opened is None or not opened.nonce:
+            return answers, opened, None
+        claimed = self.app.claim_state(opened.nonce, opened.expires, now)
+        if claimed is False:
+            raise InvalidParams(_SPENT)
+        return answers, opened, None if claimed is True else claimed
 
     def _input_required(
-        self, ctx: Context, need: InputRequired, answers: dict[str, Any], digest: str, raw: Raw | None
+        self, ctx: Context, need: InputRequired, call: Call, answers: dict[str, Any], opened: StatePayload | None
     ) -> dict[str, Any]:
         from . import request_state
 
-        method = ctx.method
-        if method not in INPUT_METHODS:
-            logger.error("%s asked the client for input; only %s may", method, ", ".join(sorted(INPUT_METHODS)))
+        if ctx.method not in INPUT_METHODS:
+            logger.error("%s asked the client for input; only %s may", ctx.method, ", ".join(sorted(INPUT_METHODS)))
             raise InternalError()
-        payload = request_state.StatePayload(
-            digest=digest or _digest(method, raw),
+        return request_state.input_required_result(
+            ctx.method,
+            call.request.params,
+            need.requests,
+            answers,
+            opened=opened,
+            key=self.app.request_state_keys[0],
             expires=time.time() + self.app.request_state_ttl,
-            answers=answers,
-            asked=list(need.requests),
-            nonce=request_state.new_nonce() if ctx.single_use_state else "",
+            single_use=ctx.single_use_state,
             principal=request_state.principal_digest(self.dispatcher.stream.request_auth(ctx.request_id)),
+            server_info=self.app.server_info(),
         )
-        result = {
-            "resultType": "input_required",
-            "inputRequests": need.requests,
-            "requestState": request_state.seal(self.app.request_state_keys[0], payload),
-            "_meta": {META_SERVER_INFO: self.app.server_info()},
-        }
-        return result
 
     # --- inbound notifications -----------------------------------------------------------------------------
 
@@ -508,15 +486,10 @@ class ServerSession:
     async def send_notification(
         self, method: str, params: Mapping[str, Any] | Any | None = None, *, related: RequestId | None = None
     ) -> None:
-        tracing = self.app.tracing.current() if self.app.tracing is not None else None
-        if tracing is not None:
-            await tracing.server_sends(self, method, params, None, partial(self._notify, method, related=related))
-            return
-        await self._notify(method, params, related=related)
+        await self._send(method, params, None, partial(self._notify, method, related=related))
 
     async def _notify(self, method: str, params: Any, *, related: RequestId | None) -> None:
-        body = None if params is None else _encode(params)
-        await self.dispatcher.notify(method, body, related=related)
+        await self.dispatcher.notify(method, None if params is None else _encode(params), related=related)
 
     async def send_request(
         self,
@@ -526,13 +499,11 @@ class ServerSession:
         related: RequestId | None = None,
         timeout: float | None = None,
     ) -> Raw:
-        tracing = self.app.tracing.current() if self.app.tracing is not None else None
-        if tracing is not None:
-            ident = self.dispatcher.next_request_id()
-            ask = partial(self._request, method, related=related, timeout=timeout, ident=ident)
-            raw: Raw = await tracing.server_sends(self, method, params, ident, ask)
-            return raw
-        return await self._request(method, params, related=related, timeout=timeout)
+        """Send a request to the client and wait for its result (``timeout``: the connection's by default)."""
+        ident = self.dispatcher.next_request_id()
+        ask = partial(self._request, method, related=related, timeout=... if timeout is None else timeout, ident=ident)
+        raw: Raw = await self._send(method, params, ident, ask)
+        return raw
 
     async def _request(
         self,
@@ -540,13 +511,18 @@ class ServerSession:
         params: Mapping[str, Any] | None,
         *,
         related: RequestId | None,
-        timeout: float | None,
-        ident: RequestId | None = None,
+        timeout: Any,
+        ident: RequestId,
     ) -> Raw:
         body = None if params is None else _encode(params)
-        if timeout is None:
-            return await self.dispatcher.request(method, body, related=related, ident=ident)
         return await self.dispatcher.request(method, body, related=related, timeout=timeout, ident=ident)
+
+    def _send(
+        self, method: str, params: Any, ident: RequestId | None, send: Callable[[Any], Awaitable[Any]]
+    ) -> Awaitable[Any]:
+        """``send(params)``; while tracing runs, in a span of its own, its trace context in ``params._meta``."""
+        tracing = self.app.tracing.current() if self.app.tracing is not None else None
+        return send(params) if tracing is None else tracing.server_sends(self, method, params, ident, send)
 
     async def start_detached(self, fn: Callable[..., Coroutine[Any, Any, None]], *args: Any) -> None:
         """Run ``fn(*args)`` past the end of the request that starts it, in the server's own tasks: the
@@ -584,14 +560,6 @@ def _notification_message(message: Message) -> None:
 
 async def _drained(pending: Awaitable[Any]) -> None:
     await pending
-
-
-def _digest(method: str, raw: Raw | None) -> str:
-    """What a ``requestState`` is bound to: the request minus the fields that change between rounds. Computed
-    only when a state is opened or sealed (a decode, a re-encode and a hash of the whole params)."""
-    from . import request_state
-
-    return request_state.request_digest(method, msgspec.json.decode(raw) if raw is not None else {})
 
 
 def _cancel_frame(ident: RequestId, reason: str) -> bytes:
