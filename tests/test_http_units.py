@@ -16,9 +16,9 @@ from jsonrpc_mcp.jsonrpc.streams import RESPONSE as ANSWER
 from jsonrpc_mcp.jsonrpc.wire import Request
 from jsonrpc_mcp.mcp.eras import Call, meta_problem, read_call
 from jsonrpc_mcp.mcp.headers import mirrored_header_problem
-from jsonrpc_mcp.transports import _http_io, _http_session_table
+from jsonrpc_mcp.transports import _heap, _http_io, _http_session_table
 from jsonrpc_mcp.transports._http_handshake_session import SessionStream
-from jsonrpc_mcp.transports._http_io import Headers, accepts, accepts_json_and_sse, is_json_content
+from jsonrpc_mcp.transports._http_io import Headers, accepts, is_json_content
 from jsonrpc_mcp.transports._http_outlet import FINAL, OTHER, RESPONSE, Outlet
 from jsonrpc_mcp.transports._http_security import HostGuard, split_host
 from jsonrpc_mcp.transports._http_stateless import status_of
@@ -115,17 +115,16 @@ def test_host_guard_configuration() -> None:
     ],
 )
 def test_accepts(accept: str | None, ok: bool) -> None:
-    assert accepts(accept, "application/json", "text/event-stream") is ok
-    if accept is not None:  # a POST's check: the same verdict from the raw bytes, cached by them
-        assert accepts_json_and_sse(accept.encode()) is ok
-        assert accepts_json_and_sse(accept.encode()) is ok
+    raw = accept.encode() if accept is not None else None
+    assert accepts(raw, ("application/json", "text/event-stream")) is ok
+    assert accepts(raw, ("application/json", "text/event-stream")) is ok  # (the verdict kept)
 
 
-def test_the_post_accept_verdicts_are_bounded() -> None:
+def test_the_accept_verdicts_are_bounded() -> None:
     for i in range(3 * _http_io._ACCEPT_CACHE_SIZE):
-        assert accepts_json_and_sse(b"application/json, text/event-stream, x/%d" % i)
-    assert len(_http_io._json_and_sse_verdicts) <= _http_io._ACCEPT_CACHE_SIZE
-    assert not accepts_json_and_sse(b"text/event-stream")
+        assert accepts(b"application/json, text/event-stream, x/%d" % i, _http_io.JSON_AND_SSE)
+    assert len(_http_io._verdicts) <= _http_io._ACCEPT_CACHE_SIZE
+    assert not accepts(b"text/event-stream", _http_io.JSON_AND_SSE)
 
 
 def test_content_type_and_headers() -> None:
@@ -281,18 +280,18 @@ async def test_memory_is_released_after_a_burst_only_when_asked(monkeypatch: pyt
 
 
 def test_release_memory_runs_anywhere() -> None:
-    _http_session_table.release_memory()
-    _http_session_table.release_memory()
+    _heap.release_memory()
+    _heap.release_memory()
 
 
 @pytest.mark.anyio
 async def test_the_heap_trimmer_is_looked_up_before_any_session(monkeypatch: pytest.MonkeyPatch) -> None:
     """Looked up (importing ctypes on glibc) when the table starts, not in the middle of a burst's end, where the
     import's long-lived objects would keep the burst's freed arenas from going back to the OS."""
-    monkeypatch.setattr(_http_session_table, "_malloc_trim", None)
+    monkeypatch.setattr(_heap, "_malloc_trim", None)
     table = _http_session_table.SessionTable(idle_timeout=60.0, max_sessions=10, trim_memory=True)
     async with table.run():
-        assert _http_session_table._malloc_trim is not None
+        assert _heap._malloc_trim is not None
         assert len(table) == 0
 
 
@@ -375,6 +374,16 @@ async def test_in_memory_event_store_bookkeeping_stays_small_under_churn() -> No
         tracemalloc.stop()
     assert len(store) == 3 and await store.replay("busy", 0) == [(19_999, b"e"), (20_000, b"e")]
     assert grown < 100_000  # (22,000 entries left behind would hold well over 1 MB)
+    alone = InMemoryEventStore(max_per_stream=2)  # per-stream evictions only: no discard, no other bound passed
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        for seq in range(1, 20_001):
+            await alone.append("busy", seq, b"e")
+        grown = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    assert len(alone) == 2 and grown < 100_000
 
 
 # --- stateless checks ----------------------------------------------------------------------------------------------

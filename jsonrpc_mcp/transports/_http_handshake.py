@@ -21,9 +21,9 @@ from ..jsonrpc.dispatch import BUSY, ErrorReply, Pending
 from ..jsonrpc.wire import Message, Request, RequestId, classify, decode_batch, decode_frame, encode_error
 from ..mcp.eras import Call, read_call
 from ..mcp.versions import BATCH_VERSIONS, HANDSHAKE_VERSIONS, STATELESS_VERSIONS
-from ._http_handshake_session import Exchange, HttpSession
+from ._http_handshake_session import HttpSession
 from ._http_io import HeaderList, Headers, Receive, Send, send_bytes, send_empty, send_error, send_unavailable
-from ._http_outlet import FINAL, RESPONSE, Preference, respond
+from ._http_outlet import FINAL, RESPONSE, Outlet, ResponseFormat, respond
 from ._http_session_table import SessionTable
 from ._http_stateless import serve_alone
 from .events import EventStore
@@ -52,11 +52,9 @@ class HandshakeEndpoint:
         server: ServerApp,
         table: SessionTable,
         store: EventStore,
+        fmt: ResponseFormat,
         *,
         max_in_flight: int,
-        preference: Preference,
-        retry_ms: int,
-        keepalive: float,
         request_timeout: float | None,
         sessions: bool = True,
     ) -> None:
@@ -65,9 +63,10 @@ class HandshakeEndpoint:
         self.table = table
         self.store = store
         self.max_in_flight = max_in_flight
-        self.preference = preference
-        self.retry_ms = retry_ms
-        self.keepalive = keepalive
+        self.format = fmt
+        self.get_format = fmt._replace(preference="sse")  # (a GET stream is always one)
+        #: How a request is answered by a session of its own (without sessions).
+        self.alone = fmt._replace(retry_ms=0, cancelled_status=204)
         self.request_timeout = request_timeout
         #: The sessions as every worker sees them, when a backend shares them (set by the app).
         self.shared: SharedSessions | None = None
@@ -90,19 +89,17 @@ class HandshakeEndpoint:
                 headers,
                 receive,
                 send,
-                preference=self.preference,
-                keepalive=self.keepalive,
+                self.alone,
                 handshake_version=version or _WITHOUT_HEADER,
             )
         elif (sid := headers.raw(b"mcp-session-id")) is not None:
-            ident = getattr(msg, "id", None)
-            session = await self._session(sid.decode("latin-1"), headers, send, ident)
+            session = await self._session(sid.decode("latin-1"), headers, send, msg)
             if session is None:
                 return
             try:
                 await self._post_to_session(session, headers, msg, call, receive, send)
             except Unavailable as exc:
-                await send_unavailable(send, exc, ident)
+                await send_unavailable(send, exc, getattr(msg, "id", None))
         elif type(msg) is Request and msg.method == "initialize":
             await self._initialize(msg, call, headers, send)
         else:
@@ -120,7 +117,8 @@ class HandshakeEndpoint:
             await send_empty(send, 202)
             return
         answer = session.begin(msg, call, headers)
-        await self._save(session)  # (what the request settled is shared before it is answered)
+        if self.shared is not None:
+            await self.shared.save(session)  # (what the request settled is shared before it is answered)
         if type(answer) is Pending:
             await self._respond(session, self._open_exchange(session, (msg.id,), headers), receive, send, waiting=True)
             return
@@ -129,9 +127,10 @@ class HandshakeEndpoint:
             busy = reply.code == BUSY  # (too many in flight, or a rate limit: 429)
             extra = [*session.id_header, _RETRY_AFTER] if busy else session.id_header
             await send_bytes(send, 429 if busy else 400, reply, extra)
-        elif self.preference == "sse":  # an answer made at once, sent as a stream all the same
-            exchange = self._open_exchange(session, (), headers)
-            await self._respond(session, exchange, receive, send, answered=[(reply, FINAL)])
+        elif self.format.preference == "sse":  # an answer made at once, sent as a stream all the same
+            await self._respond(
+                session, self._open_exchange(session, (), headers), receive, send, answered=[(reply, FINAL)]
+            )
         else:
             await send_bytes(send, 200, reply, session.id_header)
 
@@ -184,29 +183,37 @@ class HandshakeEndpoint:
 
     def _open_exchange(
         self, session: HttpSession, ids: Sequence[RequestId], headers: Headers, *, batch: bool = False
-    ) -> Exchange:
-        json_only = self.preference == "json"
-        return session.open_exchange(ids, resumable=not json_only, json_only=json_only, batch=batch, headers=headers)
+    ) -> Outlet:
+        """The outlet of a new exchange of ``session`` awaiting the answers to ``ids``."""
+        json_only = self.format.preference == "json"
+        exchange = session.open_exchange(
+            ids, resumable=not json_only, json_only=json_only, batch=batch, headers=headers
+        )
+        return exchange.outlet
 
     async def _respond(
         self,
         session: HttpSession,
-        exchange: Exchange,
+        outlet: Outlet,
         receive: Receive,
         send: Send,
         *,
+        fmt: ResponseFormat | None = None,
+        after: int = 0,
         waiting: bool = False,
         answered: Sequence[tuple[bytes, int]] = (),
     ) -> None:
-        """Write what the exchange yields as this POST's response (``waiting``: a handler has yet to answer;
-        ``answered``: answers made at once, as (frame, item kind), put first)."""
-        outlet = exchange.outlet
+        """Write what ``outlet`` yields as this response of the session: ``after`` is the number of the last frame the
+        client has (those after it in the store are replayed first); ``waiting``: a handler has yet to answer;
+        ``answered``: answers made at once, as (frame, item kind), put first. A delivered stream is forgotten as soon
+        as it ends, before this task yields again, so that a client that resumes it right after reading its end
+        finds it gone."""
         outlet.buffer += len(answered)  # they are put before anything reads them: a batch's many must all fit
-        after = outlet.seq
         connection = session.connect(outlet)
         release = partial(session.release, outlet, connection)
         delivered = False
         try:
+            replay = await self.store.replay(outlet.store_key, after) if outlet.seq > after else []
             for frame, kind in answered:
                 await outlet.put(frame, kind)
             delivered = await respond(
@@ -214,12 +221,11 @@ class HandshakeEndpoint:
                 receive,
                 outlet,
                 connection,
+                fmt or self.format,
+                headers=session.id_header,
                 waiting=waiting,
                 after=after,
-                preference=self.preference,
-                headers=session.id_header,
-                retry_ms=self.retry_ms,
-                keepalive=self.keepalive,
+                replay=replay,
                 on_end=release,
             )
         finally:
@@ -265,9 +271,9 @@ class HandshakeEndpoint:
                 else:
                     answered.append(answer)  # type: ignore[arg-type]
         if ids:
-            exchange = self._open_exchange(session, ids, headers, batch=True)
+            outlet = self._open_exchange(session, ids, headers, batch=True)
             replies = [(reply, RESPONSE) for reply in answered]
-            await self._respond(session, exchange, receive, send, waiting=True, answered=replies)
+            await self._respond(session, outlet, receive, send, waiting=True, answered=replies)
         elif answered:
             await send_bytes(send, 200, b"[" + b",".join(answered) + b"]", session.id_header)
         else:
@@ -291,28 +297,7 @@ class HandshakeEndpoint:
                 await send_error(send, 409, "Conflict: this session's GET stream is already open")
                 return
             after = outlet.written
-        connection = session.connect(outlet)
-        # A delivered stream is forgotten as soon as it ends, before this task yields again, so that a client that
-        # resumes it right after reading its end finds it gone.
-        release = partial(session.release, outlet, connection)
-        delivered = False
-        try:
-            replay = await self.store.replay(outlet.store_key, after) if outlet.seq > after else []
-            delivered = await respond(
-                send,
-                receive,
-                outlet,
-                connection,
-                after=after,
-                replay=replay,
-                preference="sse",
-                headers=session.id_header,
-                retry_ms=self.retry_ms,
-                keepalive=self.keepalive,
-                on_end=release,
-            )
-        finally:
-            await release(delivered)
+        await self._respond(session, outlet, receive, send, fmt=self.get_format, after=after)
 
     async def delete(self, headers: Headers, version: str | None, send: Send) -> None:
         """End the session."""
@@ -342,16 +327,14 @@ class HandshakeEndpoint:
             return await self._session(sid, headers, send)
         return None
 
-    async def _session(
-        self, sid: str, headers: Headers, send: Send, ident: RequestId | None = None
-    ) -> HttpSession | None:
+    async def _session(self, sid: str, headers: Headers, send: Send, msg: Message | None = None) -> HttpSession | None:
         """The live session ``sid`` of the request's owner (from the shared backend when there is one), touched;
-        else the request is answered here (404, or 503 when the shared backend cannot be reached) and it is
-        ``None``."""
+        else the request (``msg``, when one was read) is answered here (404, or 503 when the shared backend cannot
+        be reached) and it is ``None``."""
         try:
             session = await self.shared.find(sid.strip()) if self.shared is not None else self.table.get(sid)
         except Unavailable as exc:
-            await send_unavailable(send, exc, ident)
+            await send_unavailable(send, exc, getattr(msg, "id", None))
             return None
         if session is not None and self.policy is not None and session.owner != self.policy.session_owner(headers):
             logger.warning("refused a request for a session that belongs to another client")

@@ -34,7 +34,7 @@ __all__ = (
     "send_body_timeout",
     "send_empty",
     "accepts",
-    "accepts_json_and_sse",
+    "JSON_AND_SSE",
     "is_json_content",
     "HTTP_NETWORK",
 )
@@ -57,7 +57,7 @@ class Headers:
     reads ``Context.request_headers``. Names that are not all lower case take the slow path and are folded.
     """
 
-    __slots__ = ("_dict", "_first", "_raw", "auth", "raw")
+    __slots__ = ("_dict", "_first", "_raw", "auth", "raw", "repeats")
 
     #: :meth:`get` without the decoding (``name`` in lower case): the first-values dict's own ``get``, so that a
     #: look-up, several per request, runs no Python frame.
@@ -74,6 +74,7 @@ class Headers:
         self._raw = pairs
         self._first = first
         self.raw = first.get
+        self.repeats = len(first) != len(pairs)  #: some header name was sent more than once
         self._dict: dict[str, str] | None = None
         self.auth: Any = None  # the principal an HTTP policy authenticated this request as (``Context.auth``)
 
@@ -84,7 +85,7 @@ class Headers:
 
     def values(self, name: str) -> list[str]:
         """Every value sent for the header ``name`` (lower case), in order."""
-        if len(self._first) == len(self._raw):  # no name was sent twice: one look-up
+        if not self.repeats:  # one look-up
             value = self._first.get(name.encode("latin-1"))
             return [] if value is None else [value.decode("latin-1")]
         key = name.encode("latin-1")
@@ -92,7 +93,7 @@ class Headers:
 
     def repeated(self, name: bytes) -> bool:
         """Was the header sent more than once (``name`` in lower case)?"""
-        if len(self._first) == len(self._raw):  # no name was sent twice: decided without a walk
+        if not self.repeats:  # decided without a walk
             return False
         return [raw_name for raw_name, _ in self._raw].count(name) > 1
 
@@ -221,38 +222,26 @@ def _media_ranges(accept: str) -> set[str]:
     return ranges
 
 
-#: ``accepts`` answers by (Accept value, media types): a client sends the same Accept on every request, so parsing
+#: What every POST must accept.
+JSON_AND_SSE: Final = ("application/json", "text/event-stream")
+#: :func:`accepts` answers by (Accept value, media types): a client sends the same Accept on every request, so parsing
 #: it once is enough. Bounded: emptied when it holds ``_ACCEPT_CACHE_SIZE`` answers.
-_accept_cache: dict[tuple[str, tuple[str, ...]], bool] = {}
+_verdicts: dict[tuple[bytes, tuple[str, ...]], bool] = {}
 _ACCEPT_CACHE_SIZE: Final = 256
 
 
-def accepts(accept: str | None, *media_types: str) -> bool:
-    """True when the ``Accept`` header admits every one of ``media_types`` (wildcards count, ``q=0`` refuses)."""
+def accepts(accept: bytes | None, media_types: tuple[str, ...]) -> bool:
+    """True when the ``Accept`` header (its raw value) admits every one of ``media_types`` (wildcards count, ``q=0``
+    refuses)."""
     if accept is None:
         return False
     key = (accept, media_types)
-    answer = _accept_cache.get(key)
+    answer = _verdicts.get(key)
     if answer is None:
-        answer = _accepts(accept, media_types)
-        if len(_accept_cache) >= _ACCEPT_CACHE_SIZE:
-            _accept_cache.clear()
-        _accept_cache[key] = answer
-    return answer
-
-
-_JSON_AND_SSE: Final = ("application/json", "text/event-stream")
-_json_and_sse_verdicts: dict[bytes, bool] = {}  # (bounded like _accept_cache)
-
-
-def accepts_json_and_sse(accept: bytes) -> bool:
-    """:func:`accepts` for what every POST must accept, by the header's raw value (read once per value)."""
-    answer = _json_and_sse_verdicts.get(accept)
-    if answer is None:
-        answer = _accepts(accept.decode("latin-1"), _JSON_AND_SSE)
-        if len(_json_and_sse_verdicts) >= _ACCEPT_CACHE_SIZE:
-            _json_and_sse_verdicts.clear()
-        _json_and_sse_verdicts[accept] = answer
+        answer = _accepts(accept.decode("latin-1"), media_types)
+        if len(_verdicts) >= _ACCEPT_CACHE_SIZE:
+            _verdicts.clear()
+        _verdicts[key] = answer
     return answer
 
 

@@ -35,6 +35,7 @@ __all__ = (
     "RESPONSE",
     "FINAL",
     "respond",
+    "ResponseFormat",
     "Preference",
     "SSE_HEADERS",
 )
@@ -62,6 +63,21 @@ SSE_HEADERS: Final[HeaderList] = [
     (b"cache-control", b"no-cache, no-transform"),
     (b"x-accel-buffering", b"no"),
 ]
+
+
+class ResponseFormat(NamedTuple):
+    """How an endpoint writes its responses (:func:`respond`): ``preference``: ``"sse"`` starts the event stream at
+    once; ``"json"`` and ``"auto"`` answer with JSON when the first frames are responses, and ``"auto"`` switches
+    to SSE when anything else comes first, when a handler does not answer within a few scheduler passes, or after
+    ``keepalive`` seconds of silence (which a stream fills with a comment line); ``retry_ms``: the SSE ``retry``
+    field; ``status_of(frame)``: the HTTP status of a JSON answer (default 200); ``cancelled_status``: the answer
+    to a request cancelled before anything was written."""
+
+    preference: Preference
+    retry_ms: int
+    keepalive: float
+    status_of: Callable[[bytes], int] | None = None
+    cancelled_status: int = 202
 
 
 class Item(NamedTuple):
@@ -190,33 +206,26 @@ async def respond(
     receive: Receive,
     outlet: Outlet,
     feed: Feed,
+    fmt: ResponseFormat,
     *,
+    headers: HeaderList,
     waiting: bool = False,
     after: int = 0,
     replay: Sequence[tuple[int, bytes]] = (),
-    preference: Preference,
-    headers: HeaderList,
-    retry_ms: int,
-    keepalive: float,
-    status_of: Callable[[bytes], int] | None = None,
-    cancelled_status: int = 202,
     on_end: Callable[[bool], Awaitable[None]] | None = None,
 ) -> bool:
-    """Write what ``outlet`` yields through ``feed`` as the HTTP response; True when its final frame was written.
+    """Write what ``outlet`` yields through ``feed`` as the HTTP response, in the endpoint's ``fmt``, with
+    ``headers``; True when its final frame was written.
 
     ``waiting``: a handler has yet to answer; unless SSE is preferred it gets a little time to answer first, as
     JSON, without the machinery of a stream. A stream runs beside a task that watches for the client going away
     (which stops it); ``on_end(delivered)`` runs as soon as the stream has stopped, before that task is left (which
     yields). ``after`` is the number of the last frame the client has (the outlet's count when ``feed`` was
-    connected, or the ``Last-Event-ID`` of a resumption, whose missed events come in ``replay``). ``preference``:
-    ``"sse"`` starts the event stream at once; ``"json"`` and ``"auto"`` answer with JSON when the first frames are
-    responses. ``"auto"`` switches to SSE when anything else comes first, when the handler does not answer within
-    a few scheduler passes, or after ``keepalive`` seconds of silence. ``status_of(frame)`` picks the HTTP status of
-    a JSON answer (default 200); ``cancelled_status`` answers a request cancelled before anything was written.
+    connected, or the ``Last-Event-ID`` of a resumption, whose missed events come in ``replay``).
     """
     early: list[Item | None] = []
-    if waiting and preference != "sse":
-        answered, early = await _answer_at_once(send, feed, outlet, headers, status_of)
+    if waiting and fmt.preference != "sse":
+        answered, early = await _answer_at_once(send, feed, outlet, headers, fmt.status_of)
         if answered:
             return True
     delivered = False
@@ -224,18 +233,7 @@ async def respond(
         tg.start_soon(_watch_disconnect, receive, tg.cancel_scope)
         try:
             delivered = await _write_stream(
-                send,
-                feed,
-                outlet,
-                after=after,
-                preference=preference,
-                headers=headers,
-                retry_ms=retry_ms,
-                keepalive=keepalive,
-                status_of=status_of,
-                replay=replay,
-                cancelled_status=cancelled_status,
-                early=early,
+                send, feed, outlet, fmt, headers=headers, after=after, replay=replay, early=early
             )
         finally:
             tg.cancel_scope.cancel()
@@ -257,19 +255,16 @@ async def _write_stream(
     send: Send,
     receive: Feed,
     outlet: Outlet,
+    fmt: ResponseFormat,
     *,
-    after: int,
-    preference: Preference,
     headers: HeaderList,
-    retry_ms: int,
-    keepalive: float,
-    status_of: Callable[[bytes], int] | None,
+    after: int,
     replay: Sequence[tuple[int, bytes]],
-    cancelled_status: int,
     early: Sequence[Item | None],
 ) -> bool:
     """The writer of :func:`respond` once the answer may become a stream (``early``: what
     :func:`_answer_at_once` took from ``receive`` already)."""
+    preference, retry_ms = fmt.preference, fmt.retry_ms
     started = False
     pending: list[Item] = []
     last = after
@@ -322,7 +317,7 @@ async def _write_stream(
                 # event: the scope (and the keep-alive it times) is for waiting on an empty queue.
                 item = receive.receive_nowait()
             except anyio.WouldBlock:
-                with anyio.move_on_after(keepalive) as timer:
+                with anyio.move_on_after(fmt.keepalive) as timer:
                     try:
                         item = await receive.receive()
                     except (anyio.EndOfStream, anyio.ClosedResourceError):
@@ -345,7 +340,7 @@ async def _write_stream(
             # The connection was closed under us: by the server (polling), or the stream ended unanswered.
             if not started:
                 if outlet.done and not outlet.answered:
-                    await send_empty(send, cancelled_status, headers)
+                    await send_empty(send, fmt.cancelled_status, headers)
                     return False
                 await start()
             elif outlet.resumable and not outlet.done:
@@ -357,7 +352,7 @@ async def _write_stream(
         if not started and item.kind != OTHER:
             pending.append(item)
             if item.kind == FINAL:
-                await _write_json(send, outlet, pending, headers, status_of)
+                await _write_json(send, outlet, pending, headers, fmt.status_of)
                 return True
             continue
         if not started:

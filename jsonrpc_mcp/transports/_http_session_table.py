@@ -13,10 +13,8 @@ session was ended gets 404 at its next request and starts a new one, as the spec
 
 from __future__ import annotations
 
-import gc
 import logging
 import math
-import sys
 from collections import Counter, OrderedDict
 from collections.abc import AsyncIterator, Callable, Coroutine, Mapping
 from contextlib import asynccontextmanager
@@ -28,9 +26,10 @@ import anyio
 import anyio.abc
 
 from ..jsonrpc._concurrency import HandlerTasks, open_handler_tasks
+from ._heap import find_malloc_trim, release_memory
 from ._http_handshake_session import HttpSession
 
-__all__ = ("SessionTable", "release_memory")
+__all__ = ("SessionTable",)
 
 logger = logging.getLogger(__name__)
 
@@ -78,7 +77,7 @@ class SessionTable:
         if self._tasks is not None:
             raise RuntimeError("the sessions' task group is already running")
         if self.trim_memory:
-            _find_malloc_trim()  # now, not after a burst: see there
+            find_malloc_trim()  # now, not after a burst: see there
         async with anyio.create_task_group() as tg, open_handler_tasks() as tasks:
             if self.companion is not None:
                 await tg.start(self.companion)
@@ -235,34 +234,6 @@ class SessionTable:
         now = monotonic()
         waits = [s.last_seen + self.idle_timeout - now for s in self._sessions.values()]
         return max(1, math.ceil(min(waits))) if waits else max(1, math.ceil(self.idle_timeout))
-
-
-_malloc_trim: Any = None
-
-
-def release_memory() -> None:
-    """After a burst of sessions: collect the cycles they left, then hand the free pages of the C heap back to the
-    OS with glibc's ``malloc_trim`` (Linux with glibc only; elsewhere just the collection). Takes a few ms."""
-    gc.collect()
-    trim = _find_malloc_trim()
-    if trim:
-        trim(0)
-
-
-def _find_malloc_trim() -> Any:
-    """glibc's ``malloc_trim``, or False. Looked up when the table starts: ``ctypes`` imported after a burst would
-    put its long-lived objects in the free slots the burst's sessions left, and keep their arenas alive."""
-    global _malloc_trim
-    if _malloc_trim is None:
-        _malloc_trim = False
-        if sys.platform.startswith("linux"):
-            try:
-                import ctypes
-
-                _malloc_trim = ctypes.CDLL(None).malloc_trim
-            except (OSError, AttributeError):  # not glibc (musl has no malloc_trim)
-                logger.debug("no malloc_trim here: freed C-heap pages stay with the process")
-    return _malloc_trim
 
 
 def _spawn_detached(fn: Callable[[], Coroutine[Any, Any, None]]) -> Any:

@@ -30,7 +30,7 @@ from ..jsonrpc.wire import RequestId
 from ..mcp.eras import Call
 from ..mcp.session import ServerApp, ServerSession
 from ._http_io import HTTP_NETWORK, Headers, Receive, Send, send_bytes
-from ._http_outlet import FINAL, OTHER, Outlet, Preference, respond
+from ._http_outlet import FINAL, OTHER, Outlet, ResponseFormat, respond
 
 __all__ = ("serve_alone", "status_of")
 
@@ -100,14 +100,14 @@ async def serve_alone(
     headers: Headers,
     receive: Receive,
     send: Send,
+    fmt: ResponseFormat,
     *,
-    preference: Preference,
-    keepalive: float,
     handshake_version: str | None = None,
     buffer: int = 64,
     detached: Callable[..., Awaitable[None]] | None = None,
 ) -> None:
-    """Serve one request as this HTTP response, by a session of its own; the client disconnecting cancels it.
+    """Serve one request as this HTTP response (in the app's ``fmt``), by a session of its own; the client
+    disconnecting cancels it.
 
     A stateless-era request (validated already); or, with ``handshake_version``, a handshake-era request of an app
     without sessions, served as if ``initialize`` had settled that version (``initialize`` itself is answered).
@@ -117,34 +117,19 @@ async def serve_alone(
     dispatcher = Dispatcher(stream, max_in_flight=1, request_timeout=None, drain_timeout=0.0)
     session = ServerSession(server, dispatcher)
     session.detached = detached
-    status: Callable[[bytes], int] | None = status_of
-    if handshake_version is not None:
-        status = None  # (the handshake era answers JSON-RPC errors with 200)
-        if request.method != "initialize":
-            session.assume_initialized(handshake_version)
+    if handshake_version is not None and request.method != "initialize":
+        session.assume_initialized(handshake_version)
     answer = dispatcher.begin(request, call)
     if type(answer) is not Pending:
         session.close()
-        await send_bytes(send, 200 if status is None else status(answer), answer)  # type: ignore[arg-type]
+        await send_bytes(send, 200 if fmt.status_of is None else fmt.status_of(answer), answer)  # type: ignore[arg-type]
         return
     outlet = stream.outlet
     connection = outlet.connect()
     try:
         async with open_handler_tasks() as tasks:  # (leaving it cancels a handler still running, and waits)
             dispatcher.use_tasks(tasks)
-            await respond(
-                send,
-                receive,
-                outlet,
-                connection,
-                waiting=True,
-                preference=preference,
-                headers=[],
-                retry_ms=0,
-                keepalive=keepalive,
-                status_of=status,
-                cancelled_status=204,
-            )
+            await respond(send, receive, outlet, connection, fmt, headers=[], waiting=True)
     finally:
         outlet.disconnect(connection)
         session.close()

@@ -56,6 +56,7 @@ from ._http_cors import Cors, cors_of
 from ._http_handshake import HandshakeEndpoint
 from ._http_handshake_session import HttpSession
 from ._http_io import (
+    JSON_AND_SSE,
     BodyTimeout,
     BodyTooLarge,
     ClientGone,
@@ -65,17 +66,16 @@ from ._http_io import (
     Scope,
     Send,
     accepts,
-    accepts_json_and_sse,
     read_body,
     send_body_timeout,
     send_bytes,
     send_empty,
     send_error,
 )
-from ._http_outlet import Preference
+from ._http_outlet import Preference, ResponseFormat
 from ._http_security import HostGuard
 from ._http_session_table import SessionTable
-from ._http_stateless import serve_alone
+from ._http_stateless import serve_alone, status_of
 from .events import EventStore, InMemoryEventStore
 from .framing import DEFAULT_MAX_FRAME
 from .http_policy import HttpPolicy
@@ -90,6 +90,7 @@ logger = logging.getLogger(__name__)
 
 _ALLOW_ALL: Final[HeaderList] = [(b"allow", b"GET, POST, DELETE")]
 _ALLOW_POST: Final[HeaderList] = [(b"allow", b"POST")]
+_SSE: Final = ("text/event-stream",)
 
 
 class McpAsgiApp:
@@ -176,8 +177,9 @@ class McpAsgiApp:
         self.max_body = max_body
         self.body_timeout = body_timeout
         self.store: EventStore = event_store if event_store is not None else InMemoryEventStore()
-        self.preference: Preference = json_response_preference
-        self.keepalive = sse_keepalive
+        fmt = ResponseFormat(json_response_preference, sse_retry_ms, sse_keepalive)
+        #: How a 2026-07-28 request is answered: its JSON-RPC errors carry their own HTTP statuses.
+        self.stateless = ResponseFormat(json_response_preference, 0, sse_keepalive, status_of, 204)
         self.table = SessionTable(
             idle_timeout=session_idle_timeout,
             max_sessions=max_sessions,
@@ -188,10 +190,8 @@ class McpAsgiApp:
             server,
             self.table,
             self.store,
+            fmt,
             max_in_flight=max_in_flight_per_session,
-            preference=json_response_preference,
-            retry_ms=sse_retry_ms,
-            keepalive=sse_keepalive,
             request_timeout=request_timeout,
             sessions=sessions,
         )
@@ -302,8 +302,7 @@ class McpAsgiApp:
             if method == "OPTIONS":
                 return self.cors.preflight(origin, headers, send)
             send = self.cors.wrap(origin, send)
-        problem = repeated_header_problem(headers)
-        if problem is not None:
+        if headers.repeats and (problem := repeated_header_problem(headers)) is not None:
             return send_error(send, 400, problem)
         if self.http_policy is not None:
             return self._admit(method, scope, headers, receive, send)
@@ -327,8 +326,7 @@ class McpAsgiApp:
     # --- POST ----------------------------------------------------------------------------------------------
 
     async def _post(self, headers: Headers, receive: Receive, send: Send) -> None:
-        accept = headers.raw(b"accept")
-        if accept is None or not accepts_json_and_sse(accept):
+        if not accepts(headers.raw(b"accept"), JSON_AND_SSE):
             await send_error(send, 406, "Not Acceptable: Accept must list application/json and text/event-stream")
             return
         content_type = headers.raw(b"content-type")
@@ -394,8 +392,7 @@ class McpAsgiApp:
             headers,
             receive,
             send,
-            preference=self.preference,
-            keepalive=self.keepalive,
+            self.stateless,
             detached=self.table.start_detached,
         )
 
@@ -406,7 +403,7 @@ class McpAsgiApp:
         if version in STATELESS_VERSIONS:
             await send_error(send, 405, "Method Not Allowed: 2026-07-28 has no GET stream", headers=_ALLOW_POST)
             return
-        if not accepts(headers.get("accept"), "text/event-stream"):
+        if not accepts(headers.raw(b"accept"), _SSE):
             await send_error(send, 406, "Not Acceptable: Accept must list text/event-stream")
             return
         await self.handshake.get(headers, version, receive, send)
