@@ -161,15 +161,17 @@ async def test_the_write_lock_serves_its_waiters_in_turn_and_a_cancelled_waiter_
     holding, release = anyio.Event(), anyio.Event()
 
     async def holder() -> None:
-        async with lock:
-            holding.set()
-            await release.wait()
-            order.append("first")
+        await lock.acquire()
+        holding.set()
+        await release.wait()
+        order.append("first")
+        lock.release()
 
     async def waiter(name: str, scope: anyio.CancelScope) -> None:
         with scope:
-            async with lock:
-                order.append(name)
+            await lock.acquire()
+            order.append(name)
+            lock.release()
 
     gone = anyio.CancelScope()
     with anyio.fail_after(5):  # (a lock lost to a cancelled waiter would hang "third")
@@ -183,8 +185,8 @@ async def test_the_write_lock_serves_its_waiters_in_turn_and_a_cancelled_waiter_
             await anyio.wait_all_tasks_blocked()
             release.set()
     assert order == ["first", "second", "third"]
-    async with lock:  # free again
-        order.append("after")
+    await lock.acquire()  # free again
+    order.append("after")
 
 
 async def test_a_cancellation_as_the_write_lock_is_handed_on_never_loses_it() -> None:
@@ -194,16 +196,20 @@ async def test_a_cancellation_as_the_write_lock_is_handed_on_never_loses_it() ->
     doomed = anyio.CancelScope()
 
     async def holder() -> None:
-        async with lock:
-            holding.set()
-            await release.wait()
+        await lock.acquire()
+        holding.set()
+        await release.wait()
+        lock.release()
         doomed.cancel()  # the lock has just been handed to "doomed", which has not run since
 
     async def waiter(name: str, scope: anyio.CancelScope) -> None:
         with scope:
-            async with lock:
+            await lock.acquire()
+            try:
                 got.append(name)
                 await anyio.lowlevel.checkpoint()
+            finally:
+                lock.release()
 
     with anyio.fail_after(5):
         async with anyio.create_task_group() as tg:
@@ -216,5 +222,5 @@ async def test_a_cancellation_as_the_write_lock_is_handed_on_never_loses_it() ->
             release.set()
     assert got[-1] == "kept"  # ("doomed" may have held it for a moment, or passed it on at once)
     with anyio.fail_after(5):
-        async with lock:
-            got.append("after")
+        await lock.acquire()
+    got.append("after")

@@ -18,7 +18,7 @@ from jsonrpc_mcp.mcp.eras import Call, meta_problem, read_call
 from jsonrpc_mcp.mcp.headers import mirrored_header_problem
 from jsonrpc_mcp.transports import _heap, _http_io, _http_session_table
 from jsonrpc_mcp.transports._http_handshake_session import SessionStream
-from jsonrpc_mcp.transports._http_io import Headers, accepts, is_json_content
+from jsonrpc_mcp.transports._http_io import Headers, accepts, body_type_problem
 from jsonrpc_mcp.transports._http_outlet import FINAL, OTHER, RESPONSE, Outlet
 from jsonrpc_mcp.transports._http_security import HostGuard, split_host
 from jsonrpc_mcp.transports._http_stateless import status_of
@@ -128,8 +128,8 @@ def test_the_accept_verdicts_are_bounded() -> None:
 
 
 def test_content_type_and_headers() -> None:
-    assert is_json_content("Application/JSON; charset=utf-8")
-    assert not is_json_content("application/json-seq") and not is_json_content(None)
+    assert body_type_problem(b"Application/JSON; charset=utf-8") is None
+    assert body_type_problem(b"application/json-seq") and body_type_problem(None)
     headers = Headers([(b"Mcp-Name", b"a"), (b"mcp-name", b"b")])
     assert headers.get("mcp-name") == "a" and headers.repeated(b"mcp-name")
     lower = Headers(iter([(b"host", b"h"), (b"x-a", b"1"), (b"x-a", b"2"), (b"accept", b"*/*")]))

@@ -279,11 +279,11 @@ class BoundedQueue(Generic[T]):
 
 
 class WriteLock:
-    """A lock for ``async with``, first come first served, as cheap as can be when it is free (the case of almost
-    every write of a connection): nothing is asked of the event loop then, and a waiter's event is made only when
-    somebody waits. (``anyio.Lock(fast_acquire=True)`` looks up the current task and checks for a cancellation on
-    every acquisition: docs/performance.md.) A task cancelled while it waits leaves the queue, or passes the lock
-    on when it was handed to it meanwhile.
+    """A lock, first come first served, as cheap as can be when it is free (the case of almost every write of a
+    connection): nothing is asked of the event loop then, and a waiter's event is made only when somebody waits.
+    (``anyio.Lock(fast_acquire=True)`` looks up the current task and checks for a cancellation on every acquisition,
+    and ``async with`` costs a coroutine more: docs/performance.md.) A task cancelled while it waits leaves the
+    queue, or passes the lock on when it was handed to it meanwhile.
     """
 
     __slots__ = ("_held", "_waiters")
@@ -292,14 +292,17 @@ class WriteLock:
         self._held = False
         self._waiters: deque[anyio.Event] = deque()
 
-    async def __aenter__(self) -> None:
+    async def acquire(self) -> None:
         if self._held:
             await self._wait()
         else:
             self._held = True
 
-    async def __aexit__(self, *exc_info: object) -> None:
-        self._release()
+    def release(self) -> None:
+        if self._waiters:
+            self._waiters.popleft().set()  # (held still: passed on)
+        else:
+            self._held = False
 
     async def _wait(self) -> None:
         turn = anyio.Event()
@@ -308,13 +311,7 @@ class WriteLock:
             await turn.wait()  # set by the holder before us: the lock is ours (it stayed held)
         except BaseException:
             if turn.is_set():
-                self._release()  # handed to us as we were cancelled: pass it on
+                self.release()  # handed to us as we were cancelled: pass it on
             else:
                 self._waiters.remove(turn)
             raise
-
-    def _release(self) -> None:
-        if self._waiters:
-            self._waiters.popleft().set()  # (held still: passed on)
-        else:
-            self._held = False

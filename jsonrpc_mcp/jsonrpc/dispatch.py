@@ -220,9 +220,6 @@ class Dispatcher:
         #: Prefixed to the ids of our outgoing requests (strings then): ids unique across processes that speak to one
         #: peer (workers serving one session).
         self.id_prefix: str | None = None
-        #: Called when work arrives that needs tasks and there are none yet (a transport that starts its event
-        #: loop, or the connection's tasks, only when something needs them).
-        self.wake: Callable[[], None] | None = None
         self._tasks: HandlerTasks | None = None
         self._inflight: dict[RequestId, Pending] = {}
         self._kept: list[Pending | tuple[Callable[..., Coroutine[Any, Any, Any]], tuple[Any, ...]]] = []
@@ -263,7 +260,7 @@ class Dispatcher:
         if self._tasks is not None:
             self._start(pending)
         else:
-            self._keep(pending)
+            self._kept.append(pending)
         return pending
 
     def take(self, msg: Message, context: Any = None) -> bytes | Pending | None:
@@ -378,11 +375,6 @@ class Dispatcher:
 
     # --- tasks ---------------------------------------------------------------------------------------------
 
-    def _keep(self, work: Pending | tuple[Callable[..., Coroutine[Any, Any, Any]], tuple[Any, ...]]) -> None:
-        self._kept.append(work)
-        if self.wake is not None:
-            self.wake()
-
     @property
     def needs_tasks(self) -> bool:
         """True when work is kept that only tasks can carry out (see :meth:`run`, :meth:`use_tasks`)."""
@@ -455,7 +447,7 @@ class Dispatcher:
         if self._closed:
             return False
         if self._tasks is None:
-            self._keep((fn, args))
+            self._kept.append((fn, args))
         else:
             self._tasks.start_soon(fn(*args), _OTHER_TASK)
         return True
@@ -569,11 +561,13 @@ class Dispatcher:
     async def _write(self, frames: Sequence[Outgoing]) -> None:
         """Write under the connection's write lock, first come first served; a peer gone meanwhile has nobody
         left to tell."""
+        await self._write_lock.acquire()
         try:
-            async with self._write_lock:
-                await self.stream.send(frames)
+            await self.stream.send(frames)
         except (anyio.BrokenResourceError, anyio.ClosedResourceError):
             logger.debug("peer went away before %d frames could be written", len(frames))
+        finally:
+            self._write_lock.release()
 
     async def _reply(self, answer: Outgoing) -> None:
         """Write an answer of a handler task. While other handlers are running, the answers of those that finish
@@ -598,11 +592,13 @@ class Dispatcher:
     async def send_frame(self, frame: bytes, related: RequestId | None = None, kind: int = NOTIFICATION) -> None:
         """Write a pre-encoded frame. Raises :class:`ConnectionClosed` when the stream is gone."""
         await anyio.lowlevel.checkpoint_if_cancelled()  # (a cancelled handler sends nothing more)
+        await self._write_lock.acquire()
         try:
-            async with self._write_lock:
-                await self.stream.send((Outgoing(frame, related, kind),))
+            await self.stream.send((Outgoing(frame, related, kind),))
         except (anyio.BrokenResourceError, anyio.ClosedResourceError):
             raise ConnectionClosed() from None
+        finally:
+            self._write_lock.release()
 
     async def notify(self, method: str, params: bytes | None = None, *, related: RequestId | None = None) -> None:
         """Send a notification (``params`` is an encoded JSON object or ``None``)."""

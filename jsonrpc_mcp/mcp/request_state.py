@@ -169,17 +169,13 @@ class SeenNonces:
 
 
 def read_answers(
-    method: str, params: Any, raw: Raw | None, *, keys: Sequence[bytes], principal: str, now: float
+    method: str, responses: Any, state: Any, raw: Raw | None, *, keys: Sequence[bytes], principal: str, now: float
 ) -> tuple[dict[str, Any], StatePayload | None]:
     """The answers a request of ``method`` carries: those sealed in its ``requestState`` (opened with ``keys``, for
     the request's ``principal``) and its ``inputResponses`` (those the state asked for, when it has one); and the
-    state, opened (``None`` without one; a single-use state's ``nonce`` is the caller's to claim). ``params``: the
-    params decoded (a dict or a Struct), ``raw`` as sent. Raises :class:`InvalidParams`."""
-    if isinstance(params, dict):
-        responses, state = params.get("inputResponses", UNSET), params.get("requestState", UNSET)
-    else:
-        responses = getattr(params, "input_responses", UNSET)
-        state = getattr(params, "request_state", UNSET)
+    state, opened (``None`` without one; a single-use state's ``nonce`` is the caller's to claim). ``responses``
+    and ``state``: the params' fields (``UNSET`` when absent), ``raw`` the params as sent. Raises
+    :class:`InvalidParams`."""
     if responses is not UNSET and not isinstance(responses, dict):
         raise InvalidParams('Invalid params: "inputResponses" must be an object')
     if state is not UNSET and not isinstance(state, str):

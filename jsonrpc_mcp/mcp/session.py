@@ -408,13 +408,21 @@ class ServerSession:
     def _gather_answers(self, call: Call) -> tuple[dict[str, Any], StatePayload | None, Awaitable[bool] | None]:
         """The answers a request carries and the state it came with (:func:`.request_state.read_answers`), and the
         claim of a single-use state still to be awaited (``None`` when there is none, or it was decided)."""
-        from . import request_state  # hmac and hashlib: loaded by the first stateless input method only
+        params = call.params
+        if isinstance(params, dict):
+            responses, state = params.get("inputResponses", UNSET), params.get("requestState", UNSET)
+        else:
+            responses, state = getattr(params, "input_responses", UNSET), getattr(params, "request_state", UNSET)
+        if responses is UNSET and state is UNSET:
+            return {}, None, None
+        from . import request_state  # hmac and hashlib: loaded by the first stateless input round only
 
         now = time.time()
         principal = request_state.principal_digest(self.dispatcher.stream.request_auth(call.request.id))
         answers, opened = request_state.read_answers(
             call.request.method,
-            call.params,
+            responses,
+            state,
             call.request.params,
             keys=self.app.request_state_keys,
             principal=principal,

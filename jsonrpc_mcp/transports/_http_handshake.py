@@ -79,46 +79,40 @@ class HandshakeEndpoint:
         """One JSON-RPC message POSTed outside the stateless era (``call``: the request as the app read it)."""
         if version is not None and version not in HANDSHAKE_VERSIONS:
             await send_error(send, 400, f"Bad Request: unsupported MCP-Protocol-Version {version!r}")
-        elif not self.sessions:  # served on its own, as if initialize had settled its version
+            return
+        if not self.sessions:  # served on its own, as if initialize had settled its version
             if type(msg) is not Request or call is None:
                 await send_empty(send, 202)  # (a notification, or an answer to a request no one here made)
-                return
-            await serve_alone(
-                self.server,
-                call,
-                headers,
-                receive,
-                send,
-                self.alone,
-                handshake_version=version or _WITHOUT_HEADER,
-            )
-        elif (sid := headers.raw(b"mcp-session-id")) is not None:
-            session = await self._session(sid.decode("latin-1"), headers, send, msg)
-            if session is None:
-                return
-            try:
-                await self._post_to_session(session, headers, msg, call, receive, send)
-            except Unavailable as exc:
-                await send_unavailable(send, exc, getattr(msg, "id", None))
-        elif type(msg) is Request and msg.method == "initialize":
-            await self._initialize(msg, call, headers, send)
-        else:
-            await send_error(send, 400, "Bad Request: the Mcp-Session-Id header is required (initialize first)")
-
-    async def _post_to_session(
-        self, session: HttpSession, headers: Headers, msg: Message, call: Call | None, receive: Receive, send: Send
-    ) -> None:
-        if type(msg) is not Request:  # a notification, or the client's answer to one of our requests
-            if self.shared is not None:
-                await self.shared.take(session, msg)
             else:
-                session.dispatcher.take(msg)
-            await self._save(session)
-            await send_empty(send, 202)
+                await serve_alone(
+                    self.server, call, headers, receive, send, self.alone, handshake_version=version or _WITHOUT_HEADER
+                )
             return
-        answer = session.begin(msg, call, headers)
-        if self.shared is not None:
-            await self.shared.save(session)  # (what the request settled is shared before it is answered)
+        sid = headers.raw(b"mcp-session-id")
+        if sid is None:
+            if type(msg) is Request and msg.method == "initialize":
+                await self._initialize(msg, call, headers, send)
+            else:
+                await send_error(send, 400, "Bad Request: the Mcp-Session-Id header is required (initialize first)")
+            return
+        session = await self._session(sid.decode("latin-1"), headers, send, msg)
+        if session is None:
+            return
+        try:
+            if type(msg) is not Request:  # a notification, or the client's answer to one of our requests
+                if self.shared is not None:
+                    await self.shared.take(session, msg)
+                else:
+                    session.dispatcher.take(msg)
+                await self._save(session)
+                await send_empty(send, 202)
+                return
+            answer = session.begin(msg, call, headers)
+            if self.shared is not None:
+                await self.shared.save(session)  # (what the request settled is shared before it is answered)
+        except Unavailable as exc:
+            await send_unavailable(send, exc, getattr(msg, "id", None))
+            return
         if type(answer) is Pending:
             await self._respond(session, self._open_exchange(session, (msg.id,), headers), receive, send, waiting=True)
             return
@@ -128,9 +122,8 @@ class HandshakeEndpoint:
             extra = [*session.id_header, _RETRY_AFTER] if busy else session.id_header
             await send_bytes(send, 429 if busy else 400, reply, extra)
         elif self.format.preference == "sse":  # an answer made at once, sent as a stream all the same
-            await self._respond(
-                session, self._open_exchange(session, (), headers), receive, send, answered=[(reply, FINAL)]
-            )
+            outlet = self._open_exchange(session, (), headers)
+            await self._respond(session, outlet, receive, send, answered=[(reply, FINAL)])
         else:
             await send_bytes(send, 200, reply, session.id_header)
 

@@ -1,5 +1,5 @@
-"""ASGI plumbing for the Streamable HTTP app: typed aliases, header access, body reading, small responses
-and the content negotiation rules (L6 helper).
+"""ASGI plumbing for the Streamable HTTP app: typed aliases, header access, body reading, small responses, the
+content negotiation rules and the request checks that need no session (L6 helper).
 
 Every error body is JSON-RPC shaped (``{"jsonrpc":"2.0","error":{...}}``, with the request ``id`` when one was
 read) and says what was wrong in a sentence; never a traceback, a path or a secret.
@@ -35,7 +35,8 @@ __all__ = (
     "send_empty",
     "accepts",
     "JSON_AND_SSE",
-    "is_json_content",
+    "repeated_header_problem",
+    "body_type_problem",
     "HTTP_NETWORK",
 )
 
@@ -256,12 +257,33 @@ def _accepts(accept: str, media_types: tuple[str, ...]) -> bool:
     return True
 
 
-def is_json_content(content_type: str | None) -> bool:
-    if content_type is None:
-        return False
-    if content_type == "application/json":
-        return True
-    return content_type.partition(";")[0].strip().lower() == "application/json"
+#: Headers that name one thing: sent twice, which one counts is anyone's guess (a proxy and the app may disagree).
+_SINGLE: Final = ((b"mcp-session-id", "Mcp-Session-Id"), (b"mcp-protocol-version", "MCP-Protocol-Version"))
+
+
+def repeated_header_problem(headers: Headers) -> str | None:
+    """A refusal (400) when a header that must be single is sent more than once, else ``None``."""
+    for raw, name in _SINGLE:
+        if headers.repeated(raw):
+            return f"Bad Request: the {name} header is sent more than once"
+    return None
+
+
+def body_type_problem(content_type: bytes | None) -> str | None:
+    """A refusal (415) unless the body is declared ``application/json`` in UTF-8, else ``None``: a ``charset``
+    parameter, when present, must name UTF-8 (in any case, quoted or not); JSON text exchanged between systems is
+    UTF-8 (RFC 8259 §8.1), and a body in another charset would be misread."""
+    value = content_type.decode("latin-1") if content_type is not None else ""
+    media, *params = value.split(";")
+    if media.strip().lower() != "application/json":
+        return "Unsupported Media Type: the body must be application/json"
+    for param in params:
+        key, _, given = param.partition("=")
+        if key.strip().lower() == "charset":
+            charset = given.strip().strip('"').strip()
+            if charset.lower() != "utf-8":
+                return f"Unsupported Media Type: the body must be UTF-8, not charset={charset}"
+    return None
 
 
 async def send_body_timeout(send: Send, seconds: float) -> None:

@@ -51,7 +51,6 @@ from ..jsonrpc.wire import Message, Notification, Request, is_batch, read_messag
 from ..mcp.eras import Call, meta_problem, notification_is_stateless, read_call
 from ..mcp.headers import mirrored_header_problem
 from ..mcp.versions import STATELESS_VERSIONS
-from ._http_checks import body_type_problem, repeated_header_problem
 from ._http_cors import Cors, cors_of
 from ._http_handshake import HandshakeEndpoint
 from ._http_handshake_session import HttpSession
@@ -66,7 +65,9 @@ from ._http_io import (
     Scope,
     Send,
     accepts,
+    body_type_problem,
     read_body,
+    repeated_header_problem,
     send_body_timeout,
     send_bytes,
     send_empty,
