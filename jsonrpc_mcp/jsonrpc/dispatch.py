@@ -515,11 +515,8 @@ class Dispatcher:
                 out.append(Outgoing(answer, None, RESPONSE))  # type: ignore[arg-type]
         return taken
 
-    def _has_room(self) -> bool:
-        return len(self._inflight) < self.max_in_flight and self._unwritten <= self.max_queued_bytes
-
     async def _wait_for_room(self) -> None:
-        while not self._has_room():
+        while len(self._inflight) >= self.max_in_flight or self._unwritten > self.max_queued_bytes:
             self._room = anyio.Event()
             await self._room.wait()
 

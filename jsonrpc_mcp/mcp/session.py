@@ -114,15 +114,8 @@ _init_decoder: Final = msgspec.json.Decoder(_InitializeParams)
 _cancel_decoder: Final = msgspec.json.Decoder(_CancelledParams)
 
 
-def _fields(kind: Any) -> frozenset[tuple[str, str]]:
-    """A Struct type's fields as (attribute, wire name) pairs (empty for anything else)."""
-    if isinstance(kind, type) and issubclass(kind, msgspec.Struct):
-        return frozenset((f.name, f.encode_name) for f in msgspec.structs.fields(kind))
-    return frozenset()
-
-
-_META: Final = ("meta", "_meta")
-_RESULT_TYPE: Final = ("result_type", "resultType")
+#: What a result Struct needs for :func:`_encode_stateless_struct`, as (attribute, wire name).
+_STATELESS_FIELDS: Final = {("meta", "_meta"), ("result_type", "resultType")}
 
 
 def encode_result(result: Any, *, stateless: bool = False, server_info: dict[str, Any] | None = None) -> bytes:
@@ -152,11 +145,12 @@ _stateless_ready: dict[type, bool] = {}  # result Structs with both a ``resultTy
 
 
 def _is_stateless_ready(kind: type) -> bool:
-    try:
-        return _stateless_ready[kind]
-    except KeyError:
-        ready = _stateless_ready[kind] = {_META, _RESULT_TYPE} <= _fields(kind)
-        return ready
+    ready = _stateless_ready.get(kind)
+    if ready is None:
+        struct = issubclass(kind, msgspec.Struct)
+        fields = {(f.name, f.encode_name) for f in msgspec.structs.fields(kind)} if struct else set()
+        ready = _stateless_ready[kind] = fields >= _STATELESS_FIELDS
+    return ready
 
 
 def _encode_stateless_struct(result: Any, server_info: dict[str, Any] | None) -> bytes:
@@ -540,9 +534,6 @@ class ServerSession:
             await self.detached(fn, *args)
         elif not self.dispatcher.spawn(fn, *args):
             raise ConnectionClosed()
-
-    def wants_list_changed(self) -> bool:
-        return self.initialized and not self.closed
 
     def close(self) -> None:
         """The connection is over: its handlers still running are cancelled, the server forgets it."""

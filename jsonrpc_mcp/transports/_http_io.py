@@ -126,25 +126,17 @@ class ClientGone(Exception):
     """The client disconnected while we were reading its request."""
 
 
-async def read_body(
-    receive: Receive, headers: Headers, limit: int, first: Message | None = None, timeout: float | None = None
-) -> bytes:
-    """The whole request body; :class:`BodyTooLarge` past ``limit`` bytes (a body in several messages is checked
-    against Content-Length first, then as it arrives). ``first``: the request's first message, when the caller
-    has received it already. :class:`BodyTimeout` when a body in several messages is not complete ``timeout``
-    seconds after its first one (a chunked body that never ends); the usual body, whole in one message, is read
-    without a deadline's cost."""
-    message = first if first is not None else await receive()
-    if message["type"] == "http.request" and not message.get("more_body", False):
-        body: bytes = message.get("body", b"")  # the usual case: the whole body in one message
-        if len(body) > limit:
-            raise BodyTooLarge()
-        return body
+async def read_body(receive: Receive, headers: Headers, limit: int, first: Message, timeout: float | None) -> bytes:
+    """The whole body of a request whose ``first`` message did not bring it all within ``limit`` bytes (the usual
+    body, whole in one message, the app takes itself). :class:`BodyTooLarge` past ``limit`` bytes (checked against
+    Content-Length first, then as it arrives); :class:`BodyTimeout` when it is not complete ``timeout`` seconds
+    after its first message (a chunked body that never ends)."""
     declared = headers.raw(b"content-length")
     if declared is not None and declared.strip().isdigit() and int(declared) > limit:
         raise BodyTooLarge()
     chunks: list[bytes] = []
     size = 0
+    message = first
     with anyio.move_on_after(timeout) as deadline:
         while True:
             kind = message["type"]
@@ -162,7 +154,7 @@ async def read_body(
             message = await receive()
     if deadline.cancelled_caught:
         raise BodyTimeout(timeout or 0.0)
-    return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+    return b"".join(chunks)
 
 
 async def send_bytes(

@@ -49,8 +49,8 @@ Preference = Literal["auto", "json", "sse"]
 OTHER: Final = 0
 RESPONSE: Final = 1
 FINAL: Final = 2
-#: Made by :func:`_answer_at_once` for :func:`_write_stream`, never put: the handler did not answer within its
-#: patience (an ``"auto"`` answer becomes SSE at once).
+#: Made by :func:`respond` for :func:`_write_stream`, never put: the handler did not answer within its patience
+#: (an ``"auto"`` answer becomes SSE at once).
 _SPENT: Final = 3
 
 #: How many scheduler passes an "auto" answer first gives a handler that had to wait (a quick async one answers
@@ -227,9 +227,18 @@ async def respond(
     connected, or the ``Last-Event-ID`` of a resumption, whose missed events come in ``replay``).
     """
     early: list[Item | None] = []
-    if waiting and fmt.preference != "sse":
-        answered, early = await _answer_at_once(send, feed, outlet, headers, fmt.status_of)
-        if answered:
+    if waiting and fmt.preference != "sse":  # a little time for the handler, then its answer as JSON at once
+        early = await _glance(feed)
+        if not early:
+            with anyio.move_on_after(_PATIENCE_SECONDS):
+                try:
+                    early = [await feed.receive()]
+                except (anyio.EndOfStream, anyio.ClosedResourceError):
+                    early = [None]
+        if not early:
+            early = [Item(0, b"", _SPENT)]  # (no answer in time: the sign for an "auto" answer to start SSE)
+        elif (first := early[0]) is not None and first.kind == FINAL and not outlet.batch:
+            await _write_json(send, outlet, [first], headers, fmt.status_of)
             return True
     delivered = False
     async with anyio.create_task_group() as tg:
@@ -265,8 +274,8 @@ async def _write_stream(
     replay: Sequence[tuple[int, bytes]],
     early: Sequence[Item | None],
 ) -> bool:
-    """The writer of :func:`respond` once the answer may become a stream (``early``: what
-    :func:`_answer_at_once` took from ``receive`` already)."""
+    """The writer of :func:`respond` once the answer may become a stream (``early``: what :func:`respond` took
+    from ``receive`` already)."""
     preference, retry_ms = fmt.preference, fmt.retry_ms
     started = False
     pending: list[Item] = []
@@ -366,27 +375,6 @@ async def _write_stream(
         if item.kind == FINAL:
             await end()
             return True
-
-
-async def _answer_at_once(
-    send: Send, receive: Feed, outlet: Outlet, headers: HeaderList, status_of: Callable[[bytes], int] | None
-) -> tuple[bool, list[Item | None]]:
-    """A handler that had to wait gets a little time: when its answer comes first within it, it is written as JSON
-    at once. Returns (answered, what was taken otherwise, for :func:`_write_stream`): an answer that does not come
-    in time is handed on as the sign to start SSE."""
-    early = await _glance(receive)
-    if not early:
-        with anyio.move_on_after(_PATIENCE_SECONDS):
-            try:
-                early = [await receive.receive()]
-            except (anyio.EndOfStream, anyio.ClosedResourceError):
-                early = [None]
-    if not early:
-        return False, [Item(0, b"", _SPENT)]
-    if early[0] is not None and early[0].kind == FINAL and not outlet.batch:
-        await _write_json(send, outlet, [early[0]], headers, status_of)
-        return True, []
-    return False, early
 
 
 async def _glance(receive: Feed) -> list[Item | None]:

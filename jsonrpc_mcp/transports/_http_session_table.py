@@ -189,7 +189,10 @@ class SessionTable:
     def end(self, session: HttpSession) -> None:
         if self._sessions.get(session.id) is session:
             del self._sessions[session.id]
-            self._disown(session)
+            if session.owner is not None:
+                self._owned[session.owner] -= 1
+                if not self._owned[session.owner]:
+                    del self._owned[session.owner]
         self._ended(session)
 
     def end_all(self) -> None:
@@ -198,13 +201,6 @@ class SessionTable:
         self._owned.clear()
         for session in sessions:
             self._ended(session)
-
-    def _disown(self, session: HttpSession) -> None:
-        owner = session.owner
-        if owner is not None:
-            self._owned[owner] -= 1
-            if not self._owned[owner]:
-                del self._owned[owner]
 
     def _ended(self, session: HttpSession) -> None:
         if session.closed:
