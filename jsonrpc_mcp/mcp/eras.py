@@ -13,6 +13,7 @@ era before it picks a session, and checks its headers between the two checks bel
 from __future__ import annotations
 
 from collections.abc import Mapping
+from functools import cache
 from types import MappingProxyType
 from typing import Any, Final, NamedTuple
 
@@ -59,22 +60,15 @@ class Call(msgspec.Struct, kw_only=True):
 
 
 class _Reader(NamedTuple):
-    """How the params of one type are read (made once per type)."""
-
     decoder: msgspec.json.Decoder[Any]
     has_meta: bool  # the type has a ``_meta`` field: the era is read from the decoded params
 
 
-_readers: dict[Any, _Reader] = {}
-
-
+@cache
 def _reader(kind: Any) -> _Reader:
-    reader = _readers.get(kind)
-    if reader is None:
-        fields = msgspec.structs.fields(kind) if isinstance(kind, type) and issubclass(kind, msgspec.Struct) else ()
-        has_meta = any(f.encode_name == "_meta" for f in fields)
-        reader = _readers[kind] = _Reader(msgspec.json.Decoder(kind), has_meta)
-    return reader
+    """How the params of ``kind`` are read (made once per type)."""
+    fields = msgspec.structs.fields(kind) if isinstance(kind, type) and issubclass(kind, msgspec.Struct) else ()
+    return _Reader(msgspec.json.Decoder(kind), any(f.encode_name == "_meta" for f in fields))
 
 
 def read_call(methods: Mapping[str, MethodSpec], request: Request, header_version: str | None = None) -> Call:
@@ -89,7 +83,7 @@ def read_call(methods: Mapping[str, MethodSpec], request: Request, header_versio
             if kind is None:
                 params = _decode_any(raw)
             else:
-                reader = _readers.get(kind) or _reader(kind)
+                reader = _reader(kind)
                 try:
                     params = reader.decoder.decode(raw if raw is not None else b"{}")
                 except msgspec.ValidationError as exc:

@@ -18,7 +18,7 @@ An origin allowed here is also an allowed ``Origin`` for the DNS-rebinding guard
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any, Final
+from typing import Final
 
 from ._http_io import HeaderList, Headers, Message, Send, send_empty, send_error
 
@@ -96,9 +96,3 @@ class Cors:
             await send(message)
 
         return send_with_cors
-
-
-def cors_of(origins: Iterable[str] | None, **options: Any) -> Cors | None:
-    """A :class:`Cors` for a non-empty list, else ``None`` (CORS off)."""
-    listed = list(origins or ())
-    return Cors(listed, **options) if listed else None

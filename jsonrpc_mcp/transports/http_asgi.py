@@ -51,7 +51,7 @@ from ..jsonrpc.wire import Message, Notification, Request, is_batch, read_messag
 from ..mcp.eras import Call, meta_problem, notification_is_stateless, read_call
 from ..mcp.headers import mirrored_header_problem
 from ..mcp.versions import STATELESS_VERSIONS
-from ._http_cors import Cors, cors_of
+from ._http_cors import Cors
 from ._http_handshake import HandshakeEndpoint
 from ._http_handshake_session import HttpSession
 from ._http_io import (
@@ -174,7 +174,7 @@ class McpAsgiApp:
         self.path = None if path is None else "/" + path.strip("/")
         self._endpoint = None if self.path is None else self.path.rstrip("/")  # what the request path must match
         self.guard = HostGuard(allowed_hosts, [*(allowed_origins or ()), *(cors_origins or ())])
-        self.cors: Cors | None = cors_of(cors_origins)
+        self.cors = Cors(cors_origins) if cors_origins else None  # (off unless origins are named)
         self.max_body = max_body
         self.body_timeout = body_timeout
         self.store: EventStore = event_store if event_store is not None else InMemoryEventStore()
