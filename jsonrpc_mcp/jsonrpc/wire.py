@@ -34,7 +34,7 @@ from typing import Any, Final, NoReturn
 import msgspec
 from msgspec import UNSET, Raw, UnsetType
 
-from ..errors import InvalidRequest, ParseError, RpcError
+from ..errors import InvalidRequest, ParseError
 
 __all__ = (
     "RequestId",
@@ -58,7 +58,6 @@ __all__ = (
     "encode_notification",
     "encode_result",
     "encode_error",
-    "error_from_exception",
     "valid_id",
     "MAX_DEPTH",
 )
@@ -531,7 +530,3 @@ def encode_notification(method: str, params: bytes | None) -> bytes:
     if params is None:
         return head + b"}"
     return b"".join((head, b',"params":', params, b"}"))
-
-
-def error_from_exception(exc: RpcError) -> tuple[int, str, Any]:
-    return exc.code, exc.message, exc.data
