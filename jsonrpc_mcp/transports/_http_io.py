@@ -8,6 +8,7 @@ read) and says what was wrong in a sentence; never a traceback, a path or a secr
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Iterable, MutableMapping
+from functools import lru_cache
 from types import MappingProxyType
 from typing import Any, Final
 
@@ -31,7 +32,6 @@ __all__ = (
     "read_body",
     "send_bytes",
     "send_error",
-    "send_body_timeout",
     "send_empty",
     "accepts",
     "JSON_AND_SSE",
@@ -117,10 +117,6 @@ class BodyTooLarge(Exception):
 class BodyTimeout(Exception):
     """The rest of the request body did not arrive within the deadline."""
 
-    def __init__(self, seconds: float) -> None:
-        super().__init__(seconds)
-        self.seconds = seconds
-
 
 class ClientGone(Exception):
     """The client disconnected while we were reading its request."""
@@ -153,7 +149,7 @@ async def read_body(receive: Receive, headers: Headers, limit: int, first: Messa
                     break
             message = await receive()
     if deadline.cancelled_caught:
-        raise BodyTimeout(timeout or 0.0)
+        raise BodyTimeout()
     return b"".join(chunks)
 
 
@@ -217,29 +213,15 @@ def _media_ranges(accept: str) -> set[str]:
 
 #: What every POST must accept.
 JSON_AND_SSE: Final = ("application/json", "text/event-stream")
-#: :func:`accepts` answers by (Accept value, media types): a client sends the same Accept on every request, so parsing
-#: it once is enough. Bounded: emptied when it holds ``_ACCEPT_CACHE_SIZE`` answers.
-_verdicts: dict[tuple[bytes, tuple[str, ...]], bool] = {}
-_ACCEPT_CACHE_SIZE: Final = 256
 
 
+@lru_cache(maxsize=256)  # (a client sends the same Accept on every request: it is parsed once)
 def accepts(accept: bytes | None, media_types: tuple[str, ...]) -> bool:
     """True when the ``Accept`` header (its raw value) admits every one of ``media_types`` (wildcards count, ``q=0``
     refuses)."""
     if accept is None:
         return False
-    key = (accept, media_types)
-    answer = _verdicts.get(key)
-    if answer is None:
-        answer = _accepts(accept.decode("latin-1"), media_types)
-        if len(_verdicts) >= _ACCEPT_CACHE_SIZE:
-            _verdicts.clear()
-        _verdicts[key] = answer
-    return answer
-
-
-def _accepts(accept: str, media_types: tuple[str, ...]) -> bool:
-    ranges = _media_ranges(accept)
+    ranges = _media_ranges(accept.decode("latin-1"))
     if "*/*" in ranges:
         return True
     for media in media_types:
@@ -276,10 +258,3 @@ def body_type_problem(content_type: bytes | None) -> str | None:
             if charset.lower() != "utf-8":
                 return f"Unsupported Media Type: the body must be UTF-8, not charset={charset}"
     return None
-
-
-async def send_body_timeout(send: Send, seconds: float) -> None:
-    """408 for a body that did not arrive in time; the connection is closed after it (the rest of the body would
-    otherwise be read as the next request)."""
-    message = f"Request Timeout: the request body did not arrive within {seconds:g} seconds"
-    await send_error(send, 408, message, headers=[(b"connection", b"close")])

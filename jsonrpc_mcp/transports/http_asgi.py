@@ -68,7 +68,6 @@ from ._http_io import (
     body_type_problem,
     read_body,
     repeated_header_problem,
-    send_body_timeout,
     send_bytes,
     send_empty,
     send_error,
@@ -343,8 +342,9 @@ class McpAsgiApp:
             except BodyTooLarge:
                 await send_error(send, 413, f"Payload Too Large: the body exceeds {self.max_body} bytes")
                 return
-            except BodyTimeout as late:
-                await send_body_timeout(send, late.seconds)
+            except BodyTimeout:  # (the connection is closed: the rest of the body would be read as the next request)
+                late = f"Request Timeout: the request body did not arrive within {self.body_timeout:g} seconds"
+                await send_error(send, 408, late, headers=[(b"connection", b"close")])
                 return
         version = _header_version(headers)
         if not body.startswith(b"{") and is_batch(body):
