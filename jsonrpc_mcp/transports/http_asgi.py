@@ -285,16 +285,12 @@ class McpAsgiApp:
                 return route(scope, receive, send)
             return send_bytes(send, 404, b"Not Found", content_type=b"text/plain; charset=utf-8")
         headers = Headers(scope.get("headers", ()))
-        host = headers.raw(b"host")
-        if host is not None and not self.guard.host_ok(host.decode("latin-1")):
-            logger.info(
-                "refused a request for host %r (DNS rebinding protection; see allowed_hosts)", host.decode("latin-1")
-            )
+        host = headers.get("host")
+        if not self.guard.host_ok(host):
+            logger.info("refused a request for host %r (DNS rebinding protection; see allowed_hosts)", host)
             return send_error(send, 403, "Forbidden: this Host is not allowed")
         origin = headers.raw(b"origin")
-        if origin is not None and not self.guard.origin_ok(
-            origin.decode("latin-1"), host.decode("latin-1") if host is not None else None
-        ):
+        if origin is not None and not self.guard.origin_ok(origin.decode("latin-1"), host):
             logger.info("refused a request from origin %r (see allowed_origins)", origin.decode("latin-1"))
             return send_error(send, 403, "Forbidden: this Origin is not allowed")
         method = scope.get("method", "GET")
