@@ -376,10 +376,10 @@ def _dict_route(result: Any, server_info: dict[str, Any] | None) -> bytes:
 def test_a_stateless_result_struct_is_encoded_as_the_dict_route_encodes_it(make: Any, with_info: bool) -> None:
     """Result Structs go straight to the encoder in the stateless era; the bytes stay those of the dict route
     (``_meta`` in its place when the result has one, last when it does not)."""
-    from jsonrpc_mcp.mcp.session import encode_result
+    from jsonrpc_mcp.mcp.session import encode_stateless_result
 
     info = {"name": "srv", "version": "1"} if with_info else None
-    assert encode_result(make(), stateless=True, server_info=info) == _dict_route(make(), info)
+    assert encode_stateless_result(make(), server_info=info) == _dict_route(make(), info)
 
 
 # --- single-use states: the nonce and the set of spent ones ------------------------------------------------------

@@ -16,7 +16,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Awaitable, Callable, Coroutine, Mapping
-from functools import partial
+from functools import cache, partial
 from types import CoroutineType, MappingProxyType
 from typing import TYPE_CHECKING, Any, Final, Protocol
 
@@ -49,7 +49,7 @@ from .versions import (
 if TYPE_CHECKING:
     from .request_state import StatePayload
 
-__all__ = ("ServerSession", "ServerApp", "UnsupportedProtocolVersion", "encode_result")
+__all__ = ("ServerSession", "ServerApp", "UnsupportedProtocolVersion", "encode_stateless_result")
 
 logger = logging.getLogger(__name__)
 
@@ -118,44 +118,37 @@ _cancel_decoder: Final = msgspec.json.Decoder(_CancelledParams)
 _STATELESS_FIELDS: Final = {("meta", "_meta"), ("result_type", "resultType")}
 
 
-def encode_result(result: Any, *, stateless: bool = False, server_info: dict[str, Any] | None = None) -> bytes:
-    """Encode a handler's result; in the stateless era add ``resultType`` and our identity in ``_meta``."""
-    if type(result) is bytes and not stateless:
-        return result
-    if stateless:
-        if type(result) is bytes:
-            result = msgspec.json.decode(result)
-        elif _is_stateless_ready(type(result)):
-            return _encode_stateless_struct(result, server_info)
-        if isinstance(result, msgspec.Struct):
-            if getattr(result, "result_type", UNSET) is UNSET and hasattr(result, "result_type"):
-                result.result_type = "complete"
-            result = msgspec.to_builtins(result)
-        if isinstance(result, dict):
-            result = dict(result)
-            result.setdefault("resultType", "complete")
-            if server_info is not None:
-                meta = dict(result.get("_meta") or {})
-                meta.setdefault(META_SERVER_INFO, server_info)
-                result["_meta"] = meta
+def encode_stateless_result(result: Any, *, server_info: dict[str, Any] | None = None) -> bytes:
+    """Encode a handler's result in the stateless era: with ``resultType`` and our identity in ``_meta``."""
+    if type(result) is bytes:
+        result = msgspec.json.decode(result)
+    elif _is_stateless_ready(type(result)):
+        return _encode_stateless_struct(result, server_info)
+    if isinstance(result, msgspec.Struct):
+        if getattr(result, "result_type", UNSET) is UNSET and hasattr(result, "result_type"):
+            result.result_type = "complete"
+        result = msgspec.to_builtins(result)
+    if isinstance(result, dict):
+        result = dict(result)
+        result.setdefault("resultType", "complete")
+        if server_info is not None:
+            meta = dict(result.get("_meta") or {})
+            meta.setdefault(META_SERVER_INFO, server_info)
+            result["_meta"] = meta
     return _encode(result)
 
 
-_stateless_ready: dict[type, bool] = {}  # result Structs with both a ``resultType`` and a ``_meta`` field
-
-
+@cache
 def _is_stateless_ready(kind: type) -> bool:
-    ready = _stateless_ready.get(kind)
-    if ready is None:
-        struct = issubclass(kind, msgspec.Struct)
-        fields = {(f.name, f.encode_name) for f in msgspec.structs.fields(kind)} if struct else set()
-        ready = _stateless_ready[kind] = fields >= _STATELESS_FIELDS
-    return ready
+    """A result Struct with both a ``resultType`` and a ``_meta`` field (asked once per type)."""
+    if not issubclass(kind, msgspec.Struct):
+        return False
+    return {(f.name, f.encode_name) for f in msgspec.structs.fields(kind)} >= _STATELESS_FIELDS
 
 
 def _encode_stateless_struct(result: Any, server_info: dict[str, Any] | None) -> bytes:
-    """The bytes the dict route of :func:`encode_result` gives (``to_builtins``, add the keys, encode), without
-    building the dict: ``_meta`` keeps its place when the result has one and comes last when it does not."""
+    """The bytes the dict route of :func:`encode_stateless_result` gives (``to_builtins``, add the keys, encode),
+    without building the dict: ``_meta`` keeps its place when the result has one and comes last when it does not."""
     if result.result_type is UNSET:
         result.result_type = "complete"
     if server_info is None:
@@ -264,7 +257,7 @@ class ServerSession:
         if type(out) is bytes:
             return out
         if call.stateless:
-            return encode_result(out, stateless=True, server_info=self.app.server_info())
+            return encode_stateless_result(out, server_info=self.app.server_info())
         if self.content_types is not None and call.request.method in FITTED_METHODS:
             out = fit_content(out, self.content_types)
         return _encode(out)

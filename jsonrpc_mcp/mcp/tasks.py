@@ -54,7 +54,7 @@ from ..jsonrpc.dispatch import BUSY, failure_error
 from . import task_state as ts
 from .context import Context, StartTask, _input_request, _typed, on_worker_thread
 from .extensions import Extension, WrapNext
-from .session import encode_result
+from .session import encode_stateless_result
 from .task_store import MemoryTaskStore, TaskStore
 from .versions import STATELESS_VERSIONS
 
@@ -339,7 +339,7 @@ class Tasks(Extension):
                         out = call_next(ctx, params)
                         if inspect.isawaitable(out):
                             out = await out
-                        result = msgspec.json.decode(encode_result(out, stateless=True))
+                        result = msgspec.json.decode(encode_stateless_result(out))
                     if run.scope.cancelled_caught or run.cancel_requested:
                         # (interrupted, or it ran to its end after the client asked: its answer is dropped, as
                         # a cancelled request's is)
