@@ -122,7 +122,7 @@ def encode_stateless_result(result: Any, *, server_info: dict[str, Any] | None =
     """Encode a handler's result in the stateless era: with ``resultType`` and our identity in ``_meta``."""
     if type(result) is bytes:
         result = msgspec.json.decode(result)
-    elif _is_stateless_ready(type(result)):
+    elif _is_stateless_ready(result.__class__):
         return _encode_stateless_struct(result, server_info)
     if isinstance(result, msgspec.Struct):
         if getattr(result, "result_type", UNSET) is UNSET and hasattr(result, "result_type"):
