@@ -17,12 +17,15 @@ import base64
 import binascii
 import re
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import msgspec
 
 from .eras import Call
 from .versions import META_PROTOCOL_VERSION
+
+if TYPE_CHECKING:
+    from .types import Tool
 
 __all__ = (
     "InvalidHeaderAnnotation",
@@ -39,8 +42,8 @@ __all__ = (
 
 #: ``values(name)``: every value a request carries for the header ``name`` (lower case), in order.
 HeaderValues = Callable[[str], Sequence[str]]
-#: ``tool_schema(name)``: the input schema of the server's tool of that name, or ``None``.
-ToolLookup = Callable[[str], "Mapping[str, Any] | None"]
+#: ``get_tool(name)``: the server's tool of that name (its ``input_schema`` is read), or ``None``.
+ToolLookup = Callable[[str], "Tool | None"]
 
 _NAMED: Final = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
 _TASK_METHODS: Final = frozenset({"tasks/get", "tasks/update", "tasks/cancel"})
@@ -206,12 +209,12 @@ def _same(body: Any, text: str) -> bool:
     return False
 
 
-def mirrored_header_problem(values: HeaderValues, call: Call, tool_schema: ToolLookup) -> str | None:
+def mirrored_header_problem(values: HeaderValues, call: Call, get_tool: ToolLookup) -> str | None:
     """Why the headers of a 2026-07-28 request disagree with its body (a -32020 message), or ``None``:
     ``MCP-Protocol-Version`` (= the ``_meta`` version), ``Mcp-Method`` (= ``method``), ``Mcp-Name`` (=
     ``params.name`` / ``params.uri`` / ``params.taskId``) and the ``Mcp-Param-*`` headers of the called tool's
     ``x-mcp-header`` properties: missing, malformed or different. ``values(name)``: every value the request has
-    for the header ``name`` (lower case); ``tool_schema(name)``: the input schema of our tool of that name."""
+    for the header ``name`` (lower case); ``get_tool(name)``: our tool of that name (``Server.get_tool``)."""
     method = call.request.method
     params: Any = call.params
     if (call.problem is not None or call.spec is None) and call.request.params is not None:
@@ -251,9 +254,9 @@ def mirrored_header_problem(values: HeaderValues, call: Call, tool_schema: ToolL
         if decoded != expected:
             return f"Header mismatch: Mcp-Name {decoded!r} does not match the body's {expected!r}"
     if method == "tools/call" and expected is not None:
-        schema = tool_schema(expected)
-        if schema is not None:
-            annotations = _header_params(schema)
+        tool = get_tool(expected)
+        if tool is not None:
+            annotations = _header_params(tool.input_schema)
             if annotations:  # (None: our own tool's annotation is unusable: nothing to hold the client to)
                 return _check_params(values, annotations, _arguments(params))
     return None

@@ -379,7 +379,7 @@ class McpAsgiApp:
         if problem is not None:
             await send_error(send, 400, problem.message, code=problem.code, ident=msg.id)
             return
-        mismatch = mirrored_header_problem(headers.values, call, self._input_schema)
+        mismatch = mirrored_header_problem(headers.values, call, self.server.get_tool)
         if mismatch is not None:
             await send_error(send, 400, mismatch, code=codes.HEADER_MISMATCH, ident=msg.id)
             return
@@ -411,12 +411,6 @@ class McpAsgiApp:
             await send_error(send, 405, "Method Not Allowed: 2026-07-28 has no sessions", headers=_ALLOW_POST)
             return
         await self.handshake.delete(headers, version, send)
-
-    # --- helpers -------------------------------------------------------------------------------------------
-
-    def _input_schema(self, name: str) -> Mapping[str, Any] | None:
-        tool = self.server.get_tool(name)
-        return tool.input_schema if tool is not None else None
 
 
 def _header_version(headers: Headers) -> str | None:
