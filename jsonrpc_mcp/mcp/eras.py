@@ -82,26 +82,22 @@ def read_call(methods: Mapping[str, MethodSpec], request: Request, header_versio
         try:
             if kind is None:
                 params = _decode_any(raw)
+                has_meta = type(params) is dict
+                meta = params.get("_meta") if has_meta else None
             else:
                 reader = _reader(kind)
                 try:
                     params = reader.decoder.decode(raw if raw is not None else b"{}")
                 except msgspec.ValidationError as exc:
                     raise InvalidParams(f"Invalid params: {exc}") from None
-                if reader.has_meta:  # (the usual case: the era is read from the decoded params)
-                    meta = params.meta
-                    if type(meta) is not dict:
-                        meta = None
-                    stateless = header_version in STATELESS_VERSIONS or (
-                        meta is not None and META_PROTOCOL_VERSION in meta
-                    )
-                    return Call(request=request, spec=spec, params=params, meta=meta, stateless=stateless)
+                has_meta = reader.has_meta
+                meta = params.meta if has_meta else None
         except InvalidParams as exc:
             problem = exc
         else:
-            if kind is None and type(params) is dict:
-                meta = params.get("_meta")
-                meta = meta if type(meta) is dict else None
+            if has_meta:  # (the usual case: the era is read from the decoded params)
+                if type(meta) is not dict:
+                    meta = None
                 return Call(
                     request=request, spec=spec, params=params, meta=meta, stateless=_stateless(meta, header_version)
                 )
