@@ -369,9 +369,7 @@ class Context(msgspec.Struct, kw_only=True):
 
 
 def _input_request(method: str, params: Mapping[str, Any] | None) -> dict[str, Any]:
-    req: dict[str, Any] = {"method": method}
-    req["params"] = dict(params) if params is not None else {}
-    return req
+    return {"method": method, "params": dict(params) if params is not None else {}}
 
 
 def _typed(method: str, value: Any) -> Any:
