@@ -102,9 +102,9 @@ class HandshakeEndpoint:
             if type(msg) is not Request:  # a notification, or the client's answer to one of our requests
                 if self.shared is not None:
                     await self.shared.take(session, msg)
+                    await self.shared.save(session)
                 else:
                     session.dispatcher.take(msg)
-                await self._save(session)
                 await send_empty(send, 202)
                 return
             answer = session.begin(msg, call, headers)
@@ -148,12 +148,12 @@ class HandshakeEndpoint:
             self.table.add(session)
             if self.shared is not None:
                 self.shared.started(session)
-            try:
-                await self._save(session)
-            except Unavailable as exc:
-                self.table.end(session)
-                await send_unavailable(send, exc, request.id)
-                return
+                try:
+                    await self.shared.save(session)
+                except Unavailable as exc:
+                    self.table.end(session)
+                    await send_unavailable(send, exc, request.id)
+                    return
             extra.append((b"mcp-session-id", session.id.encode()))
             logger.debug("session started (%d open)", len(self.table))
         else:
@@ -169,10 +169,6 @@ class HandshakeEndpoint:
             max_in_flight=self.max_in_flight,
             request_timeout=self.request_timeout,
         )
-
-    async def _save(self, session: HttpSession) -> None:
-        if self.shared is not None:
-            await self.shared.save(session)
 
     def _open_exchange(
         self, session: HttpSession, ids: Sequence[RequestId], headers: Headers, *, batch: bool = False
