@@ -285,7 +285,8 @@ class McpAsgiApp:
                 return route(scope, receive, send)
             return send_bytes(send, 404, b"Not Found", content_type=b"text/plain; charset=utf-8")
         headers = Headers(scope.get("headers", ()))
-        host = headers.get("host")
+        raw_host = headers.raw(b"host")
+        host = raw_host.decode("latin-1") if raw_host is not None else None
         if not self.guard.host_ok(host):
             logger.info("refused a request for host %r (DNS rebinding protection; see allowed_hosts)", host)
             return send_error(send, 403, "Forbidden: this Host is not allowed")
