@@ -21,6 +21,7 @@ from collections.abc import Iterable
 from typing import Final
 
 from ._http_io import HeaderList, Headers, Message, Send, send_empty, send_error
+from ._http_security import origin_list
 
 __all__ = ("Cors", "ALLOWED_HEADERS", "EXPOSED_HEADERS")
 
@@ -43,14 +44,7 @@ class Cors:
     """The allow-list and the headers it adds (see the module docstring)."""
 
     def __init__(self, origins: Iterable[str], *, max_age: int = 600) -> None:
-        self.any_origin = False
-        self.origins: set[str] = set()
-        for entry in origins:
-            origin = entry.strip().rstrip("/").lower()
-            if origin == "*":
-                self.any_origin = True
-            elif origin:
-                self.origins.add(origin)
+        self.any_origin, self.origins = origin_list(origins)
         self.max_age = b"%d" % max_age
 
     def allows(self, origin: str) -> bool:

@@ -17,7 +17,7 @@ from collections.abc import Iterable
 from typing import Final
 from urllib.parse import urlsplit
 
-__all__ = ("HostGuard", "LOOPBACK_HOSTS", "split_host")
+__all__ = ("HostGuard", "LOOPBACK_HOSTS", "origin_list", "split_host")
 
 LOOPBACK_HOSTS: Final = frozenset({"localhost", "127.0.0.1", "[::1]"})
 _HOST_CACHE_SIZE: Final = 256
@@ -38,6 +38,13 @@ def split_host(value: str) -> tuple[str, str | None]:
     return host, port if sep else None
 
 
+def origin_list(entries: Iterable[str]) -> tuple[bool, set[str]]:
+    """An allow-list of origins as configured: whether ``"*"`` (any origin) is on it, and the others as a request's
+    ``Origin`` is compared with them (no blanks around, no trailing ``/``, lower case); empty entries name nothing."""
+    origins = {entry.strip().rstrip("/").lower() for entry in entries}
+    return "*" in origins, origins - {"*", ""}
+
+
 class HostGuard:
     def __init__(self, allowed_hosts: Iterable[str] | None = None, allowed_origins: Iterable[str] | None = None):
         self.any_host = False
@@ -53,13 +60,7 @@ class HostGuard:
             else:
                 self._names.add(host)
         self._host_cache: dict[str, bool] = {}  # Host header -> verdict (clients send the same one every time)
-        self.any_origin = False
-        self._origins: set[str] = set()
-        for entry in allowed_origins or ():
-            if entry.strip() == "*":
-                self.any_origin = True
-            else:
-                self._origins.add(entry.strip().rstrip("/").lower())
+        self.any_origin, self._origins = origin_list(allowed_origins or ())
 
     def _named(self, host: str, port: str | None) -> bool:
         return host in self._names or (port is not None and (host, port) in self._host_ports)
