@@ -61,6 +61,7 @@ def worker(tasks: Tasks) -> Server:
     async def ask_name_when_released(key: str, ctx: Context) -> str:
         await gate(key).wait()
         answer = await ctx.elicit("Your name?", NAME, key="name")
+        await gate(f"{key}-answered").wait()  # (so that "working" is told before "completed", never both at once)
         return f"Hello, {(answer.content or {}).get('name')}!"
 
     @server.tool(task="optional")
@@ -182,6 +183,7 @@ async def test_a_client_listening_on_one_worker_hears_each_change_of_its_task_ru
         working = await told(alice, "alice-listens")
         assert working["taskId"] == task_id and working["status"] == "working"
         assert "inputRequests" not in working
+        await call(http, there, "alice", "tools/call", {"name": "release", "arguments": {"key": "ask-answered"}})
         done = await told(alice, "alice-listens")
         assert done["taskId"] == task_id and done["status"] == "completed"
         assert done["result"]["content"][0]["text"] == "Hello, Ada!"
