@@ -1,23 +1,20 @@
-"""Several workers behind one URL, sharing a real Redis: each worker a uvicorn of its own on a loopback port (in a
-thread, with its own event loop), each with its own Server object, as separate processes would have. A client
-that sends each request to another worker sees one server: sessions, notifications and requestState keys are
-shared (jsonrpc_mcp.backends)."""
+"""Several workers behind one URL, sharing a real Redis (tests/scale_support.py): a client that sends each request
+to another worker sees one server: sessions, notifications and requestState keys are shared
+(jsonrpc_mcp.backends)."""
 
 from __future__ import annotations
 
 import json
 import logging
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import anyio
-import httpx
 import pytest
 from auth_server import AuthServer, running_auth_server
 from http_support import (
     JSON_HEADERS,
-    ServerThread,
     SseReader,
     call_body,
     init_body,
@@ -27,15 +24,15 @@ from http_support import (
     stateless_headers,
 )
 from redis_support import RedisProcess, own_redis, prefix, redis_server, redis_url  # noqa: F401 (fixtures)
+from scale_support import TIMEOUT, Workers, redis_app, workers_fixture
+from scale_support import http as http
 
 from jsonrpc_mcp import Context, Server
 from jsonrpc_mcp.auth import JwtVerifier, ProtectedResource
 from jsonrpc_mcp.backends.redis import RedisBackend
-from jsonrpc_mcp.transports.http_asgi import McpAsgiApp
 
 pytestmark = pytest.mark.anyio
 
-TIMEOUT = 20.0
 WAITING = threading.Event()  # the "wait" tool started, on some worker
 STOPPED = threading.Event()  # and was cancelled
 CONFIRM = {"type": "object", "properties": {"ok": {"type": "boolean"}}}
@@ -86,38 +83,18 @@ def worker(label: str) -> Server:
     return server
 
 
-class Workers:
-    def __init__(self, url: str, key_prefix: str, count: int = 2, policy: Callable[[], Any] | None = None) -> None:
-        self.servers = [worker(f"w{i}") for i in range(count)]
-        self.apps = [
-            McpAsgiApp(
-                server,
-                backend=RedisBackend(url, prefix=key_prefix),
-                http_policy=policy() if policy is not None else None,
-            )
-            for server in self.servers
-        ]
-        self.threads = [ServerThread(app) for app in self.apps]
-
-    def url(self, i: int) -> str:
-        return self.threads[i].url
-
-    def stop(self) -> None:
-        for thread in self.threads:
-            thread.stop()
+def workers_on(
+    url: str, key_prefix: str, count: int = 2, policy: Callable[[], ProtectedResource] | None = None
+) -> Workers:
+    """``count`` workers ``w0``, ``w1``... sharing the Redis at ``url``, each guarded by a ``policy()`` of its own."""
+    apps = [
+        redis_app(worker(f"w{i}"), url, key_prefix, http_policy=policy() if policy is not None else None)
+        for i in range(count)
+    ]
+    return Workers(apps)
 
 
-@pytest.fixture
-def workers(redis_url: str, prefix: str) -> Iterator[Workers]:  # noqa: F811
-    group = Workers(redis_url, prefix)
-    yield group
-    group.stop()
-
-
-@pytest.fixture
-async def http() -> Any:
-    async with httpx.AsyncClient(timeout=TIMEOUT) as client:
-        yield client
+workers = workers_fixture(workers_on)
 
 
 def text_of(message: dict[str, Any]) -> str:
@@ -198,25 +175,21 @@ async def test_a_session_belongs_to_its_principal_on_every_worker(
     prefix: str,  # noqa: F811
     http: Any,
 ) -> None:
-    with running_auth_server() as auth:
-        group = Workers(redis_url, prefix, policy=lambda: protected_by(auth))
-        try:
-            alice = {"Authorization": f"Bearer {auth.mint(aud=RESOURCE, scope='notes:read')}"}
-            opened = await http.post(group.url(0), json=init_body(), headers={**JSON_HEADERS, **alice})
-            assert opened.status_code == 200
-            session = {
-                **JSON_HEADERS,
-                "Mcp-Session-Id": opened.headers["mcp-session-id"],
-                "MCP-Protocol-Version": "2025-11-25",
-            }
-            bob = {"Authorization": f"Bearer {auth.mint(aud=RESOURCE, scope='notes:read', sub='bob')}"}
-            for i in (1, 0):
-                stolen = await http.post(group.url(i), json=call_body(2, "whoami", {}), headers={**session, **bob})
-                assert stolen.status_code == 404
-            served = await http.post(group.url(1), json=call_body(3, "whoami", {}), headers={**session, **alice})
-            assert text_of(response_of(served, 3)) == "w1"
-        finally:
-            group.stop()
+    with running_auth_server() as auth, workers_on(redis_url, prefix, policy=lambda: protected_by(auth)) as group:
+        alice = {"Authorization": f"Bearer {auth.mint(aud=RESOURCE, scope='notes:read')}"}
+        opened = await http.post(group.url(0), json=init_body(), headers={**JSON_HEADERS, **alice})
+        assert opened.status_code == 200
+        session = {
+            **JSON_HEADERS,
+            "Mcp-Session-Id": opened.headers["mcp-session-id"],
+            "MCP-Protocol-Version": "2025-11-25",
+        }
+        bob = {"Authorization": f"Bearer {auth.mint(aud=RESOURCE, scope='notes:read', sub='bob')}"}
+        for i in (1, 0):
+            stolen = await http.post(group.url(i), json=call_body(2, "whoami", {}), headers={**session, **bob})
+            assert stolen.status_code == 404
+        served = await http.post(group.url(1), json=call_body(3, "whoami", {}), headers={**session, **alice})
+        assert text_of(response_of(served, 3)) == "w1"
 
 
 def protected_by(auth: AuthServer) -> ProtectedResource:
@@ -294,8 +267,7 @@ async def test_while_redis_is_away_requests_get_503_and_service_returns_with_it(
     http: Any,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    group = Workers(own_redis.url, prefix, count=1)
-    try:
+    with workers_on(own_redis.url, prefix, count=1) as group:
         session = await open_session(http, group.url(0))
         own_redis.stop()
         with caplog.at_level(logging.WARNING, logger="jsonrpc_mcp.backends.redis"):
@@ -315,8 +287,6 @@ async def test_while_redis_is_away_requests_get_503_and_service_returns_with_it(
         down = [r for r in caplog.records if "cannot be reached" in r.getMessage()]
         assert len(down) == 1  # one line per outage, not one per request
         assert "unix:" in down[0].getMessage()
-    finally:
-        group.stop()
 
 
 # --- bursts -----------------------------------------------------------------------------------------------------

@@ -1,14 +1,13 @@
 """``notifications/tasks`` with several workers sharing a real Redis: a client listening on one worker hears of a
 task that another worker runs, each change once and in order, and only of its own tasks; what carries them, an
-extension's events (``Server.publish_to_extension`` → ``Extension.deliver`` on every worker). Each worker is a uvicorn
-of its own on a loopback port (in a thread, with its own event loop and its own Server object, as separate
-processes would have); a task that waits does so until the test releases it, never for a time."""
+extension's events (``Server.publish_to_extension`` → ``Extension.deliver`` on every worker). The workers are those
+of tests/scale_support.py; a task that waits does so until the test releases it, never for a time."""
 
 from __future__ import annotations
 
 import itertools
 import threading
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -17,12 +16,13 @@ import anyio.to_thread
 import httpx
 import msgspec
 import pytest
-from http_support import JSON_HEADERS, ServerThread, SseReader, response_of
+from http_support import JSON_HEADERS, SseReader, response_of
 from redis_support import RedisProcess, own_redis, prefix, redis_server, redis_url  # noqa: F401 (fixtures)
+from scale_support import TIMEOUT, Workers, redis_app, workers_fixture
+from scale_support import http as http
 
 from jsonrpc_mcp import Client, Context, Server
 from jsonrpc_mcp.auth import AccessToken, InvalidToken, ProtectedResource
-from jsonrpc_mcp.backends.redis import RedisBackend
 from jsonrpc_mcp.extensions import Extension
 from jsonrpc_mcp.mcp import task_state as ts
 from jsonrpc_mcp.tasks import MemoryTaskStore, Tasks
@@ -30,7 +30,6 @@ from jsonrpc_mcp.transports.http_asgi import McpAsgiApp
 
 pytestmark = pytest.mark.anyio
 
-TIMEOUT = 20.0
 V5 = "2026-07-28"
 TASKS = "io.modelcontextprotocol/tasks"
 SUBSCRIPTION_ID = "io.modelcontextprotocol/subscriptionId"
@@ -79,8 +78,7 @@ def worker(tasks: Tasks) -> Server:
 
 def app(url: str, key_prefix: str, tasks: Tasks | None = None) -> McpAsgiApp:
     policy = ProtectedResource(resource=RESOURCE, authorization_servers=["https://as.example"], verifier=Tokens())
-    backend = RedisBackend(url, prefix=key_prefix)
-    return McpAsgiApp(worker(tasks or Tasks(poll_interval=0.1)), backend=backend, http_policy=policy)
+    return redis_app(worker(tasks or Tasks(poll_interval=0.1)), url, key_prefix, http_policy=policy)
 
 
 def headers(method: str, params: dict[str, Any], token: str) -> dict[str, str]:
@@ -133,29 +131,7 @@ async def told(reader: SseReader, subscription: str) -> dict[str, Any]:
     return params
 
 
-class Workers:
-    def __init__(self, url: str, key_prefix: str) -> None:
-        self.threads = [ServerThread(app(url, key_prefix)) for _ in range(2)]
-
-    def url(self, i: int) -> str:
-        return self.threads[i].url
-
-    def stop(self) -> None:
-        for thread in self.threads:
-            thread.stop()
-
-
-@pytest.fixture
-def workers(redis_url: str, prefix: str) -> Iterator[Workers]:  # noqa: F811
-    group = Workers(redis_url, prefix)
-    yield group
-    group.stop()
-
-
-@pytest.fixture
-async def http() -> AsyncIterator[httpx.AsyncClient]:
-    async with httpx.AsyncClient(timeout=TIMEOUT) as client:
-        yield client
+workers = workers_fixture(lambda url, key_prefix: Workers(app(url, key_prefix) for _ in range(2)))
 
 
 async def test_a_client_listening_on_one_worker_hears_each_change_of_its_task_running_on_the_other(
@@ -217,17 +193,15 @@ async def test_while_redis_is_away_the_streams_of_the_worker_that_runs_the_task_
     prefix: str,  # noqa: F811
     http: httpx.AsyncClient,
 ) -> None:
-    thread = ServerThread(app(own_redis.url, prefix, Tasks(MemoryTaskStore())))  # (the tasks kept without Redis)
-    try:
-        task_id = await start_task(http, thread.url, "alice", "wait_for", "later")
-        async with listening(http, thread.url, "alice", [task_id], "local") as (stream, acked):
+    with Workers([app(own_redis.url, prefix, Tasks(MemoryTaskStore()))]) as one:  # (the tasks kept without Redis)
+        url = one.url(0)
+        task_id = await start_task(http, url, "alice", "wait_for", "later")
+        async with listening(http, url, "alice", [task_id], "local") as (stream, acked):
             assert acked == {"taskIds": [task_id]}
             own_redis.stop()
-            await call(http, thread.url, "alice", "tools/call", {"name": "release", "arguments": {"key": "later"}})
+            await call(http, url, "alice", "tools/call", {"name": "release", "arguments": {"key": "later"}})
             done = await told(stream, "local")
         assert done["taskId"] == task_id and done["status"] == "completed"
-    finally:
-        thread.stop()
 
 
 async def test_a_change_older_than_one_already_told_is_not_told() -> None:
@@ -292,7 +266,7 @@ async def test_an_extension_event_published_on_one_worker_is_delivered_once_in_o
             await servers[0].publish_to_extension("com.example/heard", {"n": n, "tuple": ("a", n)})
         return "announced"
 
-    threads = [ServerThread(McpAsgiApp(server, backend=RedisBackend(redis_url, prefix=prefix))) for server in servers]
+    group = Workers(redis_app(server, redis_url, prefix) for server in servers)
 
     async def request(url: str, method: str, params: dict[str, Any]) -> dict[str, Any]:
         ident = next(_ids)
@@ -302,15 +276,12 @@ async def test_an_extension_event_published_on_one_worker_is_delivered_once_in_o
             hdrs["Mcp-Name"] = params["name"]
         return response_of(await http.post(url, json=body, headers=hdrs), ident)
 
-    try:
-        for thread in threads:  # (a worker answers once it started, its bus with it)
-            assert "result" in await request(thread.url, "server/discover", {})
-        reply = await request(threads[0].url, "tools/call", {"name": "announce"})
+    with group:
+        for i in range(2):  # (a worker answers once it started, its bus with it)
+            assert "result" in await request(group.url(i), "server/discover", {})
+        reply = await request(group.url(0), "tools/call", {"name": "announce"})
         assert reply["result"]["content"][0]["text"] == "announced"
         for extension in extensions:
             assert await anyio.to_thread.run_sync(extension.all_heard.wait, TIMEOUT)
             # each once, in order, as JSON decodes it (the publishing worker's own through the bus too)
             assert extension.heard == [{"n": n, "tuple": ["a", n]} for n in range(3)]
-    finally:
-        for thread in threads:
-            thread.stop()

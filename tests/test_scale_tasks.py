@@ -1,22 +1,22 @@
 """Tasks (io.modelcontextprotocol/tasks) with several workers sharing a real Redis: a task that one worker runs is
-read, answered and cancelled through another (jsonrpc_mcp.backends.redis_tasks). Each worker is a uvicorn of its
-own on a loopback port (in a thread, with its own event loop and its own Server object, as separate processes
-would have); a task that waits does so until the test acts, never for a time."""
+read, answered and cancelled through another (jsonrpc_mcp.backends.redis_tasks). The workers are those of
+tests/scale_support.py; a task that waits does so until the test acts, never for a time."""
 
 from __future__ import annotations
 
 import itertools
 import threading
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import anyio
 import anyio.to_thread
 import httpx
 import pytest
-from http_support import JSON_HEADERS, ServerThread, response_of
+from http_support import JSON_HEADERS, response_of
 from redis_support import prefix, redis_server, redis_url  # noqa: F401 (fixtures)
+from scale_support import TIMEOUT, Workers, redis_app, workers_fixture
+from scale_support import http as http
 
 from jsonrpc_mcp import Context, Server
 from jsonrpc_mcp.backends.redis import RedisBackend
@@ -27,7 +27,6 @@ from jsonrpc_mcp.transports.http_asgi import McpAsgiApp
 
 pytestmark = pytest.mark.anyio
 
-TIMEOUT = 20.0
 V5 = "2026-07-28"
 TASKS = "io.modelcontextprotocol/tasks"
 CAPS = {"elicitation": {}, "extensions": {TASKS: {}}}
@@ -55,17 +54,12 @@ def worker(started: threading.Event, stopped: threading.Event) -> Server:
     return server
 
 
-class Workers:
+class TaskWorkers(Workers):
+    """Two workers sharing the Redis at ``url``; ``started`` and ``stopped`` tell of the ``wait`` tool on either."""
+
     def __init__(self, url: str, key_prefix: str) -> None:
         self.started, self.stopped = threading.Event(), threading.Event()
-        self.servers = [worker(self.started, self.stopped) for _ in range(2)]
-        self.threads = [
-            ServerThread(McpAsgiApp(server, backend=RedisBackend(url, prefix=key_prefix))) for server in self.servers
-        ]
-
-    def stop(self) -> None:
-        for thread in self.threads:
-            thread.stop()
+        super().__init__(redis_app(worker(self.started, self.stopped), url, key_prefix) for _ in range(2))
 
     async def call(self, http: httpx.AsyncClient, i: int, method: str, params: dict[str, Any]) -> Any:
         ident = next(_ids)
@@ -75,7 +69,7 @@ class Workers:
             headers["Mcp-Name"] = name
         meta = {"io.modelcontextprotocol/protocolVersion": V5, "io.modelcontextprotocol/clientCapabilities": CAPS}
         body = {"jsonrpc": "2.0", "id": ident, "method": method, "params": {**params, "_meta": meta}}
-        reply = response_of(await http.post(self.threads[i].url, json=body, headers=headers), ident)
+        reply = response_of(await http.post(self.url(i), json=body, headers=headers), ident)
         assert "result" in reply, reply
         return reply["result"]
 
@@ -89,17 +83,7 @@ class Workers:
                 assert task["status"] in ("working", "input_required"), task
 
 
-@pytest.fixture
-def workers(redis_url: str, prefix: str) -> Iterator[Workers]:  # noqa: F811
-    group = Workers(redis_url, prefix)
-    yield group
-    group.stop()
-
-
-@pytest.fixture
-async def http() -> Any:
-    async with httpx.AsyncClient(timeout=TIMEOUT) as client:
-        yield client
+workers = workers_fixture(TaskWorkers)
 
 
 def test_a_tasks_extension_given_no_store_keeps_its_tasks_in_the_backend(redis_url: str, prefix: str) -> None:  # noqa: F811
@@ -110,7 +94,7 @@ def test_a_tasks_extension_given_no_store_keeps_its_tasks_in_the_backend(redis_u
     assert type(default.store) is RedisTaskStore
 
 
-async def test_a_task_run_by_one_worker_is_cancelled_through_the_other(workers: Workers, http: Any) -> None:
+async def test_a_task_run_by_one_worker_is_cancelled_through_the_other(workers: TaskWorkers, http: Any) -> None:
     created = await workers.call(http, 0, "tools/call", {"name": "wait", "arguments": {}})
     task_id = created["taskId"]
     assert created["resultType"] == "task"
@@ -122,7 +106,7 @@ async def test_a_task_run_by_one_worker_is_cancelled_through_the_other(workers: 
     assert await anyio.to_thread.run_sync(workers.stopped.wait, TIMEOUT)  # the work itself stopped, on worker 0
 
 
-async def test_a_task_asks_on_one_worker_and_is_answered_through_the_other(workers: Workers, http: Any) -> None:
+async def test_a_task_asks_on_one_worker_and_is_answered_through_the_other(workers: TaskWorkers, http: Any) -> None:
     task_id = (await workers.call(http, 0, "tools/call", {"name": "ask_name", "arguments": {}}))["taskId"]
     asking = await workers.until(http, 1, task_id, "input_required")
     assert asking["inputRequests"]["name"]["params"]["message"] == "Your name?"
