@@ -238,9 +238,41 @@ async def test_an_extension_has_its_core_capabilities_declared_only_at_the_revis
         async with Client.connect_server(server, protocol_version="2025-11-25") as old:
             assert "resources" not in msgspec.to_builtins(old.server_capabilities)
             assert old.server_extension("com.example/notes") is None
+            with pytest.raises(MethodNotFound) as undeclared:  # (the raw request: the client's own check aside)
+                await old.request("resources/list")
         async with Client.connect_server(server, protocol_version=V5) as new:
             assert msgspec.to_builtins(new.server_capabilities)["resources"] == {"subscribe": True, "listChanged": True}
             assert await new.list_resources() == []
+    assert undeclared.value.code == -32601
+
+
+async def test_the_methods_of_a_capability_an_extension_needs_answer_only_where_the_extension_is_defined() -> None:
+    notes = Extension("com.example/notes", versions=["2025-11-25"], server_capabilities=["resources"])
+    server = Server("some revisions", extensions=[notes])  # no resource of its own
+    assert server.advertises("resources", version="2025-11-25")
+    assert not server.advertises("resources", version="2025-06-18") and not server.advertises("resources", version=V5)
+    refused: list[RpcError] = []
+    with anyio.fail_after(TIMEOUT):
+        async with Client.connect_server(server, protocol_version="2025-11-25") as defined:
+            assert msgspec.to_builtins(defined.server_capabilities)["resources"] == {
+                "subscribe": True,
+                "listChanged": True,
+            }
+            assert await defined.list_resources() == [] and await defined.list_resource_templates() == []
+        for version in ("2025-06-18", V5):  # the handshake era's session, the stateless era's request
+            async with Client.connect_server(server, protocol_version=version) as other:
+                assert "resources" not in msgspec.to_builtins(other.server_capabilities)
+                for method in ("resources/list", "resources/templates/list"):
+                    with pytest.raises(MethodNotFound) as unknown:
+                        await other.request(method)
+                    refused.append(unknown.value)
+                with pytest.raises(MethodNotFound) as unknown:
+                    await other.request("resources/read", {"uri": "note://1"})
+                refused.append(unknown.value)
+        server.add_resource(lambda: "Buy milk", "note://1", name="first note")  # now declared at every revision
+        async with Client.connect_server(server, protocol_version="2025-06-18") as older:
+            assert [r.uri for r in await older.list_resources()] == ["note://1"]
+    assert [error.code for error in refused] == [-32601] * 6
 
 
 def test_an_extension_identifier_needs_a_vendor_prefix() -> None:

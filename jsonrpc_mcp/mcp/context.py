@@ -207,7 +207,7 @@ class Context(msgspec.Struct, kw_only=True):
             return
         if _LEVEL_RANK[level] < _LEVEL_RANK.get(threshold, 0):
             return
-        if not self.stateless and not self.session.app.advertises("logging"):
+        if not self.stateless and not self.session.app.advertises("logging", version=self.version):
             return
         params: dict[str, Any] = {"level": level, "data": data}
         if logger_name is not None:

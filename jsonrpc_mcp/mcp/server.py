@@ -252,6 +252,8 @@ class Server:
         self._extensions: dict[str, Extension] = {}
         #: The core capabilities the extensions need declared (:meth:`_capability_map`).
         self._needed: frozenset[str] = frozenset()
+        #: The capability maps :meth:`advertises` reads, by revision (``None``: any revision).
+        self._declared: dict[str | None, dict[str, Any]] = {}
         for extension in extensions:
             self._add_extension(extension)
         self._rebuild_methods()
@@ -313,6 +315,7 @@ class Server:
             raise ValueError(f"the server offers {extension.id} already{hint}")
         self._extensions[extension.id] = extension
         self._needed = needed_capabilities(self._extensions.values())
+        self._declarations_changed()
         extension.attach(self)
 
     @property
@@ -410,19 +413,30 @@ class Server:
             self._info_cache = info
         return self._info_cache
 
-    def advertises(self, capability: str, sub: str | None = None) -> bool:
+    def advertises(self, capability: str, sub: str | None = None, *, version: str | None = None) -> bool:
+        """Whether the server declares ``capability`` (with its option ``sub`` set) at the revision ``version``: a
+        session answers the methods of a capability only where it declares it. With no version: at any revision."""
         if sub is None and capability == "tools" and self._tools and "tools" not in self._extra_capabilities:
-            return True  # every tools/call asks: answered without building the capability map
-        caps = self._capability_map()
+            return True  # every tools/call asks: answered without looking the capability up
+        declared = self._declared
+        caps = declared.get(version)
+        if caps is None:
+            caps = declared[version] = self._capability_map(version)
         cap = caps.get(capability)
         if cap is None:
             return False
         return sub is None or bool(cap.get(sub))
 
+    def _declarations_changed(self) -> None:
+        """Forget the capability maps :meth:`advertises` keeps per revision (a tool, resource, prompt, completion
+        handler or extension came or went). A new dict, not a cleared one: a map being built from the old state
+        lands in the dict no one reads any more."""
+        self._declared = {}
+
     def _capability_map(self, version: str | None = None) -> dict[str, Any]:
         """The capabilities the server declares, before :meth:`capabilities` fits them to a revision: each core one
-        it has something of or its extensions need (at ``version``, those defined there; with no version, every
-        one: the methods :meth:`advertises` answers), then those given in ``capabilities=``, as given."""
+        it has something of or its extensions need (at ``version``, those defined there; with no version, those of
+        any revision), then those given in ``capabilities=``, as given."""
         needed = self._needed if version is None else needed_capabilities(self._extensions.values(), version)
         extra = self._extra_capabilities
         caps: dict[str, Any] = {}
@@ -1085,6 +1099,7 @@ class Server:
 
         def register(fn: F) -> F:
             self._completion = fn
+            self._declarations_changed()
             return fn
 
         return register
@@ -1257,6 +1272,7 @@ class Server:
 
     def _changed(self, kind: Literal["tools", "resources", "prompts"]) -> None:
         self._info_cache = None
+        self._declarations_changed()
         for session in self.sessions():
             session.dispatcher.spawn(self._notify_list_changed, session, kind)
 

@@ -90,7 +90,7 @@ class ServerApp(Protocol):
 
     def capabilities(self, version: str) -> dict[str, Any]: ...
 
-    def advertises(self, capability: str, sub: str | None = None) -> bool: ...
+    def advertises(self, capability: str, sub: str | None = None, *, version: str | None = None) -> bool: ...
 
     def attach(self, session: ServerSession) -> None: ...
 
@@ -233,7 +233,7 @@ class ServerSession:
             spec is None
             or (spec.eras is not BOTH and _HANDSHAKE not in spec.eras)
             or version < spec.min_version
-            or (spec.capability is not None and not self.app.advertises(spec.capability))
+            or (spec.capability is not None and not self.app.advertises(spec.capability, version=version))
         ):
             raise MethodNotFound(f"Method not found: {method}")
         if call.problem is not None:
@@ -335,7 +335,7 @@ class ServerSession:
         if (
             spec is None
             or _STATELESS not in spec.eras
-            or (spec.capability is not None and not self.app.advertises(spec.capability))
+            or (spec.capability is not None and not self.app.advertises(spec.capability, version=version))
         ):
             raise MethodNotFound(f"Method not found: {method}")
         if call.problem is not None:
