@@ -460,6 +460,7 @@ async def test_answers_of_one_pass_are_gathered_only_when_the_stream_gathers(gat
     one write each, without waiting a pass, on one that does not (a Streamable HTTP session)."""
 
     async def answer() -> bytes:
+        await anyio.lowlevel.checkpoint()  # (a task of its own even where tasks start eagerly)
         return b"{}"
 
     frames = [request_frame(1, "a"), request_frame(2, "b")]

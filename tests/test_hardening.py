@@ -34,6 +34,7 @@ def chatty_server() -> tuple[Server, list[int]]:
     @server.tool()
     async def big(n: int) -> str:
         handled.append(n)
+        await anyio.lowlevel.checkpoint()  # (it waits: its answer comes from its task, on every event loop)
         return ANSWER
 
     return server, handled

@@ -39,7 +39,7 @@ def open_handler_tasks() -> HandlerTasks:
     A task cancelled before it has started still starts: its handler runs up to its first suspension and is
     cancelled there, as in a task group. On asyncio a task is made with ``asyncio.Task`` itself, not
     ``loop.create_task``: an eager task factory set on the loop would run a handler before its owner has
-    registered it."""
+    registered it. An owner that is ready for that asks for it (``spawn(..., eager=True)``)."""
     trio = _running_trio()
     if trio is not None:
         return _TrioTasks(trio)
@@ -66,19 +66,30 @@ def _running_trio() -> Any:
 
 
 class _AsyncioTasks:
-    __slots__ = ("_live", "_loop", "_task")
+    __slots__ = ("_eager_task", "_live", "_loop", "_task")
 
     def __init__(self) -> None:
         import asyncio  # loaded already: its loop runs
 
         self._loop: Any = asyncio.get_running_loop()
         self._task: Any = asyncio.Task
+        self._eager_task: Any = getattr(asyncio, "eager_task_factory", None)  # Python 3.12 and later
         self._live: set[Any] = set()  # asyncio itself holds tasks only weakly
 
-    def spawn(self, coro: Coroutine[Any, Any, None], name: str) -> object:
+    def spawn(self, coro: Coroutine[Any, Any, None], name: str, *, eager: bool = False) -> object:
         """Start ``coro`` in a new task; returns the token :meth:`cancel` and :meth:`forget` take. The coroutine
-        calls :meth:`forget` with its token as it finishes (a done callback would cost a pass of the loop)."""
-        task = self._task(coro, loop=self._loop, name=name)
+        calls :meth:`forget` with its token as it finishes (a done callback would cost a pass of the loop).
+
+        ``eager``: where asyncio can (Python 3.12 and later), the task runs at once, inside this call, up to its
+        first suspension, as a task of its own (``asyncio.current_task()``, cancel scopes and context variables
+        are its own); one that finishes there never waits for a pass of the event loop. Elsewhere it starts as
+        any other."""
+        if eager and self._eager_task is not None:
+            task = self._eager_task(self._loop, coro, name=name)
+            if task.done():
+                return task
+        else:
+            task = self._task(coro, loop=self._loop, name=name)
         self._live.add(task)
         return task
 
@@ -142,8 +153,8 @@ class _TrioTasks:
         self._manager = trio.open_nursery()
         self._nursery: Any = None
 
-    def spawn(self, coro: Coroutine[Any, Any, None], name: str) -> object:
-        scope = self._trio.CancelScope()
+    def spawn(self, coro: Coroutine[Any, Any, None], name: str, *, eager: bool = False) -> object:
+        scope = self._trio.CancelScope()  # (trio has no eager start: a task always starts on the next pass)
         self._nursery.start_soon(_in_scope, scope, coro, name=name)
         return scope
 

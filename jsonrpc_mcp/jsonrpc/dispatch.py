@@ -138,6 +138,8 @@ class Pending(msgspec.Struct):
     token: object = None  # its task, once started
     cancelled: bool = False  # by the peer: it is never answered
     answering: bool = False  # its handler has returned: it can no longer be cancelled
+    starting: bool = False  # its task is starting inside begin(): an answer made now is begin()'s to return
+    ready: bytes | None = None  # that answer
 
 
 class _Batch:
@@ -217,6 +219,11 @@ class Dispatcher:
         self.max_queued_bytes = max_queued_bytes
         self.drain_timeout = drain_timeout
         self.request_timeout = request_timeout
+        #: Start a handler task at once, inside :meth:`begin`, where the event loop can (asyncio from Python 3.12):
+        #: a handler that finishes without waiting is answered with the answers ready at once, and never waits for
+        #: a pass of the event loop. For a transport that writes what a handler sends while :meth:`begin` runs as
+        #: it would later (the read loop's: :meth:`run` sets it).
+        self.eager = False
         #: Prefixed to the ids of our outgoing requests (strings then): ids unique across processes that speak to one
         #: peer (workers serving one session).
         self.id_prefix: str | None = None
@@ -257,10 +264,12 @@ class Dispatcher:
         self._inflight[ident] = pending
         if batch is not None:
             batch.waiting += 1
-        if self._tasks is not None:
-            self._start(pending)
-        else:
+        if self._tasks is None:
             self._kept.append(pending)
+            return pending
+        if self.eager and batch is None:
+            return self._start_eagerly(pending)
+        self._start(pending)
         return pending
 
     def take(self, msg: Message, context: Any = None) -> bytes | Pending | None:
@@ -399,6 +408,19 @@ class Dispatcher:
         self._running += 1
         pending.token = self._tasks.spawn(self._run_request(pending), _HANDLER_TASK)
 
+    def _start_eagerly(self, pending: Pending) -> bytes | Pending:
+        """Start the request's task at once (see :attr:`eager`): its answer when the handler finished without
+        waiting, which the caller writes with the other answers ready at once; else the :class:`Pending`."""
+        assert self._tasks is not None
+        self._running += 1
+        pending.starting = True
+        token = self._tasks.spawn(self._run_request(pending), _HANDLER_TASK, eager=True)
+        pending.starting = False
+        if pending.ready is not None:
+            return pending.ready
+        pending.token = token
+        return pending
+
     async def _run_request(self, pending: Pending) -> None:
         """A handler task: run the handler, then answer (one coroutine, not two: this is per request). The id
         stays in use until the answer is handed to the stream."""
@@ -422,6 +444,8 @@ class Dispatcher:
                 self.stream.finished(req.id)
             if pending.batch is not None:
                 await self._answer_batch(pending, reply)
+            elif pending.starting:
+                pending.ready = reply  # (begin() returns it; a request cannot be cancelled before begin() returns)
             elif reply is not None:
                 await self._reply(Outgoing(reply, req.id, RESPONSE))
         finally:
@@ -461,6 +485,7 @@ class Dispatcher:
         ``drain_timeout`` has passed). ``unread``: frames already read from the stream, taken first."""
         async with open_handler_tasks() as tasks:
             self.use_tasks(tasks)
+            self.eager = True
             task_status.started()
             try:
                 await self._take_all(unread)
