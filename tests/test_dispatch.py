@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextvars
 import json
 import logging
+import sys
 from collections.abc import AsyncIterator, Coroutine
 from contextlib import asynccontextmanager
 from typing import Any
@@ -828,3 +830,69 @@ def msgspec_raw(data: bytes) -> Any:
     import msgspec
 
     return msgspec.Raw(data)
+
+
+marker: contextvars.ContextVar[str] = contextvars.ContextVar("marker", default="unset")
+
+
+def _starts_eagerly() -> bool:
+    """Whether the running event loop starts a handler task inside ``begin`` (asyncio from Python 3.12)."""
+    return sys.version_info >= (3, 12) and not _on_trio()
+
+
+def _on_trio() -> bool:
+    import sniffio
+
+    return sniffio.current_async_library() == "trio"
+
+
+async def test_an_async_handler_that_does_not_wait_is_answered_with_the_answers_ready_at_once() -> None:
+    """Where tasks start eagerly, an ``async def`` handler that never waits is answered in the same write as the
+    inline answers of its read, in the order of the frames; elsewhere its answer follows in a write of its own."""
+
+    async def later() -> bytes:
+        return b'"async"'
+
+    def handler(req: Request, context: Any) -> bytes | Coroutine[Any, Any, bytes]:
+        return later() if req.method == "async" else b'"inline"'
+
+    frames = [request_frame(1, "inline"), request_frame(2, "async"), request_frame(3, "inline")]
+    stream = _Writes(frames, gathers=True)
+    with anyio.fail_after(10):
+        await Dispatcher(stream, handler).run()
+    ones = [b'{"jsonrpc":"2.0","id":%d,"result":"%s"}' % (i, kind) for i, kind in ((1, b"inline"), (3, b"inline"))]
+    two = b'{"jsonrpc":"2.0","id":2,"result":"async"}'
+    if _starts_eagerly():
+        assert stream.writes == [[ones[0], two, ones[1]]]
+    else:
+        assert stream.writes == [ones, [two]]
+
+
+async def test_an_eagerly_started_handler_is_a_task_of_its_own() -> None:
+    """A handler that enters a timeout and then waits is timed out alone, the read loop goes on: its first steps
+    run as its own task (anyio's cancel scopes, ``current_task``), even when they run inside ``begin``; and what
+    it sets in a context variable is not seen by the next request's handler."""
+    seen: list[Any] = []
+    reader = anyio.get_current_task().id
+
+    async def waits() -> bytes:
+        seen.append(anyio.get_current_task().id != reader)
+        marker.set("set by the first handler")
+        with anyio.move_on_after(0.01):
+            await anyio.Event().wait()  # (never set: the timeout ends it)
+        return b'"timed out"'
+
+    async def reads() -> bytes:
+        seen.append(marker.get())
+        return b'"read"'
+
+    def handler(req: Request, context: Any) -> bytes | Coroutine[Any, Any, bytes]:
+        return waits() if req.method == "waits" else reads()
+
+    stream = _Writes([request_frame(1, "waits"), request_frame(2, "reads")], gathers=True)
+    with anyio.fail_after(10):
+        await Dispatcher(stream, handler).run()
+    answers = sorted(frame for write in stream.writes for frame in write)
+    assert answers == [b'{"jsonrpc":"2.0","id":1,"result":"timed out"}', b'{"jsonrpc":"2.0","id":2,"result":"read"}']
+    assert seen == [True, "unset"]
+
