@@ -23,6 +23,8 @@ from scale_support import http as http
 
 from jsonrpc_mcp import Client, Context, Server
 from jsonrpc_mcp.auth import AccessToken, InvalidToken, ProtectedResource
+from jsonrpc_mcp.backends.redis import RedisBackend
+from jsonrpc_mcp.backends.redis_tasks import STOPPED_MESSAGE, RedisTaskStore
 from jsonrpc_mcp.extensions import Extension
 from jsonrpc_mcp.mcp import task_state as ts
 from jsonrpc_mcp.tasks import MemoryTaskStore, Tasks
@@ -73,12 +75,28 @@ def worker(tasks: Tasks) -> Server:
         gate(key).set()
         return "released"
 
+    @server.tool()
+    async def lose_lease() -> str:
+        # (this worker's lease lapses now, and is renewed no more: to the others, as if it had been killed — the
+        # tasks it runs go on here, and it writes nothing of them)
+        store = tasks.store
+        assert isinstance(store, RedisTaskStore)
+        key = f"{store.backend.prefix}:runner:{store.runner}"
+        store.backend.drop_lease(key)
+        await store.backend.client.delete(key)
+        return "lost"
+
     return server
 
 
-def app(url: str, key_prefix: str, tasks: Tasks | None = None) -> McpAsgiApp:
+def app(url: str, key_prefix: str, tasks: Tasks | None = None, *, lease: float | None = None) -> McpAsgiApp:
+    """A worker (``lease``: its tasks kept in Redis with a lease of that many seconds, also how often it sweeps
+    for the tasks of workers whose lease lapsed)."""
     policy = ProtectedResource(resource=RESOURCE, authorization_servers=["https://as.example"], verifier=Tokens())
-    return redis_app(worker(tasks or Tasks(poll_interval=0.1)), url, key_prefix, http_policy=policy)
+    backend = RedisBackend(url, prefix=key_prefix)
+    if tasks is None:
+        tasks = Tasks(RedisTaskStore(backend, lease=lease) if lease is not None else None, poll_interval=0.1)
+    return McpAsgiApp(worker(tasks), backend=backend, http_policy=policy)
 
 
 def headers(method: str, params: dict[str, Any], token: str) -> dict[str, str]:
@@ -235,6 +253,75 @@ async def test_a_change_older_than_one_already_told_is_not_told() -> None:
             with anyio.fail_after(TIMEOUT):
                 await third.wait()
     assert heard == ["second", "third"]
+
+
+async def started(http: httpx.AsyncClient, url: str) -> None:
+    """Returns once the worker at ``url`` answers (its bus and its sweeps started with it)."""
+    ident = next(_ids)
+    body = {"jsonrpc": "2.0", "id": ident, "method": "server/discover", "params": {"_meta": META}}
+    assert "result" in response_of(
+        await http.post(url, json=body, headers=headers("server/discover", {}, "alice")), ident
+    )
+
+
+async def test_a_task_whose_worker_died_is_told_failed_once_on_a_stream_of_another_worker_by_its_sweep(
+    redis_url: str,  # noqa: F811
+    prefix: str,  # noqa: F811
+    http: httpx.AsyncClient,
+) -> None:
+    # Nobody reads the task: the other worker's sweep (once per lease, 2 s here) finds that its worker's lease
+    # lapsed, fails it, and the stream hears of it
+    with Workers(app(redis_url, prefix, lease=2.0) for _ in range(2)) as group:
+        doomed, alive = group.url(0), group.url(1)
+        for url in (doomed, alive):
+            await started(http, url)
+        task_id = await start_task(http, doomed, "alice", "wait_for", "never")
+        later = await start_task(http, alive, "alice", "wait_for", "later")
+        async with listening(http, alive, "alice", [task_id, later], "follows") as (stream, acked):
+            assert acked == {"taskIds": [task_id, later]}
+            await call(http, doomed, "alice", "tools/call", {"name": "lose_lease", "arguments": {}})
+            failed = await told(stream, "follows")
+            assert failed["taskId"] == task_id and failed["status"] == "failed"
+            assert failed["statusMessage"] == STOPPED_MESSAGE
+            assert failed["error"]["message"] == STOPPED_MESSAGE
+            # Told once: what the stream tells next is the end of the other task, released now
+            await call(http, alive, "alice", "tools/call", {"name": "release", "arguments": {"key": "later"}})
+            done = await told(stream, "follows")
+            assert done["taskId"] == later and done["status"] == "completed"
+        got = await call(http, alive, "alice", "tasks/get", {"taskId": task_id})
+        assert got["status"] == "failed" and got["statusMessage"] == STOPPED_MESSAGE
+
+
+async def test_a_task_whose_worker_died_read_on_two_workers_at_once_is_told_failed_once(
+    redis_url: str,  # noqa: F811
+    prefix: str,  # noqa: F811
+    http: httpx.AsyncClient,
+) -> None:
+    # A lease of a minute: no sweep comes before the reads (each worker sweeps as it starts, then once a minute)
+    with Workers(app(redis_url, prefix, lease=60.0) for _ in range(3)) as group:
+        doomed, here, there = (group.url(i) for i in range(3))
+        for url in (doomed, here, there):
+            await started(http, url)
+        task_id = await start_task(http, doomed, "alice", "wait_for", "never")
+        later = await start_task(http, here, "alice", "wait_for", "later")
+        async with listening(http, here, "alice", [task_id, later], "follows") as (stream, acked):
+            assert acked == {"taskIds": [task_id, later]}
+            await call(http, doomed, "alice", "tools/call", {"name": "lose_lease", "arguments": {}})
+            read: list[str] = []
+
+            async def get(url: str) -> None:
+                read.append((await call(http, url, "alice", "tasks/get", {"taskId": task_id}))["status"])
+
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(get, here)
+                tg.start_soon(get, there)
+            assert read == ["failed", "failed"]
+            failed = await told(stream, "follows")
+            assert failed["taskId"] == task_id and failed["status"] == "failed"
+            assert failed["statusMessage"] == STOPPED_MESSAGE
+            await call(http, here, "alice", "tools/call", {"name": "release", "arguments": {"key": "later"}})
+            done = await told(stream, "follows")  # (not a second "failed")
+            assert done["taskId"] == later and done["status"] == "completed"
 
 
 class Heard(Extension):

@@ -47,7 +47,8 @@ logger = logging.getLogger(__name__)
 _KEY_BYTES: Final = 32
 _RETRY_FIRST: Final = 0.25  # seconds before the bus reconnects after a failure, doubling up to _RETRY_MOST
 _RETRY_MOST: Final = 5.0
-_LEASE_REFRESH: Final = 2.0  # seconds between two renewals of this worker's leases (hold_lease)
+_LEASE_REFRESH: Final = 2.0  # seconds between two renewals of this worker's leases at most (hold_lease)
+_KEEPER_TICK: Final = 1.0  # seconds between two looks of the keeper (leases, periodic jobs) at most
 
 
 def _redis() -> Any:
@@ -109,6 +110,7 @@ class RedisBackend:
         self._task_listeners: list[Callable[[str], None]] = []  # told of each TaskChanged on the bus
         self._leases: dict[str, float] = {}  # key -> seconds: set while this worker lives (refreshed by run)
         self._leases_set = -math.inf  # when they were last set
+        self._jobs: list[_Job] = []  # run every so often while this worker lives (every)
 
     def __repr__(self) -> str:
         return f"RedisBackend({self.where!r}, prefix={self.prefix!r})"
@@ -164,7 +166,19 @@ class RedisBackend:
         task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
     ) -> None:
         """Listen on the bus until cancelled (reconnecting after failures, waiting longer each time up to a few
-        seconds), and keep the ``requestState`` keys of the current period at hand."""
+        seconds), keep the ``requestState`` keys of the current period at hand, renew this worker's leases and run
+        its periodic jobs (:meth:`every`)."""
+        async with anyio.create_task_group() as tg:
+            await tg.start(self._receive, deliver)
+            tg.start_soon(self._keep)
+            task_status.started()
+
+    async def _receive(
+        self,
+        deliver: Callable[[BusEvent], Awaitable[None]],
+        *,
+        task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
+    ) -> None:
         started = False
         wait = _RETRY_FIRST
         errors = _redis_errors()
@@ -196,8 +210,6 @@ class RedisBackend:
             self._ok()
             if self._period() != self._keys_period:
                 await self._refresh_keys()
-            if self._leases and time.monotonic() - self._leases_set >= _LEASE_REFRESH:
-                await self._renew_leases()
             if message is None or message.get("type") != "message":
                 continue
             try:
@@ -288,12 +300,43 @@ class RedisBackend:
     def drop_lease(self, key: str) -> None:
         self._leases.pop(key, None)
 
+    def _lease_refresh(self) -> float:
+        """Seconds between two renewals: a third of the shortest lease, at most :data:`_LEASE_REFRESH`."""
+        return min(_LEASE_REFRESH, *(seconds / 3 for seconds in self._leases.values()))
+
     async def _renew_leases(self) -> None:
         self._leases_set = time.monotonic()
         async with self.client.pipeline(transaction=False) as pipe:
             for key, seconds in self._leases.items():
                 pipe.set(key, b"1", px=_ms(seconds))
             await self._call(pipe.execute)
+
+    # --- periodic jobs -------------------------------------------------------------------------------------
+
+    def every(self, seconds: float, job: Callable[[], Awaitable[object]], name: str) -> Callable[[], None]:
+        """Run ``job()`` every ``seconds`` while :meth:`run` runs (the first time at once); returns what stops it.
+        A job that fails is logged (its ``name`` and the kind of failure, once per outage when Redis cannot be
+        reached) and runs again at its next time: it never stops the worker."""
+        if seconds <= 0:
+            raise ValueError("seconds must be positive")
+        entry = _Job(seconds, job, name)
+        self._jobs.append(entry)
+        return lambda: self._jobs.remove(entry) if entry in self._jobs else None
+
+    async def _keep(self) -> None:
+        """Renew the leases and run the jobs that are due, until cancelled."""
+        while True:
+            now = time.monotonic()
+            if self._leases and now - self._leases_set >= self._lease_refresh():
+                await _quietly(self._renew_leases, "renewing this worker's leases")
+            for job in list(self._jobs):
+                if now >= job.due:
+                    job.due = now + job.seconds
+                    await _quietly(job.run, job.name)
+            pauses = [_KEEPER_TICK, *(job.seconds for job in self._jobs)]
+            if self._leases:
+                pauses.append(self._lease_refresh())
+            await anyio.sleep(min(pauses))
 
     async def aclose(self) -> None:
         """Close the connections (a client given to the constructor stays open: it is the caller's); the next
@@ -305,6 +348,29 @@ class RedisBackend:
         if client is not None:
             with anyio.CancelScope(shield=True), anyio.move_on_after(self.timeout):
                 await client.aclose()
+
+
+class _Job:
+    """A periodic job of :meth:`RedisBackend.every`: what it runs, how often, and when next."""
+
+    __slots__ = ("due", "name", "run", "seconds")
+
+    def __init__(self, seconds: float, run: Callable[[], Awaitable[object]], name: str) -> None:
+        self.seconds = seconds
+        self.run = run
+        self.name = name
+        self.due = -math.inf
+
+
+async def _quietly(job: Callable[[], Awaitable[object]], name: str) -> None:
+    """Run ``job``; a failure is logged (Redis out of reach: by :meth:`RedisBackend._call`, once per outage) and
+    goes no further."""
+    try:
+        await job()
+    except Unavailable:
+        pass
+    except Exception as exc:
+        logger.error("%s failed (%s); tried again at its next time", name, type(exc).__name__)
 
 
 def _ms(seconds: float) -> int:

@@ -14,22 +14,29 @@ What it promises, as the other stores do:
 
 * **A task is there before its CreateTaskResult is sent**, and a finished one is kept ``ttl`` seconds (Redis
   expires the key).
-* **A task whose worker died reads as failed.** The worker that created a task runs it, and holds a lease in
-  Redis while it lives (renewed by the backend's bus loop); a task still working or waiting for input whose
-  worker's lease has lapsed is failed with "The server stopped while the task was running" when it is next read.
+* **A task whose worker died is failed, and told.** The worker that created a task runs it, and holds a lease
+  in Redis while it lives (renewed by the backend several times per lease); a task still working or waiting for
+  input whose worker's lease has lapsed is failed with "The server stopped while the task was running" — by the
+  first worker that reads it, or at the latest by the next sweep: every worker looks once per lease period for
+  workers whose lease lapsed with tasks still running (one Redis round trip when there are none) and fails those
+  tasks, at most :data:`SWEEP_MOST` per sweep. Whichever worker's write wins (a change under ``WATCH``; the
+  others find the task failed already) tells the tasks extension (:meth:`RedisTaskStore.tell_stopped`), which
+  publishes ``notifications/tasks`` to the listen streams of every worker, once, as for any other change.
 * **Bounded**: the tasks of one owner are counted in a sorted set (finished ones leave it as they expire).
 
 Keys: ``{prefix}:task:{id}`` (the record), ``{prefix}:tasks-of:{owner digest}`` (the owner's tasks, scored by
-expiry), ``{prefix}:runner:{id}`` (a worker's lease).
+expiry), ``{prefix}:runner:{id}`` (a worker's lease), ``{prefix}:running:{id}`` (the tasks a worker runs that
+have not finished), ``{prefix}:runners`` (the workers that have such tasks).
 """
 
 from __future__ import annotations
 
 import hashlib
+import logging
 import math
 import secrets
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Final
 
 import msgspec
@@ -43,11 +50,35 @@ from ..mcp.task_store import Change, ChangeSignals
 if TYPE_CHECKING:
     from .redis import RedisBackend
 
-__all__ = ("RedisTaskStore",)
+__all__ = ("RedisTaskStore", "STOPPED_MESSAGE", "SWEEP_MOST")
+
+logger = logging.getLogger(__name__)
 
 #: What a task whose worker stopped while it ran says.
 STOPPED_MESSAGE: Final = "The server stopped while the task was running"
+#: The tasks of stopped workers one sweep fails at most (the rest at the next sweeps).
+SWEEP_MOST: Final = 100
 _ACTIVE: Final = ("working", "input_required")
+
+#: The workers in ``KEYS[1]`` (a set) whose lease (``ARGV[1]`` + id) lapsed while they had tasks running
+#: (``ARGV[2]`` + id, a set); a worker with none left is taken out of the set. One round trip, atomic: a worker
+#: that makes a task at the same moment is put back in the set before or after, never lost.
+_LAPSED_SCRIPT: Final = """
+local lapsed = {}
+for _, runner in ipairs(redis.call('SMEMBERS', KEYS[1])) do
+  if redis.call('EXISTS', ARGV[1] .. runner) == 0 then
+    if redis.call('SCARD', ARGV[2] .. runner) == 0 then
+      redis.call('SREM', KEYS[1], runner)
+    else
+      table.insert(lapsed, runner)
+    end
+  end
+end
+return lapsed
+"""
+
+#: What is told of a task that the store found failed because its worker stopped.
+StoppedListener = Callable[[TaskRecord], Awaitable[None]]
 
 
 class _Stored(msgspec.Struct):
@@ -66,7 +97,8 @@ class RedisTaskStore:
 
     :param backend: the :class:`~jsonrpc_mcp.backends.redis.RedisBackend` of the app (its connections, its key
         prefix, its bus; the app runs it).
-    :param lease: seconds a worker's tasks outlive the worker's last sign of life before they read as failed.
+    :param lease: seconds a worker's tasks outlive the worker's last sign of life before they read as failed (and
+        how often this worker sweeps for the tasks of workers whose lease lapsed).
     """
 
     def __init__(self, backend: RedisBackend, *, lease: float = 10.0, clock: Callable[[], float] = time.time) -> None:
@@ -77,8 +109,15 @@ class RedisTaskStore:
         self.runner = secrets.token_hex(8)
         self._clock = clock
         self._signals = ChangeSignals()
+        self._stopped_listeners: list[StoppedListener] = []
         self._stop_listening: Callable[[], None] | None = backend.on_task_changed(self._signals.changed)
+        self._stop_sweeping: Callable[[], None] | None = backend.every(lease, self.sweep, "sweeping for stopped tasks")
         backend.hold_lease(self._lease_key(self.runner), lease)
+
+    def tell_stopped(self, listener: StoppedListener) -> None:
+        """Call ``listener(record)`` with each task this store fails because the worker running it stopped (once
+        per task, on the worker whose write won)."""
+        self._stopped_listeners.append(listener)
 
     def _key(self, task_id: str) -> str:
         return f"{self.backend.prefix}:task:{task_id}"
@@ -89,6 +128,13 @@ class RedisTaskStore:
 
     def _lease_key(self, runner: str) -> str:
         return f"{self.backend.prefix}:runner:{runner}"
+
+    def _running_key(self, runner: str) -> str:
+        return f"{self.backend.prefix}:running:{runner}"
+
+    @property
+    def _runners_key(self) -> str:
+        return f"{self.backend.prefix}:runners"
 
     # --- the TaskStore interface ---------------------------------------------------------------------------
 
@@ -104,6 +150,9 @@ class RedisTaskStore:
             pipe.set(self._lease_key(self.runner), b"1", px=_ms(self.lease))
             pipe.zadd(owned, {record.task_id: _score(record)})
             pipe.set(self._key(record.task_id), _encode(_Stored(self.runner, record)), **_expiry(record))
+            if record.status in _ACTIVE:
+                pipe.sadd(self._running_key(self.runner), record.task_id)
+                pipe.sadd(self._runners_key, self.runner)
             return True
 
         created: bool = await self.backend._call(client.transaction, attempt, owned, value_from_callable=True)
@@ -117,10 +166,16 @@ class RedisTaskStore:
         if is_expired(stored.record, self._clock()):
             return None
         if stored.record.status in _ACTIVE and stored.runner != self.runner and not await self._alive(stored.runner):
-            return await self.modify(task_id, self._stopped)
+            record, _ = await self._fail_stopped(task_id)
+            return record
         return stored.record
 
     async def modify(self, task_id: str, change: Change) -> TaskRecord | None:
+        record, _ = await self._modify(task_id, change)
+        return record
+
+    async def _modify(self, task_id: str, change: Change) -> tuple[TaskRecord | None, bool]:
+        """:meth:`modify`, and whether this call wrote the change (``False``: the change left it as it was)."""
         key = self._key(task_id)
         outcome: list[Any] = [None, False]
 
@@ -140,6 +195,8 @@ class RedisTaskStore:
             pipe.set(key, _encode(_Stored(stored.runner, changed)), **_expiry(changed))
             if changed.expires_at is not None:
                 pipe.zadd(self._owned_key(changed.owner), {task_id: _score(changed)})
+            if changed.status not in _ACTIVE:
+                pipe.srem(self._running_key(stored.runner), task_id)
             outcome[:] = [changed, True]
 
         await self.backend._call(self.backend.client.transaction, attempt, key)
@@ -147,7 +204,7 @@ class RedisTaskStore:
         if changed:
             self._signals.changed(task_id)
             await self.backend.publish(TaskChanged(task_id))
-        return record  # type: ignore[no-any-return]
+        return record, changed
 
     async def wait(self, task_id: str, after_version: int, timeout: float) -> TaskRecord | None:
         return await self._signals.wait(lambda: self.get(task_id), task_id, after_version, timeout)
@@ -158,12 +215,55 @@ class RedisTaskStore:
         if self._stop_listening is not None:
             self._stop_listening()
             self._stop_listening = None
+        if self._stop_sweeping is not None:
+            self._stop_sweeping()
+            self._stop_sweeping = None
         self.backend.drop_lease(self._lease_key(self.runner))
 
     # --- the workers' leases -------------------------------------------------------------------------------
 
     async def _alive(self, runner: str) -> bool:
         return bool(await self.backend._call(self.backend.client.exists, self._lease_key(runner)))
+
+    async def sweep(self) -> int:
+        """Fail the tasks still running of the workers whose lease lapsed (at most :data:`SWEEP_MOST`), each told
+        as :meth:`tell_stopped` says; how many this call failed. The backend runs it once per lease period; one
+        Redis round trip when no worker's lease lapsed with tasks running."""
+        prefix = self.backend.prefix
+        client = self.backend.client
+        found = await self.backend._call(
+            client.eval, _LAPSED_SCRIPT, 1, self._runners_key, f"{prefix}:runner:", f"{prefix}:running:"
+        )
+        failed = 0
+        left = SWEEP_MOST
+        for raw in found:
+            if left <= 0:
+                break
+            runner = raw.decode() if isinstance(raw, bytes) else str(raw)
+            if runner == self.runner:
+                continue  # (this worker lives: its lease is renewed again as soon as Redis can be reached)
+            running = self._running_key(runner)
+            task_ids = await self.backend._call(client.srandmember, running, left)
+            for task in task_ids:
+                task_id = task.decode() if isinstance(task, bytes) else str(task)
+                left -= 1
+                record, changed = await self._fail_stopped(task_id)
+                if record is None or record.status not in _ACTIVE:
+                    await self.backend._call(client.srem, running, task_id)  # (finished, or gone)
+                failed += changed
+        return failed
+
+    async def _fail_stopped(self, task_id: str) -> tuple[TaskRecord | None, bool]:
+        """Fail a task whose worker stopped (the record as it then is, and whether this call failed it); the
+        worker whose write wins tells the listeners."""
+        record, changed = await self._modify(task_id, self._stopped)
+        if changed and record is not None:
+            for listener in list(self._stopped_listeners):
+                try:
+                    await listener(record)
+                except Exception as exc:
+                    logger.error("telling that task %s failed did not work (%s)", task_id, type(exc).__name__)
+        return record, changed
 
     def _stopped(self, record: TaskRecord) -> TaskRecord | None:
         error = {"code": INTERNAL_ERROR, "message": STOPPED_MESSAGE}

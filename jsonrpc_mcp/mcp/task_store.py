@@ -30,7 +30,7 @@ import anyio
 
 from .task_state import TaskRecord, is_expired
 
-__all__ = ("TaskStore", "MemoryTaskStore", "Change", "ChangeSignals")
+__all__ = ("TaskStore", "TellsStopped", "MemoryTaskStore", "Change", "ChangeSignals")
 
 #: A change of a record: the new record, or ``None`` to leave it as it is.
 Change = Callable[[TaskRecord], "TaskRecord | None"]
@@ -63,6 +63,16 @@ class TaskStore(Protocol):
 
     async def aclose(self) -> None:
         """Release what the store holds (a file, a connection)."""
+        ...
+
+
+@runtime_checkable
+class TellsStopped(Protocol):
+    """A store that fails a task by itself when it finds that the process running it stopped (one shared by
+    several workers: :class:`~jsonrpc_mcp.backends.redis_tasks.RedisTaskStore`), and tells of it."""
+
+    def tell_stopped(self, listener: Callable[[TaskRecord], Awaitable[None]]) -> None:
+        """Call ``listener(record)`` with each task the store fails so (once per task)."""
         ...
 
 

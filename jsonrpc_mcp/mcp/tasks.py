@@ -55,7 +55,7 @@ from . import task_state as ts
 from .context import Context, StartTask, _input_request, _typed, on_worker_thread
 from .extensions import Extension, WrapNext
 from .session import encode_stateless_result
-from .task_store import MemoryTaskStore, TaskStore
+from .task_store import MemoryTaskStore, TaskStore, TellsStopped
 from .versions import STATELESS_VERSIONS
 
 if TYPE_CHECKING:
@@ -242,7 +242,8 @@ class Tasks(Extension):
         if ttl <= 0 or poll_interval <= 0 or max_per_client < 1:
             raise ValueError("ttl, poll_interval and max_per_client must be positive")
         super().__init__(EXTENSION_ID, versions=STATELESS_VERSIONS, result_types=["task"])
-        self.store: TaskStore = store if store is not None else MemoryTaskStore()
+        self.store: TaskStore = MemoryTaskStore()
+        self._use_store(store if store is not None else self.store)
         self._chosen_store = store is not None
         self.ttl = ttl
         self.poll_interval = poll_interval
@@ -262,7 +263,14 @@ class Tasks(Extension):
     def use_backend(self, backend: Any) -> None:
         """Keep the tasks in ``backend``'s store, shared by every worker, unless a store was chosen."""
         if not self._chosen_store:
-            self.store = backend.task_store()
+            self._use_store(backend.task_store())
+
+    def _use_store(self, store: TaskStore) -> None:
+        """Keep the tasks in ``store``; one that fails the tasks of a stopped worker by itself has that change
+        told as any other (:meth:`_publish`)."""
+        self.store = store
+        if isinstance(store, TellsStopped):
+            store.tell_stopped(self._publish)
 
     def attach(self, server: Any) -> None:
         self.server = server
