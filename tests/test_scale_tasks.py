@@ -14,13 +14,14 @@ import anyio.to_thread
 import httpx
 import pytest
 from http_support import JSON_HEADERS, response_of
-from redis_support import prefix, redis_server, redis_url  # noqa: F401 (fixtures)
+from redis_support import RedisProcess, own_redis, prefix, redis_server, redis_url  # noqa: F401 (fixtures)
 from scale_support import TIMEOUT, Workers, redis_app, workers_fixture
 from scale_support import http as http
 
 from jsonrpc_mcp import Context, Server
 from jsonrpc_mcp.backends.redis import RedisBackend
 from jsonrpc_mcp.backends.redis_tasks import STOPPED_MESSAGE, RedisTaskStore
+from jsonrpc_mcp.errors import Unavailable
 from jsonrpc_mcp.mcp import task_state as ts
 from jsonrpc_mcp.tasks import MemoryTaskStore, Tasks
 from jsonrpc_mcp.transports.http_asgi import McpAsgiApp
@@ -164,3 +165,57 @@ async def test_the_store_bounds_an_owner_across_workers_and_fails_the_tasks_of_a
         await two.aclose()
 
     await anyio.to_thread.run_sync(lambda: anyio.run(scenario, backend="asyncio"))
+
+
+async def test_a_sweep_while_redis_is_away_is_logged_and_the_worker_sweeps_again_once_it_is_back(
+    own_redis: RedisProcess,  # noqa: F811
+    prefix: str,  # noqa: F811
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    async def scenario() -> None:  # redis-py's asyncio client: on an asyncio loop of its own
+        living, dead = (
+            RedisBackend(own_redis.url, prefix=prefix, timeout=1.0),
+            RedisBackend(own_redis.url, prefix=prefix),
+        )
+        store, dead_store = RedisTaskStore(living, lease=0.3), RedisTaskStore(dead, lease=60)
+        told: list[ts.TaskRecord] = []
+        missed, failed = anyio.Event(), anyio.Event()
+
+        async def tell(record: ts.TaskRecord) -> None:
+            told.append(record)
+            failed.set()
+
+        store.tell_stopped(tell)
+
+        async def sweep() -> None:  # (the store's own sweep, run by the backend as the store's is, and watched)
+            try:
+                await store.sweep()
+            except Unavailable:
+                missed.set()
+                raise
+
+        living.every(0.3, sweep, "the watched sweep")
+        record = ts.new_record("t1", "alice", "tools/call", now=time.time(), ttl=60, poll_interval=1)
+
+        async def deliver(event: Any) -> None:
+            pass
+
+        async with anyio.create_task_group() as tg:
+            await tg.start(living.run, deliver)
+            own_redis.stop()
+            with anyio.fail_after(TIMEOUT):
+                await missed.wait()  # a sweep met no Redis: the worker goes on
+            own_redis.start()  # (empty: nothing is saved)
+            assert await dead_store.create(record, max_per_owner=None)
+            await dead.client.delete(f"{prefix}:runner:{dead_store.runner}")  # its worker died
+            with anyio.fail_after(TIMEOUT):
+                await failed.wait()
+            tg.cancel_scope.cancel()
+        await living.aclose()
+        await dead.aclose()
+        assert [(r.task_id, r.status, r.status_message) for r in told] == [("t1", "failed", STOPPED_MESSAGE)]
+
+    await anyio.to_thread.run_sync(lambda: anyio.run(scenario, backend="asyncio"))
+    lines = [r for r in caplog.records if r.name.startswith("jsonrpc_mcp")]
+    assert any("cannot be reached" in r.getMessage() for r in lines)
+    assert all(r.exc_info is None for r in lines)  # (one line per outage, no traceback)
