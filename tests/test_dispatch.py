@@ -895,3 +895,44 @@ async def test_an_eagerly_started_handler_is_a_task_of_its_own() -> None:
     answers = sorted(frame for write in stream.writes for frame in write)
     assert answers == [b'{"jsonrpc":"2.0","id":1,"result":"timed out"}', b'{"jsonrpc":"2.0","id":2,"result":"read"}']
     assert seen == {"own task": True, "marker": "unset"}  # (trio may run the two in either order)
+
+
+class _Reads(MessageStream):
+    """Hands the dispatcher its chunks one read at a time, at once, then the end of the stream; logs each read
+    and each write (how many frames)."""
+
+    gathers_replies = True
+
+    def __init__(self, chunks: list[list[bytes]]) -> None:
+        self.chunks = chunks
+        self.log: list[str] = []
+
+    async def receive(self) -> list[bytes]:
+        if not self.chunks:
+            raise anyio.EndOfStream
+        self.log.append("read")
+        return self.chunks.pop(0)
+
+    async def send(self, frames: Any) -> None:
+        self.log.append(f"write {len(frames)}")
+
+    async def aclose(self) -> None:
+        pass
+
+
+async def test_the_answers_of_a_read_go_out_before_the_next_read() -> None:
+    """Handlers that do not wait, started by one read, finish before the read loop reads again, and their answers
+    go out in one write first (on asyncio; trio runs the tasks of a pass in any order, the read loop among them)."""
+
+    async def answer() -> bytes:
+        return b"{}"
+
+    chunks = [[request_frame(1, "a"), request_frame(2, "b")], [request_frame(3, "c")]]
+    stream = _Reads(chunks)
+    with anyio.fail_after(10):
+        await Dispatcher(stream, lambda req, context: answer(), drain_timeout=10.0).run()
+    if _on_trio():
+        written = sum(int(entry.split()[1]) for entry in stream.log if entry.startswith("write"))
+        assert stream.log.count("read") == 2 and written == 3
+    else:
+        assert stream.log == ["read", "write 2", "read", "write 1"]

@@ -507,8 +507,18 @@ class Dispatcher:
                 frames = await receive()
             except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
                 return
+            running = self._running
             await self._take_all(frames)
             del frames  # (an idle connection holds no frame while it waits)
+            if self._running > running:
+                await self._let_new_handlers_run()
+
+    async def _let_new_handlers_run(self) -> None:
+        """After a read that started handler tasks, one pass of the event loop before the next read: the handlers
+        that do not wait finish in it, and the read loop writes their answers together before it looks for more
+        frames (rather than reading again at once, a few frames at a time: docs/performance.md)."""
+        await anyio.lowlevel.checkpoint()
+        await self._write_replies()
 
     async def _take_all(self, frames: Sequence[bytes]) -> None:
         taken = 0
@@ -594,22 +604,28 @@ class Dispatcher:
     async def _reply(self, answer: Outgoing) -> None:
         """Write an answer of a handler task. While other handlers are running, the answers of those that finish
         in the same pass of the event loop go out in one write: the first one queues its answer and yields once;
-        the others add theirs to its queue and return. Queued answers count against ``max_queued_bytes``."""
-        size = len(answer.frame)
-        self._unwritten += size
+        the others add theirs to the queue and return; the first one then writes the queue, unless the read loop
+        did meanwhile (:meth:`_let_new_handlers_run`). Queued answers count against ``max_queued_bytes``."""
+        self._unwritten += len(answer.frame)
+        self._replies.append(answer)
+        if len(self._replies) > 1:
+            return  # the task that queued the first one writes them
+        if len(self._inflight) > 1 and self.stream.gathers_replies:
+            await anyio.lowlevel.cancel_shielded_checkpoint()
+        await self._write_replies()
+        # (the handler task that called this makes room as it ends, at once)
+
+    async def _write_replies(self) -> None:
+        """Write the answers queued by :meth:`_reply`, if any."""
         queue = self._replies
-        queue.append(answer)
-        if len(queue) > 1:
-            return  # the task that queued the first one writes it
+        if not queue:
+            return
+        self._replies = []
         try:
-            if len(self._inflight) > 1 and self.stream.gathers_replies:
-                await anyio.lowlevel.cancel_shielded_checkpoint()
-            self._replies = []
             await self._write(queue)
         finally:
             for out in queue:
                 self._unwritten -= len(out.frame)
-            # (the handler task that called this makes room as it ends, at once)
 
     async def send_frame(self, frame: bytes, related: RequestId | None = None, kind: int = NOTIFICATION) -> None:
         """Write a pre-encoded frame. Raises :class:`ConnectionClosed` when the stream is gone."""
