@@ -38,8 +38,7 @@ def open_handler_tasks() -> HandlerTasks:
 
     A task cancelled before it has started still starts: its handler runs up to its first suspension and is
     cancelled there, as in a task group. On asyncio a task is made with ``asyncio.Task`` itself, not
-    ``loop.create_task``: an eager task factory set on the loop would run a handler before its owner has
-    registered it. An owner that is ready for that asks for it (``spawn(..., eager=True)``)."""
+    ``loop.create_task``: a task factory set on the loop could start a handler before its owner is ready."""
     trio = _running_trio()
     if trio is not None:
         return _TrioTasks(trio)
@@ -79,18 +78,14 @@ class _AsyncioTasks:
     def spawn(self, coro: Coroutine[Any, Any, None], name: str, *, eager: bool = False) -> object:
         """Start ``coro`` in a new task; returns the token :meth:`cancel` and :meth:`forget` take. The coroutine
         calls :meth:`forget` with its token as it finishes (a done callback would cost a pass of the loop).
-
-        ``eager``: where asyncio can (Python 3.12 and later), the task runs at once, inside this call, up to its
-        first suspension, as a task of its own (``asyncio.current_task()``, cancel scopes and context variables
-        are its own); one that finishes there never waits for a pass of the event loop. Elsewhere it starts as
-        any other."""
+        ``eager``: where asyncio can (Python 3.12 and later), the task runs inside this call up to its first
+        suspension, as a task of its own (its ``current_task``, cancel scopes and context variables)."""
         if eager and self._eager_task is not None:
             task = self._eager_task(self._loop, coro, name=name)
-            if task.done():
-                return task
         else:
             task = self._task(coro, loop=self._loop, name=name)
-        self._live.add(task)
+        if not task.done():  # (one started eagerly may have finished already)
+            self._live.add(task)
         return task
 
     def forget(self, token: object) -> None:

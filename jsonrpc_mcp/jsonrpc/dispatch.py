@@ -135,11 +135,10 @@ class Pending(msgspec.Struct):
     coro: Coroutine[Any, Any, bytes]
     batch: _Batch | None = None  # the batch it came in, and its place there
     slot: int = 0
-    token: object = None  # its task, once started
+    token: object = None  # its task, once started (None while it starts eagerly, inside begin())
     cancelled: bool = False  # by the peer: it is never answered
     answering: bool = False  # its handler has returned: it can no longer be cancelled
-    starting: bool = False  # its task is starting inside begin(): an answer made now is begin()'s to return
-    ready: bytes | None = None  # that answer
+    ready: bytes | None = None  # the answer of a handler that finished while its task started eagerly
 
 
 class _Batch:
@@ -219,10 +218,9 @@ class Dispatcher:
         self.max_queued_bytes = max_queued_bytes
         self.drain_timeout = drain_timeout
         self.request_timeout = request_timeout
-        #: Start a handler task at once, inside :meth:`begin`, where the event loop can (asyncio from Python 3.12):
-        #: a handler that finishes without waiting is answered with the answers ready at once, and never waits for
-        #: a pass of the event loop. For a transport that writes what a handler sends while :meth:`begin` runs as
-        #: it would later (the read loop's: :meth:`run` sets it).
+        #: Start handler tasks inside :meth:`begin` where the event loop can (asyncio from Python 3.12), so that one
+        #: that never waits is an answer ready at once; for a transport that writes what a handler sends during
+        #: :meth:`begin` as it would later (the read loop's: :meth:`run` sets it).
         self.eager = False
         #: Prefixed to the ids of our outgoing requests (strings then): ids unique across processes that speak to one
         #: peer (workers serving one session).
@@ -267,10 +265,7 @@ class Dispatcher:
         if self._tasks is None:
             self._kept.append(pending)
             return pending
-        if self.eager and batch is None:
-            return self._start_eagerly(pending)
-        self._start(pending)
-        return pending
+        return self._start(pending, eager=self.eager and batch is None)
 
     def take(self, msg: Message, context: Any = None) -> bytes | Pending | None:
         """Take any inbound message: a request goes to :meth:`begin`; a notification to its handler; a response
@@ -403,19 +398,11 @@ class Dispatcher:
                 fn, args = work  # type: ignore[misc]
                 tasks.start_soon(fn(*args), _OTHER_TASK)
 
-    def _start(self, pending: Pending) -> None:
+    def _start(self, pending: Pending, eager: bool = False) -> bytes | Pending:
+        """Start the request's task; ``eager`` (:attr:`eager`): at once, and its answer if it finished meanwhile."""
         assert self._tasks is not None
         self._running += 1
-        pending.token = self._tasks.spawn(self._run_request(pending), _HANDLER_TASK)
-
-    def _start_eagerly(self, pending: Pending) -> bytes | Pending:
-        """Start the request's task at once (see :attr:`eager`): its answer when the handler finished without
-        waiting, which the caller writes with the other answers ready at once; else the :class:`Pending`."""
-        assert self._tasks is not None
-        self._running += 1
-        pending.starting = True
-        token = self._tasks.spawn(self._run_request(pending), _HANDLER_TASK, eager=True)
-        pending.starting = False
+        token = self._tasks.spawn(self._run_request(pending), _HANDLER_TASK, eager=eager)
         if pending.ready is not None:
             return pending.ready
         pending.token = token
@@ -444,8 +431,8 @@ class Dispatcher:
                 self.stream.finished(req.id)
             if pending.batch is not None:
                 await self._answer_batch(pending, reply)
-            elif pending.starting:
-                pending.ready = reply  # (begin() returns it; a request cannot be cancelled before begin() returns)
+            elif pending.token is None:  # (started eagerly, still inside begin(), which returns it)
+                pending.ready = reply
             elif reply is not None:
                 await self._reply(Outgoing(reply, req.id, RESPONSE))
         finally:
@@ -510,13 +497,12 @@ class Dispatcher:
             running = self._running
             await self._take_all(frames)
             del frames  # (an idle connection holds no frame while it waits)
-            if self._running > running:
+            if self._running > running:  # (handlers this read started still run)
                 await self._let_new_handlers_run()
 
     async def _let_new_handlers_run(self) -> None:
-        """After a read that started handler tasks, one pass of the event loop before the next read: the handlers
-        that do not wait finish in it, and the read loop writes their answers together before it looks for more
-        frames (rather than reading again at once, a few frames at a time: docs/performance.md)."""
+        """One pass of the event loop after a read that started handlers, and one write of the answers of those that
+        finished in it, before the next read (rather than reading again at once, a few frames at a time)."""
         await anyio.lowlevel.checkpoint()
         await self._write_replies()
 
@@ -562,8 +548,6 @@ class Dispatcher:
             room.set()
 
     async def _drain(self) -> None:
-        if not self._running:
-            return
         with anyio.move_on_after(self.drain_timeout, shield=True):
             while self._running:
                 self._idle = anyio.Event()
@@ -590,22 +574,22 @@ class Dispatcher:
 
     # --- writing -------------------------------------------------------------------------------------------
 
-    async def _write(self, frames: Sequence[Outgoing]) -> None:
-        """Write under the connection's write lock, first come first served; a peer gone meanwhile has nobody
-        left to tell."""
+    async def _write(self, frames: Sequence[Outgoing]) -> bool:
+        """Write under the connection's write lock, first come first served; False when the peer has gone."""
         await self._write_lock.acquire()
         try:
             await self.stream.send(frames)
+            return True
         except (anyio.BrokenResourceError, anyio.ClosedResourceError):
             logger.debug("peer went away before %d frames could be written", len(frames))
+            return False
         finally:
             self._write_lock.release()
 
     async def _reply(self, answer: Outgoing) -> None:
-        """Write an answer of a handler task. While other handlers are running, the answers of those that finish
-        in the same pass of the event loop go out in one write: the first one queues its answer and yields once;
-        the others add theirs to the queue and return; the first one then writes the queue, unless the read loop
-        did meanwhile (:meth:`_let_new_handlers_run`). Queued answers count against ``max_queued_bytes``."""
+        """Write an answer of a handler task. The answers of the handlers that finish in one pass of the event loop
+        go out in one write: the first queues its answer and yields once, the others add theirs, and the first
+        writes them (if the read loop has not: :meth:`_let_new_handlers_run`). They count in ``max_queued_bytes``."""
         self._unwritten += len(answer.frame)
         self._replies.append(answer)
         if len(self._replies) > 1:
@@ -617,10 +601,9 @@ class Dispatcher:
 
     async def _write_replies(self) -> None:
         """Write the answers queued by :meth:`_reply`, if any."""
-        queue = self._replies
+        queue, self._replies = self._replies, []
         if not queue:
             return
-        self._replies = []
         try:
             await self._write(queue)
         finally:
@@ -630,13 +613,8 @@ class Dispatcher:
     async def send_frame(self, frame: bytes, related: RequestId | None = None, kind: int = NOTIFICATION) -> None:
         """Write a pre-encoded frame. Raises :class:`ConnectionClosed` when the stream is gone."""
         await anyio.lowlevel.checkpoint_if_cancelled()  # (a cancelled handler sends nothing more)
-        await self._write_lock.acquire()
-        try:
-            await self.stream.send((Outgoing(frame, related, kind),))
-        except (anyio.BrokenResourceError, anyio.ClosedResourceError):
-            raise ConnectionClosed() from None
-        finally:
-            self._write_lock.release()
+        if not await self._write((Outgoing(frame, related, kind),)):
+            raise ConnectionClosed()
 
     async def notify(self, method: str, params: bytes | None = None, *, related: RequestId | None = None) -> None:
         """Send a notification (``params`` is an encoded JSON object or ``None``)."""
