@@ -50,7 +50,7 @@ from ..mcp.task_store import Change, ChangeSignals
 if TYPE_CHECKING:
     from .redis import RedisBackend
 
-__all__ = ("RedisTaskStore", "STOPPED_MESSAGE", "SWEEP_MOST")
+__all__ = ("RedisTaskStore",)
 
 logger = logging.getLogger(__name__)
 
