@@ -436,21 +436,24 @@ async def test_max_in_flight_must_be_positive() -> None:
 
 
 class _Writes(MessageStream):
-    """Hands the dispatcher one batch of frames, then the end of the stream; records each ``send_many``."""
+    """Hands the dispatcher its reads (each a list of frames) one at a time, at once, then the end of the stream;
+    records the frames of each write, and in ``log`` each read and write (how many frames) in order."""
 
-    def __init__(self, frames: list[bytes], gathers: bool) -> None:
+    def __init__(self, *reads: list[bytes], gathers: bool) -> None:
         self.gathers_replies = gathers
-        self.frames: list[bytes] | None = frames
+        self.reads = list(reads)
         self.writes: list[list[bytes]] = []
+        self.log: list[str] = []
 
     async def receive(self) -> list[bytes]:
-        frames, self.frames = self.frames, None
-        if frames is None:
+        if not self.reads:
             raise anyio.EndOfStream
-        return frames
+        self.log.append("read")
+        return self.reads.pop(0)
 
     async def send(self, frames: Any) -> None:
         self.writes.append([out.frame for out in frames])
+        self.log.append(f"write {len(frames)}")
 
     async def aclose(self) -> None:
         pass
@@ -466,7 +469,7 @@ async def test_answers_of_one_pass_are_gathered_only_when_the_stream_gathers(gat
         return b"{}"
 
     frames = [request_frame(1, "a"), request_frame(2, "b")]
-    stream = _Writes(frames, gathers)
+    stream = _Writes(frames, gathers=gathers)
     server = Dispatcher(stream, lambda req, context: answer(), drain_timeout=10.0)
     with anyio.fail_after(10):
         await server.run()
@@ -897,29 +900,6 @@ async def test_an_eagerly_started_handler_is_a_task_of_its_own() -> None:
     assert seen == {"own task": True, "marker": "unset"}  # (trio may run the two in either order)
 
 
-class _Reads(MessageStream):
-    """Hands the dispatcher its chunks one read at a time, at once, then the end of the stream; logs each read
-    and each write (how many frames)."""
-
-    gathers_replies = True
-
-    def __init__(self, chunks: list[list[bytes]]) -> None:
-        self.chunks = chunks
-        self.log: list[str] = []
-
-    async def receive(self) -> list[bytes]:
-        if not self.chunks:
-            raise anyio.EndOfStream
-        self.log.append("read")
-        return self.chunks.pop(0)
-
-    async def send(self, frames: Any) -> None:
-        self.log.append(f"write {len(frames)}")
-
-    async def aclose(self) -> None:
-        pass
-
-
 async def test_the_answers_of_a_read_go_out_before_the_next_read() -> None:
     """Handlers that do not wait, started by one read, finish before the read loop reads again, and their answers
     go out in one write first (on asyncio; trio runs the tasks of a pass in any order, the read loop among them)."""
@@ -927,8 +907,7 @@ async def test_the_answers_of_a_read_go_out_before_the_next_read() -> None:
     async def answer() -> bytes:
         return b"{}"
 
-    chunks = [[request_frame(1, "a"), request_frame(2, "b")], [request_frame(3, "c")]]
-    stream = _Reads(chunks)
+    stream = _Writes([request_frame(1, "a"), request_frame(2, "b")], [request_frame(3, "c")], gathers=True)
     with anyio.fail_after(10):
         await Dispatcher(stream, lambda req, context: answer(), drain_timeout=10.0).run()
     if _on_trio():
