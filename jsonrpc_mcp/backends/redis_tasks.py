@@ -229,10 +229,9 @@ class RedisTaskStore:
         """Fail the tasks still running of the workers whose lease lapsed (at most :data:`SWEEP_MOST`), each told
         as :meth:`tell_stopped` says; how many this call failed. The backend runs it once per lease period; one
         Redis round trip when no worker's lease lapsed with tasks running."""
-        prefix = self.backend.prefix
         client = self.backend.client
         found = await self.backend._call(
-            client.eval, _LAPSED_SCRIPT, 1, self._runners_key, f"{prefix}:runner:", f"{prefix}:running:"
+            client.eval, _LAPSED_SCRIPT, 1, self._runners_key, self._lease_key(""), self._running_key("")
         )
         failed = 0
         left = SWEEP_MOST
