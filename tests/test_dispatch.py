@@ -915,3 +915,33 @@ async def test_the_answers_of_a_read_go_out_before_the_next_read() -> None:
         assert stream.log.count("read") == 2 and written == 3
     else:
         assert stream.log == ["read", "write 2", "read", "write 1"]
+
+
+async def test_handlers_that_finish_in_the_read_loops_pass_leave_the_write_to_it() -> None:
+    """Handlers of one read that finish in the read loop's pass hand their answers to the read loop's write and end
+    at once: none of them is still in flight when the answers go out (on asyncio; trio runs the tasks of a pass in
+    any order, the read loop among them)."""
+    eager = _starts_eagerly()
+
+    async def answer() -> bytes:
+        if eager:  # (its first step ran inside begin: the pass runs the rest)
+            await anyio.lowlevel.checkpoint()
+        return b"{}"
+
+    in_flight_at_write: list[int] = []
+
+    class _Counting(_Writes):
+        async def send(self, frames: Any) -> None:
+            in_flight_at_write.append(server.in_flight())
+            await super().send(frames)
+
+    stream = _Counting([request_frame(1, "a"), request_frame(2, "b"), request_frame(3, "c")], gathers=True)
+    server = Dispatcher(stream, lambda req, context: answer(), drain_timeout=10.0)
+    with anyio.fail_after(10):
+        await server.run()
+    assert sorted(frame for write in stream.writes for frame in write) == [
+        b'{"jsonrpc":"2.0","id":%d,"result":{}}' % ident for ident in (1, 2, 3)
+    ]
+    if not _on_trio():
+        assert stream.log == ["read", "write 3"]
+        assert in_flight_at_write == [0]

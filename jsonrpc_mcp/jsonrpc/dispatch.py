@@ -231,6 +231,7 @@ class Dispatcher:
         self._running = 0  # tasks of this connection not yet done (their answer written)
         self._unwritten = 0  # bytes of answers made and not yet written
         self._replies: list[Outgoing] = []  # answers gathered for the next write (see _reply)
+        self._read_loop_writes = False  # it writes the answers queued now, for a stream that gathers them
         self._room: anyio.Event | None = None  # the reader waits for room (in flight, or bytes)
         self._idle: anyio.Event | None = None  # a drain waits for the last task
         self._write_lock = WriteLock()  # frames go out one writer at a time, first come first served
@@ -503,7 +504,11 @@ class Dispatcher:
     async def _let_new_handlers_run(self) -> None:
         """One pass of the event loop after a read that started handlers, and one write of the answers of those that
         finished in it, before the next read (rather than reading again at once, a few frames at a time)."""
-        await anyio.lowlevel.checkpoint()
+        self._read_loop_writes = self.stream.gathers_replies
+        try:
+            await anyio.lowlevel.checkpoint()
+        finally:
+            self._read_loop_writes = False
         await self._write_replies()
 
     async def _take_all(self, frames: Sequence[bytes]) -> None:
@@ -589,11 +594,11 @@ class Dispatcher:
     async def _reply(self, answer: Outgoing) -> None:
         """Write an answer of a handler task. The answers of the handlers that finish in one pass of the event loop
         go out in one write: the first queues its answer and yields once, the others add theirs, and the first
-        writes them (if the read loop has not: :meth:`_let_new_handlers_run`). They count in ``max_queued_bytes``."""
+        writes them, unless the read loop will (:meth:`_let_new_handlers_run`). They count in ``max_queued_bytes``."""
         self._unwritten += len(answer.frame)
         self._replies.append(answer)
-        if len(self._replies) > 1:
-            return  # the task that queued the first one writes them
+        if len(self._replies) > 1 or self._read_loop_writes:
+            return  # the task that queued the first one writes them, or the read loop
         if len(self._inflight) > 1 and self.stream.gathers_replies:
             await anyio.lowlevel.cancel_shielded_checkpoint()
         await self._write_replies()
