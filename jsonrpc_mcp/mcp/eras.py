@@ -77,38 +77,32 @@ def read_call(methods: Mapping[str, MethodSpec], request: Request, header_versio
     raw = request.params
     params: Any = None
     problem: RpcError | None = None
+    meta: Any = None
+    meta_unread = True  # (the usual case reads it with the params: their type has a ``_meta`` field)
     if spec is not None:
         kind = spec.params_type
         try:
             if kind is None:
                 params = _decode_any(raw)
-                has_meta = type(params) is dict
-                meta = params.get("_meta") if has_meta else None
+                meta_unread = type(params) is not dict
+                meta = None if meta_unread else params.get("_meta")
             else:
                 reader = _reader(kind)
                 try:
                     params = reader.decoder.decode(raw if raw is not None else b"{}")
                 except msgspec.ValidationError as exc:
                     raise InvalidParams(f"Invalid params: {exc}") from None
-                has_meta = reader.has_meta
-                meta = params.meta if has_meta else None
+                meta_unread = not reader.has_meta
+                meta = None if meta_unread else params.meta
         except InvalidParams as exc:
             problem = exc
-        else:
-            if has_meta:  # (the usual case: the era is read from the decoded params)
-                if type(meta) is not dict:
-                    meta = None
-                return Call(
-                    request=request, spec=spec, params=params, meta=meta, stateless=_stateless(meta, header_version)
-                )
-    meta = None
-    if raw is not None and (header_version in STATELESS_VERSIONS or _may_name_version(raw)):
+    if meta_unread and raw is not None and (header_version in STATELESS_VERSIONS or _may_name_version(raw)):
         try:
-            found = _meta_decoder.decode(raw).meta
+            meta = _meta_decoder.decode(raw).meta
         except msgspec.ValidationError:
             problem = InvalidParams('Invalid params: "_meta" must be an object')
-        else:
-            meta = found if type(found) is dict else None
+    if type(meta) is not dict:
+        meta = None
     return Call(
         request=request,
         spec=spec,
