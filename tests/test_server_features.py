@@ -484,6 +484,26 @@ async def test_raw_schema_tool_gets_the_arguments_it_takes(caplog: pytest.LogCap
     assert [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR] == []
 
 
+@pytest.mark.parametrize("arguments", [b"null", b"[1]", b'"x"'])
+async def test_arguments_that_are_not_an_object_are_invalid_params_for_every_kind_of_tool(arguments: bytes) -> None:
+    """A present ``arguments`` that is not an object (``null`` included) is -32602, whichever way the tool reads
+    its arguments (its signature, or a raw JSON Schema), and the tool does not run."""
+    server = raw_schema_server()
+
+    @server.tool()
+    def typed(n: int = 0) -> str:
+        raise AssertionError("not called")
+
+    async with raw_server(server, version="2025-11-25") as peer:
+        for name in ("typed", "counted"):
+            frame = b'{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"%s","arguments":%s}}'
+            (reply,) = await peer.exchange(frame % (name.encode(), arguments))
+            assert json.loads(reply)["error"] == {
+                "code": -32602,
+                "message": 'Invalid params: "arguments" must be an object',
+            }
+
+
 def test_invalid_raw_schema_fails_at_registration() -> None:
     server = Server("s")
     with pytest.raises(ValueError, match="invalid input schema"):

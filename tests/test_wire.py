@@ -348,6 +348,12 @@ CASES = [
         [err(b"3", -32602, 'Invalid params: "arguments" must be an object')],
     ),
     Case(
+        "tools-call-arguments-null",
+        V4,
+        b'{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"add","arguments": null }}',
+        [err(b"3", -32602, 'Invalid params: "arguments" must be an object')],
+    ),
+    Case(
         "bad-log-level",
         V4,
         b'{"jsonrpc":"2.0","id":3,"method":"logging/setLevel","params":{"level":"loud"}}',

@@ -32,7 +32,6 @@ from ..auth.principal import missing_scopes
 from ..errors import InsufficientScope, InvalidParams, ResourceNotFound, RpcError, Unavailable
 from ..jsonrpc.dispatch import Dispatcher
 from ..jsonrpc.streams import MessageStream
-from ..jsonrpc.wire import unpack_byte
 from . import types as t
 from .bus import BusEvent, ExtensionEvent, ListChanged, LogMessage, ResourceUpdated
 from .context import LOG_LEVELS, Context
@@ -92,7 +91,6 @@ _DEFAULT_CACHE: Final = CacheHint()
 
 
 _NO_ARGUMENTS: Final = Raw(b"null")
-_MAYBE_NULL: Final = frozenset(b"n \t\r\n")  # the first byte of a raw value that may be null
 
 
 class _CallToolParams(msgspec.Struct, rename="camel"):
@@ -696,12 +694,8 @@ class Server:
             raise InvalidParams(f"Unknown tool: {params.name}")
         if self._scopes and (needed := self._scopes.get(("tool", params.name))):
             self._authorize(ctx, needed)
-        args = params.arguments
-        if args is _NO_ARGUMENTS:
-            return entry.call(ctx, None)
-        if (not args or unpack_byte(args)[0] in _MAYBE_NULL) and bytes(args).strip() == b"null":  # no big copy
-            raise InvalidParams('Invalid params: "arguments" must be an object')
-        return entry.call(ctx, args)
+        args = params.arguments  # (a present null is refused by the tool's call, as any other non-object)
+        return entry.call(ctx, None if args is _NO_ARGUMENTS else args)
 
     # --- resources -----------------------------------------------------------------------------------------
 
