@@ -242,8 +242,8 @@ class Tasks(Extension):
         if ttl <= 0 or poll_interval <= 0 or max_per_client < 1:
             raise ValueError("ttl, poll_interval and max_per_client must be positive")
         super().__init__(EXTENSION_ID, versions=STATELESS_VERSIONS, result_types=["task"])
-        self.store: TaskStore = MemoryTaskStore()
-        self._use_store(store if store is not None else self.store)
+        self.store: TaskStore
+        self._use_store(store if store is not None else MemoryTaskStore())
         self._chosen_store = store is not None
         self.ttl = ttl
         self.poll_interval = poll_interval
