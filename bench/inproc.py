@@ -9,7 +9,8 @@ a noisy machine to compare two checkouts of the library, e.g.::
     python bench/inproc.py                                  # this checkout
     PYTHONPATH=/path/to/other/checkout python bench/inproc.py
 
-Run both a few times, alternately; compare the minimums.
+Run both a few times, alternately; compare the minimums. ``--uvloop`` runs asyncio on uvloop's loop, as the
+benchmark's servers do.
 
 ``--variant`` measures what middleware and OpenTelemetry tracing cost on the same server: ``bare`` (no tracing
 switch at all, as without the ``otel`` extra or with ``tracing=False``), ``noop2`` (two no-op plain-function
@@ -152,6 +153,7 @@ def main() -> None:
     p.add_argument("--payload", type=int, default=1024, help="bytes of text echoed")
     p.add_argument("--rounds", type=int, default=15)
     p.add_argument("--backend", default="asyncio", choices=("asyncio", "trio"))
+    p.add_argument("--uvloop", action="store_true", help="asyncio on uvloop's loop, as the benchmark's servers run")
     p.add_argument("--variant", choices=("bare", "noop2", "otel-unconfigured", "otel-sdk"))
     args = p.parse_args()
     module = __import__(args.server)
@@ -160,9 +162,13 @@ def main() -> None:
     apply_variant(module.server, args.variant)
 
     chunks = build(args.frames, args.batch, args.payload)
-    res = anyio.run(measure, module.server, chunks, args.frames, args.rounds, backend=args.backend)
+    options = {"use_uvloop": True} if args.uvloop else {}
+    res = anyio.run(
+        measure, module.server, chunks, args.frames, args.rounds, backend=args.backend, backend_options=options
+    )
     print(
-        f"{args.server} {args.payload} B x {args.batch} per read, {args.backend}, {args.variant or 'as loaded'}: "
+        f"{args.server} {args.payload} B x {args.batch} per read, {args.backend}{' (uvloop)' if args.uvloop else ''}, "
+        f"{args.variant or 'as loaded'}: "
         f"min {min(res):.2f} median {statistics.median(res):.2f} us CPU per frame "
         f"({jsonrpc_mcp.__file__})"
     )
