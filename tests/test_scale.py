@@ -314,3 +314,32 @@ async def test_a_burst_of_commands_waits_for_the_backends_connections_instead_of
         assert len(await backend.client.client_list()) <= backend.max_connections  # (this Redis has no other client)
     finally:
         await backend.aclose()
+
+
+# --- a client of the caller's --------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])  # (redis-py's asyncio client)
+async def test_a_client_given_to_the_backend_is_used_and_left_open(redis_url: str, prefix: str) -> None:  # noqa: F811
+    import redis.asyncio
+
+    client = redis.asyncio.Redis.from_url(redis_url)
+    backend = RedisBackend(prefix=prefix, client=client)
+    record = b'{"version":"2025-11-25"}'
+    try:
+        with anyio.fail_after(TIMEOUT):
+            await backend.save_session("s", record, 60.0, changed=False)
+            assert await backend.load_session("s", 60.0) == record
+            await backend.aclose()
+            assert await client.ping()  # the caller's to close
+            assert await backend.load_session("s", 60.0) == record
+    finally:
+        await client.aclose()
+
+
+def test_a_client_that_decodes_replies_to_text_is_refused_at_once(redis_url: str) -> None:  # noqa: F811
+    import redis.asyncio
+
+    client = redis.asyncio.Redis.from_url(redis_url, decode_responses=True)
+    with pytest.raises(ValueError, match="decode_responses"):
+        RedisBackend(client=client)

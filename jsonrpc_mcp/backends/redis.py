@@ -78,7 +78,7 @@ class RedisBackend:
     :param max_connections: commands under way at once (each on a connection of its own; the bus's subscription
         has one more); more wait for one of them to finish.
     :param client: an already configured ``redis.asyncio.Redis`` to use instead of ``url`` (its pool must allow
-        ``max_connections`` + 1 connections).
+        ``max_connections`` + 1 connections, and it must return bytes: not made with ``decode_responses=True``).
     """
 
     def __init__(
@@ -93,6 +93,9 @@ class RedisBackend:
     ) -> None:
         if timeout <= 0 or key_rotation <= 0 or max_connections < 1:
             raise ValueError("timeout, key_rotation and max_connections must be positive")
+        if client is not None and client.get_connection_kwargs().get("decode_responses"):
+            # (what is stored is bytes, random key material among them: decoded as text, it would not read back)
+            raise ValueError("the Redis client must return bytes: make it without decode_responses=True")
         self.url = url
         self.where = _where(url) if client is None else "the given Redis client"
         self.prefix = prefix

@@ -238,13 +238,13 @@ class RedisTaskStore:
         for raw in found:
             if left <= 0:
                 break
-            runner = raw.decode() if isinstance(raw, bytes) else str(raw)
+            runner = raw.decode()
             if runner == self.runner:
                 continue  # (this worker lives: its lease is renewed again as soon as Redis can be reached)
             running = self._running_key(runner)
             task_ids = await self.backend._call(client.srandmember, running, left)
             for task in task_ids:
-                task_id = task.decode() if isinstance(task, bytes) else str(task)
+                task_id = task.decode()
                 left -= 1
                 record, changed = await self._fail_stopped(task_id)
                 if record is None or record.status not in _ACTIVE:
