@@ -41,7 +41,6 @@ from .wire import (
     ErrorResponse,
     Message,
     Notification,
-    OversizedFrame,
     Request,
     RequestId,
     Response,
@@ -280,7 +279,7 @@ class Dispatcher:
         else:
             err: ErrorResponse = msg  # type: ignore[assignment]
             if err.id is None:
-                logger.warning("peer sent an error without id: %s %s", err.code, err.message)
+                logger.warning("peer sent an error without id: %s %.200r", err.code, err.message)
             else:
                 self._resolve(err.id, None, error_for_code(err.code, err.message, err.data))
         return None
@@ -302,8 +301,8 @@ class Dispatcher:
                 if ident in self._pending:  # a malformed answer to one of our requests: that call fails now
                     self._resolve(ident, None, RpcError(exc.message, code=exc.code))
                 return None  # a malformed notification or response is never answered
-            if type(frame) is OversizedFrame and ident in self._pending and frame.find(b'"method"') < 0:
-                # The answer to one of our own requests was too big to read: fail that call now, tell no one.
+            if ident in self._pending and frame.find(b'"method"') < 0:
+                # An answer to one of our own requests we cannot read (too big, too deep): fail that call now.
                 self._resolve(ident, None, RpcError(exc.message, code=codes.INVALID_REQUEST))
                 return None
             return _error_reply(ident, exc.code, exc.message, exc.data)
@@ -691,7 +690,7 @@ class Dispatcher:
     def _resolve(self, ident: RequestId, result: Raw | None, error: RpcError | None) -> None:
         waiter = self._pending.pop(ident, None)
         if waiter is None:
-            logger.warning("ignoring a response to unknown request id %r", ident)
+            logger.warning("ignoring a response to unknown request id %.80r", ident)
             return
         waiter.result = result
         waiter.error = error

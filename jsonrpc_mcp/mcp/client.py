@@ -302,7 +302,7 @@ class ClientSession:
                     raise
                 version = common[0]
                 continue
-            result = msgspec.json.decode(raw, type=t.DiscoverResult)
+            result: t.DiscoverResult = _result_of("server/discover", raw, t.DiscoverResult)
             self.server_capabilities = result.capabilities
             self.instructions = result.instructions if isinstance(result.instructions, str) else None
             meta = result.meta if isinstance(result.meta, dict) else {}
@@ -338,7 +338,7 @@ class ClientSession:
             raw = await self._send("initialize", params)
         except ConnectionClosed as exc:
             raise await self._explain(exc, "initialize") from None
-        result = msgspec.json.decode(raw, type=t.InitializeResult)
+        result: t.InitializeResult = _result_of("initialize", raw, t.InitializeResult)
         if result.protocol_version not in HANDSHAKE_VERSIONS:
             raise RpcError(
                 f"the server answered with protocol version {result.protocol_version!r}, which we do not speak",
@@ -383,7 +383,7 @@ class ClientSession:
         raw = await self._request_raw(
             method, params, timeout=timeout, progress=progress, reset_timeout_on_progress=reset_timeout_on_progress
         )
-        return msgspec.json.decode(raw, type=result_type)
+        return _result_of(method, raw, result_type)
 
     async def _request_raw(
         self,
@@ -423,7 +423,7 @@ class ClientSession:
                 rounds += 1
                 if rounds > self.max_input_rounds:
                     raise RpcError(f"{method}: the server kept asking for input ({rounds} rounds)", code=-32603)
-                needed = msgspec.json.decode(raw, type=_InputRequired)
+                needed: _InputRequired = _result_of(method, raw, _InputRequired)
                 retry = {k: v for k, v in body.items() if k not in ("inputResponses", "requestState")}
                 if needed.input_requests:
                     retry["inputResponses"] = await self._answer_inputs(needed.input_requests)
@@ -934,6 +934,16 @@ def _result_kind(raw: bytes | msgspec.Raw) -> str:
         return _kind_decoder.decode(raw).result_type
     except msgspec.ValidationError:
         return "complete"
+
+
+def _result_of(method: str, raw: bytes | Raw, kind: Any) -> Any:
+    """The result of ``method`` as ``kind``. A result of another shape (a server that does not follow the schema)
+    is :class:`ProtocolViolation` naming the method and what is wrong, never a bare decoding error."""
+    try:
+        return msgspec.json.decode(raw, type=kind)
+    except msgspec.ValidationError as exc:
+        name = getattr(kind, "__name__", None) or repr(kind)
+        raise ProtocolViolation(f"{method}: the server's result is not a valid {name}: {exc}") from None
 
 
 def _require_logging(capabilities: t.ServerCapabilities) -> None:

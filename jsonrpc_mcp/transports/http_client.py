@@ -32,7 +32,10 @@ Stateless era (a request whose ``_meta`` names the protocol version): no session
 :meth:`Client.list_tools <jsonrpc_mcp.Client.list_tools>`).
 
 Transport failures never pass silently: a request whose HTTP exchange fails gets an error response (code
--32000, made here, never sent) so its caller does not wait for its timeout.
+-32000, made here, never sent) so its caller does not wait for its timeout. A JSON answer, like an SSE event, is
+read up to ``max_event`` bytes (16 MiB, the frame limit of the other transports): past that the request fails
+saying so, and nothing more of the body is read. A request given up (timed out or cancelled by its caller) closes
+its response stream, so a server that never answers holds none of the concurrent POSTs.
 """
 
 from __future__ import annotations
@@ -183,7 +186,8 @@ class HttpClientStream(MessageStream):
         self._redirect_noted = False
         self._closed = False
         self._lost: str | None = None  # why the session is gone (HTTP 404): every request fails with it
-        self._stateless_posts: dict[RequestId, anyio.CancelScope] = {}  # 2026-07-28 requests whose answer is read
+        #: the requests whose answer is being read: their POST's scope, and whether they are of the 2026-07-28 era
+        self._open_posts: dict[RequestId, tuple[anyio.CancelScope, bool]] = {}
         #: Why the server could not be reached, once a request failed to connect (one line, naming the host).
         self.unreachable: str | None = None
 
@@ -209,7 +213,7 @@ class HttpClientStream(MessageStream):
         if self._closed:
             raise anyio.BrokenResourceError()
         out = _inspect(frame)
-        if out.method == "notifications/cancelled" and out.version is None and self._close_stateless(out):
+        if out.method == "notifications/cancelled" and out.version is None and self._close_post(out):
             return  # (2026-07-28: closing the request's response stream is the cancellation; nothing is sent)
         if out.method == "initialize" and out.version is None:
             self._init_id = out.ident
@@ -225,29 +229,34 @@ class HttpClientStream(MessageStream):
                 with anyio.move_on_after(self.get_stream_wait):
                     await self._get_answered.wait()
             return
-        if out.version is not None and out.kind == "request" and out.ident is not None:
-            scope = self._stateless_posts[out.ident] = anyio.CancelScope()
-            self._tg.start_soon(self._post_stateless, bytes(frame), out, scope)
+        if out.kind == "request" and out.ident is not None:
+            scope = anyio.CancelScope()
+            self._open_posts[out.ident] = (scope, out.version is not None)
+            self._tg.start_soon(self._post_request, bytes(frame), out, scope)
             return
         self._tg.start_soon(self._post, bytes(frame), out)
 
-    def _close_stateless(self, cancel: _Out) -> bool:
-        """A cancellation of one of our 2026-07-28 requests: close its response stream (the spec's cancellation
-        signal on Streamable HTTP). False when it names no such request (it is then sent as it is)."""
+    def _close_post(self, cancel: _Out) -> bool:
+        """A cancellation of one of our requests (its caller gave up: a timeout, a cancelled task): close the
+        request's response stream, whose answer no one waits for any more. True when that stream was the
+        2026-07-28 era's, where closing it is the cancellation (nothing is sent); False otherwise (the notification
+        is then sent as it is, the handshake era's cancellation)."""
         ident = (cancel.params or {}).get("requestId")
-        scope = self._stateless_posts.pop(ident, None) if isinstance(ident, str | int) else None
-        if scope is None:
+        entry = self._open_posts.pop(ident, None) if isinstance(ident, str | int) else None
+        if entry is None:
             return False
+        scope, stateless = entry
         scope.cancel()
-        return True
+        return stateless
 
-    async def _post_stateless(self, frame: bytes, out: _Out, scope: anyio.CancelScope) -> None:
+    async def _post_request(self, frame: bytes, out: _Out, scope: anyio.CancelScope) -> None:
         try:
             with scope:
                 await self._post(frame, out)
         finally:
-            if self._stateless_posts.get(out.ident) is scope:  # type: ignore[arg-type]
-                del self._stateless_posts[out.ident]  # type: ignore[arg-type]
+            entry = self._open_posts.get(out.ident)  # type: ignore[arg-type]
+            if entry is not None and entry[0] is scope:
+                del self._open_posts[out.ident]  # type: ignore[arg-type]
 
     async def aclose(self) -> None:
         """End the session (DELETE, when there is one) and stop delivering frames."""
@@ -343,7 +352,10 @@ class HttpClientStream(MessageStream):
         if content_type == "text/event-stream":
             await self._read_post_stream(response, out)
         elif content_type == "application/json":
-            body = await response.aread()
+            body = await _read_limited(response, self.max_event + 1)
+            if len(body) > self.max_event:
+                await self._fail(out, f"the server's answer exceeds {self.max_event} bytes (max_event)")
+                return
             if out.kind != "request" and not body.strip():
                 return
             await self._deliver(body)
@@ -575,7 +587,8 @@ async def connect_http(
         itself when the server answers 401); used with ``http_client`` too.
     :param http_client: an ``httpx.AsyncClient`` of your own (its settings are used as they are, it is not closed).
     :param stream_options: go to :class:`HttpClientStream`: ``get_stream_wait`` (how long the handshake waits for
-        the server to answer the standalone GET stream, seconds), ``default_retry_ms``, ``max_event``…
+        the server to answer the standalone GET stream, seconds), ``default_retry_ms``, ``max_event`` (the largest
+        JSON answer or SSE event read, bytes; 16 MiB), ``max_concurrent_posts`` (64)…
     """
     check_http_url(url)
     httpx = _httpx()

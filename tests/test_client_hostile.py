@@ -1,0 +1,212 @@
+"""Our client against servers that misbehave: what a server the user does not control can do to the client.
+
+Real peers: a stdio server process (``fixtures/hostile_stdio.py``, standard library only) and an ASGI endpoint on
+a real uvicorn that answers the handshake and then misbehaves. Each test fails without the limit or the check it
+pins: the call gets a clear error at once, rather than a bare decoding error, an endless read, or a hang until
+its timeout.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Iterator
+from typing import Any
+
+import anyio
+import anyio.lowlevel
+import pytest
+from helpers import FIXTURES, PYTHON
+from http_support import HTTPX_GENERATORS, ServerThread
+from http_support import collect_garbage as collect_garbage
+
+from jsonrpc_mcp import Client, RequestTimeout, RpcError
+from jsonrpc_mcp.errors import ProtocolViolation
+
+pytestmark = [pytest.mark.anyio, HTTPX_GENERATORS, pytest.mark.usefixtures("collect_garbage")]
+
+MiB = 1024 * 1024
+
+
+def hostile_stdio(mode: str) -> list[str]:
+    return [PYTHON, str(FIXTURES / "hostile_stdio.py"), mode]
+
+
+# --- stdio -----------------------------------------------------------------------------------------------------
+
+
+async def test_a_result_of_the_wrong_shape_is_a_protocol_violation_naming_the_method() -> None:
+    async with Client.connect_stdio(hostile_stdio("shape"), protocol_version="2025-11-25") as client:
+        with anyio.fail_after(10), pytest.raises(ProtocolViolation) as info:
+            await client.list_tools()
+    message = str(info.value)
+    assert message.startswith("tools/list: the server's result is not a valid ListToolsResult: ")
+    assert "$.tools" in message
+
+
+async def test_an_initialize_result_of_the_wrong_shape_is_a_protocol_violation() -> None:
+    with anyio.fail_after(10), pytest.raises(ProtocolViolation) as info:
+        async with Client.connect_stdio(hostile_stdio("initialize-shape"), protocol_version="2025-11-25"):
+            pass
+    assert str(info.value).startswith("initialize: the server's result is not a valid InitializeResult: ")
+
+
+async def test_an_answer_nested_too_deeply_fails_its_call_at_once() -> None:
+    async with Client.connect_stdio(hostile_stdio("deep"), protocol_version="2025-11-25") as client:
+        with anyio.fail_after(10), pytest.raises(RpcError) as info:  # (the call's own timeout is 300 s)
+            await client.list_tools()
+        assert info.type is RpcError and "nested too deeply" in info.value.message
+        with anyio.fail_after(10), pytest.raises(RpcError):  # the connection goes on
+            await client.list_tools()
+
+
+async def test_stray_answers_are_logged_in_one_short_line_each(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.WARNING, logger="jsonrpc_mcp")
+    async with Client.connect_stdio(hostile_stdio("stray"), protocol_version="2025-11-25") as client:
+        with anyio.fail_after(10):
+            assert await client.list_tools() == []
+    lines = [record.getMessage() for record in caplog.records]
+    assert any(line.startswith("ignoring a response to unknown request id 'xxx") for line in lines)
+    assert any(line.startswith("peer sent an error without id: -32603 'it failed\\nWARNING") for line in lines)
+    assert all(len(line) < 400 and "\n" not in line for line in lines)
+
+
+# --- Streamable HTTP -------------------------------------------------------------------------------------------
+
+
+class HostileEndpoint:
+    """An MCP endpoint (ASGI) that answers the handshake, ``ping`` and ``tools/list`` well, and ``tools/call``
+    as ``mode`` says:
+
+    * ``endless-json``: ``application/json`` headers, then a body that never ends;
+    * ``big-json``: a valid result of ``size`` bytes of text;
+    * ``silent-sse``: an SSE stream with one comment and then nothing, until the client goes.
+    """
+
+    def __init__(self, mode: str, size: int = 0) -> None:
+        self.mode = mode
+        self.size = size
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            return
+        if scope["method"] != "POST":
+            await _plain(send, 405)
+            return
+        body = b""
+        while True:
+            message = await receive()
+            body += message.get("body", b"")
+            if not message.get("more_body"):
+                break
+        request = json.loads(body)
+        method, ident = request.get("method"), request.get("id")
+        if ident is None:
+            await _plain(send, 202)
+        elif method == "initialize":
+            result = {
+                "protocolVersion": "2025-11-25",
+                "capabilities": {"tools": {}},
+                "serverInfo": {"name": "hostile", "version": "1"},
+            }
+            await _json(send, {"jsonrpc": "2.0", "id": ident, "result": result}, [(b"mcp-session-id", b"s1")])
+        elif method == "tools/call" and self.mode == "endless-json":
+            await self._endless(receive, send)
+        elif method == "tools/call" and self.mode == "silent-sse":
+            await self._silent(receive, send)
+        elif method == "tools/call":
+            text = {"type": "text", "text": "x" * self.size}
+            await _json(send, {"jsonrpc": "2.0", "id": ident, "result": {"content": [text]}})
+        elif method == "tools/list":
+            await _json(send, {"jsonrpc": "2.0", "id": ident, "result": {"tools": []}})
+        else:
+            await _json(send, {"jsonrpc": "2.0", "id": ident, "result": {}})
+
+    async def _endless(self, receive: Any, send: Any) -> None:
+        await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"application/json")]})
+        gone = anyio.Event()
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(_note_disconnect, receive, gone)
+            await send({"type": "http.response.body", "body": b'{"jsonrpc":"2.0","id":2,"result":"', "more_body": True})
+            while not gone.is_set():
+                await send({"type": "http.response.body", "body": b"x" * 65536, "more_body": True})
+                await anyio.lowlevel.checkpoint()
+
+    async def _silent(self, receive: Any, send: Any) -> None:
+        headers = [(b"content-type", b"text/event-stream")]
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
+        await send({"type": "http.response.body", "body": b": still here\n\n", "more_body": True})
+        gone = anyio.Event()
+        await _note_disconnect(receive, gone)
+
+
+async def _note_disconnect(receive: Any, gone: anyio.Event) -> None:
+    while (await receive())["type"] != "http.disconnect":
+        pass
+    gone.set()
+
+
+async def _plain(send: Any, status: int) -> None:
+    await send({"type": "http.response.start", "status": status, "headers": []})
+    await send({"type": "http.response.body", "body": b""})
+
+
+async def _json(send: Any, document: Any, headers: list[tuple[bytes, bytes]] | None = None) -> None:
+    body = json.dumps(document).encode()
+    start = [(b"content-type", b"application/json"), *(headers or [])]
+    await send({"type": "http.response.start", "status": 200, "headers": start})
+    await send({"type": "http.response.body", "body": body})
+
+
+@pytest.fixture
+def endpoint(request: pytest.FixtureRequest) -> Iterator[tuple[HostileEndpoint, ServerThread]]:
+    app = HostileEndpoint(*request.param)
+    thread = ServerThread(app, lifespan="off")
+    yield app, thread
+    thread.stop()
+
+
+@pytest.mark.parametrize("endpoint", [("endless-json",)], indirect=True)
+async def test_a_json_answer_that_never_ends_fails_its_call_past_the_limit(
+    endpoint: tuple[HostileEndpoint, ServerThread],
+) -> None:
+    _, thread = endpoint
+    async with Client.connect_http(thread.url, protocol_version="2025-11-25") as client:
+        with anyio.fail_after(30), pytest.raises(RpcError) as info:
+            await client.call_tool("anything")
+        assert info.value.message == f"the server's answer exceeds {16 * MiB} bytes (max_event)"
+        await client.ping()  # the session goes on
+
+
+@pytest.mark.parametrize("endpoint", [("big-json", 4 * MiB)], indirect=True)
+async def test_a_json_answer_of_several_mib_is_read_whole(endpoint: tuple[HostileEndpoint, ServerThread]) -> None:
+    _, thread = endpoint
+    async with Client.connect_http(thread.url, protocol_version="2025-11-25") as client:
+        with anyio.fail_after(30):
+            result = await client.call_tool("anything")
+    assert len(result.content[0].text) == 4 * MiB  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize("endpoint", [("big-json", 64 * 1024)], indirect=True)
+async def test_the_limit_of_a_json_answer_is_max_event(endpoint: tuple[HostileEndpoint, ServerThread]) -> None:
+    _, thread = endpoint
+    options: Any = {"http_options": {"max_event": 32 * 1024}, "protocol_version": "2025-11-25"}
+    async with Client.connect_http(thread.url, **options) as client:
+        with anyio.fail_after(10), pytest.raises(RpcError, match=r"exceeds 32768 bytes \(max_event\)"):
+            await client.call_tool("anything")
+
+
+@pytest.mark.parametrize("endpoint", [("silent-sse",)], indirect=True)
+async def test_calls_given_up_on_a_silent_stream_close_it_and_hold_no_post(
+    endpoint: tuple[HostileEndpoint, ServerThread],
+) -> None:
+    """Every call times out on a stream that never answers; each closes its stream, so with two concurrent POSTs
+    allowed a third call and a ping still go out (without that, they would wait for a free POST for ever)."""
+    _, thread = endpoint
+    options: Any = {"http_options": {"max_concurrent_posts": 2}, "protocol_version": "2025-11-25"}
+    async with Client.connect_http(thread.url, **options) as client:
+        with anyio.fail_after(20):
+            for _ in range(3):
+                with pytest.raises(RequestTimeout):
+                    await client.call_tool("anything", timeout=0.2)
+            await client.ping()
