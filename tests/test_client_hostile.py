@@ -20,7 +20,7 @@ from helpers import FIXTURES, PYTHON
 from http_support import HTTPX_GENERATORS, ServerThread
 from http_support import collect_garbage as collect_garbage
 
-from jsonrpc_mcp import Client, RequestTimeout, RpcError
+from jsonrpc_mcp import Client, ConnectionClosed, RequestTimeout, RpcError
 from jsonrpc_mcp.errors import ProtocolViolation
 
 pytestmark = [pytest.mark.anyio, HTTPX_GENERATORS, pytest.mark.usefixtures("collect_garbage")]
@@ -71,6 +71,20 @@ async def test_stray_answers_are_logged_in_one_short_line_each(caplog: pytest.Lo
     assert all(len(line) < 400 and "\n" not in line for line in lines)
 
 
+async def test_garbage_on_stdout_is_skipped_and_the_call_answered() -> None:
+    async with Client.connect_stdio(hostile_stdio("garbage"), protocol_version="2025-11-25") as client:
+        with anyio.fail_after(10):
+            assert await client.list_tools() == []
+            assert await client.list_tools() == []
+
+
+async def test_a_server_that_closes_its_stdout_and_runs_on_is_named_so() -> None:
+    async with Client.connect_stdio(hostile_stdio("close-stdout"), protocol_version="2025-11-25") as client:
+        with anyio.fail_after(10), pytest.raises(ConnectionClosed) as info:
+            await client.list_tools()
+    assert info.value.message == "the server process closed its stdout before answering tools/list"
+
+
 # --- Streamable HTTP -------------------------------------------------------------------------------------------
 
 
@@ -80,7 +94,9 @@ class HostileEndpoint:
 
     * ``endless-json``: ``application/json`` headers, then a body that never ends;
     * ``big-json``: a valid result of ``size`` bytes of text;
-    * ``silent-sse``: an SSE stream with one comment and then nothing, until the client goes.
+    * ``silent-sse``: an SSE stream with one comment and then nothing, until the client goes;
+    * ``html-502``: a proxy's error page;
+    * ``bad-session-id``: a session id that is not visible ASCII.
     """
 
     def __init__(self, mode: str, size: int = 0) -> None:
@@ -109,11 +125,17 @@ class HostileEndpoint:
                 "capabilities": {"tools": {}},
                 "serverInfo": {"name": "hostile", "version": "1"},
             }
-            await _json(send, {"jsonrpc": "2.0", "id": ident, "result": result}, [(b"mcp-session-id", b"s1")])
+            sid = "séance".encode("latin-1") if self.mode == "bad-session-id" else b"s1"
+            await _json(send, {"jsonrpc": "2.0", "id": ident, "result": result}, [(b"mcp-session-id", sid)])
         elif method == "tools/call" and self.mode == "endless-json":
             await self._endless(receive, send)
         elif method == "tools/call" and self.mode == "silent-sse":
             await self._silent(receive, send)
+        elif method == "tools/call" and self.mode == "html-502":
+            page = b"<!DOCTYPE html>\n<html><head><title>502 Bad Gateway</title></head><body>\x1b[2J" + b"x" * 99_999
+            headers = [(b"content-type", b"text/html; charset=utf-8")]
+            await send({"type": "http.response.start", "status": 502, "headers": headers})
+            await send({"type": "http.response.body", "body": page})
         elif method == "tools/call":
             text = {"type": "text", "text": "x" * self.size}
             await _json(send, {"jsonrpc": "2.0", "id": ident, "result": {"content": [text]}})
@@ -210,3 +232,23 @@ async def test_calls_given_up_on_a_silent_stream_close_it_and_hold_no_post(
                 with pytest.raises(RequestTimeout):
                     await client.call_tool("anything", timeout=0.2)
             await client.ping()
+
+
+@pytest.mark.parametrize("endpoint", [("html-502",)], indirect=True)
+async def test_an_html_error_page_is_told_by_its_title(endpoint: tuple[HostileEndpoint, ServerThread]) -> None:
+    _, thread = endpoint
+    async with Client.connect_http(thread.url, protocol_version="2025-11-25") as client:
+        with anyio.fail_after(10), pytest.raises(RpcError) as info:
+            await client.call_tool("anything")
+    assert info.value.message == "the server answered HTTP 502: 502 Bad Gateway"
+
+
+@pytest.mark.parametrize("endpoint", [("bad-session-id",)], indirect=True)
+async def test_a_session_id_that_is_not_visible_ascii_fails_the_handshake(
+    endpoint: tuple[HostileEndpoint, ServerThread],
+) -> None:
+    _, thread = endpoint
+    with anyio.fail_after(10), pytest.raises(RpcError) as info:
+        async with Client.connect_http(thread.url, protocol_version="2025-11-25"):
+            pass
+    assert info.value.message == "the server's Mcp-Session-Id is not visible ASCII (0x21 to 0x7E), as it must be"

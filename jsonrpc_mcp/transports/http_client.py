@@ -40,7 +40,9 @@ its response stream, so a server that never answers holds none of the concurrent
 
 from __future__ import annotations
 
+import html
 import logging
+import re
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any, Final
@@ -75,6 +77,7 @@ _LOST: Final = "the server ended this MCP session (HTTP 404); connect again"
 #: The redirects followed, by method: those that keep the method (and the body) and, for GET, any.
 _FOLLOWED: Final = {"POST": (307, 308), "DELETE": (307, 308), "GET": (301, 302, 303, 307, 308)}
 _MAX_REDIRECTS: Final = 5
+_SESSION_ID: Final = re.compile(r"[\x21-\x7e]+")
 
 
 def _httpx() -> Any:
@@ -322,6 +325,9 @@ class HttpClientStream(MessageStream):
         status = response.status_code
         sid = response.headers.get("mcp-session-id")
         if out.ident is not None and out.ident == self._init_id and sid and status == 200:
+            if not _SESSION_ID.fullmatch(sid.strip()):  # (it would be sent back with every request)
+                await self._fail(out, "the server's Mcp-Session-Id is not visible ASCII (0x21 to 0x7E), as it must be")
+                return
             self.session_id = sid.strip()
         if status in (202, 204):
             if out.kind == "request":
@@ -548,20 +554,28 @@ async def _read_limited(response: httpx.Response, limit: int) -> bytes:
     return b"".join(chunks)[:limit]
 
 
+_HTML_TITLE: Final = re.compile(rb"<title[^>]*>(.*?)</title", re.IGNORECASE | re.DOTALL)
+
+
 def _reason(body: bytes, content_type: str) -> str:
-    """A short reason from an error body: the JSON-RPC error message, or the first line of text."""
+    """A short reason from an error body: the JSON-RPC error message, the title of an HTML page (a proxy's "502 Bad
+    Gateway"), or the first line of text; printable characters only, at most 200 of them."""
+    text = ""
     if content_type == "application/json":
         try:
             error = msgspec.json.decode(body).get("error")
-            if isinstance(error, dict) and isinstance(error.get("message"), str):
-                return f": {error['message'][:200]}"
         except (msgspec.DecodeError, AttributeError):
-            return ""
-        return ""
-    if content_type.startswith("text/"):
-        text = body.decode("utf-8", "replace").strip().splitlines()
-        return f": {text[0][:200]}" if text else ""
-    return ""
+            error = None
+        if isinstance(error, dict) and isinstance(error.get("message"), str):
+            text = error["message"]
+    elif content_type in ("text/html", "application/xhtml+xml"):
+        title = _HTML_TITLE.search(body)
+        text = html.unescape(title.group(1).decode("utf-8", "replace")) if title else ""
+    elif content_type.startswith("text/"):
+        lines = body.decode("utf-8", "replace").strip().splitlines()
+        text = lines[0] if lines else ""
+    shown = " ".join("".join(c if c.isprintable() else " " for c in text).split())[:200]
+    return f": {shown}" if shown else ""
 
 
 @asynccontextmanager
