@@ -14,6 +14,7 @@ import time
 from collections.abc import Iterator
 
 import anyio
+import httpx
 import pytest
 from auth_server import AuthServer, running_auth_server
 from joserfc import jwt
@@ -23,7 +24,9 @@ from jsonrpc_mcp.auth import (
     AccessToken,
     IntrospectionVerifier,
     InvalidToken,
+    JwksCache,
     JwtVerifier,
+    ProtectedResource,
     VerifierUnavailable,
     audience_matches,
     canonical_resource,
@@ -354,3 +357,81 @@ async def test_concurrent_requests_with_one_new_token_share_one_introspection(au
         for _ in range(6):
             tg.start_soon(verify)
     assert checker.calls == 1 and len(seen) == 6 and len({id(p) for p in seen}) == 1
+
+
+@pytest.mark.anyio
+async def test_introspection_with_max_cache_size_zero_keeps_no_answer(auth: AuthServer) -> None:
+    checker = introspector(auth, max_cache_size=0)
+    token = auth.mint(aud=RESOURCE)
+    assert (await checker.verify(token)).subject == (await checker.verify(token)).subject == "alice"
+    assert checker.calls == 2
+    auth.tokens[token].revoked = True
+    with pytest.raises(InvalidToken, match="not active"):
+        await checker.verify(token)
+
+
+@pytest.mark.anyio
+async def test_introspection_keeps_at_most_max_cache_size_answers_the_oldest_going_first(auth: AuthServer) -> None:
+    checker = introspector(auth, max_cache_size=2)
+    first, second, third = (auth.mint(aud=RESOURCE, client_id=f"app-{n}") for n in range(3))
+    for token in (first, second, third):
+        await checker.verify(token)
+    assert checker.calls == 3
+    await checker.verify(third)
+    await checker.verify(second)
+    assert checker.calls == 3  # both still kept
+    await checker.verify(first)
+    assert checker.calls == 4  # pushed out by the third
+
+
+def test_the_verifiers_refuse_a_wrong_number_by_its_name() -> None:
+    jwks = "https://auth.example.com/jwks"
+    introspect = "https://auth.example.com/introspect"
+    for setting, message in (
+        ({"leeway": -1}, "leeway must be zero or more"),
+        ({"timeout": 0}, "timeout must be positive"),
+        ({"jwks_max_age": -1.0}, "jwks_max_age must be zero or more"),
+        ({"refetch_floor": float("nan")}, "refetch_floor must be zero or more"),
+    ):
+        with pytest.raises(ValueError, match=message):
+            JwtVerifier(issuer="i", audience=RESOURCE, jwks_url=jwks, **setting)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="leeway must be a number"):
+        JwtVerifier(issuer="i", audience=RESOURCE, jwks_url=jwks, leeway="60")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="max_age must be zero or more"):
+        JwksCache(jwks, max_age=-5)
+    for setting, message in (
+        ({"max_cache_size": -1}, "max_cache_size must be zero or more"),
+        ({"max_cache_ttl": -1}, "max_cache_ttl must be zero or more"),
+        ({"timeout": -2.5}, "timeout must be positive"),
+    ):
+        with pytest.raises(ValueError, match=message):
+            IntrospectionVerifier(introspection_url=introspect, audience=RESOURCE, **setting)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"max_cache_size must be a number, zero or more \(a whole number\)"):
+        IntrospectionVerifier(introspection_url=introspect, audience=RESOURCE, max_cache_size=1e4)  # type: ignore[arg-type]
+
+
+def test_static_keys_with_a_client_to_fetch_them_are_refused(auth: AuthServer) -> None:
+    with pytest.raises(ValueError, match="static keys need none"):
+        JwtVerifier(issuer="i", audience=RESOURCE, keys=auth.public_jwks(), client=httpx.AsyncClient())
+
+
+def test_a_protected_resource_refuses_a_string_for_a_list_and_a_verifier_that_cannot_verify(auth: AuthServer) -> None:
+    checker = verifier(auth)
+    good: dict[str, object] = {"resource": RESOURCE, "authorization_servers": [auth.issuer], "verifier": checker}
+    for name, value in (
+        ("authorization_servers", auth.issuer),
+        ("scopes_supported", "notes:read notes:write"),
+        ("required_scopes", "notes:read"),
+    ):
+        with pytest.raises(TypeError, match=f"^{name} is a list, not a string"):
+            ProtectedResource(**{**good, name: value})  # type: ignore[arg-type]
+
+    class SyncVerifier:
+        def verify(self, token: str) -> AccessToken:
+            return AccessToken(subject="s", client_id="c")
+
+    for wrong in (JwtVerifier, SyncVerifier(), lambda token: None, None):
+        with pytest.raises(TypeError, match="verifier must be an object with an async verify"):
+            ProtectedResource(**{**good, "verifier": wrong})  # type: ignore[arg-type]
+    policy = ProtectedResource(**good, required_scopes={"notes:read"}, scopes_supported=("notes:read",))  # type: ignore[arg-type]
+    assert policy.required_scopes == ("notes:read",) and policy.metadata["scopes_supported"] == ["notes:read"]

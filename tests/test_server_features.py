@@ -510,6 +510,18 @@ def test_invalid_raw_schema_fails_at_registration() -> None:
         server.add_tool(lambda: "x", name="broken", input_schema={"type": 12})
 
 
+def test_the_server_refuses_a_wrong_setting_by_its_name() -> None:
+    with pytest.raises(TypeError, match="scope_hierarchy maps a scope to a list of the scopes it implies"):
+        Server("s", scope_hierarchy={"notes:admin": "notes:write"})  # (would imply "n", "o", "t", ...)
+    for ttl in (0, -1.0, float("nan")):
+        with pytest.raises(ValueError, match="request_state_ttl must be positive"):
+            Server("s", request_state_ttl=ttl)
+    with pytest.raises(TypeError, match="request_state_ttl must be a number of seconds"):
+        Server("s", request_state_ttl="600")  # type: ignore[arg-type]
+    server = Server("s", scope_hierarchy={"notes:admin": ("notes:write",)}, request_state_ttl=0.5)
+    assert server.scope_hierarchy == {"notes:admin": ("notes:write",)} and server.request_state_ttl == 0.5
+
+
 @pytest.mark.parametrize("name", ["has space", "", "x" * 129, "ünicode", "slash/name", "new\nline"])
 def test_tool_name_rules(name: str) -> None:
     with pytest.raises(ValueError, match="invalid tool name"):

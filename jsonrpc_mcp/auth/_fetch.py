@@ -19,7 +19,7 @@ import msgspec
 
 from .principal import VerifierUnavailable
 
-__all__ = ("check_url", "fetch_json", "MAX_ANSWER")
+__all__ = ("check_number", "check_url", "fetch_json", "MAX_ANSWER")
 
 logger = logging.getLogger(__name__)
 
@@ -45,6 +45,17 @@ def check_url(url: str, what: str) -> str:
     if parts.scheme == "http" and _is_loopback(host):
         return url
     raise ValueError(f"{what} must be an https URL (plain http only for a loopback host): {url!r}")
+
+
+def check_number(value: Any, name: str, *, zero_ok: bool, whole: bool = False) -> Any:
+    """``value`` when it is a number (a whole one when ``whole``) above zero, or zero too when ``zero_ok``;
+    :class:`ValueError` (:class:`TypeError` for no number at all) naming the setting ``name`` otherwise."""
+    wanted = ("zero or more" if zero_ok else "positive") + (" (a whole number)" if whole else "")
+    if isinstance(value, bool) or not isinstance(value, (int,) if whole else (int, float)):
+        raise TypeError(f"{name} must be a number, {wanted}, not {value!r}")
+    if not (value > 0 or (zero_ok and value == 0)):  # (a NaN is neither)
+        raise ValueError(f"{name} must be {wanted}, not {value!r}")
+    return value
 
 
 async def fetch_json(

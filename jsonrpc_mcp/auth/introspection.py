@@ -33,7 +33,7 @@ import anyio
 import httpx
 import msgspec
 
-from ._fetch import check_url, fetch_json
+from ._fetch import check_number, check_url, fetch_json
 from .jwt import claims_to_access_token
 from .principal import AccessToken, InvalidToken, audience_matches, canonical_resource
 
@@ -65,7 +65,7 @@ class IntrospectionVerifier:
     :param issuer: when given, the answer's ``iss`` must be it.
     :param require_audience: refuse answers without ``aud`` (the default; see the module docstring).
     :param max_cache_ttl: the longest an answer is reused (seconds; 0: never).
-    :param max_cache_size: the most tokens kept.
+    :param max_cache_size: the most tokens kept (0: none).
     :param timeout: seconds for one introspection call.
     :param client: an ``httpx.AsyncClient`` to call with (default: one per call).
     """
@@ -98,9 +98,9 @@ class IntrospectionVerifier:
             self._auth = (client_id, client_secret)
         self.issuer = issuer
         self.require_audience = require_audience
-        self.max_cache_ttl = max_cache_ttl
-        self.max_cache_size = max_cache_size
-        self.timeout = timeout
+        self.max_cache_ttl = check_number(max_cache_ttl, "max_cache_ttl", zero_ok=True)
+        self.max_cache_size = check_number(max_cache_size, "max_cache_size", zero_ok=True, whole=True)
+        self.timeout = check_number(timeout, "timeout", zero_ok=False)
         self.client = client
         self.clock = clock
         self.calls = 0  # introspection requests made (for tests and metrics)
@@ -167,7 +167,7 @@ class IntrospectionVerifier:
         until = now + self.max_cache_ttl
         if principal.expires_at is not None:
             until = min(until, principal.expires_at)
-        if until <= now:
+        if until <= now or self.max_cache_size == 0:
             return
         if len(self._cache) >= self.max_cache_size:
             for key in [k for k, (expiry, _) in self._cache.items() if expiry <= now]:

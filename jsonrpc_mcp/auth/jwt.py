@@ -50,7 +50,7 @@ from joserfc.errors import (
 from joserfc.jwk import JWKRegistry, Key, KeySet
 from joserfc.jwt import JWTClaimsRegistry
 
-from ._fetch import check_url, fetch_json
+from ._fetch import check_number, check_url, fetch_json
 from .principal import (
     AccessToken,
     InvalidToken,
@@ -108,9 +108,9 @@ class JwksCache:
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.url = check_url(url, "jwks_url")
-        self.max_age = max_age
-        self.refetch_floor = refetch_floor
-        self.timeout = timeout
+        self.max_age = check_number(max_age, "max_age", zero_ok=True)
+        self.refetch_floor = check_number(refetch_floor, "refetch_floor", zero_ok=True)
+        self.timeout = check_number(timeout, "timeout", zero_ok=False)
         self.client = client
         self.clock = clock
         self.keys: KeySet | None = None
@@ -182,6 +182,10 @@ class JwtVerifier:
     ) -> None:
         if (jwks_url is None) == (keys is None):
             raise ValueError("give exactly one of jwks_url and keys")
+        if keys is not None and client is not None:
+            raise ValueError("client fetches the key set from jwks_url: static keys need none")
+        for name, seconds in (("jwks_max_age", jwks_max_age), ("refetch_floor", refetch_floor)):
+            check_number(seconds, name, zero_ok=True)
         self.algorithms = tuple(algorithms)
         refused = [a for a in self.algorithms if a in _REFUSED_ALGORITHMS or a not in _KEY_TYPE]
         if refused or not self.algorithms:
@@ -189,7 +193,7 @@ class JwtVerifier:
         self.issuer = issuer
         self.audience = audience
         canonical_resource(audience)  # a ValueError now for an audience that is not an absolute http(s) URI
-        self.leeway = int(leeway)
+        self.leeway = int(check_number(leeway, "leeway", zero_ok=True))
         self.jwks: JwksCache | None = None
         self._static: KeySet | None = None
         self._unnamed: list[Key] = []  # static keys given without a key id (PEM, or a JWK without "kid")

@@ -47,6 +47,7 @@ No token or secret is ever logged; only the refusal's reason is.
 
 from __future__ import annotations
 
+import inspect
 import logging
 import re
 import time
@@ -96,6 +97,11 @@ def metadata_path(resource: str) -> str:
     return WELL_KNOWN + path
 
 
+def _plain_function(method: Any) -> bool:
+    """Whether ``method`` is a ``def`` (not an ``async def``): its result could not be awaited."""
+    return inspect.isroutine(method) and not inspect.iscoroutinefunction(method)
+
+
 def _quoted(value: str) -> str:
     return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
@@ -130,8 +136,18 @@ class ProtectedResource(HttpPolicy):
         root_metadata: bool = True,
         extra_metadata: Mapping[str, Any] | None = None,
     ) -> None:
+        for name, names in (
+            ("authorization_servers", authorization_servers),
+            ("scopes_supported", scopes_supported),
+            ("required_scopes", required_scopes),
+        ):
+            if isinstance(names, (str, bytes)):  # (its letters would be read as the names)
+                raise TypeError(f"{name} is a list, not a string: {name}=[{names!r}]")
         if not authorization_servers:
             raise ValueError("name at least one authorization server")
+        verify = getattr(verifier, "verify", None)
+        if isinstance(verifier, type) or not callable(verify) or _plain_function(verify):
+            raise TypeError(f"verifier must be an object with an async verify(token) method, not {verifier!r}")
         self.resource = canonical_resource(resource)
         self.verifier = verifier
         self.required_scopes = tuple(required_scopes)

@@ -226,6 +226,10 @@ class Server:
         if not all(isinstance(key, bytes) and key for key in self._state_keys):
             raise ValueError("request_state_key must be bytes, or a sequence of non-empty bytes")
         self._own_state_key = os.urandom(32)
+        if isinstance(request_state_ttl, bool) or not isinstance(request_state_ttl, (int, float)):
+            raise TypeError(f"request_state_ttl must be a number of seconds, not {request_state_ttl!r}")
+        if not request_state_ttl > 0:  # (a NaN is not either)
+            raise ValueError(f"request_state_ttl must be positive, not {request_state_ttl!r}")
         self.request_state_ttl = request_state_ttl
         self._spent_states: Any = None
         #: What this server shares with its other workers (:meth:`use_backend`), or ``None``: nothing to share.
@@ -237,6 +241,10 @@ class Server:
         self._prompts: dict[str, PromptDef] = {}
         self._completion: Callable[..., Any] | None = None
         self._custom: dict[str, MethodSpec] = {}
+        if any(isinstance(implied, (str, bytes)) for implied in (scope_hierarchy or {}).values()):
+            raise TypeError(
+                'scope_hierarchy maps a scope to a list of the scopes it implies: {"a": ["b"]}, not a string'
+            )
         self.scope_hierarchy = {k: tuple(v) for k, v in (scope_hierarchy or {}).items()}
         #: OAuth scopes each tool, resource (or template), prompt and custom method needs, by (kind, name).
         self._scopes: dict[tuple[str, str], tuple[str, ...]] = {}

@@ -78,6 +78,7 @@ from ._http_session_table import SessionTable
 from ._http_stateless import serve_alone, status_of
 from .events import EventStore, InMemoryEventStore
 from .framing import DEFAULT_MAX_FRAME
+from .http_options import check_app_options
 from .http_policy import HttpPolicy
 
 if TYPE_CHECKING:
@@ -161,14 +162,7 @@ class McpAsgiApp:
         http_policy: HttpPolicy | None = None,
         backend: Backend | str | None = None,
     ) -> None:
-        if json_response_preference not in ("auto", "json", "sse"):
-            raise ValueError('json_response_preference must be "auto", "json" or "sse"')
-        if session_idle_timeout <= 0 or max_sessions < 1 or max_body < 1 or max_in_flight_per_session < 1:
-            raise ValueError("timeouts and limits must be positive")
-        if max_sessions_per_client is not None and max_sessions_per_client < 1:
-            raise ValueError("max_sessions_per_client must be positive (or None)")
-        if body_timeout is not None and body_timeout <= 0:
-            raise ValueError("body_timeout must be positive (or None)")
+        check_app_options(locals())  # a wrong setting fails here, by its name (never on a request)
         self.server = server
         self.path = None if path is None else "/" + path.strip("/")
         self._endpoint = None if self.path is None else self.path.rstrip("/")  # what the request path must match
