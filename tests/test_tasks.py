@@ -449,6 +449,26 @@ async def test_a_client_gets_so_many_tasks_kept_and_no_more() -> None:
         await peer.tool("release", key=gate)
 
 
+async def test_a_request_for_input_unanswered_for_input_timeout_fails_in_the_tool() -> None:
+    async with stdio_app({"TASKS_INPUT_TIMEOUT": "0.2"}) as (peer, _):
+        task_id = (await peer.tool("ask_name"))["taskId"]
+        asking = await peer.until(task_id, "input_required")
+        assert list(asking["inputRequests"]) == ["name"]  # never answered: the default (the ttl, 1 h) would hang
+        done = await peer.until(task_id, "completed", "failed")
+    assert done["status"] == "completed" and done["result"]["isError"] is True, done
+    assert done["result"]["content"][0]["text"].endswith("did not answer the task's input request within 0.2 s")
+
+
+def test_a_wrong_input_timeout_or_store_is_refused_when_the_extension_is_made(tmp_path: Path) -> None:
+    for timeout in (0, -1.0, float("nan")):
+        with pytest.raises(ValueError, match="input_timeout must be positive"):
+            Tasks(input_timeout=timeout)
+    for store in (str(tmp_path / "tasks.db"), MemoryTaskStore, {}):
+        with pytest.raises(TypeError, match="store must be a task store"):
+            Tasks(store)  # type: ignore[arg-type]
+    assert Tasks(input_timeout=5).input_timeout == 5 and Tasks(ttl=60).input_timeout == 60
+
+
 class Tokens:
     """A token verifier: the token is the subject's name."""
 

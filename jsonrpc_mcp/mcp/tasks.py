@@ -241,6 +241,12 @@ class Tasks(Extension):
     ) -> None:
         if ttl <= 0 or poll_interval <= 0 or max_per_client < 1:
             raise ValueError("ttl, poll_interval and max_per_client must be positive")
+        if input_timeout is not None and not input_timeout > 0:  # (0 would fail every request for input at once)
+            raise ValueError(f"input_timeout must be positive (or None: the ttl), not {input_timeout!r}")
+        if store is not None and (isinstance(store, type) or not isinstance(store, TaskStore)):
+            raise TypeError(
+                f"store must be a task store (MemoryTaskStore(), SqliteTaskStore(path), ...), not {store!r}"
+            )
         super().__init__(EXTENSION_ID, versions=STATELESS_VERSIONS, result_types=["task"])
         self.store: TaskStore
         self._use_store(store if store is not None else MemoryTaskStore())
