@@ -16,7 +16,7 @@ import math
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
-from typing import Any, Final
+from typing import Any, Final, cast
 
 import msgspec
 
@@ -154,10 +154,15 @@ class RateLimiter:
     ) -> None:
         if rate <= 0 or burst < 1 or max_keys < 1:
             raise ValueError("rate, burst and max_keys must be positive")
+        if key is cast(Any, by_header):  # (it would key every request on a new function: a bucket each, no limit)
+            raise TypeError('by_header makes the key of one header: key=by_header("x-api-key")')
+        if isinstance(methods, str):  # (it would limit every method whose name is a part of it)
+            raise TypeError(f"methods is a set of method names, not a string: methods={{{methods!r}}}")
         self.rate = rate
         self.burst = burst
         self.key = key
-        self.methods = methods  #: only these methods are limited (``None``: every request)
+        #: only these methods are limited (``None``: every request)
+        self.methods = None if methods is None else frozenset(methods)
         self.max_keys = max_keys
         self.clock = clock
         self._buckets: OrderedDict[Hashable, tuple[float, float]] = OrderedDict()  # key -> (tokens, at)

@@ -18,7 +18,15 @@ from http_support import JSON_HEADERS, ServerThread, call_body, init_body, state
 from jsonrpc_mcp import Client, Context, RpcError, Server
 from jsonrpc_mcp import types as t
 from jsonrpc_mcp.errors import InvalidRequest
-from jsonrpc_mcp.middleware import CallNext, Message, RateLimiter, ResponseSizeLimit, by_header, log_requests
+from jsonrpc_mcp.middleware import (
+    CallNext,
+    Message,
+    RateLimited,
+    RateLimiter,
+    ResponseSizeLimit,
+    by_header,
+    log_requests,
+)
 from jsonrpc_mcp.transports.http_asgi import McpAsgiApp
 
 pytestmark = pytest.mark.anyio
@@ -214,6 +222,45 @@ async def test_a_rate_limiter_refuses_past_its_burst_and_tells_when_to_retry() -
         await peer.send(b'{"jsonrpc":"2.0","method":"notifications/initialized"}')  # (never limited)
         now[0] += 2.0  # one token back
         assert "result" in await peer.call(request_frame(3, "tools/call", call))
+
+
+async def test_a_rate_limiter_given_methods_limits_those_only() -> None:
+    limiter = RateLimiter(rate=0.001, burst=1, methods=["tools/call"])
+    server = Server("mw", "1", middleware=[limiter])
+
+    @server.tool(inline=True)
+    def ping_tool() -> str:
+        return "pong"
+
+    call = {"name": "ping_tool", "arguments": {}}
+    async with raw_server(server) as peer:
+        assert "result" in await peer.call(init_frame())
+        for ident in (1, 2, 3):
+            assert "result" in await peer.call(request_frame(ident, "tools/list", {}))  # (not limited)
+        assert "result" in await peer.call(request_frame(4, "tools/call", call))
+        assert (await peer.call(request_frame(5, "tools/call", call)))["error"]["code"] == -32010
+
+
+def test_a_rate_limiter_keeps_max_keys_buckets_the_least_recently_used_going_first() -> None:
+    limiter = RateLimiter(rate=0.001, burst=1, max_keys=2, clock=lambda: 0.0)
+    limiter.take("a")
+    limiter.take("b")
+    with pytest.raises(RateLimited):
+        limiter.take("a")  # (and "a" is now the most recently used)
+    limiter.take("c")  # a third key: "b"'s bucket goes
+    limiter.take("b")  # a new bucket, full
+    with pytest.raises(RateLimited):
+        limiter.take("c")
+
+
+def test_a_rate_limiter_refuses_a_key_factory_and_a_string_of_methods() -> None:
+    with pytest.raises(TypeError, match=r'key=by_header\("x-api-key"\)'):
+        RateLimiter(rate=1, burst=1, key=by_header)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="methods is a set of method names, not a string"):
+        RateLimiter(rate=1, burst=1, methods="tools/call")  # type: ignore[arg-type]
+    for bad in ({"rate": 0}, {"burst": 0}, {"max_keys": 0}):
+        with pytest.raises(ValueError, match="must be positive"):
+            RateLimiter(**{"rate": 1, "burst": 1, **bad})  # type: ignore[arg-type]
 
 
 async def test_a_rate_limit_over_http_is_429_in_both_eras() -> None:
