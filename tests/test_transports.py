@@ -27,7 +27,7 @@ import anyio.abc
 import msgspec
 import pytest
 from fixtures.everything import make_server
-from helpers import FIXTURES, PYTHON, ConnectionTracker, init_frame, serve_command, without_loop_processes
+from helpers import FIXTURES, PYTHON, TIMEOUT, ConnectionTracker, init_frame, serve_command, without_loop_processes
 
 from jsonrpc_mcp import Client, InvalidRequest, MethodNotFound, Server
 from jsonrpc_mcp import types as t
@@ -224,6 +224,38 @@ async def socket_server(kind: str, server: Server | None = None) -> AsyncIterato
                 shutil.rmtree(directory, ignore_errors=True)
         await tracker.wait_idle()
         tg.cancel_scope.cancel()
+
+
+@pytest.mark.parametrize(
+    ("setting", "error", "message"),
+    [
+        (
+            {"max_inflight": 8},
+            TypeError,
+            r"'max_inflight' is not a limit of a connection \(those are max_frame, max_in_flight",
+        ),
+        ({"max_frame": 0}, ValueError, "max_frame must be at least 2 bytes"),
+        ({"max_in_flight": 0}, ValueError, "max_in_flight must be positive"),
+        ({"max_queued_bytes": 1.5}, TypeError, "max_queued_bytes must be a whole number"),
+        ({"request_timeout": 0}, ValueError, "request_timeout must be positive"),
+        ({"drain_timeout": -1}, ValueError, "drain_timeout must be zero or more"),
+    ],
+)
+async def test_a_socket_server_refuses_a_wrong_limit_before_it_listens(
+    socket_transport: str, setting: dict[str, Any], error: type[Exception], message: str
+) -> None:
+    server = make_server()
+    directory = tempfile.mkdtemp(prefix="mcp-")
+    path = os.path.join(directory, "s.sock")
+    try:
+        with anyio.fail_after(TIMEOUT), pytest.raises(error, match=message):  # (not: listen, then fail each connection)
+            if socket_transport == "tcp":
+                await serve_tcp(server, port=0, **setting)
+            else:
+                await serve_unix(server, path, **setting)
+        assert os.listdir(directory) == []  # (nothing was bound)
+    finally:
+        shutil.rmtree(directory, ignore_errors=True)
 
 
 async def test_many_connections_at_once(socket_transport: str) -> None:

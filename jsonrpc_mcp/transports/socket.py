@@ -16,6 +16,7 @@ import anyio.abc
 
 from .framing import DEFAULT_MAX_FRAME
 from .ndjson import FdByteStream, NdjsonStream, socket_network
+from .serve_options import check_serve_options
 
 if TYPE_CHECKING:
     from ..mcp.server import Server
@@ -33,6 +34,7 @@ async def serve_listener(
     task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
 ) -> None:
     """Accept connections forever; each gets its own session. A failing connection never affects the others."""
+    check_serve_options(max_frame, {})
 
     async def handle(conn: anyio.abc.ByteStream) -> None:
         family = conn.extra(anyio.abc.SocketAttribute.family, None)
@@ -61,6 +63,7 @@ async def serve_tcp(
 ) -> None:
     """Serve on TCP; ``task_status.started()`` reports the bound port (useful with ``port=0``). ``limits`` are
     :meth:`Server.serve`'s, for each connection (``max_in_flight``, ``max_queued_bytes``, ...)."""
+    check_serve_options(max_frame, limits)
     listener = await anyio.create_tcp_listener(local_host=host, local_port=port)
     bound = listener.extra(anyio.abc.SocketAttribute.local_port)
     logger.info("serving MCP on tcp://%s:%d", host, bound)
@@ -80,6 +83,7 @@ async def serve_unix(
 ) -> None:
     """Serve on a Unix socket at ``path`` (a stale socket file there is replaced; the file is removed at exit).
     ``limits``: as for :func:`serve_tcp`."""
+    check_serve_options(max_frame, limits)
     _remove_stale_socket(path)
     listener = await anyio.create_unix_listener(path)
     logger.info("serving MCP on unix:%s", path)
