@@ -529,3 +529,26 @@ async def test_leaving_a_listen_ends_the_subscription_in_process() -> None:
         with anyio.fail_after(10):  # (the cancellation is a notification: it is read before a later call)
             while (await client.call_tool("listening")).structured_content != {"result": 0}:
                 pass
+
+
+@pytest.mark.parametrize(
+    ("setting", "error", "message"),
+    [
+        ({"protocol_version": "2025-06-19"}, ValueError, 'protocol_version must be "auto" or one of 2026-07-28, '),
+        ({"protocol_version": "latest"}, ValueError, 'protocol_version must be "auto" or one of'),
+        ({"elicitation_modes": "form"}, ValueError, 'elicitation_modes is a list of "form" and "url", not \'form\''),
+        ({"elicitation_modes": ["form", "popup"]}, ValueError, 'elicitation_modes is a list of "form" and "url"'),
+        ({"request_timeout": 0}, ValueError, r"request_timeout must be positive \(or None\)"),
+        ({"max_total_timeout": -1.0}, ValueError, r"max_total_timeout must be positive \(or None\)"),
+        ({"request_timeout": "30"}, TypeError, "request_timeout must be a number of seconds"),
+    ],
+)
+async def test_a_client_setting_that_cannot_be_meant_is_refused_before_anything_is_sent(
+    setting: dict[str, Any], error: type[Exception], message: str
+) -> None:
+    ours, theirs = memory_pair()  # (nobody answers: a client that sent anything would wait, and time out here)
+    with anyio.fail_after(10), pytest.raises(error, match=message):
+        async with Client.connect(ours, **setting):
+            pass  # pragma: no cover
+    await ours.aclose()
+    await theirs.aclose()

@@ -137,6 +137,23 @@ def structured_data(result: t.CallToolResult, type: Any = Any) -> Any:
     raise NoStructuredData("the tool result has no structuredContent and no JSON text block")
 
 
+def _check_options(
+    protocol_version: str, elicitation_modes: Sequence[str], request_timeout: Any, max_total_timeout: Any
+) -> None:
+    """Refuse a setting of :class:`ClientSession` that could not be meant (a misspelt version would have been
+    taken for the stateless era), naming it."""
+    if protocol_version != "auto" and protocol_version not in (*HANDSHAKE_VERSIONS, *STATELESS_VERSIONS):
+        known = ", ".join((*STATELESS_VERSIONS, *HANDSHAKE_VERSIONS))
+        raise ValueError(f'protocol_version must be "auto" or one of {known}, not {protocol_version!r}')
+    if isinstance(elicitation_modes, str) or not set(elicitation_modes) <= {"form", "url"}:
+        raise ValueError(f'elicitation_modes is a list of "form" and "url", not {elicitation_modes!r}')
+    for name, seconds in (("request_timeout", request_timeout), ("max_total_timeout", max_total_timeout)):
+        if seconds is not None and (isinstance(seconds, bool) or not isinstance(seconds, (int, float))):
+            raise TypeError(f"{name} must be a number of seconds (or None), not {seconds!r}")
+        if seconds is not None and not seconds > 0:  # (a NaN is not either)
+            raise ValueError(f"{name} must be positive (or None), not {seconds!r}")
+
+
 class ClientSession:
     """The protocol side of a connection to one MCP server, over any :class:`MessageStream`.
 
@@ -165,6 +182,7 @@ class ClientSession:
         extensions: Sequence[Extension] = (),
         tracing: Tracing | bool | None = None,
     ) -> None:
+        _check_options(protocol_version, elicitation_modes, request_timeout, max_total_timeout)
         self.stream = stream
         self._middleware: tuple[ClientMiddleware, ...] = tuple(middleware)
         #: Whether OpenTelemetry traces the messages (:mod:`jsonrpc_mcp.otel`; ``None``: never). The option:
