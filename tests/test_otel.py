@@ -31,6 +31,7 @@ from jsonrpc_mcp import types as t
 from jsonrpc_mcp.errors import InvalidParams, RequestTimeout
 from jsonrpc_mcp.otel import Tracing
 from jsonrpc_mcp.transports.http_asgi import McpAsgiApp
+from jsonrpc_mcp.transports.memory import memory_pair
 from jsonrpc_mcp.transports.socket import serve_tcp, serve_unix
 
 pytestmark = pytest.mark.anyio
@@ -290,6 +291,18 @@ async def test_the_trace_context_in_meta_is_the_parent_its_baggage_reaches_the_h
     ignored = server_side.span("tools/call slow_add", SpanKind.SERVER)
     assert ignored.parent is not None and ignored.parent.span_id == transport.get_span_context().span_id
     assert not ignored.links
+
+
+async def test_a_tracing_option_that_is_no_tracing_is_refused_when_given() -> None:
+    ours, theirs = memory_pair()
+    for wrong in (TracerProvider(), "on", MeterProvider()):
+        with pytest.raises(TypeError, match=r"tracing is None \(automatic\), False \(off\) or a jsonrpc_mcp.otel"):
+            Server("s", tracing=wrong)  # type: ignore[arg-type]
+        with pytest.raises(TypeError, match="tracing is None"):
+            Client(ours, tracing=wrong)  # type: ignore[arg-type]
+    await ours.aclose()
+    await theirs.aclose()
+    assert Server("s", tracing=Tracing(tracer_provider=TracerProvider())).tracing is not None
 
 
 async def test_what_the_client_sends_carries_its_span_in_meta_and_keeps_the_callers_meta() -> None:

@@ -43,6 +43,8 @@ def tracing_switch(tracing: Tracing | bool | None) -> TracingSwitch | None:
         if _api_installed is None:
             _api_installed = find_spec("opentelemetry") is not None
         return TracingSwitch(None) if _api_installed else None
+    if not (hasattr(tracing, "server") and hasattr(tracing, "client")):  # (a provider, or "on", would fail later)
+        raise TypeError(f"tracing is None (automatic), False (off) or a jsonrpc_mcp.otel.Tracing, not {tracing!r}")
     return TracingSwitch(tracing)
 
 
