@@ -459,13 +459,33 @@ def _banner(args: argparse.Namespace, url: str) -> None:
     sys.stderr.flush()
 
 
+def _http_only_options_given(args: argparse.Namespace) -> list[str]:
+    """The options of ``serve`` that only HTTP uses, given other than as their defaults."""
+    given = {
+        "--path": args.path != "/mcp",
+        "--allow-host": bool(args.allow_host),
+        "--header-timeout": args.header_timeout != 10.0,
+        "--body-timeout": args.body_timeout != 30.0,
+        "--certfile": args.certfile is not None,
+        "--keyfile": args.keyfile is not None,
+        "--max-connections": args.max_connections is not None,
+        "--keep-alive": args.keep_alive != 5.0,
+    }
+    return [flag for flag, was_given in given.items() if was_given]
+
+
 def _serve(args: argparse.Namespace) -> int:
     from .errors import MissingExtra
 
     if args.auth_issuer is None and (
-        args.auth_jwks_url or args.auth_keys or args.auth_introspection_url or args.auth_resource
+        args.auth_jwks_url or args.auth_keys or args.auth_introspection_url or args.auth_resource or args.auth_scope
     ):
         raise SystemExit("jsonrpc-mcp: the --auth-* options need --auth-issuer")
+    http_only = _http_only_options_given(args)
+    if http_only and not args.http:  # (not silently ignored: --certfile with --tcp would serve without TLS)
+        raise SystemExit(
+            f"jsonrpc-mcp serve: {', '.join(http_only)} {'is' if len(http_only) == 1 else 'are'} for --http"
+        )
     if args.auth_issuer is not None and not args.http:
         raise SystemExit(
             "jsonrpc-mcp: authorization is for --http only; stdio and sockets take their credentials from the "

@@ -228,3 +228,25 @@ def test_authorization_is_refused_off_http(capsys: pytest.CaptureFixture[str]) -
         main(["serve", "--tcp", "127.0.0.1:0", "--auth-issuer", "https://auth.example.com"])
     with pytest.raises(SystemExit, match="need --auth-issuer"):
         main(["serve", "--http", "127.0.0.1:0", "--auth-jwks-url", "https://auth.example.com/jwks"])
+    with pytest.raises(SystemExit, match="need --auth-issuer"):  # (it served without authorization)
+        main(["serve", "--http", "127.0.0.1:0", "--auth-scope", "notes:read"])
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--tcp", "127.0.0.1:0", "--certfile", "cert.pem"], "--certfile is for --http"),  # (it served without TLS)
+        (["--unix", "/tmp/x.sock", "--allow-host", "mcp.example.com"], "--allow-host is for --http"),
+        (
+            ["--max-connections", "10", "--keep-alive", "60", "--body-timeout", "5"],
+            "--body-timeout, --max-connections, --keep-alive are for --http",
+        ),
+        (
+            ["--stdio", "--path", "/api", "--header-timeout", "3", "--keyfile", "k.pem"],
+            "--path, --header-timeout, --keyfile are for --http",
+        ),
+    ],
+)
+def test_the_http_options_of_serve_are_refused_off_http(argv: list[str], message: str) -> None:
+    with pytest.raises(SystemExit, match=f"^jsonrpc-mcp serve: {message}$"):
+        main(["serve", *argv])
