@@ -481,6 +481,12 @@ def test_redirect_uris_must_be_https_or_loopback() -> None:
         HeadlessConsent(redirect_uri="http://example.com/callback")
     with pytest.raises(ValueError, match="loopback"):
         LoopbackConsent(host="0.0.0.0")
+    for port in (-1, 65536, "8080"):
+        with pytest.raises(ValueError, match="port must be a TCP port number"):
+            LoopbackConsent(port=port)  # type: ignore[arg-type]
+    for timeout in (0, -5.0, float("nan")):
+        with pytest.raises(ValueError, match="timeout must be a positive number of seconds"):
+            LoopbackConsent(timeout=timeout)
     assert redirect_target("http://x/?code=1&state=2") == {"code": "1", "state": "2"}
 
 

@@ -161,6 +161,10 @@ class LoopbackConsent:
     ) -> None:
         if not is_loopback(host):
             raise ValueError(f"the redirect listener must be on the loopback interface, not {host!r}")
+        if isinstance(port, bool) or not isinstance(port, int) or not 0 <= port <= 65535:
+            raise ValueError(f"port must be a TCP port number (0: any free one), not {port!r}")
+        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout > 0:
+            raise ValueError(f"timeout must be a positive number of seconds, not {timeout!r}")
         self.host = host
         self.port = port
         self.path = path if path.startswith("/") else "/" + path
