@@ -56,6 +56,17 @@ def test_an_origin_that_would_inject_a_directive_is_refused_or_dropped() -> None
     assert "script-src *" not in csp_header({"connectDomains": ["https://a.example; script-src *"]})
 
 
+def test_a_string_given_for_a_list_of_origins_permissions_or_callers_is_refused() -> None:
+    with pytest.raises(TypeError, match=r"^connect_domains is a tuple of origins, not a string"):
+        Csp(connect_domains="https://api.example.com")  # type: ignore[arg-type]  # (was: one origin per letter)
+    with pytest.raises(TypeError, match=r"^frame_domains is a tuple of origins, not a string"):
+        Csp(frame_domains="https://embed.example.com")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"^permissions is a list of permission names, not a string"):
+        resource_meta(permissions="camera")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r'^visibility is a list of "model" and "app", not a string'):
+        tool_meta("ui://app/view", visibility="app")  # type: ignore[arg-type]
+
+
 def test_tool_meta_names_the_view_and_who_may_call_the_tool() -> None:
     assert tool_meta("ui://app/view") == {"ui": {"resourceUri": "ui://app/view", "visibility": ["model", "app"]}}
     assert tool_meta("ui://app/view", visibility=["app"])["ui"]["visibility"] == ["app"]

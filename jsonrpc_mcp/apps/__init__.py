@@ -79,6 +79,9 @@ class Csp(msgspec.Struct, frozen=True, kw_only=True):
     base_uri_domains: tuple[str, ...] = ()  #: ``base-uri``
 
     def __post_init__(self) -> None:
+        for field in ("connect_domains", "resource_domains", "frame_domains", "base_uri_domains"):
+            if isinstance(getattr(self, field), str):  # (its letters would be read as the origins)
+                raise TypeError(f"{field} is a tuple of origins, not a string: {field}=({getattr(self, field)!r},)")
         for origin in (*self.connect_domains, *self.resource_domains, *self.frame_domains, *self.base_uri_domains):
             if not isinstance(origin, str) or not origin or any(c in origin for c in " ;,'\"\n\r\t"):
                 raise ValueError(f"{origin!r} is not an origin (https://example.com, https://*.example.com)")
@@ -105,6 +108,8 @@ def resource_meta(
 ) -> dict[str, Any]:
     """The ``_meta`` of a view resource: ``{"ui": {"csp": ..., "permissions": ..., ...}}``."""
     ui: dict[str, Any] = {"csp": csp.meta()}
+    if isinstance(permissions, str):
+        raise TypeError(f"permissions is a list of permission names, not a string: permissions=[{permissions!r}]")
     wanted = list(permissions)
     unknown = set(wanted) - {"camera", "microphone", "geolocation", "clipboardWrite"}
     if unknown:
@@ -125,6 +130,8 @@ def tool_meta(resource_uri: str, *, visibility: Iterable[Visibility] = ("model",
     its host, on this server only)."""
     if not resource_uri.startswith(UI_SCHEME):
         raise ValueError(f"a view's URI starts with {UI_SCHEME!r}, not {resource_uri!r}")
+    if isinstance(visibility, str):
+        raise TypeError(f'visibility is a list of "model" and "app", not a string: visibility=[{visibility!r}]')
     seen = list(dict.fromkeys(visibility))
     if not seen or set(seen) - {"model", "app"}:
         raise ValueError('visibility is one or both of "model" and "app"')
