@@ -299,6 +299,18 @@ async def test_a_client_refuses_a_server_that_did_not_declare_skills_and_an_entr
 # --- publishing ----------------------------------------------------------------------------------------------
 
 
+def test_a_folder_given_as_the_skills_or_a_prefix_without_a_folder_is_refused() -> None:
+    folder = FIXTURES / "skills"
+    with pytest.raises(TypeError, match=r"skills is a list of Skill objects; to publish a folder: directory="):
+        SkillsExtension(str(folder))  # type: ignore[arg-type]  # (its letters were taken for skills)
+    with pytest.raises(TypeError, match="to publish a folder"):
+        SkillsExtension(folder)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="prefix is for the skills read from directory: give directory too"):
+        SkillsExtension([Skill("one", "The first")], prefix="team")  # (was: ignored)
+    published = [skill.uri for skill in SkillsExtension(directory=folder, prefix="team").catalog]
+    assert published and all(uri.startswith("skill://team/") for uri in published), published
+
+
 async def test_skills_added_and_removed_while_serving_are_listed_and_served_accordingly() -> None:
     skills = SkillsExtension()
     server = Server("live", version="1", extensions=[skills])

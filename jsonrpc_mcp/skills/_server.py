@@ -65,6 +65,10 @@ class SkillsExtension(Extension):
         prefix: str = "",
         directory_read: bool = True,
     ) -> None:
+        if isinstance(skills, (str, os.PathLike)):  # (a folder given where the Skill objects go)
+            raise TypeError(f"skills is a list of Skill objects; to publish a folder: directory={os.fspath(skills)!r}")
+        if prefix and directory is None:
+            raise ValueError("prefix is for the skills read from directory: give directory too")
         super().__init__(
             SKILLS_EXTENSION,
             settings={"directoryRead": True} if directory_read else {},
