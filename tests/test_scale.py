@@ -337,6 +337,27 @@ async def test_a_client_given_to_the_backend_is_used_and_left_open(redis_url: st
         await client.aclose()
 
 
+def test_a_blocking_client_a_url_beside_a_client_and_a_url_of_no_redis_are_refused_at_once(
+    redis_url: str,  # noqa: F811
+) -> None:
+    import redis
+    import redis.asyncio
+
+    blocking = redis.Redis.from_url(redis_url)
+    with pytest.raises(TypeError, match=r"must be a redis\.asyncio\.Redis \(its commands are awaited\)"):
+        RedisBackend(client=blocking)  # (was: a TypeError on the first command, logged as Redis out of reach)
+    blocking.close()
+    with pytest.raises(ValueError, match="give url or client, not both"):
+        RedisBackend(redis_url, client=redis.asyncio.Redis.from_url(redis_url))
+    for url, scheme in (("localhost:6379", "localhost"), ("http://user:secret@cache:6379/0", "http")):
+        with pytest.raises(
+            ValueError, match=f"url must be redis://host:port/db, .*\\(its scheme: '{scheme}'\\)$"
+        ) as caught:
+            RedisBackend(url)  # (was: "cannot be reached" on every request)
+        assert "secret" not in str(caught.value)
+    assert RedisBackend("rediss://cache.example:6380/1").url == "rediss://cache.example:6380/1"
+
+
 def test_a_client_that_decodes_replies_to_text_is_refused_at_once(redis_url: str) -> None:  # noqa: F811
     import redis.asyncio
 

@@ -22,6 +22,7 @@ per request nor finds redis-py's pool exhausted. redis-py's asyncio client needs
 
 from __future__ import annotations
 
+import inspect
 import logging
 import math
 import os
@@ -93,6 +94,15 @@ class RedisBackend:
     ) -> None:
         if timeout <= 0 or key_rotation <= 0 or max_connections < 1:
             raise ValueError("timeout, key_rotation and max_connections must be positive")
+        scheme = urlsplit(url).scheme
+        if client is None and scheme not in ("redis", "rediss", "unix"):  # (never shows a password the URL holds)
+            raise ValueError(f"url must be redis://host:port/db, rediss://... or unix:///path (its scheme: {scheme!r})")
+        if client is not None and url != "redis://localhost:6379/0":
+            raise ValueError("give url or client, not both (the client's own address is used)")
+        if client is not None and not inspect.iscoroutinefunction(getattr(client, "execute_command", None)):
+            raise TypeError(
+                "the Redis client must be a redis.asyncio.Redis (its commands are awaited), not a redis.Redis"
+            )
         if client is not None and client.get_connection_kwargs().get("decode_responses"):
             # (what is stored is bytes, random key material among them: decoded as text, it would not read back)
             raise ValueError("the Redis client must return bytes: make it without decode_responses=True")
