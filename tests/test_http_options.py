@@ -20,6 +20,7 @@ from http_support import (
 from http_support import collect_garbage as collect_garbage
 from http_support import http as http
 
+from jsonrpc_mcp.transports.events import InMemoryEventStore
 from jsonrpc_mcp.transports.http_asgi import McpAsgiApp
 
 pytestmark = [HTTPX_GENERATORS, pytest.mark.usefixtures("collect_garbage")]
@@ -59,6 +60,8 @@ def test_a_wrong_limit_or_timeout_is_refused_by_name(setting: dict[str, Any], me
         ({"allowed_origins": "https://app.example"}, r"allowed_origins is a list of names, not a string"),
         ({"cors_origins": "https://app.example"}, r"cors_origins is a list of names, not a string"),
         ({"allowed_hosts": [b"mcp.example.com"]}, "allowed_hosts holds strings, not bytes"),
+        ({"event_store": InMemoryEventStore}, r"event_store must be an event store \(InMemoryEventStore\(\), or your"),
+        ({"event_store": {}}, "event_store must be an event store"),
     ],
 )
 def test_a_setting_of_the_wrong_type_is_refused_by_name(setting: dict[str, Any], message: str) -> None:

@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
+from .events import EventStore
+
 __all__ = ("check_app_options",)
 
 #: Numbers that must be greater than zero.
@@ -39,6 +41,9 @@ def check_app_options(options: Mapping[str, Any]) -> None:
             _check_number(name, options[name], minimum_excluded=True, none_ok=True)
     for name in _NOT_NEGATIVE:
         _check_number(name, options[name], minimum_excluded=False)
+    store = options["event_store"]
+    if store is not None and (isinstance(store, type) or not isinstance(store, EventStore)):
+        raise TypeError(f"event_store must be an event store (InMemoryEventStore(), or your own), not {store!r}")
     for name in _NAME_LISTS:
         value = options[name]
         if value is None:
