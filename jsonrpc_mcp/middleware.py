@@ -93,6 +93,8 @@ def log_requests(logger: logging.Logger | None = None, level: int = logging.INFO
     return middleware
 
 
+log_requests.makes_middleware = True  # type: ignore[attr-defined]  # (Server refuses it in a middleware's place)
+
 # --- rate limiting ------------------------------------------------------------------------------------------------
 
 

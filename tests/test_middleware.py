@@ -224,6 +224,21 @@ async def test_a_rate_limiter_refuses_past_its_burst_and_tells_when_to_retry() -
         assert "result" in await peer.call(request_frame(3, "tools/call", call))
 
 
+def test_a_factory_or_a_class_given_in_a_middlewares_place_is_refused_when_registered() -> None:
+    with pytest.raises(TypeError, match=r"^log_requests makes a middleware: give the one it makes, log_requests\(\)$"):
+        Server("mw", "1", middleware=[log_requests])  # (was: every message failed with "Internal error")
+    with pytest.raises(
+        TypeError, match=r"^RateLimiter is a class: give a middleware made of it, RateLimiter\(\.\.\.\)$"
+    ):
+        Server("mw", "1").add_middleware(RateLimiter)  # type: ignore[arg-type]
+    server = Server("mw", "1", tracing=False)  # (no tracing in its chain)
+    with pytest.raises(TypeError, match="a middleware is a function"):
+        server.middleware = [log_requests(), "log"]  # type: ignore[list-item]
+    assert server.middleware == ()  # (nothing was changed)
+    server.add_middleware(log_requests())
+    assert len(server.middleware) == 1
+
+
 async def test_a_rate_limiter_given_methods_limits_those_only() -> None:
     limiter = RateLimiter(rate=0.001, burst=1, methods=["tools/call"])
     server = Server("mw", "1", middleware=[limiter])

@@ -35,7 +35,7 @@ middleware are plain functions keeps answering at once what its handlers answer 
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from types import CoroutineType
 from typing import TYPE_CHECKING, Any, Final, Literal
 
@@ -55,6 +55,7 @@ __all__ = (
     "CallNext",
     "ClientMessage",
     "ClientMiddleware",
+    "checked_chain",
     "compose",
     "run_chain",
     "is_awaitable",
@@ -211,6 +212,21 @@ class ClientMessage:
 
 #: ``middleware(message, call_next)`` of a client: a plain function or an ``async def``.
 ClientMiddleware = Callable[[ClientMessage, Callable[[ClientMessage], Any]], Any]
+
+
+def checked_chain(middleware: Iterable[Any]) -> tuple[Any, ...]:
+    """``middleware`` as a chain, each of them checked: a class, or a function that makes a middleware
+    (``log_requests``), given in the place of a middleware would fail every message with an internal error."""
+    chain = tuple(middleware)
+    for item in chain:
+        name = getattr(item, "__name__", repr(item))
+        if isinstance(item, type):
+            raise TypeError(f"{name} is a class: give a middleware made of it, {name}(...)")
+        if not callable(item):
+            raise TypeError(f"a middleware is a function (message, call_next), not {item!r}")
+        if getattr(item, "makes_middleware", False):
+            raise TypeError(f"{name} makes a middleware: give the one it makes, {name}()")
+    return chain
 
 
 def run_chain(chain: tuple[Any, ...], message: Any, inner: Callable[[Any], Any]) -> Any:

@@ -37,7 +37,7 @@ from .bus import BusEvent, ExtensionEvent, ListChanged, LogMessage, ResourceUpda
 from .context import LOG_LEVELS, Context
 from .extensions import Extension, extension_methods, extensions_capability, needed_capabilities
 from .methods import BOTH, HANDSHAKE_ONLY, STATELESS_ONLY, MethodSpec
-from .middleware import Middleware
+from .middleware import Middleware, checked_chain
 from .pagination import paginate
 from .session import ServerSession
 from .signature import describe_validation_error, inspect_function
@@ -252,7 +252,7 @@ class Server:
         self._notification_handlers: dict[str, list[Callable[[ServerSession, dict[str, Any]], Any]]] = {}
         self._info_cache: dict[str, Any] | None = None
         self.methods: Mapping[str, MethodSpec] = {}
-        self._middleware: tuple[Middleware, ...] = tuple(middleware)
+        self._middleware: tuple[Middleware, ...] = checked_chain(middleware)
         #: Whether OpenTelemetry traces the messages (``None``: never).
         self.tracing: TracingSwitch | None = tracing_switch(tracing)
         self._extensions: dict[str, Extension] = {}
@@ -301,7 +301,7 @@ class Server:
 
     @middleware.setter
     def middleware(self, middleware: Iterable[Middleware]) -> None:
-        self._middleware = tuple(middleware)
+        self._middleware = checked_chain(middleware)
 
     # --- extensions ----------------------------------------------------------------------------------------
 
@@ -347,7 +347,7 @@ class Server:
 
     def add_middleware(self, middleware: Middleware) -> Middleware:
         """Add a middleware inside those already there (it sees what they pass on); usable as a decorator."""
-        self._middleware = (*self._middleware, middleware)
+        self._middleware = (*self._middleware, *checked_chain([middleware]))
         return middleware
 
     # --- serving -------------------------------------------------------------------------------------------
