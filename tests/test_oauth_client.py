@@ -132,6 +132,31 @@ async def test_insufficient_scope_steps_up_with_the_union_of_scopes(auth_server:
         app.stop()
 
 
+async def test_the_scopes_given_are_asked_for_with_those_the_challenge_names(auth_server: AuthServer) -> None:
+    app = ProtectedMcp(auth_server, scopes={"tools/list": ["read"]}, challenge_scope="read")
+    try:
+        async with Client.connect_http(app.url, auth=oauth(scopes=["profile", "read"]), **HANDSHAKE) as client:
+            await client.list_tools()
+        [authorize] = auth_server.seen("/authorize")
+        assert sorted(authorize.query["scope"].split()) == ["profile", "read"]
+    finally:
+        app.stop()
+
+
+def test_a_wrong_oauth_setting_is_refused_when_made() -> None:
+    with pytest.raises(TypeError, match=r"^scopes is a list of scopes, not a string: scopes=\['read', 'write'\]$"):
+        oauth(scopes="read write")  # (was: a scope asked for per letter)
+    with pytest.raises(ValueError, match="dpop_algorithm must be one of ES256"):
+        oauth(dpop_algorithm="HS256")
+    for steps in (-1, 1.5):
+        with pytest.raises(ValueError, match="max_step_ups must be a whole number, zero or more"):
+            oauth(max_step_ups=steps)
+    for timeout in (0, -1.0, float("nan")):
+        with pytest.raises(ValueError, match="timeout must be a positive number of seconds"):
+            oauth(timeout=timeout)
+    assert oauth(max_step_ups=0, scopes=("read",)).scopes == ["read"]
+
+
 async def test_step_ups_are_bounded_and_fail_with_the_step_named(auth_server: AuthServer) -> None:
     app = ProtectedMcp(auth_server, scopes={"tools/list": ["admin"]}, challenge_scope="read")
     auth_server.overrides["scopes_supported"] = ["read"]

@@ -62,6 +62,7 @@ if TYPE_CHECKING:
 from .oauth_consent import Consent, LoopbackConsent, check_redirect_uri
 from .oauth_store import MemoryTokenStore, TokenStore
 from .oauth_wire import (
+    DPOP_ALGORITHMS,
     AuthorizationServerMetadata,
     Challenge,
     ProtectedResourceMetadata,
@@ -427,6 +428,14 @@ class OAuth(httpx.Auth):
             raise ValueError(f"client_metadata_url must be an HTTPS URL with a path, not {client_metadata_url!r}")
         if application_type not in ("native", "web"):
             raise ValueError("application_type must be 'native' or 'web'")
+        if isinstance(scopes, str):  # (its letters would be asked for, one scope each)
+            raise TypeError(f"scopes is a list of scopes, not a string: scopes={scopes.split()!r}")
+        if dpop_algorithm not in DPOP_ALGORITHMS:
+            raise ValueError(f"dpop_algorithm must be one of {', '.join(DPOP_ALGORITHMS)}, not {dpop_algorithm!r}")
+        if isinstance(max_step_ups, bool) or not isinstance(max_step_ups, int) or max_step_ups < 0:
+            raise ValueError(f"max_step_ups must be a whole number, zero or more, not {max_step_ups!r}")
+        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout > 0:
+            raise ValueError(f"timeout must be a positive number of seconds, not {timeout!r}")
         self.client_name = client_name
         self.client_id = client_id
         self.client_secret = client_secret
