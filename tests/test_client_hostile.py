@@ -85,6 +85,35 @@ async def test_a_server_that_closes_its_stdout_and_runs_on_is_named_so() -> None
     assert info.value.message == "the server process closed its stdout before answering tools/list"
 
 
+async def test_a_flood_of_notifications_waits_for_the_async_callbacks_and_loses_none() -> None:
+    """An async ``on_notification`` runs in a task of its own; those running count in the connection's bound on
+    handlers (128), so a flood stops being read while they are busy (it waits in the server's pipe), rather than
+    becoming ten thousand tasks; every notification is still delivered."""
+    state = {"running": 0, "peak": 0, "seen": 0}
+    full, release, all_seen = anyio.Event(), anyio.Event(), anyio.Event()
+
+    async def on_notification(method: str, params: dict[str, Any]) -> None:
+        state["seen"] += 1
+        state["running"] += 1
+        state["peak"] = max(state["peak"], state["running"])
+        if state["running"] >= 128:
+            full.set()
+        await release.wait()
+        state["running"] -= 1
+        if state["seen"] == 10_000 and not state["running"]:
+            all_seen.set()
+
+    options: Any = {"protocol_version": "2025-11-25", "on_notification": on_notification}
+    async with Client.connect_stdio(hostile_stdio("flood"), **options) as client:
+        with anyio.fail_after(30):
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(client.list_tools)
+                await full.wait()
+                release.set()
+            await all_seen.wait()
+    assert state["peak"] == 128
+
+
 # --- Streamable HTTP -------------------------------------------------------------------------------------------
 
 

@@ -187,7 +187,7 @@ class Dispatcher:
     :param on_notification: called with each notification; may return a coroutine (run in a task).
     :param allow_batch: asked for each batch frame; ``False`` answers it with -32600.
     :param cancel_frame: builds the notification that tells the peer we gave up on one of our requests.
-    :param max_in_flight: bound on handlers waiting at once.
+    :param max_in_flight: bound on handlers waiting at once (of requests and of notifications).
     :param max_queued_bytes: bound on the bytes of answers made and not yet written.
     :param drain_timeout: after the peer's end of stream, how long running handlers may still finish.
     :param request_timeout: how long our own requests wait for their answer by default.
@@ -228,6 +228,7 @@ class Dispatcher:
         self._inflight: dict[RequestId, Pending] = {}
         self._kept: list[Pending | tuple[Callable[..., Coroutine[Any, Any, Any]], tuple[Any, ...]]] = []
         self._running = 0  # tasks of this connection not yet done (their answer written)
+        self._notes = 0  # notification handlers started and not yet done (they count in max_in_flight)
         self._unwritten = 0  # bytes of answers made and not yet written
         self._replies: list[Outgoing] = []  # answers gathered for the next write (see _reply)
         self._read_loop_writes = False  # it writes the answers queued now, for a stream that gathers them
@@ -337,12 +338,17 @@ class Dispatcher:
         if result is not None and not self.spawn(self._run_notification, note, result):
             result.close()
             logger.warning("notification %r dropped: the connection has ended", note.method)
+        elif result is not None:
+            self._notes += 1
 
     async def _run_notification(self, note: Notification, coro: Coroutine[Any, Any, None]) -> None:
         try:
             await coro
         except Exception:
             logger.exception("notification handler for %r failed", note.method)
+        finally:
+            self._notes -= 1
+            self._make_room()
 
     def cancel_inbound(self, request_id: Any) -> bool:
         """Cancel the handler of an inbound request; it will not be answered. False if it is not waiting."""
@@ -529,7 +535,7 @@ class Dispatcher:
         limit = self.max_in_flight
         for frame in frames:
             if (
-                len(inflight) >= limit
+                len(inflight) + self._notes >= limit
                 or self._unwritten > self.max_queued_bytes
                 or (self._tasks is None and self._kept)
             ):
@@ -541,7 +547,7 @@ class Dispatcher:
         return taken
 
     async def _wait_for_room(self) -> None:
-        while len(self._inflight) >= self.max_in_flight or self._unwritten > self.max_queued_bytes:
+        while len(self._inflight) + self._notes >= self.max_in_flight or self._unwritten > self.max_queued_bytes:
             self._room = anyio.Event()
             await self._room.wait()
 
