@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import logging
+import tempfile
 from collections.abc import Iterator
 from typing import Any
 
@@ -112,6 +113,29 @@ async def test_a_flood_of_notifications_waits_for_the_async_callbacks_and_loses_
                 release.set()
             await all_seen.wait()
     assert state["peak"] == 128
+
+
+async def test_a_server_that_never_answers_initialize_times_out_and_is_not_sent_a_cancellation() -> None:
+    """The spec: a client must not cancel ``initialize``. The caller gets the timeout, the server nothing more."""
+    with tempfile.TemporaryFile() as stderr:
+        with anyio.fail_after(10), pytest.raises(RequestTimeout) as info:
+            options: Any = {"stderr": stderr.fileno(), "request_timeout": 0.2, "protocol_version": "2025-11-25"}
+            async with Client.connect_stdio(hostile_stdio("mute"), **options):
+                pass
+        stderr.seek(0)
+        received = json.loads(stderr.read())
+    assert info.value.message == "initialize: no response within 0.2 s"
+    assert received == ["initialize"]
+
+
+async def test_endless_pagination_stops_at_max_pages() -> None:
+    async with Client.connect_stdio(hostile_stdio("pages"), protocol_version="2025-11-25") as client:
+        with anyio.fail_after(30), pytest.raises(ProtocolViolation) as info:
+            await client.list_tools()
+        assert str(info.value) == "tools/list: the server went on paginating past 1000 pages (max_pages)"
+        client.max_pages = 3
+        with anyio.fail_after(10), pytest.raises(ProtocolViolation, match="past 3 pages"):
+            await client.list_tools()
 
 
 # --- Streamable HTTP -------------------------------------------------------------------------------------------

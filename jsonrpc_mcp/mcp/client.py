@@ -209,12 +209,13 @@ class ClientSession:
         #: needs the ``validation`` extra): a mismatch raises :class:`InvalidToolOutput` from :meth:`call_tool`.
         self.validate_tool_output = validate_tool_output
         self._output_schemas = OutputSchemas()
+        self._initialize_id: RequestId | None = None  # (never cancelled: the spec forbids it)
         self.dispatcher = Dispatcher(
             stream,
             self._receive_request,
             self._receive_notification,
             allow_batch=lambda: self.protocol_version in BATCH_VERSIONS,
-            cancel_frame=_cancel_frame,
+            cancel_frame=self._cancel_frame,
             request_timeout=request_timeout,
         )
         self.protocol_version: str | None = None
@@ -222,6 +223,9 @@ class ClientSession:
         self.stateless = False
         self.log_level: str | None = None
         self.max_input_rounds = 16
+        #: The most pages ``list_tools`` and the other listings read before giving up on a server that never stops
+        #: answering with a new cursor (:class:`ProtocolViolation`).
+        self.max_pages = 1000
         self.server_info: t.Implementation | None = None
         self.server_capabilities: t.ServerCapabilities = t.ServerCapabilities()
         self.instructions: str | None = None
@@ -353,7 +357,8 @@ class ClientSession:
             "clientInfo": self.client_info,
         }
         try:
-            raw = await self._send("initialize", params)
+            self._initialize_id = self.dispatcher.next_request_id()
+            raw = await self._send("initialize", params, ident=self._initialize_id)
         except ConnectionClosed as exc:
             raise await self._explain(exc, "initialize") from None
         result: t.InitializeResult = _result_of("initialize", raw, t.InitializeResult)
@@ -759,6 +764,10 @@ class ClientSession:
         cursor: str | None = None
         seen: set[str] = set()
         while True:
+            if len(seen) >= self.max_pages:
+                raise ProtocolViolation(
+                    f"{method}: the server went on paginating past {self.max_pages} pages (max_pages)"
+                )
             params = {"cursor": cursor} if cursor is not None else None
             page = await self.request(method, params, kind)
             items.extend(getattr(page, attr))
@@ -769,6 +778,11 @@ class ClientSession:
             cursor = nxt
 
     # --- the server's requests and notifications -----------------------------------------------------------
+
+    def _cancel_frame(self, ident: RequestId, reason: str) -> bytes | None:
+        """The notification telling the server we gave up on a request; none for ``initialize``, which a client
+        must not cancel (it fails on its own, and the connection with it)."""
+        return None if ident == self._initialize_id else _cancel_frame(ident, reason)
 
     # --- the one way out, and in (middleware) ---------------------------------------------------------------
 
