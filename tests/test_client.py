@@ -552,3 +552,16 @@ async def test_a_client_setting_that_cannot_be_meant_is_refused_before_anything_
             pass  # pragma: no cover
     await ours.aclose()
     await theirs.aclose()
+
+
+async def test_a_command_line_given_as_one_string_is_refused_with_the_list_it_meant() -> None:
+    with pytest.raises(
+        TypeError,
+        match=r"^command is a list of arguments, not a string: "
+        r"command=\['python', 'server\.py', '--db', 'my notes\.db'\]$",
+    ):
+        async with Client.connect_stdio("python server.py --db 'my notes.db'"):  # type: ignore[arg-type]
+            pass  # pragma: no cover  (was: FileNotFoundError naming 'p')
+    with pytest.raises(ValueError, match="command is empty"):
+        async with Client.connect_stdio([]):
+            pass  # pragma: no cover

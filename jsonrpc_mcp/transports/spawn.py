@@ -10,6 +10,7 @@ from __future__ import annotations
 import abc
 import logging
 import os
+import shlex
 import signal
 import subprocess
 from collections.abc import AsyncIterator, Mapping, Sequence
@@ -84,6 +85,10 @@ async def spawn(
     the event loop cannot run child processes (asyncio's selector loop on Windows), the child is started by
     :mod:`subprocess` and its pipes are read and written on worker threads.
     """
+    if isinstance(command, (str, bytes)):  # (its letters would be the arguments: "No such file: 'p'")
+        raise TypeError(f"command is a list of arguments, not a string: command={shlex.split(os.fsdecode(command))!r}")
+    if not command:
+        raise ValueError("command is empty: name the program to start")
     full_env = dict(os.environ) if inherit_env else default_environment()
     if env:
         full_env.update(env)
