@@ -143,6 +143,12 @@ def _positive(value: str) -> float:
     return number
 
 
+def _host_name(value: str) -> str:
+    if "/" in value or "@" in value or not value.strip():
+        raise argparse.ArgumentTypeError(f"expected a host name (mcp.example.com, or with :PORT), got {value!r}")
+    return value
+
+
 def _count(value: str) -> int:
     if not value.isdigit() or int(value) < 1:
         raise argparse.ArgumentTypeError(f"expected a positive whole number, got {value!r}")
@@ -245,7 +251,9 @@ def _parser() -> argparse.ArgumentParser:
     where.add_argument("--unix", metavar="PATH", help="NDJSON over a Unix socket")
     where.add_argument("--http", type=_host_port, metavar="HOST:PORT", help="Streamable HTTP (needs the http extra)")
     serve.add_argument("--path", default="/mcp", help="HTTP endpoint path (default /mcp)")
-    serve.add_argument("--allow-host", action="append", default=None, help="extra allowed Host/Origin host names")
+    serve.add_argument(
+        "--allow-host", type=_host_name, action="append", default=None, help="extra allowed Host/Origin host names"
+    )
     serve.add_argument(
         "--header-timeout", type=_positive, default=10.0, metavar="S", help="HTTP: seconds to send request headers (10)"
     )

@@ -250,3 +250,13 @@ def test_authorization_is_refused_off_http(capsys: pytest.CaptureFixture[str]) -
 def test_the_http_options_of_serve_are_refused_off_http(argv: list[str], message: str) -> None:
     with pytest.raises(SystemExit, match=f"^jsonrpc-mcp serve: {message}$"):
         main(["serve", *argv])
+
+
+def test_a_url_given_to_allow_host_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as caught:  # (was: taken, and every request for that name got 403)
+        main(["serve", "--http", "127.0.0.1:0", "--allow-host", "https://mcp.example.com"])
+    assert caught.value.code == 2
+    assert (
+        "argument --allow-host: expected a host name (mcp.example.com, or with :PORT), got 'https://mcp.example.com'"
+        in capsys.readouterr().err
+    )

@@ -69,12 +69,29 @@ def test_a_setting_of_the_wrong_type_is_refused_by_name(setting: dict[str, Any],
         McpAsgiApp(make_server(), **setting)
 
 
+@pytest.mark.parametrize(
+    ("setting", "message"),
+    [
+        ({"allowed_hosts": ["https://mcp.example.com"]}, "allowed_hosts holds host names .*, not URLs: 'https://mcp"),
+        ({"allowed_hosts": ["mcp.example.com/mcp"]}, "allowed_hosts holds host names"),
+        ({"allowed_origins": ["app.example"]}, r"allowed_origins holds origins \(https://app.example: a scheme and"),
+        ({"allowed_origins": ["https://app.example/page"]}, "allowed_origins holds origins"),
+        ({"cors_origins": ["app.example:3000"]}, "cors_origins holds origins"),
+    ],
+)
+def test_a_name_that_could_never_match_a_request_is_refused(setting: dict[str, Any], message: str) -> None:
+    with pytest.raises(ValueError, match=message):  # (was: taken, and every request it was meant for got 403)
+        McpAsgiApp(make_server(), **setting)
+
+
 def test_the_settings_that_may_be_none_or_zero_are_accepted() -> None:
     app = McpAsgiApp(
         make_server(), sse_retry_ms=0, request_timeout=None, body_timeout=None, max_sessions_per_client=None
     )
     assert app.body_timeout is None
     McpAsgiApp(make_server(), allowed_hosts=("mcp.example.com",), cors_origins=["*"], sse_keepalive=0.5)
+    origins = ["https://app.example/", "http://localhost:3000", "chrome-extension://abcdef", "null"]
+    McpAsgiApp(make_server(), allowed_hosts=["*", "api.example.com:8443", "[::1]"], allowed_origins=origins)
 
 
 @pytest.mark.anyio

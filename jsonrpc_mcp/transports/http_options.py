@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any, Final
+from urllib.parse import urlsplit
 
 from .events import EventStore
 
@@ -53,6 +54,21 @@ def check_app_options(options: Mapping[str, Any]) -> None:
         for entry in value:
             if not isinstance(entry, str):
                 raise TypeError(f"{name} holds strings, not {type(entry).__name__} ({entry!r})")
+            _check_entry(name, entry.strip())
+
+
+def _check_entry(name: str, entry: str) -> None:
+    """An entry that could never match a request (it would refuse, with 403, what it was meant to let in)."""
+    if entry in ("*", "null"):
+        return
+    if name == "allowed_hosts" and ("/" in entry or "@" in entry):
+        raise ValueError(
+            f"allowed_hosts holds host names (mcp.example.com, or mcp.example.com:8443), not URLs: {entry!r}"
+        )
+    if name != "allowed_hosts":
+        parts = urlsplit(entry)
+        if not parts.scheme or not parts.netloc or parts.path.strip("/") or parts.query:  # (an Origin is no more)
+            raise ValueError(f"{name} holds origins (https://app.example: a scheme and a host only), not {entry!r}")
 
 
 def _check_number(name: str, value: Any, *, minimum_excluded: bool, none_ok: bool = False) -> None:
