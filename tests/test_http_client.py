@@ -284,3 +284,20 @@ async def test_leaving_a_listen_ends_the_subscription_on_the_server() -> None:
             assert "notifications/tools/list_changed" not in heard, heard
     finally:
         thread.stop()
+
+
+@pytest.mark.parametrize(
+    ("setting", "message"),
+    [
+        ({"timeout": 0}, "timeout must be a positive number of seconds, not 0"),
+        ({"timeout": float("nan")}, "timeout must be a positive number of seconds"),
+        ({"http_options": {"sse_read_timeout": -1}}, "sse_read_timeout must be a positive number of seconds"),
+        ({"http_options": {"max_reconnects": -1}}, "max_reconnects must be a whole number, zero or more"),
+    ],
+)
+async def test_a_timeout_that_would_fail_every_request_is_refused_before_connecting(
+    setting: dict[str, Any], message: str
+) -> None:
+    with anyio.fail_after(10), pytest.raises(ValueError, match=message):  # (was: every request timed out at once)
+        async with Client.connect_http("http://127.0.0.1:9/mcp", **setting):
+            pass  # pragma: no cover

@@ -605,6 +605,13 @@ async def connect_http(
         JSON answer or SSE event read, bytes; 16 MiB), ``max_concurrent_posts`` (64)…
     """
     check_http_url(url)
+    for name, seconds in (("timeout", timeout), ("sse_read_timeout", sse_read_timeout)):
+        if seconds is not None and (
+            isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not seconds > 0
+        ):
+            raise ValueError(f"{name} must be a positive number of seconds, not {seconds!r}")  # (0: nothing answers)
+    if isinstance(max_reconnects, bool) or not isinstance(max_reconnects, int) or max_reconnects < 0:
+        raise ValueError(f"max_reconnects must be a whole number, zero or more, not {max_reconnects!r}")
     httpx = _httpx()
     owned = http_client is None
     client = http_client
