@@ -426,6 +426,10 @@ def test_a_protected_resource_refuses_a_string_for_a_list_and_a_verifier_that_ca
         with pytest.raises(TypeError, match=f"^{name} is a list, not a string"):
             ProtectedResource(**{**good, name: value})  # type: ignore[arg-type]
 
+    for issuer in ("auth.example.com", "", "https://auth.example.com#x"):
+        with pytest.raises(ValueError, match=r"^authorization_servers holds issuer URLs \(https://auth.example\), not"):
+            ProtectedResource(**{**good, "authorization_servers": [issuer]})  # type: ignore[arg-type]
+
     class SyncVerifier:
         def verify(self, token: str) -> AccessToken:
             return AccessToken(subject="s", client_id="c")

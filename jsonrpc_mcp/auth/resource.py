@@ -145,6 +145,13 @@ class ProtectedResource(HttpPolicy):
                 raise TypeError(f"{name} is a list, not a string: {name}=[{names!r}]")
         if not authorization_servers:
             raise ValueError("name at least one authorization server")
+        for issuer in authorization_servers:  # (what clients discover the server from: a host name alone is not)
+            try:
+                canonical_resource(issuer)
+            except ValueError:
+                raise ValueError(
+                    f"authorization_servers holds issuer URLs (https://auth.example), not {issuer!r}"
+                ) from None
         verify = getattr(verifier, "verify", None)
         if isinstance(verifier, type) or not callable(verify) or _plain_function(verify):
             raise TypeError(f"verifier must be an object with an async verify(token) method, not {verifier!r}")
