@@ -16,7 +16,7 @@ import msgspec
 import pytest
 from helpers import raw_server, request_frame
 
-from jsonrpc_mcp import Client, Context, InvalidParams, MethodNotFound, RpcError, Server, ToolError
+from jsonrpc_mcp import CacheHint, Client, Context, InvalidParams, MethodNotFound, RpcError, Server, ToolError
 from jsonrpc_mcp import types as t
 
 pytestmark = pytest.mark.anyio
@@ -508,6 +508,16 @@ def test_invalid_raw_schema_fails_at_registration() -> None:
     server = Server("s")
     with pytest.raises(ValueError, match="invalid input schema"):
         server.add_tool(lambda: "x", name="broken", input_schema={"type": 12})
+
+
+def test_a_cache_hint_refuses_a_scope_the_spec_does_not_have_and_a_fraction_of_a_millisecond() -> None:
+    with pytest.raises(ValueError, match=r'^scope must be "public" or "private", not \'privat\'$'):
+        CacheHint(ttl_ms=60_000, scope="privat")  # type: ignore[arg-type]  # (was: sent as it is)
+    with pytest.raises(TypeError, match="ttl_ms is a whole number of milliseconds"):
+        CacheHint(ttl_ms=1.5)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="ttl_ms must be >= 0"):
+        CacheHint(ttl_ms=-1)
+    assert CacheHint(ttl_ms=0, scope="private").scope == "private"
 
 
 def test_the_server_refuses_a_wrong_setting_by_its_name() -> None:

@@ -80,8 +80,12 @@ class CacheHint(msgspec.Struct, frozen=True):
     scope: Literal["public", "private"] = "public"
 
     def __post_init__(self) -> None:
+        if isinstance(self.ttl_ms, bool) or not isinstance(self.ttl_ms, int):
+            raise TypeError(f"ttl_ms is a whole number of milliseconds, not {self.ttl_ms!r}")
         if self.ttl_ms < 0:
             raise ValueError("ttl_ms must be >= 0")
+        if self.scope not in ("public", "private"):  # (a misspelt "private" would have gone out as it is)
+            raise ValueError(f'scope must be "public" or "private", not {self.scope!r}')
 
 
 _DEFAULT_CACHE: Final = CacheHint()
