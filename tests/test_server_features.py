@@ -528,6 +528,10 @@ def test_the_server_refuses_a_wrong_setting_by_its_name() -> None:
             Server("s", request_state_ttl=ttl)
     with pytest.raises(TypeError, match="request_state_ttl must be a number of seconds"):
         Server("s", request_state_ttl="600")  # type: ignore[arg-type]
+    for keys in (b"dev", [b"k" * 32, b"short"]):
+        with pytest.raises(ValueError, match=r"request_state_key must be at least 16 bytes \(secrets.token_bytes"):
+            Server("s", request_state_key=keys)  # (was: taken, and a state sealed with it could be forged)
+    assert Server("s", request_state_key=b"k" * 16).request_state_key == b"k" * 16
     server = Server("s", scope_hierarchy={"notes:admin": ("notes:write",)}, request_state_ttl=0.5)
     assert server.scope_hierarchy == {"notes:admin": ("notes:write",)} and server.request_state_ttl == 0.5
 

@@ -89,6 +89,8 @@ class CacheHint(msgspec.Struct, frozen=True):
 
 
 _DEFAULT_CACHE: Final = CacheHint()
+#: The shortest ``request_state_key`` taken (bytes): 128 bits, beyond guessing.
+_MIN_STATE_KEY: Final = 16
 
 
 # --- params Structs the server decodes (lean: only what the handlers read) ----------------------------------
@@ -178,10 +180,10 @@ class Server:
     :param instructions: shown to the client's model as guidance on using this server.
     :param page_size: items per page of every ``*/list`` (``None``: everything in one page).
     :param cache: default 2026-07-28 caching hints for list results, ``resources/read`` and ``server/discover``.
-    :param request_state_key: HMAC key for ``requestState``, or several: the first seals, every one opens (to
-        rotate, put the new key first and keep the old one until its states have expired). Give every worker
-        behind one URL the same keys, or a shared backend (:meth:`use_backend`), whose keys are used when none
-        is given here.
+    :param request_state_key: HMAC key for ``requestState`` (16 bytes or more), or several: the first seals, every
+        one opens (to rotate, put the new key first and keep the old one until its states have expired). Give every
+        worker behind one URL the same keys, or a shared backend (:meth:`use_backend`), whose keys are used when
+        none is given here.
     :param middleware: callables around every inbound request and notification, outermost first (see
         :mod:`jsonrpc_mcp.middleware`); :meth:`add_middleware` adds more.
     :param scope_hierarchy: OAuth scopes that imply others (``{"notes:admin": ["notes:write"]}``): a token with
@@ -229,6 +231,10 @@ class Server:
         self._state_keys: tuple[bytes, ...] = tuple(request_state_key or ())
         if not all(isinstance(key, bytes) and key for key in self._state_keys):
             raise ValueError("request_state_key must be bytes, or a sequence of non-empty bytes")
+        if any(len(key) < _MIN_STATE_KEY for key in self._state_keys):  # (a short one can be guessed: states forged)
+            raise ValueError(
+                f"request_state_key must be at least {_MIN_STATE_KEY} bytes (secrets.token_bytes(32) makes a good one)"
+            )
         self._own_state_key = os.urandom(32)
         if isinstance(request_state_ttl, bool) or not isinstance(request_state_ttl, (int, float)):
             raise TypeError(f"request_state_ttl must be a number of seconds, not {request_state_ttl!r}")
