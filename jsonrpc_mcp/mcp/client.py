@@ -183,6 +183,8 @@ class ClientSession:
         tracing: Tracing | bool | None = None,
     ) -> None:
         _check_options(protocol_version, elicitation_modes, request_timeout, max_total_timeout)
+        if isinstance(roots, Sequence) and not all(isinstance(root, t.Root) for root in roots):  # (str: its letters)
+            raise TypeError('roots is a list of types.Root(uri="file:///...", name=...), or an async function')
         self.stream = stream
         self._middleware: tuple[ClientMiddleware, ...] = tuple(middleware)
         #: Whether OpenTelemetry traces the messages (:mod:`jsonrpc_mcp.otel`; ``None``: never). The option:
