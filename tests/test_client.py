@@ -543,6 +543,8 @@ async def test_leaving_a_listen_ends_the_subscription_in_process() -> None:
         ({"request_timeout": "30"}, TypeError, "request_timeout must be a number of seconds"),
         ({"roots": "file:///home/me"}, TypeError, r'roots is a list of types.Root\(uri="file:///...", name=...\)'),
         ({"roots": ["file:///home/me"]}, TypeError, "roots is a list of types.Root"),
+        ({"sampling": "gpt-4"}, TypeError, "^sampling is a function, not 'gpt-4'$"),
+        ({"elicitation": True}, TypeError, "^elicitation is a function, not True$"),
     ],
 )
 async def test_a_client_setting_that_cannot_be_meant_is_refused_before_anything_is_sent(

@@ -185,6 +185,15 @@ class ClientSession:
         _check_options(protocol_version, elicitation_modes, request_timeout, max_total_timeout)
         if isinstance(roots, Sequence) and not all(isinstance(root, t.Root) for root in roots):  # (str: its letters)
             raise TypeError('roots is a list of types.Root(uri="file:///...", name=...), or an async function')
+        handlers = (
+            ("sampling", sampling),
+            ("elicitation", elicitation),
+            ("on_notification", on_notification),
+            ("on_log", on_log),
+        )
+        for option, handler in handlers:
+            if handler is not None and not callable(handler):  # (it would fail when the server first asks)
+                raise TypeError(f"{option} is a function, not {handler!r}")
         self.stream = stream
         self._middleware: tuple[ClientMiddleware, ...] = tuple(middleware)
         #: Whether OpenTelemetry traces the messages (:mod:`jsonrpc_mcp.otel`; ``None``: never). The option:
