@@ -377,7 +377,7 @@ def _target_arguments(parser: argparse.ArgumentParser) -> None:
     )
     add_environment_arguments(parser)
     parser.add_argument(
-        "--timeout", type=float, default=60.0, metavar="SECONDS", help="give up after this long (default 60)"
+        "--timeout", type=_positive, default=60.0, metavar="SECONDS", help="give up after this long (default 60)"
     )
     from .auth.oauth_cli import add_arguments
 

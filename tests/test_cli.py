@@ -332,3 +332,10 @@ def test_run_until_stopped_raises_the_servers_own_error(backend: str) -> None:
         [sys.executable, "-c", UNTIL_STOPPED, backend, "fail"], capture_output=True, text=True, timeout=60, cwd=ROOT
     )
     assert (proc.returncode, proc.stdout) == (0, "OSError address in use\n"), proc.stderr
+
+
+@pytest.mark.parametrize("seconds", ["0", "-5", "nan"])
+def test_a_timeout_that_would_give_up_at_once_is_a_usage_error(seconds: str) -> None:
+    done = run_in_process(["call", "--timeout", seconds, "echo", "--", sys.executable, "-c", "pass"])
+    assert done.returncode == 2  # (was: "no answer within 0 s", or a wait without end for nan)
+    assert f"argument --timeout: expected a positive number of seconds, got '{seconds}'" in done.stderr
