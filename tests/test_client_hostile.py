@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import logging
+import subprocess
 import tempfile
 from collections.abc import Iterator
 from typing import Any
@@ -70,6 +71,14 @@ async def test_stray_answers_are_logged_in_one_short_line_each(caplog: pytest.Lo
     assert any(line.startswith("ignoring a response to unknown request id 'xxx") for line in lines)
     assert any(line.startswith("peer sent an error without id: -32603 'it failed\\nWARNING") for line in lines)
     assert all(len(line) < 400 and "\n" not in line for line in lines)
+
+
+@pytest.mark.parametrize("stderr", [subprocess.PIPE, subprocess.STDOUT], ids=["PIPE", "STDOUT"])
+async def test_a_stderr_nothing_reads_is_refused_before_the_server_starts(stderr: int) -> None:
+    """A pipe nobody reads would stop a server that writes more than 64 KiB of logs (and with it the client)."""
+    with pytest.raises(ValueError, match=r"stderr must be None \(inherited\), subprocess.DEVNULL or a file descriptor"):
+        async with Client.connect_stdio(hostile_stdio("garbage"), stderr=stderr):
+            pass
 
 
 async def test_garbage_on_stdout_is_skipped_and_the_call_answered() -> None:

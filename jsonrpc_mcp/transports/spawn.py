@@ -78,7 +78,10 @@ async def spawn(
 
     The child's environment is :func:`default_environment` plus ``env``: the user's other variables (API keys,
     tokens) never reach a server unless given in ``env``, or unless ``inherit_env=True`` passes the whole
-    environment (``env`` still added on top). The child's stderr is inherited unless ``stderr`` says otherwise.
+    environment (``env`` still added on top). The child's stderr is inherited unless ``stderr`` says otherwise:
+    ``subprocess.DEVNULL`` or a file descriptor (a log file). ``subprocess.PIPE`` is refused (:class:`ValueError`):
+    nothing would read it, and a server that writes more than a pipe holds would stop; ``subprocess.STDOUT`` too
+    (its stderr would mix with the messages on its stdout).
 
     On exit: close its stdin, wait up to ``shutdown_timeout``, then terminate it, then kill it (the spec's order:
     SIGTERM and SIGKILL to its process group on POSIX; ``TerminateProcess`` where there are no signals). Where
@@ -89,6 +92,11 @@ async def spawn(
         raise TypeError(f"command is a list of arguments, not a string: command={shlex.split(os.fsdecode(command))!r}")
     if not command:
         raise ValueError("command is empty: name the program to start")
+    if stderr in (subprocess.PIPE, subprocess.STDOUT):
+        raise ValueError(
+            "stderr must be None (inherited), subprocess.DEVNULL or a file descriptor: a server's stderr piped to "
+            "nothing that reads it would stop the server once full, and on its stdout it would mix with the messages"
+        )
     full_env = dict(os.environ) if inherit_env else default_environment()
     if env:
         full_env.update(env)
