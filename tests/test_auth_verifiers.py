@@ -395,6 +395,9 @@ def test_the_verifiers_refuse_a_wrong_number_by_its_name() -> None:
     ):
         with pytest.raises(ValueError, match=message):
             JwtVerifier(issuer="i", audience=RESOURCE, jwks_url=jwks, **setting)  # type: ignore[arg-type]
+    for issuer in ("", "/"):
+        with pytest.raises(ValueError, match="issuer must name the authorization server"):
+            JwtVerifier(issuer=issuer, audience=RESOURCE, jwks_url=jwks)  # (was: tokens with an empty iss accepted)
     with pytest.raises(TypeError, match="leeway must be a number"):
         JwtVerifier(issuer="i", audience=RESOURCE, jwks_url=jwks, leeway="60")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="max_age must be zero or more"):

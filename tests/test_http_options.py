@@ -41,6 +41,8 @@ pytestmark = [HTTPX_GENERATORS, pytest.mark.usefixtures("collect_garbage")]
         ({"max_in_flight_per_session": 0}, "max_in_flight_per_session must be positive"),
         ({"body_timeout": 0}, r"body_timeout must be positive \(or None\)"),
         ({"json_response_preference": "xml"}, "json_response_preference must be"),
+        ({"path": "https://mcp.example.com/mcp"}, r"path is the endpoint's path \(/mcp\), not a URL"),
+        ({"path": "/mcp?x=1"}, "path is the endpoint's path"),
     ],
 )
 def test_a_wrong_limit_or_timeout_is_refused_by_name(setting: dict[str, Any], message: str) -> None:

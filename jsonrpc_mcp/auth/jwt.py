@@ -190,6 +190,8 @@ class JwtVerifier:
         refused = [a for a in self.algorithms if a in _REFUSED_ALGORITHMS or a not in _KEY_TYPE]
         if refused or not self.algorithms:
             raise ValueError(f"only asymmetric signature algorithms can be accepted, not {refused}")
+        if not isinstance(issuer, str) or not issuer.strip("/ "):  # (a token with an empty "iss" would match it)
+            raise ValueError(f"issuer must name the authorization server (its issuer identifier), not {issuer!r}")
         self.issuer = issuer
         self.audience = audience
         canonical_resource(audience)  # a ValueError now for an audience that is not an absolute http(s) URI

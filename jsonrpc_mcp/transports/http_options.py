@@ -42,6 +42,9 @@ def check_app_options(options: Mapping[str, Any]) -> None:
             _check_number(name, options[name], minimum_excluded=True, none_ok=True)
     for name in _NOT_NEGATIVE:
         _check_number(name, options[name], minimum_excluded=False)
+    path = options["path"]
+    if path is not None and (not isinstance(path, str) or any(mark in path for mark in ("://", "?", "#"))):
+        raise ValueError(f"path is the endpoint's path (/mcp), not a URL: {path!r}")  # (it never matched: 404)
     store = options["event_store"]
     if store is not None and (isinstance(store, type) or not isinstance(store, EventStore)):
         raise TypeError(f"event_store must be an event store (InMemoryEventStore(), or your own), not {store!r}")
