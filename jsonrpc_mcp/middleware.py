@@ -154,8 +154,11 @@ class RateLimiter:
         max_keys: int = 10_000,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        if rate <= 0 or burst < 1 or max_keys < 1:
-            raise ValueError("rate, burst and max_keys must be positive")
+        if not rate > 0:  # (a NaN is not either: it would never limit)
+            raise ValueError(f"rate must be positive, not {rate!r}")
+        for name, count in (("burst", burst), ("max_keys", max_keys)):
+            if not count >= 1:
+                raise ValueError(f"{name} must be positive, not {count!r}")
         if key is cast(Any, by_header):  # (it would key every request on a new function: a bucket each, no limit)
             raise TypeError('by_header makes the key of one header: key=by_header("x-api-key")')
         if isinstance(methods, str):  # (it would limit every method whose name is a part of it)

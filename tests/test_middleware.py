@@ -273,8 +273,9 @@ def test_a_rate_limiter_refuses_a_key_factory_and_a_string_of_methods() -> None:
         RateLimiter(rate=1, burst=1, key=by_header)  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="methods is a set of method names, not a string"):
         RateLimiter(rate=1, burst=1, methods="tools/call")  # type: ignore[arg-type]
-    for bad in ({"rate": 0}, {"burst": 0}, {"max_keys": 0}):
-        with pytest.raises(ValueError, match="must be positive"):
+    for bad in ({"rate": 0}, {"rate": float("nan")}, {"burst": 0}, {"max_keys": 0}):
+        (name,) = bad
+        with pytest.raises(ValueError, match=f"^{name} must be positive, not "):
             RateLimiter(**{"rate": 1, "burst": 1, **bad})  # type: ignore[arg-type]
 
 

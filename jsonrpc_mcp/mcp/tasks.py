@@ -239,8 +239,11 @@ class Tasks(Extension):
         max_per_client: int = 1000,
         input_timeout: float | None = None,
     ) -> None:
-        if ttl <= 0 or poll_interval <= 0 or max_per_client < 1:
-            raise ValueError("ttl, poll_interval and max_per_client must be positive")
+        for name, value in (("ttl", ttl), ("poll_interval", poll_interval)):
+            if not value > 0:  # (a NaN is not either)
+                raise ValueError(f"{name} must be positive, not {value!r}")
+        if not max_per_client >= 1:
+            raise ValueError(f"max_per_client must be positive, not {max_per_client!r}")
         if input_timeout is not None and not input_timeout > 0:  # (0 would fail every request for input at once)
             raise ValueError(f"input_timeout must be positive (or None: the ttl), not {input_timeout!r}")
         if store is not None and (isinstance(store, type) or not isinstance(store, TaskStore)):
