@@ -440,5 +440,12 @@ def test_a_protected_resource_refuses_a_string_for_a_list_and_a_verifier_that_ca
     for wrong in (JwtVerifier, SyncVerifier(), lambda token: None, None):
         with pytest.raises(TypeError, match="verifier must be an object with an async verify"):
             ProtectedResource(**{**good, "verifier": wrong})  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match=r"^extra_metadata cannot set resource: the policy sets it itself$"):
+        ProtectedResource(**good, extra_metadata={"resource": "https://other.example.com/mcp"})  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="cannot set authorization_servers, bearer_methods_supported"):
+        extra = {"authorization_servers": [], "bearer_methods_supported": ["body"]}
+        ProtectedResource(**good, extra_metadata=extra)  # type: ignore[arg-type]
+    documented = ProtectedResource(**good, extra_metadata={"resource_policy_uri": "https://x.example/policy"})  # type: ignore[arg-type]
+    assert documented.metadata["resource_policy_uri"] == "https://x.example/policy"
     policy = ProtectedResource(**good, required_scopes={"notes:read"}, scopes_supported=("notes:read",))  # type: ignore[arg-type]
     assert policy.required_scopes == ("notes:read",) and policy.metadata["scopes_supported"] == ["notes:read"]

@@ -171,6 +171,9 @@ class ProtectedResource(HttpPolicy):
             document["resource_name"] = resource_name
         if resource_documentation is not None:
             document["resource_documentation"] = resource_documentation
+        enforced = {"resource", "authorization_servers", "bearer_methods_supported"} & set(extra_metadata or {})
+        if enforced:  # (the metadata would say one thing and the policy do another)
+            raise ValueError(f"extra_metadata cannot set {', '.join(sorted(enforced))}: the policy sets it itself")
         document.update(extra_metadata or {})
         self.metadata: Mapping[str, Any] = document
         self._document = msgspec.json.encode(document)
