@@ -14,6 +14,7 @@ import time
 from collections.abc import Iterator
 
 import anyio
+import anyio.abc
 import httpx
 import pytest
 from auth_server import AuthServer, running_auth_server
@@ -214,6 +215,32 @@ async def test_an_unreachable_key_set_is_unavailable_not_invalid() -> None:
     checker = JwtVerifier(issuer="http://127.0.0.1", audience=RESOURCE, jwks_url=f"http://127.0.0.1:{port}/jwks")
     with pytest.raises(VerifierUnavailable, match="could not be reached"):
         await checker.verify(jwt.encode({"alg": "RS256", "kid": "k"}, {"a": 1}, RSAKey.generate_key(2048)))
+
+
+@pytest.mark.anyio
+async def test_an_authorization_server_that_never_answers_is_unavailable_after_the_timeout() -> None:
+    accepted: list[anyio.abc.SocketStream] = []  # held open, never answered
+
+    async def hold(stream: anyio.abc.SocketStream) -> None:
+        accepted.append(stream)
+        await anyio.sleep_forever()
+
+    with anyio.fail_after(10):  # (the defaults, 10 s per call, would not come in time)
+        listener = await anyio.create_tcp_listener(local_host="127.0.0.1")
+        url = f"http://127.0.0.1:{listener.extra(anyio.abc.SocketAttribute.local_port)}"
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(listener.serve, hold)
+            jwt_checker = JwtVerifier(issuer=url, audience=RESOURCE, jwks_url=f"{url}/jwks", timeout=0.2)
+            with pytest.raises(VerifierUnavailable, match=r"could not be reached \(ReadTimeout\)"):
+                await jwt_checker.verify(jwt.encode({"alg": "RS256", "kid": "k"}, {"a": 1}, RSAKey.generate_key(2048)))
+            introspection = IntrospectionVerifier(introspection_url=f"{url}/introspect", audience=RESOURCE, timeout=0.2)
+            with pytest.raises(VerifierUnavailable, match=r"could not be reached \(ReadTimeout\)"):
+                await introspection.verify("opaque-token")
+            tg.cancel_scope.cancel()
+        await listener.aclose()
+    assert len(accepted) == 2
+    for stream in accepted:
+        await stream.aclose()
 
 
 @pytest.mark.anyio
