@@ -190,6 +190,25 @@ async def test_the_metadata_is_served_at_the_path_aware_and_the_root_well_known_
     assert (await http.post(base(protected) + path)).status_code == 405
 
 
+async def test_without_root_metadata_only_the_path_aware_uri_serves_the_metadata(
+    auth: AuthServer, http: httpx.AsyncClient
+) -> None:
+    verifier = JwtVerifier(issuer=auth.issuer, audience=RESOURCE, jwks_url=f"{auth.issuer}/jwks")
+    policy = ProtectedResource(
+        resource=RESOURCE, authorization_servers=[auth.issuer], verifier=verifier, root_metadata=False
+    )
+    thread = ServerThread(McpAsgiApp(make_server(), http_policy=policy))
+    try:
+        own = await http.get(f"{base(thread)}/.well-known/oauth-protected-resource/mcp")
+        assert own.status_code == 200 and own.json()["resource"] == RESOURCE
+        root = await http.get(f"{base(thread)}/.well-known/oauth-protected-resource")
+        assert root.status_code == 404  # (left to another protected resource of this host)
+        challenge = (await http.post(f"{base(thread)}/mcp", json=init_body(), headers=JSON_HEADERS)).headers
+        assert f'resource_metadata="{METADATA_URL}"' in challenge["www-authenticate"]
+    finally:
+        thread.stop()
+
+
 async def test_an_app_without_a_policy_serves_no_metadata(http: httpx.AsyncClient) -> None:
     thread = ServerThread(McpAsgiApp(make_server()))
     try:
