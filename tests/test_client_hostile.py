@@ -158,7 +158,8 @@ class HostileEndpoint:
     * ``big-json``: a valid result of ``size`` bytes of text;
     * ``silent-sse``: an SSE stream with one comment and then nothing, until the client goes;
     * ``html-502``: a proxy's error page;
-    * ``bad-session-id``: a session id that is not visible ASCII.
+    * ``bad-session-id``: a session id that is not visible ASCII;
+    * ``sse-for-notifications``: every notification answered by an event stream that stays open and silent.
     """
 
     def __init__(self, mode: str, size: int = 0) -> None:
@@ -179,7 +180,9 @@ class HostileEndpoint:
                 break
         request = json.loads(body)
         method, ident = request.get("method"), request.get("id")
-        if ident is None:
+        if ident is None and self.mode == "sse-for-notifications":
+            await self._silent(receive, send)
+        elif ident is None:
             await _plain(send, 202)
         elif method == "initialize":
             result = {
@@ -314,3 +317,19 @@ async def test_a_session_id_that_is_not_visible_ascii_fails_the_handshake(
         async with Client.connect_http(thread.url, protocol_version="2025-11-25"):
             pass
     assert info.value.message == "the server's Mcp-Session-Id is not visible ASCII (0x21 to 0x7E), as it must be"
+
+
+@pytest.mark.parametrize("endpoint", [("sse-for-notifications",)], indirect=True)
+async def test_an_event_stream_answering_a_notification_holds_nothing(
+    endpoint: tuple[HostileEndpoint, ServerThread], caplog: pytest.LogCaptureFixture
+) -> None:
+    """The spec wants 202 for a notification; a stream that never ends there would hold the handshake (its
+    notifications/initialized) and, one notification at a time, every concurrent POST."""
+    _, thread = endpoint
+    options: Any = {"http_options": {"max_concurrent_posts": 1}, "protocol_version": "2025-11-25"}
+    with anyio.fail_after(20):
+        async with Client.connect_http(thread.url, **options) as client:
+            await client.notify_roots_changed()
+            await client.ping()
+    warning = "the server answered notifications/initialized with an event stream, where 202 is due: not read"
+    assert warning in [record.getMessage() for record in caplog.records]

@@ -355,7 +355,13 @@ class HttpClientStream(MessageStream):
             else:
                 await self._fail(out, f"the server answered HTTP {status}{_reason(body, content_type)}")
             return
-        if content_type == "text/event-stream":
+        if content_type == "text/event-stream" and out.kind != "request":
+            # The spec wants 202 and no body for a notification or a response. A stream there would be read with no
+            # end in sight, holding one of the concurrent POSTs (and the handshake, for notifications/initialized).
+            logger.warning(
+                "the server answered %s with an event stream, where 202 is due: not read", out.method or "a response"
+            )
+        elif content_type == "text/event-stream":
             await self._read_post_stream(response, out)
         elif content_type == "application/json":
             body = await _read_limited(response, self.max_event + 1)
