@@ -12,6 +12,7 @@ import json
 import logging
 import subprocess
 import tempfile
+import threading
 from collections.abc import Iterator
 from typing import Any
 
@@ -159,15 +160,26 @@ class HostileEndpoint:
     * ``silent-sse``: an SSE stream with one comment and then nothing, until the client goes;
     * ``html-502``: a proxy's error page;
     * ``bad-session-id``: a session id that is not visible ASCII;
-    * ``sse-for-notifications``: every notification answered by an event stream that stays open and silent.
+    * ``sse-for-notifications``: every notification answered by an event stream that stays open and silent;
+    * ``huge-retry``: an event stream with an event id and a ``retry`` of 400 digits, closed at once; the
+      standalone GET stream the same, with a ``ping`` request for the client (``answered`` once it is answered).
     """
 
     def __init__(self, mode: str, size: int = 0) -> None:
         self.mode = mode
         self.size = size
+        self.answered = threading.Event()
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         if scope["type"] != "http":
+            return
+        if scope["method"] == "GET" and self.mode == "huge-retry":
+            headers = [(b"content-type", b"text/event-stream")]
+            await send({"type": "http.response.start", "status": 200, "headers": headers})
+            ping = b'{"jsonrpc":"2.0","id":"s1","method":"ping"}'
+            await send(
+                {"type": "http.response.body", "body": b"retry: 1" + b"0" * 400 + b"\nid: g1\ndata: " + ping + b"\n\n"}
+            )
             return
         if scope["method"] != "POST":
             await _plain(send, 405)
@@ -180,7 +192,10 @@ class HostileEndpoint:
                 break
         request = json.loads(body)
         method, ident = request.get("method"), request.get("id")
-        if ident is None and self.mode == "sse-for-notifications":
+        if method is None and ident == "s1":
+            self.answered.set()
+            await _plain(send, 202)
+        elif ident is None and self.mode == "sse-for-notifications":
             await self._silent(receive, send)
         elif ident is None:
             await _plain(send, 202)
@@ -194,6 +209,10 @@ class HostileEndpoint:
             await _json(send, {"jsonrpc": "2.0", "id": ident, "result": result}, [(b"mcp-session-id", sid)])
         elif method == "tools/call" and self.mode == "endless-json":
             await self._endless(receive, send)
+        elif method == "tools/call" and self.mode == "huge-retry":
+            headers = [(b"content-type", b"text/event-stream")]
+            await send({"type": "http.response.start", "status": 200, "headers": headers})
+            await send({"type": "http.response.body", "body": b"id: 1\nretry: 1" + b"0" * 400 + b"\ndata:\n\n"})
         elif method == "tools/call" and self.mode == "silent-sse":
             await self._silent(receive, send)
         elif method == "tools/call" and self.mode == "html-502":
@@ -333,3 +352,31 @@ async def test_an_event_stream_answering_a_notification_holds_nothing(
             await client.ping()
     warning = "the server answered notifications/initialized with an event stream, where 202 is due: not read"
     assert warning in [record.getMessage() for record in caplog.records]
+
+
+@pytest.mark.parametrize("endpoint", [("huge-retry",)], indirect=True)
+async def test_a_retry_of_hundreds_of_digits_is_only_a_long_wait(
+    endpoint: tuple[HostileEndpoint, ServerThread],
+) -> None:
+    """The stream ends before its answer with an absurd ``retry``: the call waits (at most an hour, here its own
+    timeout) to resume it, and the session goes on; converting the delay used to fail and end the connection."""
+    _, thread = endpoint
+    async with Client.connect_http(thread.url, protocol_version="2025-11-25") as client:
+        with anyio.fail_after(10):
+            with pytest.raises(RequestTimeout):
+                await client.call_tool("anything", timeout=0.3)
+            await client.ping()
+
+
+@pytest.mark.parametrize("endpoint", [("huge-retry",)], indirect=True)
+async def test_a_get_stream_ending_with_a_retry_of_hundreds_of_digits_leaves_the_session_whole(
+    endpoint: tuple[HostileEndpoint, ServerThread],
+) -> None:
+    """The standalone stream ends right after a request for us and an absurd ``retry``: the client answers, waits
+    (at most an hour) to resume it, and goes on; converting the delay used to fail and end the whole connection."""
+    app, thread = endpoint
+    async with Client.connect_http(thread.url, protocol_version="2025-11-25") as client:
+        with anyio.fail_after(10):
+            assert await anyio.to_thread.run_sync(app.answered.wait, 10)
+            await client.ping()
+            await client.ping()

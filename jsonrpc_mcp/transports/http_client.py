@@ -77,6 +77,7 @@ _LOST: Final = "the server ended this MCP session (HTTP 404); connect again"
 #: The redirects followed, by method: those that keep the method (and the body) and, for GET, any.
 _FOLLOWED: Final = {"POST": (307, 308), "DELETE": (307, 308), "GET": (301, 302, 303, 307, 308)}
 _MAX_REDIRECTS: Final = 5
+_MAX_RETRY_MS: Final = 3_600_000
 _SESSION_ID: Final = re.compile(r"[\x21-\x7e]+")
 
 
@@ -468,7 +469,7 @@ class HttpClientStream(MessageStream):
             if attempts >= self.max_reconnects or self._closed:
                 break
             attempts += 1
-            await anyio.sleep((parser.retry_ms if parser.retry_ms is not None else self.default_retry_ms) / 1000)
+            await anyio.sleep(self._retry_delay(parser))
             before = parser.last_event_id
             headers = {**self._session_headers(), "Accept": "text/event-stream", "Last-Event-ID": before}
             try:
@@ -506,6 +507,12 @@ class HttpClientStream(MessageStream):
         except Exception as exc:
             logger.debug("an SSE stream broke: %r", exc)
         return got
+
+    def _retry_delay(self, parser: SseParser) -> float:
+        """Seconds to wait before resuming a stream: the server's ``retry`` (else ``default_retry_ms``), at most
+        an hour (a ``retry`` of a hundred digits is no reason to wait for ever, or to fail converting it)."""
+        retry_ms = parser.retry_ms if parser.retry_ms is not None else self.default_retry_ms
+        return min(retry_ms, _MAX_RETRY_MS) / 1000
 
     def _open_get_stream(self) -> None:
         if self._get_started or self.session_id is None or self._closed:
@@ -546,7 +553,7 @@ class HttpClientStream(MessageStream):
                 logger.debug("the GET stream broke: %r", exc)
             self._get_answered.set()  # a first attempt that failed does not hold the handshake either
             failures = 0 if parser.last_event_id != before else failures + 1
-            await anyio.sleep((parser.retry_ms if parser.retry_ms is not None else self.default_retry_ms) / 1000)
+            await anyio.sleep(self._retry_delay(parser))
 
 
 async def _read_limited(response: httpx.Response, limit: int) -> bytes:
