@@ -532,6 +532,8 @@ def test_the_server_refuses_a_wrong_setting_by_its_name() -> None:
         with pytest.raises(ValueError, match=r"request_state_key must be at least 16 bytes \(secrets.token_bytes"):
             Server("s", request_state_key=keys)  # (was: taken, and a state sealed with it could be forged)
     assert Server("s", request_state_key=b"k" * 16).request_state_key == b"k" * 16
+    with pytest.raises(ValueError, match=r'^eras must be "both", "handshake" or "stateless", not \'always\'$'):
+        Server("s").method("x/ping", eras="always")  # type: ignore[arg-type]  # (was: KeyError: 'always')
     server = Server("s", scope_hierarchy={"notes:admin": ("notes:write",)}, request_state_ttl=0.5)
     assert server.scope_hierarchy == {"notes:admin": ("notes:write",)} and server.request_state_ttl == 0.5
 

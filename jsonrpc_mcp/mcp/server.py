@@ -551,7 +551,10 @@ class Server:
         :class:`~jsonrpc_mcp.RpcError` for an error response. Replaces a built-in method of the same name.
         ``scopes``: the OAuth scopes a caller's token needs (checked when the request is authenticated).
         """
-        era_set = {"both": BOTH, "handshake": HANDSHAKE_ONLY, "stateless": STATELESS_ONLY}[eras]
+        era_sets = {"both": BOTH, "handshake": HANDSHAKE_ONLY, "stateless": STATELESS_ONLY}
+        if eras not in era_sets:
+            raise ValueError(f'eras must be "both", "handshake" or "stateless", not {eras!r}')
+        era_set = era_sets[eras]
 
         def register(fn: F) -> F:
             handler: Callable[..., Any] = fn
