@@ -8,6 +8,7 @@ import base64
 import enum
 import json
 import logging
+import re
 import sys
 from typing import Annotated, Any, Literal
 
@@ -518,6 +519,22 @@ def test_a_cache_hint_refuses_a_scope_the_spec_does_not_have_and_a_fraction_of_a
     with pytest.raises(ValueError, match="ttl_ms must be >= 0"):
         CacheHint(ttl_ms=-1)
     assert CacheHint(ttl_ms=0, scope="private").scope == "private"
+
+
+def test_a_decorator_used_without_its_call_is_refused_rather_than_registering_nothing() -> None:
+    server = Server("s")  # (was: nothing registered, and the function replaced by the decorator)
+    for decorator, example in (("tool", "()"), ("prompt", "()"), ("resource", '("notes://{id}")')):
+        message = f"@server.{decorator} is called to make the decorator: @server.{decorator}{example}"
+        with pytest.raises(TypeError, match=f"^{re.escape(message)}$"):
+
+            @getattr(server, decorator)
+            def forgotten() -> str:
+                return "x"
+
+    with pytest.raises(TypeError, match=re.escape('@server.method("x/name")')):
+        server.method(lambda ctx, params: None)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=re.escape('@server.on_notification("notifications/roots/list_changed")')):
+        server.on_notification(lambda session, params: None)  # type: ignore[arg-type]
 
 
 def test_the_server_refuses_a_wrong_setting_by_its_name() -> None:

@@ -172,6 +172,13 @@ class PromptDef(msgspec.Struct):
     complete: dict[str, Callable[..., Any]] = msgspec.field(default_factory=dict)
 
 
+def _called_first(argument: Any, decorator: str, example: str) -> None:
+    """Refuse a decorator used without its call (``@server.tool``): the function would be registered as nothing
+    and replaced by the decorator itself."""
+    if callable(argument):
+        raise TypeError(f"@server.{decorator} is called to make the decorator: @server.{decorator}({example})")
+
+
 class Server:
     """An MCP server: register tools, resources and prompts, then serve it on any transport.
 
@@ -505,6 +512,8 @@ class Server:
     def on_notification(self, method: str) -> Callable[[F], F]:
         """Register ``fn(session, params)`` for a client notification (``notifications/roots/list_changed``)."""
 
+        _called_first(method, "on_notification", '"notifications/roots/list_changed"')
+
         def register(fn: F) -> F:
             self._notification_handlers.setdefault(method, []).append(fn)
             return fn
@@ -555,6 +564,8 @@ class Server:
         if eras not in era_sets:
             raise ValueError(f'eras must be "both", "handshake" or "stateless", not {eras!r}')
         era_set = era_sets[eras]
+
+        _called_first(name, "method", '"x/name"')
 
         def register(fn: F) -> F:
             handler: Callable[..., Any] = fn
@@ -610,6 +621,8 @@ class Server:
         ask for input first, or answer at once when there is little to do. Registering such a tool adds the tasks
         extension (an in-memory store) unless the server offers it already.
         """
+
+        _called_first(name, "tool", "")
 
         def register(fn: F) -> F:
             self.add_tool(
@@ -744,6 +757,8 @@ class Server:
         ``def`` runs on a worker thread unless ``inline=True`` (see :meth:`tool`). ``scopes``: the OAuth scopes a
         caller's token needs to read it (or subscribe to it).
         """
+
+        _called_first(uri, "resource", '"notes://{id}"')
 
         def register(fn: F) -> F:
             self.add_resource(
@@ -1002,6 +1017,8 @@ class Server:
         ``complete`` maps an argument name to a function ``(value, context_arguments) -> list[str]``. A plain
         ``def`` runs on a worker thread unless ``inline=True`` (see :meth:`tool`). ``scopes``: the OAuth scopes a
         caller's token needs to get it (or complete its arguments)."""
+
+        _called_first(name, "prompt", "")
 
         def register(fn: F) -> F:
             self.add_prompt(
