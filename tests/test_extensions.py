@@ -328,3 +328,24 @@ async def test_without_a_backend_an_extension_event_is_delivered_to_the_extensio
     assert heard == [{"n": 1}, {"n": 2}]
     with pytest.raises(ValueError, match=r"no extension 'com\.example/other'"):
         await server.publish_to_extension("com.example/other", {})
+
+
+def test_an_extension_decorator_used_without_its_call_is_refused() -> None:
+    extension = Extension("com.example/forgetful")
+    with pytest.raises(
+        TypeError, match=r'^Extension\.method is called to make the decorator: @extension\.method\("x/name"\)$'
+    ):
+
+        @extension.method  # type: ignore[arg-type]
+        def ping(ctx: Context, params: Any) -> dict[str, Any]:
+            return {}
+
+    with pytest.raises(
+        TypeError, match=r'^Extension\.wrap is called to make the decorator: @extension\.wrap\("tools/call"\)$'
+    ):
+
+        @extension.wrap  # type: ignore[arg-type]
+        def around(ctx: Context, params: Any, call_next: WrapNext) -> Any:
+            return call_next(params)
+
+    assert extension.methods == {} and extension.wrappers == {}  # (was: nothing added, no error)

@@ -172,6 +172,8 @@ class Extension:
     def method(self, name: str, *, params: Any = None) -> Callable[[F], F]:
         """Add a request method: ``fn(ctx, params)`` returns the result (a dict or a Struct), or a coroutine of it.
         ``params`` is a ``msgspec.Struct`` type to decode the params with (default: a dict, or ``None``)."""
+        if callable(name):  # (used without its call: nothing would be added, the function replaced)
+            raise TypeError('Extension.method is called to make the decorator: @extension.method("x/name")')
 
         def register(fn: F) -> F:
             self.methods[name] = fn
@@ -184,6 +186,8 @@ class Extension:
         """Run ``fn(ctx, params, call_next)`` around ``method``'s handler (an existing method of the server, or
         one this extension adds). Wrappers added first run outermost. A plain function gets what ``call_next``
         returns (a result, or an awaitable it returns as it is); an ``async def`` awaits it."""
+        if callable(method):  # (used without its call: nothing would be wrapped, the function replaced)
+            raise TypeError('Extension.wrap is called to make the decorator: @extension.wrap("tools/call")')
 
         def register(fn: F) -> F:
             self.wrappers.setdefault(method, []).append(fn)
