@@ -82,6 +82,19 @@ async def test_a_stderr_nothing_reads_is_refused_before_the_server_starts(stderr
             pass
 
 
+async def test_answers_to_no_request_or_twice_to_one_are_logged_and_change_nothing(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.WARNING, logger="jsonrpc_mcp")
+    async with Client.connect_stdio(hostile_stdio("twice"), protocol_version="2025-11-25") as client:
+        with anyio.fail_after(10):
+            assert await client.list_tools() == []
+            assert await client.list_tools() == []
+    lines = [record.getMessage() for record in caplog.records]
+    assert "ignoring a response to unknown request id 'never-used'" in lines
+    assert "ignoring a response to unknown request id 2" in lines  # the second answer to the first tools/list
+
+
 async def test_garbage_on_stdout_is_skipped_and_the_call_answered() -> None:
     async with Client.connect_stdio(hostile_stdio("garbage"), protocol_version="2025-11-25") as client:
         with anyio.fail_after(10):
@@ -161,6 +174,7 @@ class HostileEndpoint:
     * ``html-502``: a proxy's error page;
     * ``bad-session-id``: a session id that is not visible ASCII;
     * ``sse-for-notifications``: every notification answered by an event stream that stays open and silent;
+    * ``text-plain``: a ``200`` in ``text/plain``;
     * ``huge-retry``: an event stream with an event id and a ``retry`` of 400 digits, closed at once; the
       standalone GET stream the same, with a ``ping`` request for the client (``answered`` once it is answered).
     """
@@ -209,6 +223,9 @@ class HostileEndpoint:
             await _json(send, {"jsonrpc": "2.0", "id": ident, "result": result}, [(b"mcp-session-id", sid)])
         elif method == "tools/call" and self.mode == "endless-json":
             await self._endless(receive, send)
+        elif method == "tools/call" and self.mode == "text-plain":
+            await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"text/plain")]})
+            await send({"type": "http.response.body", "body": b"OK"})
         elif method == "tools/call" and self.mode == "huge-retry":
             headers = [(b"content-type", b"text/event-stream")]
             await send({"type": "http.response.start", "status": 200, "headers": headers})
@@ -380,3 +397,13 @@ async def test_a_get_stream_ending_with_a_retry_of_hundreds_of_digits_leaves_the
             assert await anyio.to_thread.run_sync(app.answered.wait, 10)
             await client.ping()
             await client.ping()
+
+
+@pytest.mark.parametrize("endpoint", [("text-plain",)], indirect=True)
+async def test_an_answer_of_another_content_type_fails_its_call(endpoint: tuple[HostileEndpoint, ServerThread]) -> None:
+    _, thread = endpoint
+    async with Client.connect_http(thread.url, protocol_version="2025-11-25") as client:
+        with anyio.fail_after(10), pytest.raises(RpcError) as info:
+            await client.call_tool("anything")
+        assert info.value.message == "unexpected content type 'text/plain' in the answer"
+        await client.ping()
