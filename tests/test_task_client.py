@@ -23,8 +23,9 @@ from http_support import collect_garbage as collect_garbage
 
 from jsonrpc_mcp import Client, RpcError, Server, types
 from jsonrpc_mcp.cli import load_app
-from jsonrpc_mcp.errors import MethodNotFound, RequestTimeout
-from jsonrpc_mcp.tasks import ClientTasks, TaskCancelled
+from jsonrpc_mcp.errors import MethodNotFound, ProtocolViolation, RequestTimeout
+from jsonrpc_mcp.mcp.task_client import MOST_POLL
+from jsonrpc_mcp.tasks import ClientTasks, TaskCancelled, TaskHandle
 from jsonrpc_mcp.transports.http_asgi import McpAsgiApp
 
 pytestmark = [pytest.mark.anyio, HTTPX_GENERATORS, pytest.mark.usefixtures("collect_garbage")]
@@ -185,6 +186,25 @@ async def test_a_task_is_followed_again_from_another_connection(http_app: Server
         await second.call_tool("release", {"key": gate})
         result = await handle.wait(timeout=TIMEOUT)
     assert text_of(result) == f"worked {gate} in task {task_id}"
+
+
+async def test_a_task_result_of_another_shape_is_a_protocol_violation(http_app: ServerThread) -> None:
+    gate = key()
+    async with Client.connect_http(http_app.url) as client:
+        started = await client.start_tool_task("work", {"key": gate})
+        assert started.task_id is not None
+        handle = client.task(started.task_id, result_type=types.ListToolsResult)  # (a tool's result has no tools)
+        await client.call_tool("release", {"key": gate})
+        with pytest.raises(ProtocolViolation, match=r"task .+'s result is not a valid ListToolsResult: .*tools"):
+            await handle.wait(timeout=TIMEOUT)
+        assert handle.done
+
+
+async def test_the_wait_between_two_polls_is_bounded_whatever_the_server_suggests(http_app: ServerThread) -> None:
+    async with Client.connect_http(http_app.url) as client:
+        for suggested, seconds in [(250, 0.25), (10**15, MOST_POLL), (float("inf"), MOST_POLL), (0, 1.0), (-5, 1.0)]:
+            task = {"resultType": "task", "taskId": "t1", "status": "working", "pollIntervalMs": suggested}
+            assert TaskHandle(client, task).poll_interval == seconds
 
 
 async def test_a_listen_stream_hears_of_a_task(http_app: ServerThread) -> None:

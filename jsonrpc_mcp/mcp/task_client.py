@@ -42,6 +42,8 @@ logger = logging.getLogger(__name__)
 _CANCEL_TIMEOUT: Final = 5.0
 #: The poll interval when the server suggests none (seconds).
 _DEFAULT_POLL: Final = 1.0
+#: The longest wait between two ``tasks/get`` (seconds), whatever ``pollIntervalMs`` the server suggests.
+MOST_POLL: Final = 3600.0
 
 
 class TaskCancelled(Exception):
@@ -132,7 +134,9 @@ class TaskHandle:
     def poll_interval(self) -> float:
         """Seconds between two ``tasks/get``, as the server suggests."""
         interval = self.last.get("pollIntervalMs")
-        return interval / 1000 if isinstance(interval, (int, float)) and interval > 0 else _DEFAULT_POLL
+        if not isinstance(interval, (int, float)) or not interval > 0:
+            return _DEFAULT_POLL
+        return min(interval / 1000, MOST_POLL)
 
     async def refresh(self) -> dict[str, Any]:
         """Ask the server how the task is (``tasks/get``) and return it."""
@@ -156,7 +160,13 @@ class TaskHandle:
         ``statusMessage``. A failed task raises its JSON-RPC error, a cancelled one :class:`TaskCancelled`;
         ``timeout`` (seconds, default none) raises ``TimeoutError`` and leaves the task as it is."""
         outcome = await self.outcome(progress=progress, timeout=timeout)
-        return msgspec.convert(outcome, self.result_type)
+        try:
+            return msgspec.convert(outcome, self.result_type)
+        except msgspec.ValidationError as exc:
+            name = getattr(self.result_type, "__name__", None) or repr(self.result_type)
+            raise ProtocolViolation(
+                f"{self.method}: task {self.task_id}'s result is not a valid {name}: {exc}"
+            ) from None
 
     async def outcome(
         self, *, progress: ProgressCallback | None = None, timeout: float | None = None
