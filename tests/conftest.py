@@ -14,8 +14,9 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 
 def standard_asyncio_loop() -> asyncio.AbstractEventLoop:
-    """asyncio's own event loop, whatever policy is installed process-wide: uvicorn releases before 0.31 install
-    uvloop's when a test serves with them, and the tests of the asyncio backend would then run on uvloop."""
+    """asyncio's own event loop, whatever policy is installed process-wide: older uvicorn releases (0.30, the
+    lowest the project supports) install uvloop's when a test serves with them, and the tests of the asyncio
+    backend would then run on uvloop."""
     loop_class: Any = getattr(asyncio, "EventLoop", None)  # (Python 3.13 and later)
     if loop_class is None:
         loop_class = asyncio.ProactorEventLoop if sys.platform == "win32" else asyncio.SelectorEventLoop  # type: ignore[attr-defined]
