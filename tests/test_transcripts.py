@@ -14,7 +14,6 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from typing import Any
 
 import anyio
 import pytest
@@ -101,8 +100,8 @@ def _explain(case: CaseResult) -> str:
 
 
 @pytest.mark.parametrize(("path", "case"), [_param(t, n) for t, n in _cases])
-async def test_transcript(path: Path, case: str, anyio_backend: Any) -> None:
-    result = await _result(path, anyio_backend if isinstance(anyio_backend, str) else anyio_backend[0])
+async def test_transcript(path: Path, case: str, anyio_backend: str) -> None:
+    result = await _result(path, anyio_backend)
     (found,) = [c for c in result.cases if c.name == case]
     assert found.status == "pass", _explain(found)
 
