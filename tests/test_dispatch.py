@@ -5,7 +5,6 @@ from __future__ import annotations
 import contextvars
 import json
 import logging
-import sys
 from collections.abc import AsyncIterator, Coroutine
 from contextlib import asynccontextmanager
 from typing import Any
@@ -464,15 +463,23 @@ async def test_answers_of_one_pass_are_gathered_only_when_the_stream_gathers(gat
     """Two async handlers that finish in the same pass: one write for both on a gathering stream (a byte stream),
     one write each, without waiting a pass, on one that does not (a Streamable HTTP session)."""
 
-    async def answer() -> bytes:
-        await anyio.lowlevel.checkpoint()  # (a task of its own even where tasks start eagerly)
+    started = {1: anyio.Event(), 2: anyio.Event()}
+    release = anyio.Event()
+
+    async def answer(ident: Any) -> bytes:
+        started[ident].set()
+        await release.wait()  # (both wake up in the same pass)
         return b"{}"
 
     frames = [request_frame(1, "a"), request_frame(2, "b")]
     stream = _Writes(frames, gathers=gathers)
-    server = Dispatcher(stream, lambda req, context: answer(), drain_timeout=10.0)
-    with anyio.fail_after(10):
-        await server.run()
+    server = Dispatcher(stream, lambda req, context: answer(req.id), drain_timeout=10.0)
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(server.run)
+        with anyio.fail_after(10):
+            await started[1].wait()
+            await started[2].wait()
+        release.set()
     answers = [b'{"jsonrpc":"2.0","id":1,"result":{}}', b'{"jsonrpc":"2.0","id":2,"result":{}}']
     # (the two tasks may run in either order: trio shuffles them)
     assert sorted(frame for write in stream.writes for frame in write) == answers
@@ -654,7 +661,7 @@ async def test_handler_tasks_do_not_go_through_the_loops_task_factory() -> None:
     finally:
         loop.set_task_factory(previous)
     assert gates.count == 1
-    assert made and "Dispatcher._run_request" not in made  # (the factory did make the client's own tasks)
+    assert made and "Dispatcher._run_handlers" not in made  # (the factory did make the client's own tasks)
 
 
 # --- begin: the one request path, with or without tasks ----------------------------------------------------
@@ -838,20 +845,15 @@ def msgspec_raw(data: bytes) -> Any:
 marker: contextvars.ContextVar[str] = contextvars.ContextVar("marker", default="unset")
 
 
-def _starts_eagerly() -> bool:
-    """Whether the running event loop starts a handler task inside ``begin`` (asyncio from Python 3.12)."""
-    return sys.version_info >= (3, 12) and not _on_trio()
-
-
 def _on_trio() -> bool:
     import sniffio
 
     return sniffio.current_async_library() == "trio"
 
 
-async def test_an_async_handler_that_does_not_wait_is_answered_with_the_answers_ready_at_once() -> None:
-    """Where tasks start eagerly, an ``async def`` handler that never waits is answered in the same write as the
-    inline answers of its read, in the order of the frames; elsewhere its answer follows in a write of its own."""
+async def test_an_async_handler_that_does_not_wait_is_answered_after_the_answers_ready_at_once() -> None:
+    """The inline answers of a read go out first, in the order of the frames; an ``async def`` handler that never
+    waits is answered in the write after them, in the read loop's pass."""
 
     async def later() -> bytes:
         return b'"async"'
@@ -865,16 +867,13 @@ async def test_an_async_handler_that_does_not_wait_is_answered_with_the_answers_
         await Dispatcher(stream, handler).run()
     ones = [b'{"jsonrpc":"2.0","id":%d,"result":"%s"}' % (i, kind) for i, kind in ((1, b"inline"), (3, b"inline"))]
     two = b'{"jsonrpc":"2.0","id":2,"result":"async"}'
-    if _starts_eagerly():
-        assert stream.writes == [[ones[0], two, ones[1]]]
-    else:
-        assert stream.writes == [ones, [two]]
+    assert stream.writes == [ones, [two]]
 
 
-async def test_an_eagerly_started_handler_is_a_task_of_its_own() -> None:
-    """A handler that enters a timeout and then waits is timed out alone, the read loop goes on: its first steps
-    run as its own task (anyio's cancel scopes, ``current_task``), even when they run inside ``begin``; and what
-    it sets in a context variable is not seen by the next request's handler."""
+async def test_a_handler_that_waits_is_a_task_of_its_own() -> None:
+    """A handler that enters a timeout and then waits is timed out alone, the read loop goes on: from its first step
+    on it runs as a task of its own (anyio's cancel scopes, ``current_task``), though it started in the task of
+    the handlers of its read; and what it sets in a context variable is not seen by the next request's handler."""
     seen: dict[str, Any] = {}
     reader = anyio.get_current_task().id
 
@@ -900,6 +899,144 @@ async def test_an_eagerly_started_handler_is_a_task_of_its_own() -> None:
     assert seen == {"own task": True, "marker": "unset"}  # (trio may run the two in either order)
 
 
+async def test_the_handlers_of_a_read_that_do_not_wait_share_a_task_each_with_its_own_context() -> None:
+    """Handlers that finish without waiting take their one step in one task, the read's (not the read loop's),
+    one after the other in the order of the frames, each in a context of its own: what one sets in a context
+    variable, the next does not see."""
+    reader = anyio.get_current_task().id
+    seen: list[tuple[int, int, str]] = []
+
+    async def step(ident: int) -> bytes:
+        seen.append((ident, anyio.get_current_task().id, marker.get()))
+        marker.set(f"set by {ident}")
+        return b"{}"
+
+    stream = _Writes([request_frame(1, "a"), request_frame(2, "b"), request_frame(3, "c")], gathers=True)
+    with anyio.fail_after(10):
+        await Dispatcher(stream, lambda req, context: step(req.id)).run()  # type: ignore[arg-type]
+    assert [(ident, value) for ident, _, value in seen] == [(1, "unset"), (2, "unset"), (3, "unset")]
+    tasks = {task for _, task, _ in seen}
+    assert reader not in tasks
+    if not _on_trio():  # (trio may run the read loop first in the pass: then the first answer waits for the others)
+        assert len(tasks) == 1
+    assert sum(len(write) for write in stream.writes) == 3
+
+
+def _acting_on_cancellations(dispatcher: Dispatcher) -> Dispatcher:
+    """``dispatcher`` with a notification handler that cancels the request named (what a session does)."""
+
+    def on_notification(note: Any) -> None:
+        dispatcher.cancel_inbound(json.loads(bytes(note.params))["requestId"])
+
+    dispatcher.on_notification = on_notification
+    return dispatcher
+
+
+class _Reads(MessageStream):
+    """Reads handed over by the test (``read``), each a list of frames; what is written goes to ``written``."""
+
+    gathers_replies = True
+
+    def __init__(self) -> None:
+        self._send, self._receive = anyio.create_memory_object_stream[list[bytes]](8)
+        self.written: list[bytes] = []
+
+    def read(self, *frames: bytes) -> None:
+        self._send.send_nowait(list(frames))
+
+    async def receive(self) -> list[bytes]:
+        return await self._receive.receive()
+
+    async def send(self, frames: Any) -> None:
+        self.written += [out.frame for out in frames]
+
+    def end(self) -> None:
+        self._send.close()
+
+    async def aclose(self) -> None:
+        self._send.close()
+        self._receive.close()
+
+
+async def test_the_handlers_after_one_that_waits_go_on_and_its_cancellation_is_its_own() -> None:
+    """In one read: the handler that waits keeps the read's task, the ones after it start at once all the same,
+    and cancelling it (the peer's ``notifications/cancelled``) cancels only it."""
+    gates = Gates()
+    stream = _Reads()
+    dispatcher = _acting_on_cancellations(Dispatcher(stream, gates.handler))
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(dispatcher.run)
+        first, second = (request_frame(ident, "block", {"key": key}) for ident, key in ((1, "first"), (2, "second")))
+        stream.read(first, second, request_frame(3, "echo", {"third": True}))
+        with anyio.fail_after(10):
+            await gates.event(gates.started, "first").wait()
+            await gates.event(gates.started, "second").wait()
+        stream.read(cancel_frame(1, "user"))
+        with anyio.fail_after(10):
+            await gates.event(gates.cancelled, "first").wait()
+        assert "second" not in gates.cancelled
+        gates.event(gates.release, "second").set()
+        stream.end()
+    await stream.aclose()
+    assert sorted(stream.written) == [
+        b'{"jsonrpc":"2.0","id":2,"result":{"key": "second"}}',
+        b'{"jsonrpc":"2.0","id":3,"result":{"third":true}}',
+    ]
+
+
+async def test_a_request_cancelled_in_the_read_that_brings_it_stops_at_its_first_wait() -> None:
+    """A request and its cancellation in one read: its handler runs up to its first wait and is cancelled there,
+    never answered; the other requests of the read are answered."""
+    gates = Gates()
+    frames = [request_frame(1, "block", {"key": "c"}), cancel_frame(1, "user"), request_frame(2, "echo", {"x": 1})]
+    stream = _Writes(frames, gathers=True)
+    with anyio.fail_after(10):
+        await _acting_on_cancellations(Dispatcher(stream, gates.handler, drain_timeout=10.0)).run()
+    assert gates.event(gates.cancelled, "c").is_set()
+    assert [frame for write in stream.writes for frame in write] == [b'{"jsonrpc":"2.0","id":2,"result":{"x":1}}']
+
+
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])
+async def test_a_handler_that_ends_cancelled_at_once_does_not_stop_the_others_of_its_read() -> None:
+    import asyncio
+
+    async def handler(ident: Any) -> bytes:
+        if ident == 1:
+            raise asyncio.CancelledError
+        return b"{}"
+
+    stream = _Writes([request_frame(1, "a"), request_frame(2, "b")], gathers=True)
+    server = Dispatcher(stream, lambda req, context: handler(req.id), drain_timeout=10.0)
+    with anyio.fail_after(10):
+        await server.run()
+    assert stream.writes == [[b'{"jsonrpc":"2.0","id":2,"result":{}}']] and server.in_flight() == 0
+
+
+async def test_handlers_that_start_after_all_were_cancelled_are_cancelled_too() -> None:
+    """Leaving the connection's tasks cancels what runs and what starts after, as a cancelled task group does: two
+    handlers begun together, the second starting only when the first waits, both end cancelled."""
+    gates = Gates()
+    dispatcher = Dispatcher(_Writes([], gathers=False), gates.handler)
+    keys = ("one", "two")
+
+    async def release_after_a_while() -> None:  # (so that a failure fails, rather than waiting forever)
+        with anyio.move_on_after(10):
+            await anyio.Event().wait()
+        for key in keys:
+            gates.event(gates.release, key).set()
+
+    async with anyio.create_task_group() as watchdog:
+        watchdog.start_soon(release_after_a_while)
+        async with open_handler_tasks() as tasks:
+            dispatcher.use_tasks(tasks)
+            for key in keys:
+                request = Request(key, "block", msgspec_raw(b'{"key":"%s"}' % key.encode()))
+                assert type(dispatcher.begin(request)) is Pending
+            tasks.cancel_all()
+        watchdog.cancel_scope.cancel()
+    assert [gates.event(gates.cancelled, key).is_set() for key in keys] == [True, True]
+
+
 async def test_the_answers_of_a_read_go_out_before_the_next_read() -> None:
     """Handlers that do not wait, started by one read, finish before the read loop reads again, and their answers
     go out in one write first (on asyncio; trio runs the tasks of a pass in any order, the read loop among them)."""
@@ -921,11 +1058,8 @@ async def test_handlers_that_finish_in_the_read_loops_pass_leave_the_write_to_it
     """Handlers of one read that finish in the read loop's pass hand their answers to the read loop's write and end
     at once: none of them is still in flight when the answers go out (on asyncio; trio runs the tasks of a pass in
     any order, the read loop among them)."""
-    eager = _starts_eagerly()
 
     async def answer() -> bytes:
-        if eager:  # (its first step ran inside begin: the pass runs the rest)
-            await anyio.lowlevel.checkpoint()
         return b"{}"
 
     in_flight_at_write: list[int] = []

@@ -1,13 +1,14 @@
 """The concurrency pieces of the request path, each a small class (L3).
 
 * :func:`open_handler_tasks` — the tasks of a connection (or of every HTTP session of an app), spawned on the
-  running event loop directly: an asyncio task per handler, or a task in one trio nursery with a cancel scope
-  of its own. A handler task is cancelled alone (``notifications/cancelled``) or with all of them, and leaving
-  the block waits for what still runs. An anyio task group gives the same with a task state, a cancel scope and
+  running event loop directly: an asyncio task, or a task in one trio nursery with a cancel scope of its own. A
+  task is cancelled alone (``notifications/cancelled``) or with all of them, and leaving the block waits for what
+  still runs. An anyio task group gives the same with a task state, a cancel scope and
   a done callback per task, none of which a handler needs; anyio works inside these tasks as anywhere.
 * :class:`BoundedQueue` — a queue between one writer and one reader with a bound on the items it holds: what an
   HTTP response reads from the logical stream it serves.
 * :class:`WriteLock` — a connection's write lock, taken without a pass through the event loop when it is free.
+* :func:`continue_in_task` — a coroutine whose first step was taken by hand, run on by the current task.
 * :func:`loop_sleep` — the running loop's own ``sleep``, for code that takes several scheduler passes in a row.
 
 Everything here is used in one event loop; none of it is thread-safe.
@@ -17,15 +18,17 @@ from __future__ import annotations
 
 import logging
 import sys
+import types
 from collections import deque
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine, Generator
+from contextvars import Context
 from types import TracebackType
 from typing import Any, Generic, TypeVar
 
 import anyio
 import anyio.lowlevel
 
-__all__ = ("BoundedQueue", "HandlerTasks", "WriteLock", "loop_sleep", "open_handler_tasks")
+__all__ = ("BoundedQueue", "HandlerTasks", "WriteLock", "continue_in_task", "loop_sleep", "open_handler_tasks")
 
 logger = logging.getLogger(__name__)
 
@@ -43,6 +46,23 @@ def open_handler_tasks() -> HandlerTasks:
     if trio is not None:
         return _TrioTasks(trio)
     return _AsyncioTasks()
+
+
+@types.coroutine
+def continue_in_task(coro: Coroutine[Any, Any, T], waits_for: Any, context: Context) -> Generator[Any, Any, T]:
+    """Run ``coro`` to its end as a part of the current task, from where its first step, taken by hand in
+    ``context``, left it waiting for ``waits_for``. Each later step runs in that context too, and what the task is
+    sent or thrown (a result, a cancellation) goes on to ``coro``, as if the task ran ``coro`` itself."""
+    while True:
+        try:
+            try:
+                sent = yield waits_for
+            except BaseException as exc:
+                waits_for = context.run(coro.throw, exc)
+            else:
+                waits_for = context.run(coro.send, sent)
+        except StopIteration as end:
+            return end.value  # type: ignore[no-any-return]
 
 
 def loop_sleep() -> Callable[[float], Awaitable[None]]:
@@ -65,27 +85,24 @@ def _running_trio() -> Any:
 
 
 class _AsyncioTasks:
-    __slots__ = ("_eager_task", "_live", "_loop", "_task")
+    __slots__ = ("_all_cancelled", "_live", "_loop", "_task")
 
     def __init__(self) -> None:
         import asyncio  # loaded already: its loop runs
 
         self._loop: Any = asyncio.get_running_loop()
         self._task: Any = asyncio.Task
-        self._eager_task: Any = getattr(asyncio, "eager_task_factory", None)  # Python 3.12 and later
         self._live: set[Any] = set()  # asyncio itself holds tasks only weakly
+        self._all_cancelled = False
 
-    def spawn(self, coro: Coroutine[Any, Any, None], name: str, *, eager: bool = False) -> object:
-        """Start ``coro`` in a new task; returns the token :meth:`cancel` and :meth:`forget` take. The coroutine
-        calls :meth:`forget` with its token as it finishes (a done callback would cost a pass of the loop).
-        ``eager``: where asyncio can (Python 3.12 and later), the task runs inside this call up to its first
-        suspension, as a task of its own (its ``current_task``, cancel scopes and context variables)."""
-        if eager and self._eager_task is not None:
-            task = self._eager_task(self._loop, coro, name=name)
-        else:
-            task = self._task(coro, loop=self._loop, name=name)
-        if not task.done():  # (one started eagerly may have finished already)
-            self._live.add(task)
+    def spawn(self, coro: Coroutine[Any, Any, None], name: str) -> object:
+        """Start ``coro`` in a new task on the loop's next pass; returns the token :meth:`cancel` and :meth:`forget`
+        take. The coroutine calls :meth:`forget` with its token as it finishes (a done callback would cost a pass of
+        the loop). After :meth:`cancel_all`, it is cancelled too, as a cancelled task group's new tasks are."""
+        task = self._task(coro, loop=self._loop, name=name)
+        self._live.add(task)
+        if self._all_cancelled:
+            self.cancel(task)
         return task
 
     def forget(self, token: object) -> None:
@@ -114,6 +131,7 @@ class _AsyncioTasks:
             self._loop.call_soon(_cancel_unless_done, task)
 
     def cancel_all(self) -> None:
+        self._all_cancelled = True
         for task in list(self._live):
             self.cancel(task)
 
@@ -148,8 +166,8 @@ class _TrioTasks:
         self._manager = trio.open_nursery()
         self._nursery: Any = None
 
-    def spawn(self, coro: Coroutine[Any, Any, None], name: str, *, eager: bool = False) -> object:
-        scope = self._trio.CancelScope()  # (trio has no eager start: a task always starts on the next pass)
+    def spawn(self, coro: Coroutine[Any, Any, None], name: str) -> object:
+        scope = self._trio.CancelScope()  # (inside the nursery's, which cancel_all cancels)
         self._nursery.start_soon(_in_scope, scope, coro, name=name)
         return scope
 

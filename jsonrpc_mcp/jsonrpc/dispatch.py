@@ -24,6 +24,7 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Callable, Coroutine, Sequence
+from contextvars import copy_context
 from types import CoroutineType
 from typing import Any, Final, NamedTuple
 
@@ -35,7 +36,7 @@ from msgspec import Raw
 
 from ..errors import ConnectionClosed, RequestTimeout, RpcError, error_for_code
 from . import codes
-from ._concurrency import HandlerTasks, WriteLock, open_handler_tasks
+from ._concurrency import HandlerTasks, WriteLock, continue_in_task, open_handler_tasks
 from .streams import NOTIFICATION, REQUEST, RESPONSE, MessageStream, Outgoing
 from .wire import (
     ErrorResponse,
@@ -134,10 +135,20 @@ class Pending(msgspec.Struct):
     coro: Coroutine[Any, Any, bytes]
     batch: _Batch | None = None  # the batch it came in, and its place there
     slot: int = 0
-    token: object = None  # its task, once started (None while it starts eagerly, inside begin())
+    token: object = None  # the task that is its own, once it has waited (see Dispatcher._run_handlers)
     cancelled: bool = False  # by the peer: it is never answered
     answering: bool = False  # its handler has returned: it can no longer be cancelled
-    ready: bytes | None = None  # the answer of a handler that finished while its task started eagerly
+
+
+class _Run:
+    """Handlers started together, in one task (see :meth:`Dispatcher._run_handlers`); ``token`` is that task's."""
+
+    __slots__ = ("first", "pendings", "token")
+
+    def __init__(self, pendings: list[Pending], first: int) -> None:
+        self.pendings = pendings
+        self.first = first  # (the ones before it started in an earlier run)
+        self.token: object = None
 
 
 class _Batch:
@@ -217,14 +228,11 @@ class Dispatcher:
         self.max_queued_bytes = max_queued_bytes
         self.drain_timeout = drain_timeout
         self.request_timeout = request_timeout
-        #: Start handler tasks inside :meth:`begin` where the event loop can (asyncio from Python 3.12), so that one
-        #: that never waits is an answer ready at once; for a transport that writes what a handler sends during
-        #: :meth:`begin` as it would later (the read loop's: :meth:`run` sets it).
-        self.eager = False
         #: Prefixed to the ids of our outgoing requests (strings then): ids unique across processes that speak to one
         #: peer (workers serving one session).
         self.id_prefix: str | None = None
         self._tasks: HandlerTasks | None = None
+        self._next_run: _Run | None = None  # the handlers begun since the last run of handlers started
         self._inflight: dict[RequestId, Pending] = {}
         self._kept: list[Pending | tuple[Callable[..., Coroutine[Any, Any, Any]], tuple[Any, ...]]] = []
         self._running = 0  # tasks of this connection not yet done (their answer written)
@@ -266,7 +274,8 @@ class Dispatcher:
         if self._tasks is None:
             self._kept.append(pending)
             return pending
-        return self._start(pending, eager=self.eager and batch is None)
+        self._start(pending)
+        return pending
 
     def take(self, msg: Message, context: Any = None) -> bytes | Pending | None:
         """Take any inbound message: a request goes to :meth:`begin`; a notification to its handler; a response
@@ -360,7 +369,7 @@ class Dispatcher:
         pending.cancelled = True
         if pending.token is not None and self._tasks is not None:
             self._tasks.cancel(pending.token)
-        # (a kept one is cancelled as it starts: it runs to its first await and stops there, as in a task group)
+        # (one not started yet is cancelled as it starts: it runs up to its first wait, as in a task group)
         return True
 
     def in_flight(self) -> int:
@@ -397,22 +406,52 @@ class Dispatcher:
         kept, self._kept = self._kept, []
         for work in kept:
             if type(work) is Pending:
-                self._start(work)
-                if work.cancelled:
-                    tasks.cancel(work.token)
+                self._start(work)  # (one cancelled meanwhile is cancelled where it first waits)
             else:
                 fn, args = work  # type: ignore[misc]
                 tasks.start_soon(fn(*args), _OTHER_TASK)
 
-    def _start(self, pending: Pending, eager: bool = False) -> bytes | Pending:
-        """Start the request's task; ``eager`` (:attr:`eager`): at once, and its answer if it finished meanwhile."""
-        assert self._tasks is not None
+    def _start(self, pending: Pending) -> None:
+        """Start the request's handler with the others begun before the loop's next pass, in one task."""
         self._running += 1
-        token = self._tasks.spawn(self._run_request(pending), _HANDLER_TASK, eager=eager)
-        if pending.ready is not None:
-            return pending.ready
-        pending.token = token
-        return pending
+        if self._next_run is None:
+            self._next_run = self._spawn_run([], 0)
+        self._next_run.pendings.append(pending)
+
+    def _spawn_run(self, pendings: list[Pending], first: int) -> _Run:
+        assert self._tasks is not None
+        run = _Run(pendings, first)
+        run.token = self._tasks.spawn(self._run_handlers(run), _HANDLER_TASK)
+        return run
+
+    async def _run_handlers(self, run: _Run) -> None:
+        """One task for the handlers of ``run``: each takes its first step here, in order, in a context of its own,
+        and most finish in it (a task each costs more than such a handler: docs/performance.md). The first one that
+        waits keeps this task for the rest of its life, so that its ``current_task`` and cancel scopes stay its
+        own, and the handlers after it go on in a new task."""
+        if self._next_run is run:
+            self._next_run = None
+        pendings = run.pendings
+        try:
+            for at in range(run.first, len(pendings)):
+                pending = pendings[at]
+                handler = self._run_request(pending)
+                context = copy_context()
+                try:
+                    waits_for = context.run(handler.send, None)
+                except StopIteration:
+                    continue
+                except anyio.get_cancelled_exc_class():  # (it cancelled itself: it ends, as a task of its own would)
+                    continue
+                if at + 1 < len(pendings):
+                    self._spawn_run(pendings, at + 1)
+                pending.token = run.token
+                if pending.cancelled:  # (by the peer before it started: cancelled where it waits, as a task is)
+                    self._tasks.cancel(run.token)  # type: ignore[union-attr]
+                await continue_in_task(handler, waits_for, context)
+                return
+        finally:
+            self._tasks.forget(run.token)  # type: ignore[union-attr]
 
     async def _run_request(self, pending: Pending) -> None:
         """A handler task: run the handler, then answer (one coroutine, not two: this is per request). The id
@@ -437,16 +476,12 @@ class Dispatcher:
                 self.stream.finished(req.id)
             if pending.batch is not None:
                 await self._answer_batch(pending, reply)
-            elif pending.token is None:  # (started eagerly, still inside begin(), which returns it)
-                pending.ready = reply
             elif reply is not None:
                 await self._reply(Outgoing(reply, req.id, RESPONSE))
         finally:
             # Only now, with the answer written, may a draining run() consider this request done.
             del self._inflight[req.id]
             self._make_room()
-            assert self._tasks is not None
-            self._tasks.forget(pending.token)
             self._running -= 1
             if not self._running and self._idle is not None:
                 self._idle.set()
@@ -478,7 +513,6 @@ class Dispatcher:
         ``drain_timeout`` has passed). ``unread``: frames already read from the stream, taken first."""
         async with open_handler_tasks() as tasks:
             self.use_tasks(tasks)
-            self.eager = True
             task_status.started()
             try:
                 await self._take_all(unread)
