@@ -23,7 +23,7 @@ from helpers import FIXTURES, PYTHON, without_loop_processes
 from jsonrpc_mcp import Client, ConnectionClosed
 from jsonrpc_mcp.transports import pipes
 from jsonrpc_mcp.transports import spawn as spawn_module
-from jsonrpc_mcp.transports.ndjson import FdByteStream
+from jsonrpc_mcp.transports.ndjson import PIPE_SIZE, FdByteStream
 from jsonrpc_mcp.transports.pipes import ThreadedPipeStream, fd_polling_works, pipe_byte_stream
 from jsonrpc_mcp.transports.stdio import DEFAULT_ENV_VARS, ProcessStream, spawn
 
@@ -283,3 +283,36 @@ async def test_a_threaded_stdio_server_answers_before_and_after_its_event_loop_s
             assert (await client.call_tool("loop_started")).structured_content == {"result": False}
             assert (await client.call_tool("wait_a_little")).content[0].text == "waited"  # type: ignore[union-attr]
             assert (await client.call_tool("loop_started")).structured_content == {"result": True}
+
+
+# --- the pipes of a stdio server ------------------------------------------------------------------------------
+
+
+def _pipe_size_limit() -> int:
+    try:
+        return int(Path("/proc/sys/fs/pipe-max-size").read_text())
+    except OSError:
+        return 0
+
+
+@pytest.mark.skipif(_pipe_size_limit() < PIPE_SIZE, reason="Linux pipes that may be widened to 1 MiB")
+def test_a_stdio_server_widens_its_pipes_so_that_a_read_s_answers_go_out_in_one_write() -> None:
+    """A real stdio server asks for 1 MiB pipes (the default holds 64 KiB: less than 64 answers of 1 KiB), both
+    the one it reads and the one it writes."""
+    import fcntl
+    import select
+
+    command = [PYTHON, "-m", "jsonrpc_mcp", "serve", f"{FIXTURES / 'quiet.py'}:server", "--stdio"]
+    with subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL) as proc:
+        assert proc.stdin is not None and proc.stdout is not None
+        pipes = (proc.stdin.fileno(), proc.stdout.fileno())
+        assert [fcntl.fcntl(fd, fcntl.F_GETPIPE_SZ) < PIPE_SIZE for fd in pipes] == [True, True]
+        init = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}
+        proc.stdin.write(json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": init}).encode())
+        proc.stdin.write(b"\n")
+        proc.stdin.flush()
+        assert select.select([pipes[1]], [], [], 30)[0], "no answer within 30 s"
+        assert b'"id":1' in os.read(pipes[1], 65536)
+        assert [fcntl.fcntl(fd, fcntl.F_GETPIPE_SZ) for fd in pipes] == [PIPE_SIZE, PIPE_SIZE]
+        proc.stdin.close()
+        assert proc.wait(timeout=30) == 0
