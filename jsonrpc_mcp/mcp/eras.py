@@ -109,14 +109,12 @@ def read_call(methods: Mapping[str, MethodSpec], request: Request, header_versio
         params=params,
         problem=problem,
         meta=meta,
-        stateless=_stateless(meta, header_version),
+        stateless=header_version in STATELESS_VERSIONS or (meta is not None and META_PROTOCOL_VERSION in meta),
     )
 
 
-def notification_is_stateless(note: Notification, header_version: str | None = None) -> bool:
-    """The era rule for a notification (which has no method spec): the header's version, or ``_meta``'s."""
-    if header_version in STATELESS_VERSIONS:
-        return True
+def notification_is_stateless(note: Notification) -> bool:
+    """The era rule for a notification (which has no method spec): its ``_meta`` names a protocol version."""
     if not _may_name_version(note.params):
         return False
     try:
@@ -147,10 +145,6 @@ def meta_problem(meta: Mapping[str, Any] | None) -> InvalidParams | None:
     if level is not None and level not in LOG_LEVELS:
         return InvalidParams(f"Invalid params: unknown log level {level!r}")
     return None
-
-
-def _stateless(meta: dict[str, Any] | None, header_version: str | None) -> bool:
-    return header_version in STATELESS_VERSIONS or (meta is not None and META_PROTOCOL_VERSION in meta)
 
 
 def _may_name_version(raw: Raw | None) -> bool:
