@@ -26,7 +26,7 @@ from msgspec import UNSET, Raw
 from ..errors import ConnectionClosed, InternalError, InvalidParams, InvalidRequest, MethodNotFound, RpcError
 from ..jsonrpc import codes
 from ..jsonrpc.dispatch import Dispatcher
-from ..jsonrpc.wire import Notification, Request, RequestId
+from ..jsonrpc.wire import Notification, Request, RequestId, encode_notification
 from .compat import FITTED_METHODS, content_types, fit_content
 from .context import Context, InputRequired
 from .eras import Call, meta_problem, read_call
@@ -182,9 +182,8 @@ class ServerSession:
         self.listeners: dict[RequestId, dict[str, Any]] = {}
         self.closed = False
         self.on_close: list[Callable[[], None]] = []
-        #: Where work that outlives its request runs (a task's, 2026-07-28): ``None`` for the connection's own
-        #: tasks; a transport whose session lasts one request (Streamable HTTP) sets the app's (see
-        #: :meth:`start_detached`).
+        #: Where work that outlives its request runs (a task's, 2026-07-28): ``None`` for the connection's own tasks; a
+        #: transport whose session lasts one request (Streamable HTTP) sets the app's (see :meth:`start_detached`).
         self.detached: Callable[..., Awaitable[None]] | None = None
         if dispatcher is not None:
             self.bind(dispatcher)
@@ -405,14 +404,13 @@ class ServerSession:
         from . import request_state  # hmac and hashlib: loaded by the first stateless input round only
 
         now = time.time()
-        principal = request_state.principal_digest(self.dispatcher.stream.request_auth(call.request.id))
         answers, opened = request_state.read_answers(
             call.request.method,
             responses,
             state,
             call.request.params,
             keys=self.app.request_state_keys,
-            principal=principal,
+            principal=request_state.principal_digest(self.dispatcher.stream.request_auth(call.request.id)),
             now=now,
         )
         if opened is None or not opened.nonce:
@@ -448,8 +446,7 @@ class ServerSession:
     def on_notification(self, note: Notification) -> Coroutine[Any, Any, None] | None:
         chain = self.app.middleware
         if chain:
-            message = Message(self, None, note)
-            out = run_chain(chain, message, _notification_message)
+            out = run_chain(chain, Message(self, None, note), _notification_message)
             return _drained(out) if is_awaitable(out) else None
         self._notification(note)
         return None
@@ -555,5 +552,4 @@ async def _drained(pending: Awaitable[Any]) -> None:
 
 
 def _cancel_frame(ident: RequestId, reason: str) -> bytes:
-    params = {"requestId": ident, "reason": reason}
-    return b'{"jsonrpc":"2.0","method":"notifications/cancelled","params":' + _encode(params) + b"}"
+    return encode_notification("notifications/cancelled", _encode({"requestId": ident, "reason": reason}))
