@@ -34,7 +34,7 @@ from typing import Any, Final, NoReturn
 import msgspec
 from msgspec import UNSET, Raw, UnsetType
 
-from ..errors import InvalidRequest, ParseError
+from ..errors import InvalidRequest, ParseError, RpcError
 
 __all__ = (
     "RequestId",
@@ -206,9 +206,9 @@ def decode_frame(frame: bytes | bytearray | memoryview) -> Envelope:
     ``.request_id`` when it could be read, and ``.silent`` when the frame must not be answered.
     """
     if type(frame) is OversizedFrame:
-        err = InvalidRequest(f"Invalid Request: message exceeds the {frame.limit}-byte limit")
-        err.request_id = _sniff_id(frame)  # type: ignore[attr-defined]
-        raise err
+        raise _refused(
+            InvalidRequest(f"Invalid Request: message exceeds the {frame.limit}-byte limit"), _sniff_id(frame)
+        )
     if len(frame) > MAX_DEPTH and nested_too_deeply(frame):
         raise _too_deep(frame)
     try:
@@ -224,10 +224,7 @@ def decode_frame(frame: bytes | bytearray | memoryview) -> Envelope:
     if not (type(frame) is bytes and frame.isascii()) and not _strings_ok(frame):
         # Found only now, inside params/result (skipped as Raw): answer with the id we did read, and never
         # answer a notification.
-        bad = ParseError("Parse error: invalid UTF-8 in a string")
-        bad.request_id = env.id if valid_id(env.id) else None  # type: ignore[attr-defined]
-        bad.silent = _unanswered(env)  # type: ignore[attr-defined]
-        raise bad
+        raise _refused(ParseError("Parse error: invalid UTF-8 in a string"), env.id, _unanswered(env))
     return env
 
 
@@ -300,7 +297,7 @@ _ESCAPE: Final = re.compile(
 _REPLACEMENT: Final = b"\\ufffd"
 
 
-def _unreadable(frame: bytes | bytearray | memoryview) -> ParseError:
+def _unreadable(frame: bytes | bytearray | memoryview) -> RpcError:
     """The parse error for a frame msgspec could not read. A string escape of an unpaired surrogate (``\\ud800``)
     makes a frame unreadable, yet the rest may be a well-formed request: its id is kept for the reply, as for a
     string of invalid UTF-8."""
@@ -314,13 +311,10 @@ def _unreadable(frame: bytes | bytearray | memoryview) -> ParseError:
         env = _envelope_decoder.decode(masked)
     except (msgspec.ValidationError, msgspec.DecodeError, UnicodeDecodeError, RecursionError):
         return ParseError("Parse error: invalid JSON")
-    bad = ParseError("Parse error: a string holds an unpaired surrogate escape")
     ident = env.id
     if type(ident) is str and "\ufffd" in ident:
         ident = None  # the id held the surrogate itself: it cannot be sent back as it was
-    bad.request_id = ident if valid_id(ident) else None  # type: ignore[attr-defined]
-    bad.silent = _unanswered(env)  # type: ignore[attr-defined]
-    return bad
+    return _refused(ParseError("Parse error: a string holds an unpaired surrogate escape"), ident, _unanswered(env))
 
 
 def _mask_lone_surrogate(match: re.Match[bytes]) -> bytes:
@@ -375,11 +369,11 @@ def nested_too_deeply(frame: bytes | bytearray | memoryview) -> bool:
     return max(accumulate(steps), default=0) > MAX_DEPTH
 
 
-def _too_deep(frame: bytes | bytearray | memoryview) -> InvalidRequest:
+def _too_deep(frame: bytes | bytearray | memoryview) -> RpcError:
     """Valid JSON nested deeper than :data:`MAX_DEPTH`: refused like an oversized frame, id sniffed."""
-    err = InvalidRequest("Invalid Request: message is nested too deeply")
-    err.request_id = _sniff_id(bytes(memoryview(frame)[:4096]))  # type: ignore[attr-defined]
-    return err
+    return _refused(
+        InvalidRequest("Invalid Request: message is nested too deeply"), _sniff_id(bytes(memoryview(frame)[:4096]))
+    )
 
 
 _TOKEN: Final = re.compile(rb'"(?:[^"\\]|\\.)*"|[{}\[\]]')
@@ -472,10 +466,7 @@ def classify(env: Envelope) -> Message:
 
 
 def read_message(frame: bytes | bytearray | memoryview) -> Message:
-    """:func:`decode_frame` then :func:`classify`; a well-formed request (the common case) is recognised inline.
-
-    Raises what they raise.
-    """
+    """:func:`decode_frame` then :func:`classify`; a well-formed request (the common case) is recognised inline."""
     env = decode_frame(frame)
     ident = env.id
     method = env.method
@@ -492,10 +483,15 @@ def read_message(frame: bytes | bytearray | memoryview) -> Message:
 
 
 def _invalid(message: str, ident: Any, silent: bool = False) -> NoReturn:
-    err = InvalidRequest(message)
-    err.request_id = ident if ident is not UNSET and valid_id(ident) else None  # type: ignore[attr-defined]
-    err.silent = silent  # type: ignore[attr-defined]  # a notification or a response: log it, answer nothing
-    raise err
+    raise _refused(InvalidRequest(message), ident, silent)
+
+
+def _refused(err: RpcError, ident: Any, silent: bool = False) -> RpcError:
+    """``err`` carrying the id its reply echoes (``None`` when unreadable), and ``silent`` when it must not be answered
+    (a notification or a response: log it, answer nothing)."""
+    err.request_id = ident if valid_id(ident) else None  # type: ignore[attr-defined]
+    err.silent = silent  # type: ignore[attr-defined]
+    return err
 
 
 # --- encoding -------------------------------------------------------------------------------------------------
