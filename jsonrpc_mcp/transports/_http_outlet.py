@@ -24,7 +24,7 @@ import anyio
 import msgspec
 
 from ..jsonrpc._concurrency import BoundedQueue, loop_sleep
-from ._http_io import HeaderList, Receive, Send, send_empty
+from ._http_io import HeaderList, Receive, Send, send_bytes, send_empty
 from ._sse import encode_comment, encode_event, encode_retry
 from .events import EventStore
 
@@ -401,8 +401,6 @@ async def _write_json(
     else:
         payload = final.frame
         status = status_of(payload) if status_of is not None else 200
-    head: HeaderList = [(b"content-type", b"application/json"), (b"content-length", b"%d" % len(payload))]
-    await send({"type": "http.response.start", "status": status, "headers": head + headers})
-    await send({"type": "http.response.body", "body": payload, "more_body": False})
+    await send_bytes(send, status, payload, headers)
     if final.seq > outlet.written:
         outlet.written = final.seq
