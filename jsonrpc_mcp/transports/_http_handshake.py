@@ -130,14 +130,13 @@ class HandshakeEndpoint:
     async def _initialize(self, request: Request, call: Call | None, headers: Headers, send: Send) -> None:
         owner = self.policy.session_owner(headers) if self.policy is not None else None
         if not self.table.admit(owner):
-            wait = self.table.retry_after()
             await send_error(
                 send,
                 503,
                 "Service Unavailable: too many sessions",
                 code=BUSY,
                 ident=request.id,
-                headers=[(b"retry-after", b"%d" % wait)],
+                headers=[(b"retry-after", b"%d" % self.table.retry_after())],
             )
             return
         session = await self.new_session(secrets.token_urlsafe(24))
@@ -175,10 +174,7 @@ class HandshakeEndpoint:
     ) -> Outlet:
         """The outlet of a new exchange of ``session`` awaiting the answers to ``ids``."""
         json_only = self.format.preference == "json"
-        exchange = session.open_exchange(
-            ids, resumable=not json_only, json_only=json_only, batch=batch, headers=headers
-        )
-        return exchange.outlet
+        return session.open_exchange(ids, resumable=not json_only, json_only=json_only, batch=batch, headers=headers)
 
     async def _respond(
         self,

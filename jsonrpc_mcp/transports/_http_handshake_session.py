@@ -95,8 +95,7 @@ class SessionStream(MessageStream):
                 await exchange.outlet.put(frame, OTHER)
 
     def finished(self, request_id: RequestId) -> None:
-        owner = self.owner
-        exchange = owner.exchanges.pop(request_id, None)
+        exchange = self.owner.exchanges.pop(request_id, None)
         if exchange is None:
             return
         exchange.waiting.discard(request_id)
@@ -104,8 +103,7 @@ class SessionStream(MessageStream):
             exchange.outlet.finish()
 
     def _headers_of(self, request_id: RequestId) -> Headers | None:
-        """The headers of the POST that carried ``request_id``: the one arriving now (``begin`` is synchronous: a
-        handler that answers at once runs in it), or its exchange's."""
+        """The headers of the POST that carried ``request_id``: the one :attr:`arriving` now, or its exchange's."""
         arriving = self.arriving
         if arriving is not None and arriving[0] == request_id:
             return arriving[1]
@@ -146,13 +144,11 @@ class HttpSession:
         tasks: HandlerTasks,
         max_in_flight: int,
         request_timeout: float | None,
-        buffer: int = 64,
         max_parked: int = 64,
     ) -> None:
         self.id = session_id
         self.id_header: HeaderList = [(b"mcp-session-id", session_id.encode())]  # never mutated: shared by answers
         self.store = store
-        self.buffer = buffer
         self.max_parked = max_parked
         self.stream = SessionStream(self)
         self.dispatcher = Dispatcher(self.stream, max_in_flight=max_in_flight, request_timeout=request_timeout)
@@ -224,9 +220,7 @@ class HttpSession:
 
     def _new_outlet(self, key: str, *, resumable: bool, batch: bool) -> Outlet:
         """An outlet of this session; a resumable one is registered (for resumption, and to end with the session)."""
-        outlet = Outlet(
-            key if resumable else None, store=self.store, store_key=f"{self.id}/{key}", buffer=self.buffer, batch=batch
-        )
+        outlet = Outlet(key if resumable else None, store=self.store, store_key=f"{self.id}/{key}", batch=batch)
         if resumable:
             self.outlets[key] = outlet
             if self.closed:
@@ -235,14 +229,14 @@ class HttpSession:
 
     def open_exchange(
         self, ids: Sequence[RequestId], *, resumable: bool, json_only: bool, batch: bool, headers: Headers | None
-    ) -> Exchange:
-        """The exchange of a POST's requests, with a fresh outlet numbered next in the session."""
+    ) -> Outlet:
+        """The outlet of a new exchange of a POST's requests, numbered next in the session."""
         key = str(self._next_key)
         self._next_key += 1
         exchange = Exchange(self._new_outlet(key, resumable=resumable, batch=batch), set(ids), json_only, headers)
         for ident in ids:
             self.exchanges[ident] = exchange
-        return exchange
+        return exchange.outlet
 
     def connect(self, outlet: Outlet) -> Feed:
         """An HTTP response of this session takes ``outlet``'s frames from now on (see :meth:`release`)."""
@@ -273,11 +267,10 @@ class HttpSession:
             if self.outlets.pop(outlet.key, None) is not None:
                 await outlet.discard()
             return
-        parked = [o for key, o in self.outlets.items() if key != STANDALONE and not o.connected and o.done]
-        for old in parked[: max(0, len(parked) - self.max_parked)]:
-            if old.key is not None:
-                self.outlets.pop(old.key, None)
-                await old.discard()
+        parked = [(key, o) for key, o in self.outlets.items() if key != STANDALONE and not o.connected and o.done]
+        for key, old in parked[: max(0, len(parked) - self.max_parked)]:
+            self.outlets.pop(key, None)
+            await old.discard()
 
     def resumable_outlet(self, last_event_id: str) -> tuple[Outlet, int] | None:
         """The outlet a ``Last-Event-ID`` names, and the number of the last event the client has."""

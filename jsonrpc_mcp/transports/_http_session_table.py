@@ -174,8 +174,7 @@ class SessionTable:
             self._burst = len(self._sessions)
 
     def get(self, sid: str) -> HttpSession | None:
-        """The live session with this id (an expired one is ended here and now); it becomes the most recently
-        used."""
+        """The live session with this id (an expired one is ended here and now); it becomes the most recently used."""
         sid = sid.strip()
         session = self._sessions.get(sid)
         if session is None:

@@ -61,9 +61,9 @@ class _OneRequestStream(MessageStream):
     gathers_replies = False
     network = HTTP_NETWORK
 
-    def __init__(self, request_id: RequestId, buffer: int, headers: Headers) -> None:
+    def __init__(self, request_id: RequestId, headers: Headers) -> None:
         self.request_id = request_id
-        self.outlet = Outlet(None, buffer=buffer)
+        self.outlet = Outlet(None)
         self.headers = headers
 
     def request_headers(self, request_id: RequestId) -> Mapping[str, str] | None:
@@ -103,7 +103,6 @@ async def serve_alone(
     fmt: ResponseFormat,
     *,
     handshake_version: str | None = None,
-    buffer: int = 64,
     detached: Callable[..., Awaitable[None]] | None = None,
 ) -> None:
     """Serve one request as this HTTP response (in the app's ``fmt``), by a session of its own; the client
@@ -113,7 +112,7 @@ async def serve_alone(
     without sessions, served as if ``initialize`` had settled that version (``initialize`` itself is answered).
     ``detached(fn, *args)`` starts work that outlives the request (a task's) in the app's own tasks."""
     request = call.request
-    stream = _OneRequestStream(request.id, buffer, headers)
+    stream = _OneRequestStream(request.id, headers)
     dispatcher = Dispatcher(stream, max_in_flight=1, request_timeout=None, drain_timeout=0.0)
     session = ServerSession(server, dispatcher)
     session.detached = detached
