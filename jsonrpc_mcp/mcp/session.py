@@ -181,7 +181,6 @@ class ServerSession:
         # Stateless-era listen streams: subscription id -> filter
         self.listeners: dict[RequestId, dict[str, Any]] = {}
         self.closed = False
-        self.on_close: list[Callable[[], None]] = []
         #: Where work that outlives its request runs (a task's, 2026-07-28): ``None`` for the connection's own tasks; a
         #: transport whose session lasts one request (Streamable HTTP) sets the app's (see :meth:`start_detached`).
         self.detached: Callable[..., Awaitable[None]] | None = None
@@ -533,8 +532,6 @@ class ServerSession:
         if self.dispatcher is not None:
             self.dispatcher.close()
         self.app.detach(self)
-        for callback in self.on_close:
-            callback()
 
 
 def _handle_message(message: Message) -> Any:
