@@ -332,9 +332,7 @@ class Context(msgspec.Struct, kw_only=True):
 
     def _check_capability(self, method: str, sub: str | None) -> None:
         cap = _CAPABILITY_OF.get(method)
-        if cap is None:
-            return
-        if not self.has_capability(cap, sub):
+        if cap is not None and not self.has_capability(cap, sub):
             detail: dict[str, Any] | None = {sub: {}} if sub is not None and sub != "form" else None
             raise MissingClientCapability(cap, detail)
 
