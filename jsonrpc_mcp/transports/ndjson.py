@@ -29,7 +29,7 @@ try:
 except ImportError:  # (Windows)
     fcntl = None  # type: ignore[assignment]
 
-__all__ = ("NdjsonStream", "FdByteStream", "BlockingByteStream", "PIPE", "socket_network")
+__all__ = ("NdjsonStream", "FdByteStream", "BlockingByteStream", "PIPE", "PIPE_SIZE", "socket_network", "widen_pipe")
 
 _CHUNK = 256 * 1024
 _GONE = frozenset({errno.EBADF, errno.EIO, errno.ECONNRESET, errno.ENOTCONN, errno.ETIMEDOUT})  # a read's end
