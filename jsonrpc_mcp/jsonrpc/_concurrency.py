@@ -50,9 +50,8 @@ def open_handler_tasks() -> HandlerTasks:
 
 @types.coroutine
 def continue_in_task(coro: Coroutine[Any, Any, T], waits_for: Any, context: Context) -> Generator[Any, Any, T]:
-    """Run ``coro`` to its end as a part of the current task, from where its first step, taken by hand in
-    ``context``, left it waiting for ``waits_for``. Each later step runs in that context too, and what the task is
-    sent or thrown (a result, a cancellation) goes on to ``coro``, as if the task ran ``coro`` itself."""
+    """Run ``coro`` on in the current task from where its first step, taken by hand in ``context``, left it waiting
+    for ``waits_for``: each step in that context, with what the task is sent or thrown, as if the task ran it."""
     while True:
         try:
             try:
@@ -96,9 +95,8 @@ class _AsyncioTasks:
         self._all_cancelled = False
 
     def spawn(self, coro: Coroutine[Any, Any, None], name: str) -> object:
-        """Start ``coro`` in a new task on the loop's next pass; returns the token :meth:`cancel` and :meth:`forget`
-        take. The coroutine calls :meth:`forget` with its token as it finishes (a done callback would cost a pass of
-        the loop). After :meth:`cancel_all`, it is cancelled too, as a cancelled task group's new tasks are."""
+        """Start ``coro`` in a task on the loop's next pass (cancelled at once after :meth:`cancel_all`, as in a task
+        group); returns the token of :meth:`cancel`, and of :meth:`forget`, which ``coro`` calls as it finishes."""
         task = self._task(coro, loop=self._loop, name=name)
         self._live.add(task)
         if self._all_cancelled:

@@ -5,10 +5,9 @@ One :class:`Dispatcher` owns one connection. Every inbound request, on every tra
 
 * refuses an id already in use and a request beyond the bound on requests in flight,
 * calls the handler, and turns a failure into the error reply (:func:`_failure_reply`, nowhere else),
-* returns the answer at once when the handler had it (``bytes``: the whole response frame), or a
-  :class:`Pending` for a handler that has to wait: its coroutine runs in a task of the connection, registered
-  so that ``notifications/cancelled`` stops exactly that request (which is then never answered), and its
-  answer is written through the stream when it comes.
+* returns the answer at once when the handler had it (``bytes``: the whole response frame), or a :class:`Pending`
+  whose coroutine runs in the connection's tasks (:meth:`Dispatcher._run_handlers`), registered so that
+  ``notifications/cancelled`` stops exactly that request (never answered then), its answer written when it comes.
 
 ``begin`` needs no event loop: a transport may answer what handlers answer at once before it starts one (stdio's
 first frames, an HTTP POST in its own task), and the work that has to wait is kept until tasks exist
@@ -140,20 +139,15 @@ class Pending(msgspec.Struct):
     answering: bool = False  # its handler has returned: it can no longer be cancelled
 
 
-class _Run:
-    """Handlers started together, in one task (see :meth:`Dispatcher._run_handlers`); ``token`` is that task's."""
+class _Run(list[Pending]):
+    """Handlers started together, in one task (:meth:`Dispatcher._run_handlers`), whose token is ``token``."""
 
-    __slots__ = ("first", "pendings", "token")
-
-    def __init__(self, pendings: list[Pending], first: int) -> None:
-        self.pendings = pendings
-        self.first = first  # (the ones before it started in an earlier run)
-        self.token: object = None
+    __slots__ = ("token",)
+    token: object
 
 
 class _Batch:
-    """Collects the answers of one batch, in the order of its requests; the array is written when the last of
-    them is done."""
+    """The answers of one batch, in the order of its requests: the array is written when the last one is done."""
 
     __slots__ = ("replies", "waiting")
 
@@ -232,9 +226,11 @@ class Dispatcher:
         #: peer (workers serving one session).
         self.id_prefix: str | None = None
         self._tasks: HandlerTasks | None = None
-        self._next_run: _Run | None = None  # the handlers begun since the last run of handlers started
+        self._next_run: _Run | None = (
+            None  # the handlers begun since a run of them last started (kept until tasks exist)
+        )
         self._inflight: dict[RequestId, Pending] = {}
-        self._kept: list[Pending | tuple[Callable[..., Coroutine[Any, Any, Any]], tuple[Any, ...]]] = []
+        self._kept: list[tuple[Callable[..., Coroutine[Any, Any, Any]], tuple[Any, ...]]] = []  # until tasks exist
         self._running = 0  # tasks of this connection not yet done (their answer written)
         self._notes = 0  # notification handlers started and not yet done (they count in max_in_flight)
         self._unwritten = 0  # bytes of answers made and not yet written
@@ -271,9 +267,6 @@ class Dispatcher:
         self._inflight[ident] = pending
         if batch is not None:
             batch.waiting += 1
-        if self._tasks is None:
-            self._kept.append(pending)
-            return pending
         self._start(pending)
         return pending
 
@@ -369,7 +362,6 @@ class Dispatcher:
         pending.cancelled = True
         if pending.token is not None and self._tasks is not None:
             self._tasks.cancel(pending.token)
-        # (one not started yet is cancelled as it starts: it runs up to its first wait, as in a task group)
         return True
 
     def in_flight(self) -> int:
@@ -397,44 +389,39 @@ class Dispatcher:
     @property
     def needs_tasks(self) -> bool:
         """True when work is kept that only tasks can carry out (see :meth:`run`, :meth:`use_tasks`)."""
-        return bool(self._kept)
+        return bool(self._kept) or (self._tasks is None and self._next_run is not None)
 
     def use_tasks(self, tasks: HandlerTasks) -> None:
         """Run this connection's handlers among ``tasks`` (shared with other connections: an HTTP app's); kept
         work starts now. :meth:`close` cancels this connection's own."""
         self._tasks = tasks
+        if self._next_run is not None:
+            self._spawn(self._next_run)  # (one cancelled meanwhile is cancelled where it first waits)
         kept, self._kept = self._kept, []
-        for work in kept:
-            if type(work) is Pending:
-                self._start(work)  # (one cancelled meanwhile is cancelled where it first waits)
-            else:
-                fn, args = work  # type: ignore[misc]
-                tasks.start_soon(fn(*args), _OTHER_TASK)
+        for fn, args in kept:
+            tasks.start_soon(fn(*args), _OTHER_TASK)
 
     def _start(self, pending: Pending) -> None:
         """Start the request's handler with the others begun before the loop's next pass, in one task."""
         self._running += 1
         if self._next_run is None:
-            self._next_run = self._spawn_run([], 0)
-        self._next_run.pendings.append(pending)
+            self._next_run = _Run()
+            if self._tasks is not None:
+                self._spawn(self._next_run)
+        self._next_run.append(pending)
 
-    def _spawn_run(self, pendings: list[Pending], first: int) -> _Run:
+    def _spawn(self, run: _Run) -> None:
         assert self._tasks is not None
-        run = _Run(pendings, first)
         run.token = self._tasks.spawn(self._run_handlers(run), _HANDLER_TASK)
-        return run
 
     async def _run_handlers(self, run: _Run) -> None:
-        """One task for the handlers of ``run``: each takes its first step here, in order, in a context of its own,
-        and most finish in it (a task each costs more than such a handler: docs/performance.md). The first one that
-        waits keeps this task for the rest of its life, so that its ``current_task`` and cancel scopes stay its
-        own, and the handlers after it go on in a new task."""
+        """One task for the handlers of ``run``, each started here in a context of its own; most finish in that step
+        (a task each costs more than they do: docs/performance.md). The first that waits keeps this task for good (its
+        ``current_task`` and cancel scopes stay its own), and the handlers after it go on in a new task."""
         if self._next_run is run:
             self._next_run = None
-        pendings = run.pendings
         try:
-            for at in range(run.first, len(pendings)):
-                pending = pendings[at]
+            for at, pending in enumerate(run):
                 handler = self._run_request(pending)
                 context = copy_context()
                 try:
@@ -443,8 +430,8 @@ class Dispatcher:
                     continue
                 except anyio.get_cancelled_exc_class():  # (it cancelled itself: it ends, as a task of its own would)
                     continue
-                if at + 1 < len(pendings):
-                    self._spawn_run(pendings, at + 1)
+                if at + 1 < len(run):
+                    self._spawn(_Run(run[at + 1 :]))
                 pending.token = run.token
                 if pending.cancelled:  # (by the peer before it started: cancelled where it waits, as a task is)
                     self._tasks.cancel(run.token)  # type: ignore[union-attr]
@@ -454,8 +441,7 @@ class Dispatcher:
             self._tasks.forget(run.token)  # type: ignore[union-attr]
 
     async def _run_request(self, pending: Pending) -> None:
-        """A handler task: run the handler, then answer (one coroutine, not two: this is per request). The id
-        stays in use until the answer is handed to the stream."""
+        """Run the handler, then answer. The id stays in use until the answer is handed to the stream."""
         req = pending.request
         try:
             try:
@@ -571,7 +557,7 @@ class Dispatcher:
             if (
                 len(inflight) + self._notes >= limit
                 or self._unwritten > self.max_queued_bytes
-                or (self._tasks is None and self._kept)
+                or (self._tasks is None and (self._kept or self._next_run))
             ):
                 break
             taken += 1
@@ -607,10 +593,12 @@ class Dispatcher:
         if self._closed:
             return
         self._closed = True
-        for work in self._kept:
-            if type(work) is Pending:
-                work.coro.close()
-                self._inflight.pop(work.request.id, None)
+        if self._tasks is None and self._next_run is not None:
+            for pending in self._next_run:
+                pending.coro.close()
+                self._inflight.pop(pending.request.id, None)
+            self._running -= len(self._next_run)
+            self._next_run = None
         self._kept = []
         for pending in list(self._inflight.values()):
             self.cancel_inbound(pending.request.id)
@@ -641,7 +629,6 @@ class Dispatcher:
         if len(self._inflight) > 1 and self.stream.gathers_replies:
             await anyio.lowlevel.cancel_shielded_checkpoint()
         await self._write_replies()
-        # (the handler task that called this makes room as it ends, at once)
 
     async def _write_replies(self) -> None:
         """Write the answers queued by :meth:`_reply`, if any."""

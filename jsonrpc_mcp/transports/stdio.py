@@ -55,10 +55,10 @@ def run_stdio(server: Server, *, max_frame: int = DEFAULT_MAX_FRAME, backend: st
 
     Frames are read in a plain blocking loop and answered by the session's dispatcher as they come, as its own read
     loop would answer them; the event loop (``backend``; on asyncio, uvloop's when it is installed), and asyncio's
-    import with it, starts at the first thing
-    that needs it — a handler that has to wait, a notification handler's coroutine, work the server spawns into
-    its sessions — and the dispatcher's read loop goes on from there. A client that only asks for what is answered
-    at once (``initialize``, the listings, ``inline`` tools) never waits for an event loop to start.
+    import with it, starts at the first thing that needs it — a handler that has to wait, a notification handler's
+    coroutine, work the server spawns into its sessions — and the dispatcher's read loop goes on from there. A
+    client that only asks for what is answered at once (``initialize``, the listings, ``inline`` tools) never waits
+    for an event loop to start.
     """
     sys.stdout.flush()
     stream = stdio_stream(max_frame=max_frame)
