@@ -226,9 +226,7 @@ class Dispatcher:
         #: peer (workers serving one session).
         self.id_prefix: str | None = None
         self._tasks: HandlerTasks | None = None
-        self._next_run: _Run | None = (
-            None  # the handlers begun since a run of them last started (kept until tasks exist)
-        )
+        self._next_run: _Run | None = None  # handlers begun since a run last started (or before tasks exist)
         self._inflight: dict[RequestId, Pending] = {}
         self._kept: list[tuple[Callable[..., Coroutine[Any, Any, Any]], tuple[Any, ...]]] = []  # until tasks exist
         self._running = 0  # tasks of this connection not yet done (their answer written)
