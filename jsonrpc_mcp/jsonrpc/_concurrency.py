@@ -3,8 +3,8 @@
 * :func:`open_handler_tasks` — the tasks of a connection (or of every HTTP session of an app), spawned on the
   running event loop directly: an asyncio task, or a task in one trio nursery with a cancel scope of its own. A
   task is cancelled alone (``notifications/cancelled``) or with all of them, and leaving the block waits for what
-  still runs. An anyio task group gives the same with a task state, a cancel scope and
-  a done callback per task, none of which a handler needs; anyio works inside these tasks as anywhere.
+  still runs. An anyio task group gives the same with a task state, a cancel scope and a done callback per task,
+  none of which a handler needs; anyio works inside these tasks as anywhere.
 * :class:`BoundedQueue` — a queue between one writer and one reader with a bound on the items it holds: what an
   HTTP response reads from the logical stream it serves.
 * :class:`WriteLock` — a connection's write lock, taken without a pass through the event loop when it is free.

@@ -103,13 +103,13 @@ def _lines(frames: Sequence[Outgoing]) -> bytes:
     return b"\n".join(parts)
 
 
-#: What :func:`widen_pipe` asks for: Linux's default most for a process without privileges (64 KiB by default).
+#: What :func:`widen_pipe` asks for: the most Linux lets a process without privileges ask for, by default.
 PIPE_SIZE: Final = 1024 * 1024
 
 
 def widen_pipe(fd: int) -> None:
-    """Ask for a pipe of :data:`PIPE_SIZE` bytes (Linux), so that the answers of one read (64 answers of 1 KiB are
-    more than a default pipe holds) go out in one write rather than waiting for the peer to read the first part.
+    """Ask for a pipe of :data:`PIPE_SIZE` bytes (Linux), so that the answers of one busy read, more than a default
+    pipe holds, go out in one write rather than waiting for the peer to read the first part (docs/performance.md).
     Where the system refuses (another platform, a lower limit, a user's pipes over their quota), the pipe stays as
     it is."""
     if fcntl is None or not hasattr(fcntl, "F_SETPIPE_SZ"):
