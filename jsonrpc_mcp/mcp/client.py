@@ -48,6 +48,7 @@ from .headers import InvalidHeaderAnnotation, tool_header_params
 from .middleware import ClientMessage, ClientMiddleware, is_awaitable, run_chain
 from .output_schemas import InvalidToolOutput, OutputSchemas
 from .pydantic_support import dec_hook
+from .session import encode_cancellation
 from .task_client import ClientTasks, TaskHandle
 from .task_state import EXTENSION_ID as TASKS_EXTENSION
 from .tracing import TracingSwitch, tracing_switch
@@ -793,7 +794,7 @@ class ClientSession:
     def _cancel_frame(self, ident: RequestId, reason: str) -> bytes | None:
         """The notification telling the server we gave up on a request; none for ``initialize``, which a client
         must not cancel (it fails on its own, and the connection with it)."""
-        return None if ident == self._initialize_id else _cancel_frame(ident, reason)
+        return None if ident == self._initialize_id else encode_cancellation(ident, reason)
 
     # --- the one way out, and in (middleware) ---------------------------------------------------------------
 
@@ -1040,8 +1041,3 @@ def _answer_request(message: ClientMessage) -> Any:
 
 def _take_notification(message: ClientMessage) -> Any:
     return message.session._on_notification(message.inbound)  # type: ignore[arg-type]
-
-
-def _cancel_frame(ident: RequestId, reason: str) -> bytes:
-    params = {"requestId": ident, "reason": reason}
-    return b'{"jsonrpc":"2.0","method":"notifications/cancelled","params":' + _encode(params) + b"}"

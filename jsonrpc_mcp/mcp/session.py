@@ -49,7 +49,7 @@ from .versions import (
 if TYPE_CHECKING:
     from .request_state import StatePayload
 
-__all__ = ("ServerSession", "ServerApp", "UnsupportedProtocolVersion", "encode_stateless_result")
+__all__ = ("ServerSession", "ServerApp", "UnsupportedProtocolVersion", "encode_cancellation", "encode_stateless_result")
 
 logger = logging.getLogger(__name__)
 
@@ -192,7 +192,7 @@ class ServerSession:
         dispatcher.on_request = self.on_request
         dispatcher.on_notification = self.on_notification
         dispatcher.allow_batch = self.allow_batch
-        dispatcher.cancel_frame = _cancel_frame
+        dispatcher.cancel_frame = encode_cancellation
 
     def allow_batch(self) -> bool:
         return self.version in BATCH_VERSIONS
@@ -548,5 +548,6 @@ async def _drained(pending: Awaitable[Any]) -> None:
     await pending
 
 
-def _cancel_frame(ident: RequestId, reason: str) -> bytes:
+def encode_cancellation(ident: RequestId, reason: str) -> bytes:
+    """The ``notifications/cancelled`` frame telling the peer we gave up on our request ``ident`` (either side's)."""
     return encode_notification("notifications/cancelled", _encode({"requestId": ident, "reason": reason}))
