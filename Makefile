@@ -21,7 +21,7 @@ HOST ?= 127.0.0.1
 PORT ?= 8000
 SITE ?= site
 
-.PHONY: install test test-all test-min release lint fuzz bench bench-compare bench-scale serve conformance conformance-scaled docs docs-serve clean
+.PHONY: install test test-once test-all test-min release lint fuzz bench bench-compare bench-scale serve conformance conformance-scaled docs docs-serve clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -46,7 +46,13 @@ install: $(STAMP)
 # .ci/system-packages: what the tests start that PyPI does not ship (a Redis server), installed when missing.
 test: $(STAMP)
 	.ci/system-packages
-	$(BIN)/python -m pytest -q -p no:cacheprovider $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -q -p no:cacheprovider -m 'not once' $(PYTEST_ARGS)
+
+# The tests marked `once`: real peers, Node, an OpenID provider, Redis faults, several workers. They do not depend
+# on the interpreter's version, so .ci/run runs them once, in a leg of their own.
+test-once: $(STAMP)
+	.ci/system-packages
+	$(BIN)/python -m pytest -q -p no:cacheprovider -m once $(PYTEST_ARGS)
 
 # The suite on every supported CPython this machine has (3.11 to 3.14), each in its own .venv-X.Y.
 test-all:
@@ -65,7 +71,7 @@ test-min:
 	$(MIN_VENV)/bin/python -m pip install -q -c $(MIN_VENV)/constraints.txt -e ".[$$($(MIN_VENV)/bin/python .ci/lowest.py extras)]" \
 		-r $(MIN_VENV)/test-requirements.txt
 	$(MIN_VENV)/bin/python .ci/lowest.py check
-	$(MIN_VENV)/bin/python -m pytest -q -p no:cacheprovider $(PYTEST_ARGS)
+	$(MIN_VENV)/bin/python -m pytest -q -p no:cacheprovider -m 'not once' $(PYTEST_ARGS)
 
 # Build, check and smoke-test the sdist and wheel with every extra, and write the release notes (.ci/release).
 release: $(STAMP)

@@ -25,7 +25,8 @@ from jsonrpc_mcp import Client, types
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "conformance"))
 from round_robin import RoundRobin
 
-pytestmark = pytest.mark.anyio
+# Several worker processes: run once, in the `once` leg of .ci/run (make test-once), not per interpreter.
+pytestmark = [pytest.mark.anyio, pytest.mark.once]
 
 TIMEOUT = 60.0
 URL_LINE = re.compile(rb"serving .* at (http://\S+)")

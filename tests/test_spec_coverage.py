@@ -85,3 +85,21 @@ def test_whom_a_requirement_binds_is_read_from_the_parties_it_names() -> None:
     assert roles("Clients and servers MUST support JSON Schema 2020-12") == "server, client"
     assert roles("Requests MUST include a string or integer ID.") == "server, client"
     assert roles("Authorization servers MUST support PKCE") == "authorization server"
+
+
+def test_the_mapping_files_are_read_together_and_a_requirement_mapped_twice_is_refused(tmp_path: Path) -> None:
+    tool = coverage_tool()
+    first = tmp_path / "coverage.toml"
+    first.write_text('[requirement."2025-11-25/basic/index#aaaaaaaa"]\nnot_applicable = "a"\n')
+    area = tmp_path / "coverage"
+    area.mkdir()
+    (area / "one.toml").write_text('[requirement."2025-11-25/basic/index#bbbbbbbb"]\nnot_applicable = "b"\n')
+    tool.MAPPING, tool.MAPPING_DIR, tool.ROOT = first, area, tmp_path
+    assert set(tool.load_mapping()) == {"2025-11-25/basic/index#aaaaaaaa", "2025-11-25/basic/index#bbbbbbbb"}
+    (area / "two.toml").write_text('[requirement."2025-11-25/basic/index#aaaaaaaa"]\nnot_applicable = "c"\n')
+    try:
+        tool.load_mapping()
+    except ValueError as error:
+        assert "mapped twice" in str(error)
+    else:
+        raise AssertionError("a requirement mapped in two files was accepted")
