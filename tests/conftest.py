@@ -24,3 +24,11 @@ def asyncio_is_asyncio() -> None:
     functions are deprecated from Python 3.14, where no supported uvicorn installs a policy.)"""
     if sys.version_info < (3, 14) and type(asyncio.get_event_loop_policy()).__module__.startswith("uvloop"):
         asyncio.set_event_loop_policy(None)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """A test that drives or is driven by the official SDK (``interop``) needs a peer, so it is also ``once``: it runs
+    in the leg of .ci/run that runs such tests once (make test-once), not once per interpreter."""
+    for item in items:
+        if item.get_closest_marker("interop") and not item.get_closest_marker("once"):
+            item.add_marker(pytest.mark.once)
