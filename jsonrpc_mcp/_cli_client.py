@@ -298,12 +298,19 @@ async def _call_as_task(args: argparse.Namespace, client: Any, params: dict[str,
 
 
 async def _ask_for_logs(args: argparse.Namespace, client: Any) -> None:
-    """Log messages while the call runs: at ``--log-level``, or ``info`` from a server that declares logging."""
+    """Log messages while the call runs: at ``--log-level``, or ``info`` from a server that declares logging. A
+    server that refuses ``logging/setLevel`` (some that declare logging do) gets its call all the same, with one
+    warning on stderr."""
     declared = client.server_capabilities.logging is not msgspec.UNSET
-    if args.log_level is not None:
-        await client.set_logging_level(args.log_level, even_if_undeclared=True)
-    elif declared:
-        await client.set_logging_level("info")
+    level = args.log_level if args.log_level is not None else "info" if declared else None
+    if level is None:
+        return
+    try:
+        await client.set_logging_level(level, even_if_undeclared=args.log_level is not None)
+    except RpcError as exc:
+        if exc.code in _LOCAL_CODES:
+            raise
+        _say(f"warning: the server refused logging/setLevel {level} (error {exc.code}: {exc.message}); calling anyway")
 
 
 async def _tool_arguments(client: Any, name: str, words: list[str]) -> dict[str, Any]:

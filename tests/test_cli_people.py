@@ -87,6 +87,17 @@ RUNS: dict[str, list[str]] = {
     "not-an-integer": [*CLI, "call", "kinds", "count=three", "--", *SERVE],
     "no-such-tool": [*CLI, "call", "nosuch", "a=1", "--", *SERVE],
     "tool-error": [*CLI, "call", "refuse", "reason=not today", "--", *SERVE],
+    "set-level-refused": [
+        *CLI,
+        "call",
+        "add",
+        "a=1",
+        "b=2",
+        "--",
+        *CLI,
+        "serve",
+        str(FIXTURES / "refuses_set_level.py"),
+    ],
     "steps": [*CLI, "call", "steps", "count=3", "--", *SERVE],
     "list": [*CLI, "list", "--", *SERVE],
     "list-help": [*CLI, "list", "--help"],
@@ -298,6 +309,17 @@ def test_a_tool_error_is_one_line_on_stderr_and_exit_1(runs: dict[str, subproces
 
 
 # --- progress and log messages ---------------------------------------------------------------------------------
+
+
+def test_a_server_refusing_logging_set_level_gets_its_call_with_one_warning(
+    runs: dict[str, subprocess.CompletedProcess[str]],
+) -> None:
+    proc = runs["set-level-refused"]
+    assert (proc.returncode, json.loads(proc.stdout)) == (0, {"result": 3})
+    assert proc.stderr == (
+        "jsonrpc-mcp: warning: the server refused logging/setLevel info (error -32603: logging/setLevel is not "
+        "supported); calling anyway\n"
+    )
 
 
 def test_progress_and_log_messages_are_printed_while_the_call_runs(
