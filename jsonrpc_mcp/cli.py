@@ -441,8 +441,10 @@ def _listening_socket(args: argparse.Namespace) -> socket.socket:
         raise SystemExit(f"jsonrpc-mcp: cannot listen on {host}:{port}: {exc.strerror or exc}") from None
 
 
-def _banner(args: argparse.Namespace, url: str) -> None:
-    """How to connect, for a person starting a server by hand (on stderr: stdout may be the wire)."""
+def _banner(args: argparse.Namespace, url: str, reach: str | None = None) -> None:
+    """How to connect, for a person starting a server by hand (on stderr: stdout may be the wire). ``url``: where
+    it listens; ``reach``: the options of ``list`` and ``call`` that reach it (``--url URL`` by default)."""
+    reach = reach or f"--url {url}"
     app = args.app or ""
     db = os.path.abspath(os.environ.get("KNOWLEDGE_DB", "knowledge.db"))
     target, colon, attr = app.partition(":")
@@ -455,10 +457,10 @@ def _banner(args: argparse.Namespace, url: str) -> None:
     config = {"mcpServers": {"server" if app else "knowledge": entry}}
     lines = [
         f"jsonrpc-mcp: serving {app if app else 'the knowledge server (' + db + ')'} at {url}",
-        "  both protocol eras (2026-07-28 and the 2024-11-05 .. 2025-11-25 handshake) on this one URL",
-        f"  try it:   jsonrpc-mcp list --url {url}",
-        f"            jsonrpc-mcp call --url {url} "
-        + ("store topic=demo content=hello" if not app else "TOOL key=value"),
+        "  both protocol eras (2026-07-28 and the 2024-11-05 .. 2025-11-25 handshake) on this one "
+        + ("URL" if url.startswith("http") else "socket"),
+        f"  try it:   jsonrpc-mcp list {reach}",
+        f"            jsonrpc-mcp call {reach} " + ("store topic=demo content=hello" if not app else "TOOL key=value"),
         "  stdio client configuration:",
         *("    " + line for line in json.dumps(config, indent=2).splitlines()),
         "  stop with Ctrl-C",
@@ -513,17 +515,8 @@ def _serve(args: argparse.Namespace) -> int:
     try:
         if args.http:
             return _serve_http(args, server)
-        if args.tcp:
-            from .transports._run import run_until_stopped
-            from .transports.socket import serve_tcp
-
-            host, port = args.tcp
-            return _stopped_by(run_until_stopped(serve_tcp, server, host, port))
-        if args.unix:
-            from .transports._run import run_until_stopped
-            from .transports.socket import serve_unix
-
-            return _stopped_by(run_until_stopped(serve_unix, server, args.unix))
+        if args.tcp or args.unix:
+            return _serve_socket(args, server)
     except MissingExtra as exc:
         raise SystemExit(f"jsonrpc-mcp: {exc}") from None
     from .transports.stdio import run_stdio
@@ -537,6 +530,40 @@ def _serve(args: argparse.Namespace) -> int:
         sys.stderr.flush()
     run_stdio(server)
     return 0
+
+
+def _serve_socket(args: argparse.Namespace, server: Any) -> int:
+    """``--tcp`` and ``--unix``: listen, then say how to connect (the port is known even for port 0), then serve
+    until stopped. An address that cannot be listened on is one line, as for ``--http``."""
+    from .transports._run import run_until_stopped
+    from .transports.socket import serve_tcp, serve_unix
+
+    serve: Any
+    where: tuple[Any, ...]
+    if args.tcp:
+        host, port = args.tcp
+        shown = f"[{host}]" if ":" in host else host
+        serve, where, address = serve_tcp, (host, port), f"{shown}:{port}"
+    else:
+        serve, where, address = serve_unix, (args.unix,), args.unix
+    failure: list[str] = []
+
+    async def listen_then_announce() -> None:
+        async with anyio.create_task_group() as tg:
+            try:
+                bound = await tg.start(serve, server, *where)
+            except OSError as exc:
+                failure.append(f"jsonrpc-mcp: cannot listen on {address}: {exc.strerror or exc}")
+                return
+            if args.tcp:
+                _banner(args, f"tcp://{shown}:{bound}", f"--tcp {shown}:{bound}")
+            else:
+                _banner(args, f"unix:{address}", f"--unix {address}")
+
+    stopped = run_until_stopped(listen_then_announce)
+    if failure:
+        raise SystemExit(failure[0])
+    return _stopped_by(stopped)
 
 
 def _take_ctrl_c() -> None:

@@ -9,9 +9,11 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -561,13 +563,14 @@ def test_usage_mistakes_are_explained(runs: dict[str, subprocess.CompletedProces
     assert header.stderr.splitlines()[-1] == "jsonrpc-mcp: error: --header goes with --url (an HTTP endpoint)"
 
 
-def test_serving_an_address_in_use_is_one_line_and_no_banner() -> None:
+@pytest.mark.parametrize("option", ["--http", "--tcp"])
+def test_serving_an_address_in_use_is_one_line_and_no_banner(option: str) -> None:
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
         taken.listen(1)
         port = taken.getsockname()[1]
         proc = subprocess.run(
-            [*SERVE, "--http", f"127.0.0.1:{port}"],
+            [*SERVE, option, f"127.0.0.1:{port}"],
             capture_output=True,
             text=True,
             timeout=60,
@@ -576,6 +579,41 @@ def test_serving_an_address_in_use_is_one_line_and_no_banner() -> None:
         )
     assert proc.returncode == 1
     assert proc.stderr == f"jsonrpc-mcp: cannot listen on 127.0.0.1:{port}: Address already in use\n"
+
+
+def test_serving_on_a_socket_path_that_cannot_be_made_is_one_line(tmp_path: Path) -> None:
+    path = tmp_path / "no-such-directory" / "mcp.sock"
+    proc = subprocess.run(
+        [*SERVE, "--unix", str(path)], capture_output=True, text=True, timeout=60, cwd=ROOT, stdin=subprocess.DEVNULL
+    )
+    assert (proc.returncode, proc.stderr) == (1, f"jsonrpc-mcp: cannot listen on {path}: No such file or directory\n")
+
+
+@pytest.mark.parametrize("option", ["--tcp", "--unix"])
+def test_socket_servers_print_a_banner_with_the_address_they_got(option: str) -> None:
+    """As ``--http`` does: where it listens (the port it got for port 0), and list/call commands that reach it."""
+    directory = tempfile.mkdtemp(prefix="mcp-cli-")  # short: AF_UNIX paths are limited to ~100 bytes
+    where = "127.0.0.1:0" if option == "--tcp" else os.path.join(directory, "s.sock")
+    proc = subprocess.Popen(
+        [*SERVE, option, where], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
+    )
+    try:
+        assert proc.stderr is not None
+        lines = [proc.stderr.readline() for _ in range(4)]
+        shown = r"tcp://127\.0\.0\.1:(?!0\b)\d+" if option == "--tcp" else re.escape(f"unix:{where}")
+        assert re.fullmatch(rf"jsonrpc-mcp: serving {re.escape(str(FIXTURE))} at {shown}\n", lines[0]), lines
+        assert lines[1].endswith("handshake) on this one socket\n"), lines
+        listing = re.fullmatch(r"  try it: +(jsonrpc-mcp list (--tcp|--unix) (\S+))\n", lines[2])
+        assert listing and listing.group(2) == option, lines
+        assert lines[3].startswith(f"            jsonrpc-mcp call {option} {listing.group(3)} TOOL key=value"), lines
+        listed = subprocess.run(
+            [*CLI, *listing.group(1).split()[1:]], capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL
+        )
+        assert listed.returncode == 0 and listed.stdout.startswith("cli-tools 1.0 "), listed.stderr
+    finally:
+        proc.terminate()
+        proc.communicate(timeout=30)
+        shutil.rmtree(directory, ignore_errors=True)
 
 
 # --- HTTP: a server of its own, the banner, --header -----------------------------------------------------------
