@@ -793,7 +793,7 @@ class HttpTarget:
         try:
             import httpx
         except ImportError:  # the http extra is missing
-            raise MissingExtra("checking an HTTP server needs httpx: install the http extra") from None
+            raise MissingExtra(f"checking an HTTP server needs httpx: {MissingExtra.install('http')}") from None
         timeout = httpx.Timeout(30.0, read=None)
         async with httpx.AsyncClient(timeout=timeout) as client, anyio.create_task_group() as tg:
             channel = _HttpChannel(client, self.url, session, tg, dict(self.headers))

@@ -650,12 +650,14 @@ def _serve_http(args: argparse.Namespace, server: Any) -> int:
 def _auth_policy(args: argparse.Namespace, url: str, server: Any = None) -> Any:
     """The ``ProtectedResource`` the ``--auth-*`` options describe (``url``: where ``server`` is served). Its
     metadata advertises the ``--auth-scope`` scopes and those the server's tools, resources and prompts need."""
+    from .errors import MissingExtra
+
     try:
         from .auth import IntrospectionVerifier, JwtVerifier, ProtectedResource
         from .auth.jwt import discover_metadata
     except ImportError:
         raise SystemExit(
-            "jsonrpc-mcp: --auth-issuer needs the auth extra (joserfc, httpx): pip install 'jsonrpc-mcp[auth]'"
+            f"jsonrpc-mcp: --auth-issuer needs joserfc and httpx: {MissingExtra.install('auth')}"
         ) from None
     issuer: str = args.auth_issuer
     resource: str = args.auth_resource or url

@@ -88,6 +88,8 @@ RUNS: dict[str, list[str]] = {
     "unknown-key": [*CLI, "call", "kinds", "cuont=3", "--", *SERVE],
     "not-an-integer": [*CLI, "call", "kinds", "count=three", "--", *SERVE],
     "no-such-tool": [*CLI, "call", "nosuch", "a=1", "--", *SERVE],
+    "near-tool": [*CLI, "call", "kind", "count=3", "--", *SERVE],
+    "near-tool-without-arguments": [*CLI, "call", "stpes", "--", *SERVE],
     "tool-error": [*CLI, "call", "refuse", "reason=not today", "--", *SERVE],
     "set-level-refused": [
         *CLI,
@@ -294,6 +296,16 @@ def test_explicit_json_values_and_the_json_form(runs: dict[str, subprocess.Compl
             "no-such-tool",
             "jsonrpc-mcp call: the server has no tool named 'nosuch' (its tools: headers, kinds, never, refuse, "
             "steps)\n",
+        ),
+        (
+            "near-tool",
+            "jsonrpc-mcp call: the server has no tool named 'kind' (did you mean 'kinds'? its tools: headers, kinds, "
+            "never, refuse, steps)\n",
+        ),
+        (  # (the server's -32602 for an unknown tool, told apart from arguments it refused)
+            "near-tool-without-arguments",
+            "jsonrpc-mcp call: the server has no tool named 'stpes' (did you mean 'steps'? its tools: headers, "
+            "kinds, never, refuse, steps)\n",
         ),
     ],
 )
@@ -639,6 +651,15 @@ def http_url() -> Iterator[str]:
     finally:
         proc.terminate()
         proc.communicate(timeout=30)
+
+
+def test_a_wrong_http_path_says_where_the_endpoint_usually_is(http_url: str) -> None:
+    wrong = http_url.replace("/mcp", "/api")
+    proc = subprocess.run([*CLI, "list", "--url", wrong], capture_output=True, text=True, timeout=60)
+    assert (proc.returncode, proc.stdout) == (4, "")
+    assert proc.stderr == (
+        "jsonrpc-mcp: the server answered HTTP 404: Not Found (no MCP endpoint at /api; the endpoint is usually /mcp)\n"
+    )
 
 
 def test_headers_reach_the_server(http_url: str) -> None:

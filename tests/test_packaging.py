@@ -88,7 +88,7 @@ def test_check_runs_from_an_installed_wheel(tmp_path: Path) -> None:
     assert report["summary"].get("fail", 0) == 0 and report["summary"]["pass"] > 10
 
     # without the http and auth extras, what needs one says so in one line, naming it
-    http = "install the http extra (pip install 'jsonrpc-mcp[http]')\n"
+    http = "install the http extra (pip install -e '.[http]' in a checkout of jsonrpc-mcp; not on PyPI yet)\n"
     for argv, code, said in (
         (["serve", "--http", "127.0.0.1:0"], 1, "jsonrpc-mcp: Streamable HTTP needs uvicorn: " + http),
         (["list", "--url", "http://127.0.0.1:9/mcp"], 4, "jsonrpc-mcp: --url needs httpx: " + http),
@@ -97,7 +97,8 @@ def test_check_runs_from_an_installed_wheel(tmp_path: Path) -> None:
         (
             ["serve", "--http", "127.0.0.1:0", "--auth-issuer", "https://auth.example"],
             1,
-            "jsonrpc-mcp: --auth-issuer needs the auth extra (joserfc, httpx): pip install 'jsonrpc-mcp[auth]'\n",
+            "jsonrpc-mcp: --auth-issuer needs joserfc and httpx: install the auth extra (pip install -e '.[auth]' in "
+            "a checkout of jsonrpc-mcp; not on PyPI yet)\n",
         ),
     ):
         done = subprocess.run(
