@@ -872,3 +872,60 @@ async def test_client_connect_errors_say_what_happened() -> None:
     with pytest.raises(ValueError, match=r"^'localhost:8000/mcp' has no scheme: .* \(http://localhost:8000/mcp\?\)$"):
         async with Client.connect_http("localhost:8000/mcp"):
             pass
+
+
+# --- help: one width, one layout ---------------------------------------------------------------------------------
+
+HELPS = ([], ["serve"], ["list"], ["call"], ["check"])
+
+
+def help_text(words: list[str], columns: int, monkeypatch: pytest.MonkeyPatch) -> str:
+    from contextlib import redirect_stdout
+    from io import StringIO
+
+    from jsonrpc_mcp.cli import main
+
+    monkeypatch.setenv("COLUMNS", str(columns))
+    out = StringIO()
+    with redirect_stdout(out), pytest.raises(SystemExit):
+        main([*words, "--help"])
+    return out.getvalue()
+
+
+def sections(text: str) -> dict[str, list[str]]:
+    """The help's sections below the options, by title: their lines."""
+    found: dict[str, list[str]] = {}
+    current: list[str] | None = None
+    for line in text.splitlines():
+        if re.fullmatch(r"[a-z][a-z' ]*:", line):
+            current = found.setdefault(line[:-1], [])
+        elif not line:
+            current = None
+        elif current is not None:
+            current.append(line)
+    return found
+
+
+@pytest.mark.parametrize("words", HELPS, ids=lambda words: " ".join(words) or "jsonrpc-mcp")
+@pytest.mark.parametrize("columns", [102, 82])
+def test_help_is_laid_out_at_one_width_in_aligned_columns(
+    words: list[str], columns: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Options, examples, arguments and exit statuses wrap at one width (100 columns, or the terminal's less two
+    when narrower); the texts of a section start in one column, their continuation lines too."""
+    text = help_text(words, columns, monkeypatch)
+    width = columns - 2
+    found = sections(text)
+    usage = text.split("\n\n", 1)[0].splitlines()  # (argparse cannot break a group of options)
+    commands = set(found.get("examples", []))
+    too_wide = [line for line in text.splitlines() if len(line) > width and line not in {*commands, *usage}]
+    if columns == 102:
+        assert [line for line in text.splitlines() if len(line) > width] == [], text
+    assert too_wide == [], text  # (an example command is never wrapped, nor the usage)
+    for title in ("examples", "exit status", "arguments"):
+        rows = found.get(title, [])
+        starts = {m.start(2) for line in rows if (m := re.match(r"  (\S.*?)  +(\S)", line))}
+        starts |= {len(line) - len(line.lstrip()) for line in rows if line.startswith("   ")}
+        assert len(starts) <= 1, (title, starts, text)
+    if words in ([], ["serve"], ["list"], ["call"]):
+        assert found["exit status"][0] == "  0    done"
