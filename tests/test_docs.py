@@ -32,7 +32,7 @@ def test_document_runs(path: Path) -> None:
 
 def test_every_document_is_collected() -> None:
     found = {str(path.relative_to(ROOT)) for path in documents()}
-    assert "README.md" in found
+    assert {"README.md", "CONTRIBUTING.md", "SECURITY.md"} <= found
     assert {str(path.relative_to(ROOT)) for path in (ROOT / "docs").rglob("*.md")} <= found
 
 

@@ -64,6 +64,7 @@ def test_check_runs_from_an_installed_wheel(tmp_path: Path) -> None:
     assert shipped == TRANSCRIPT_NAMES
     views = ["apps/bridge.js", "examples/knowledge/graph_view.js", "examples/knowledge/graph_view.css"]
     assert all(f"jsonrpc_mcp/{asset}" in names for asset in views)  # the MCP Apps views' script and style
+    assert [name for name in names if ".dist-info/" in name and name.endswith("/LICENSE")]  # the MIT license text
 
     bin_dir = _fresh_venv(tmp_path / "venv")
     subprocess.run([str(bin_dir / "python"), "-m", "pip", "install", "-q", str(wheel)], check=True, timeout=600)
