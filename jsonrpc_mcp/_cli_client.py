@@ -7,6 +7,7 @@ each error as one line. The exit status says what happened (see ``EXIT_STATUS`` 
 from __future__ import annotations
 
 import argparse
+import difflib
 import json
 import shutil
 import sys
@@ -18,14 +19,14 @@ import anyio
 import msgspec
 
 from . import _cli_text as text
-from .errors import MissingExtra, RpcError, ServerUnreachable
+from .errors import InvalidParams, MissingExtra, RpcError, ServerUnreachable
 from .jsonrpc import codes
 from .transports.connect_errors import start_failure
 
 __all__ = ("METHODS", "run", "Progress", "EXIT_OK", "EXIT_TOOL_ERROR", "EXIT_USAGE")
 
 #: What ``list --url`` and ``call --url`` say without httpx.
-HTTP_EXTRA_MISSING: Final = "--url needs httpx: install the http extra (pip install 'jsonrpc-mcp[http]')"
+HTTP_EXTRA_MISSING: Final = f"--url needs httpx: {MissingExtra.install('http')}"
 
 #: Methods ``call`` takes as its first word (any other word with a slash is sent as a method too).
 METHODS: Final = (
@@ -270,7 +271,14 @@ async def _call(args: argparse.Namespace, client: Any, words: list[str], progres
         params = text.arguments_from_words(more, None, method)
     if args.task and method == "tools/call":
         return await _call_as_task(args, client, params, progress)
-    value = await client.request(method, params or None, dict, progress=progress.update, timeout=None)
+    try:
+        value = await client.request(method, params or None, dict, progress=progress.update, timeout=None)
+    except InvalidParams:
+        if method == "tools/call" and not args.json:  # an unknown tool is -32602 too: say so, as for key=value
+            names = [tool.name for tool in await client.list_tools()]
+            if params["name"] not in names:
+                raise _no_such_tool(params["name"], names) from None
+        raise
     progress.done()
     return _show(args, method, value)
 
@@ -298,12 +306,19 @@ async def _call_as_task(args: argparse.Namespace, client: Any, params: dict[str,
 
 
 async def _ask_for_logs(args: argparse.Namespace, client: Any) -> None:
-    """Log messages while the call runs: at ``--log-level``, or ``info`` from a server that declares logging."""
+    """Log messages while the call runs: at ``--log-level``, or ``info`` from a server that declares logging. A
+    server that refuses ``logging/setLevel`` (some that declare logging do) gets its call all the same, with one
+    warning on stderr."""
     declared = client.server_capabilities.logging is not msgspec.UNSET
-    if args.log_level is not None:
-        await client.set_logging_level(args.log_level, even_if_undeclared=True)
-    elif declared:
-        await client.set_logging_level("info")
+    level = args.log_level if args.log_level is not None else "info" if declared else None
+    if level is None:
+        return
+    try:
+        await client.set_logging_level(level, even_if_undeclared=args.log_level is not None)
+    except RpcError as exc:
+        if exc.code in _LOCAL_CODES:
+            raise
+        _say(f"warning: the server refused logging/setLevel {level} (error {exc.code}: {exc.message}); calling anyway")
 
 
 async def _tool_arguments(client: Any, name: str, words: list[str]) -> dict[str, Any]:
@@ -322,8 +337,15 @@ async def _input_schema(client: Any, name: str) -> dict[str, Any] | None:
         if tool.name == name:
             schema: dict[str, Any] = tool.input_schema
             return schema
-    names = ", ".join(sorted(tool.name for tool in tools))
-    raise text.UsageError(f"the server has no tool named {name!r} (its tools: {names or 'none'})")
+    raise _no_such_tool(name, [tool.name for tool in tools])
+
+
+def _no_such_tool(name: str, names: list[str]) -> text.UsageError:
+    """A tool name the server does not know: its tools, and the nearest one if a name is close."""
+    near = difflib.get_close_matches(name, names, n=1, cutoff=0.6)
+    guess = f"did you mean {near[0]!r}? " if near else ""
+    listed = ", ".join(sorted(names)) or "none"
+    return text.UsageError(f"the server has no tool named {name!r} ({guess}its tools: {listed})")
 
 
 def _show(args: argparse.Namespace, method: str, value: Any) -> int:

@@ -57,6 +57,7 @@ from typing import Any, Final, Literal, Protocol
 import anyio
 import anyio.abc
 
+from ._cli_help import HELP_WIDTH, HelpFormatter, help_width, section
 from ._version import __version__
 from .errors import MissingExtra
 from .jsonrpc.streams import NOTIFICATION, Outgoing
@@ -95,6 +96,7 @@ __all__ = (
     "http_url",
     "Unreachable",
     "CHECK_EPILOG",
+    "check_epilog",
     "env_pair",
     "add_environment_arguments",
     "main",
@@ -793,7 +795,7 @@ class HttpTarget:
         try:
             import httpx
         except ImportError:  # the http extra is missing
-            raise MissingExtra("checking an HTTP server needs httpx: install the http extra") from None
+            raise MissingExtra(f"checking an HTTP server needs httpx: {MissingExtra.install('http')}") from None
         timeout = httpx.Timeout(30.0, read=None)
         async with httpx.AsyncClient(timeout=timeout) as client, anyio.create_task_group() as tg:
             channel = _HttpChannel(client, self.url, session, tg, dict(self.headers))
@@ -1568,8 +1570,8 @@ def _check_parser() -> argparse.ArgumentParser:
         prog="jsonrpc-mcp check",
         description="Replay the golden wire transcripts against an MCP server and report, rule by rule, "
         "which spec behaviours it gets right.",
-        epilog=CHECK_EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=check_epilog(help_width()),
+        formatter_class=HelpFormatter,
     )
     add_check_arguments(parser)
     return parser
@@ -1637,22 +1639,29 @@ def add_check_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("rest", nargs=argparse.REMAINDER, metavar="-- COMMAND...", help="a stdio server to start")
 
 
-#: The end of ``jsonrpc-mcp check --help``: examples, and what the exit status means.
-CHECK_EPILOG: Final = """\
-examples:
-  jsonrpc-mcp check -- jsonrpc-mcp serve server.py
-  jsonrpc-mcp check -k unknown-names -V -- python my_server.py
-  jsonrpc-mcp check --url http://127.0.0.1:8000/mcp --revision 2025-11-25
-  jsonrpc-mcp check --json --url http://127.0.0.1:8000/mcp --header "Authorization: Bearer $TOKEN"
+_CHECK_EXAMPLES: Final = (
+    ("jsonrpc-mcp check -- jsonrpc-mcp serve server.py", ""),
+    ("jsonrpc-mcp check -k unknown-names -V -- python my_server.py", ""),
+    ("jsonrpc-mcp check --url http://127.0.0.1:8000/mcp --revision 2025-11-25", ""),
+    ('jsonrpc-mcp check --json --url http://127.0.0.1:8000/mcp --header "Authorization: Bearer $TOKEN"', ""),
+)
+_CHECK_EXIT_CODES: Final = (
+    ("0", "every rule passes (or is skipped, or differs where the spec is silent)"),
+    ("1", "a rule fails"),
+    ("2", "bad usage"),
+    ("4", "the server could not be reached or started, or it ended before answering"),
+    ("5", "no answer within --startup"),
+    ("130", "interrupted (Ctrl-C)"),
+)
 
-exit status:
-  0    every rule passes (or is skipped, or differs where the spec is silent)
-  1    a rule fails
-  2    bad usage
-  4    the server could not be reached or started, or it ended before answering
-  5    no answer within --startup
-  130  interrupted (Ctrl-C)
-"""
+
+def check_epilog(width: int = HELP_WIDTH) -> str:
+    """The end of ``jsonrpc-mcp check --help`` at ``width`` columns: examples, and what the exit status means."""
+    return section("examples", _CHECK_EXAMPLES, width) + "\n" + section("exit status", _CHECK_EXIT_CODES, width)
+
+
+#: :func:`check_epilog` at its full width.
+CHECK_EPILOG: Final = check_epilog()
 
 
 def add_environment_arguments(parser: argparse.ArgumentParser) -> None:
@@ -1660,7 +1669,7 @@ def add_environment_arguments(parser: argparse.ArgumentParser) -> None:
     starts (``args.env``: a list of (name, value) pairs or None; ``args.inherit_env``)."""
     group = parser.add_argument_group(
         "the server's environment",
-        "a server started by -- COMMAND... gets HOME, PATH and a few other variables of this environment, not the\n"
+        "a server started by -- COMMAND... gets HOME, PATH and a few other variables of this environment, not the "
         "rest (API keys, tokens), plus what these give",
     )
     group.add_argument(

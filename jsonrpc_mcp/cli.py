@@ -32,10 +32,12 @@ import socket
 import sys
 import traceback
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Final
 
 import anyio
 import msgspec
+
+from ._cli_help import HelpFormatter, help_width, paragraph, section
 
 __all__ = ("main", "load_app", "EXIT_STATUS")
 
@@ -155,68 +157,71 @@ def _count(value: str) -> int:
     return int(value)
 
 
-EXAMPLES = """\
-examples:
-  jsonrpc-mcp serve server.py                            serve the Server in server.py on stdio
-  jsonrpc-mcp serve server.py --http 127.0.0.1:8000      the same over Streamable HTTP, at /mcp
-  jsonrpc-mcp list -- jsonrpc-mcp serve server.py       what a stdio server offers
-  jsonrpc-mcp call forecast city=Lyon days=3 -- jsonrpc-mcp serve server.py
-  jsonrpc-mcp call --url http://127.0.0.1:8000/mcp forecast '{"city": "Lyon"}'
-  jsonrpc-mcp call --url http://127.0.0.1:8000/mcp resources/read notes://todo
-  jsonrpc-mcp check -- jsonrpc-mcp serve server.py      the golden wire transcripts against a server
-"""
+LOG_LEVELS: Final = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
 
-EXIT_STATUS = """\
-exit status:
-  0    done
-  1    the tool reported an error (isError: true); check: a rule failed; serve: could not start
-  2    bad usage
-  3    the server answered with a JSON-RPC error
-  4    the server could not be reached or started, or the connection broke
-  5    no answer within --timeout (check: --startup)
-  130  interrupted (Ctrl-C)
-"""
+#: ``jsonrpc-mcp --help``: examples (a command, and what it does).
+EXAMPLES: Final = (
+    ("jsonrpc-mcp serve server.py", "serve the Server in server.py on stdio"),
+    ("jsonrpc-mcp serve server.py --http 127.0.0.1:8000", "the same over Streamable HTTP, at /mcp"),
+    ("jsonrpc-mcp list -- jsonrpc-mcp serve server.py", "what a stdio server offers"),
+    ("jsonrpc-mcp call forecast city=Lyon days=3 -- jsonrpc-mcp serve server.py", ""),
+    ('jsonrpc-mcp call --url http://127.0.0.1:8000/mcp forecast \'{"city": "Lyon"}\'', ""),
+    ("jsonrpc-mcp call --url http://127.0.0.1:8000/mcp resources/read notes://todo", ""),
+    ("jsonrpc-mcp check -- jsonrpc-mcp serve server.py", "the golden wire transcripts against a server"),
+)
 
-CALL_EPILOG = """\
-arguments:
-  key=value             typed from the tool's input schema: integers, numbers, booleans (true/false), JSON for
-                        objects and arrays, strings otherwise
-  key:=JSON             the value as JSON, whatever the schema says (key:='"007"' sends a string)
-  '{"key": "value"}'    the whole arguments object as JSON
+#: What the exit status of ``serve``, ``list`` and ``call`` means.
+EXIT_CODES: Final = (
+    ("0", "done"),
+    ("1", "the tool reported an error (isError: true); check: a rule failed; serve: could not start"),
+    ("2", "bad usage"),
+    ("3", "the server answered with a JSON-RPC error"),
+    ("4", "the server could not be reached or started, or the connection broke"),
+    ("5", "no answer within --timeout (check: --startup)"),
+    ("130", "interrupted (Ctrl-C)"),
+)
+EXIT_STATUS: Final = section("exit status", EXIT_CODES)
 
-examples:
-  jsonrpc-mcp call forecast city=Lyon days=3 -- jsonrpc-mcp serve server.py
-  jsonrpc-mcp call --url http://127.0.0.1:8000/mcp forecast '{"city": "Lyon"}'
-  jsonrpc-mcp call --url http://127.0.0.1:8000/mcp resources/read notes://todo
-  jsonrpc-mcp call --url http://127.0.0.1:8000/mcp prompts/get summarize topic=bees
-  jsonrpc-mcp call --json --tcp 127.0.0.1:7000 tools/call add a=1 b=2
-  jsonrpc-mcp call --task --url http://127.0.0.1:8000/mcp import_entries '{"entries": [...]}'
+CALL_ARGUMENTS: Final = (
+    (
+        "key=value",
+        "typed from the tool's input schema: integers, numbers, booleans (true/false), JSON for objects and "
+        "arrays, strings otherwise",
+    ),
+    ("key:=JSON", "the value as JSON, whatever the schema says (key:='\"007\"' sends a string)"),
+    ('\'{"key": "value"}\'', "the whole arguments object as JSON"),
+)
+CALL_EXAMPLES: Final = (
+    ("jsonrpc-mcp call forecast city=Lyon days=3 -- jsonrpc-mcp serve server.py", ""),
+    ('jsonrpc-mcp call --url http://127.0.0.1:8000/mcp forecast \'{"city": "Lyon"}\'', ""),
+    ("jsonrpc-mcp call --url http://127.0.0.1:8000/mcp resources/read notes://todo", ""),
+    ("jsonrpc-mcp call --url http://127.0.0.1:8000/mcp prompts/get summarize topic=bees", ""),
+    ("jsonrpc-mcp call --json --tcp 127.0.0.1:7000 tools/call add a=1 b=2", ""),
+    ("jsonrpc-mcp call --task --url http://127.0.0.1:8000/mcp import_entries '{\"entries\": [...]}'", ""),
+)
+LIST_EXAMPLES: Final = (
+    ("jsonrpc-mcp list -- jsonrpc-mcp serve server.py", ""),
+    ("jsonrpc-mcp list -- python my_server.py", "a file that serves itself on stdio"),
+    ('jsonrpc-mcp list --url http://127.0.0.1:8000/mcp --header "Authorization: Bearer $TOKEN"', ""),
+    ("jsonrpc-mcp list --json --tcp 127.0.0.1:7000", ""),
+)
+SERVE_EXAMPLES: Final = (
+    ("jsonrpc-mcp serve server.py", "stdio (what an MCP client configuration runs)"),
+    ("jsonrpc-mcp serve server.py:app --http 127.0.0.1:8000", ""),
+    ("jsonrpc-mcp serve mypackage.server:create_server --tcp 127.0.0.1:7000", ""),
+    ("jsonrpc-mcp serve", "the knowledge server (KNOWLEDGE_DB: its SQLite file)"),
+)
+SERVE_STOPPING: Final = (
+    "Ctrl-C (SIGINT) or SIGTERM stops an --http, --tcp or --unix server cleanly: it stops listening, ends the "
+    "sessions and removes its socket file (also when started with SIGINT ignored, as a script's background job). "
+    "The exit status is 130 after SIGINT; after SIGTERM the process ends as killed by it. A stdio server stops "
+    "when its stdin is closed."
+)
 
-"""
 
-LIST_EPILOG = """\
-examples:
-  jsonrpc-mcp list -- jsonrpc-mcp serve server.py
-  jsonrpc-mcp list -- python my_server.py       (a file that serves itself on stdio)
-  jsonrpc-mcp list --url http://127.0.0.1:8000/mcp --header "Authorization: Bearer $TOKEN"
-  jsonrpc-mcp list --json --tcp 127.0.0.1:7000
-
-"""
-
-SERVE_EPILOG = """\
-examples:
-  jsonrpc-mcp serve server.py                    stdio (what an MCP client configuration runs)
-  jsonrpc-mcp serve server.py:app --http 127.0.0.1:8000
-  jsonrpc-mcp serve mypackage.server:create_server --tcp 127.0.0.1:7000
-  jsonrpc-mcp serve                              the knowledge server (KNOWLEDGE_DB: its SQLite file)
-
-stopping:
-  Ctrl-C (SIGINT) or SIGTERM stops an --http, --tcp or --unix server cleanly: it stops listening, ends the sessions
-  and removes its socket file (also when started with SIGINT ignored, as a script's background job). The exit
-  status is 130 after SIGINT; after SIGTERM the process ends as killed by it. A stdio server stops when its stdin
-  is closed.
-
-"""
+def _epilog(width: int, *parts: str | tuple[str, Sequence[tuple[str, str]]]) -> str:
+    """Sections (a title and its rows) and ready text, at ``width``, a blank line between them."""
+    return "\n".join(part if isinstance(part, str) else section(*part, width) for part in parts)
 
 
 def _version() -> str:
@@ -226,11 +231,15 @@ def _version() -> str:
 
 
 def _parser() -> argparse.ArgumentParser:
-    formatter = argparse.RawDescriptionHelpFormatter
+    from .checker import add_check_arguments, check_epilog
+
+    formatter = HelpFormatter
+    width = help_width()
+    exit_status = ("exit status", EXIT_CODES)
     parser = argparse.ArgumentParser(
         prog="jsonrpc-mcp",
         description="Serve MCP servers, or talk to one: list what it offers, call its tools, check it.",
-        epilog=EXAMPLES + "\n" + EXIT_STATUS,
+        epilog=_epilog(width, ("examples", EXAMPLES), exit_status),
         formatter_class=formatter,
     )
     parser.add_argument("--version", action="version", version=_version())
@@ -241,7 +250,7 @@ def _parser() -> argparse.ArgumentParser:
         "serve",
         help="serve a Server (default: the knowledge server)",
         description="Serve a Server: on stdio (the default), TCP, a Unix socket or Streamable HTTP.",
-        epilog=SERVE_EPILOG + EXIT_STATUS,
+        epilog=_epilog(width, ("examples", SERVE_EXAMPLES), paragraph("stopping", SERVE_STOPPING, width), exit_status),
         formatter_class=formatter,
     )
     serve.add_argument("app", nargs="?", help="module:attr or file.py[:attr] (default: the knowledge server)")
@@ -250,9 +259,14 @@ def _parser() -> argparse.ArgumentParser:
     where.add_argument("--tcp", type=_host_port, metavar="HOST:PORT", help="NDJSON over TCP")
     where.add_argument("--unix", metavar="PATH", help="NDJSON over a Unix socket")
     where.add_argument("--http", type=_host_port, metavar="HOST:PORT", help="Streamable HTTP (needs the http extra)")
-    serve.add_argument("--path", default="/mcp", help="HTTP endpoint path (default /mcp)")
+    serve.add_argument("--path", default="/mcp", help="HTTP: the endpoint's path (default /mcp)")
     serve.add_argument(
-        "--allow-host", type=_host_name, action="append", default=None, help="extra allowed Host/Origin host names"
+        "--allow-host",
+        type=_host_name,
+        action="append",
+        default=None,
+        metavar="NAME",
+        help="HTTP: a host name allowed in Host and Origin besides loopback (repeatable; '*': any)",
     )
     serve.add_argument(
         "--header-timeout", type=_positive, default=10.0, metavar="S", help="HTTP: seconds to send request headers (10)"
@@ -310,7 +324,7 @@ def _parser() -> argparse.ArgumentParser:
         help="list the tools, resources and prompts of a server",
         usage="jsonrpc-mcp list [-h] [--json] [--timeout SECONDS] TARGET",
         description="List what a server offers: tools (as signatures), resources, templates and prompts.",
-        epilog=LIST_EPILOG + EXIT_STATUS,
+        epilog=_epilog(width, ("examples", LIST_EXAMPLES), exit_status),
         formatter_class=formatter,
     )
     _target_arguments(listing)
@@ -320,21 +334,22 @@ def _parser() -> argparse.ArgumentParser:
     call = sub.add_parser(
         "call",
         help="call a tool (or send any request)",
-        usage="jsonrpc-mcp call [-h] [--json] [--task] [--log-level LEVEL] [--timeout SECONDS] TARGET [METHOD] NAME "
-        "[ARGS...]",
-        description="Call a tool (NAME key=value ...), or send one request: tools/call, resources/read URI,\n"
-        "prompts/get NAME, ping, or any METHOD with JSON params. Progress and log messages are shown on\n"
-        "stderr while it runs.",
-        epilog=CALL_EPILOG + EXIT_STATUS,
+        usage="jsonrpc-mcp call [-h] [--json] [--task] [--log-level LEVEL] [--timeout SECONDS]\n"
+        "                        TARGET [METHOD] NAME [ARGS...]",
+        description="Call a tool (NAME key=value ...), or send one request: tools/call, resources/read URI, "
+        "prompts/get NAME, ping, or any METHOD with JSON params. Progress and log messages are shown on stderr "
+        "while it runs.",
+        epilog=_epilog(width, ("arguments", CALL_ARGUMENTS), ("examples", CALL_EXAMPLES), exit_status),
         formatter_class=formatter,
     )
     _target_arguments(call)
     call.add_argument("--json", action="store_true", help="print the result as JSON, as it came")
     call.add_argument(
         "--log-level",
-        choices=("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"),
-        help="ask for log messages at this level, even from a server that did not declare logging "
-        "(default: info from one that did)",
+        choices=LOG_LEVELS,
+        metavar="LEVEL",
+        help=f"ask for log messages at this level ({', '.join(LOG_LEVELS)}), even from a server that did not "
+        "declare logging (default: info from one that did)",
     )
     call.add_argument(
         "--task",
@@ -344,14 +359,12 @@ def _parser() -> argparse.ArgumentParser:
     )
     call.add_argument("words", nargs="*", metavar="[METHOD] NAME [ARGS...]", help=argparse.SUPPRESS)
 
-    from .checker import CHECK_EPILOG, add_check_arguments
-
     check = sub.add_parser(
         "check",
         help="replay the golden wire transcripts against a server, rule by rule",
-        description="Replay the golden wire transcripts against an MCP server and report, rule by rule,\n"
+        description="Replay the golden wire transcripts against an MCP server and report, rule by rule, "
         "which spec behaviours it gets right.",
-        epilog=CHECK_EPILOG,
+        epilog=check_epilog(width),
         formatter_class=formatter,
     )
     add_check_arguments(check)
@@ -441,8 +454,10 @@ def _listening_socket(args: argparse.Namespace) -> socket.socket:
         raise SystemExit(f"jsonrpc-mcp: cannot listen on {host}:{port}: {exc.strerror or exc}") from None
 
 
-def _banner(args: argparse.Namespace, url: str) -> None:
-    """How to connect, for a person starting a server by hand (on stderr: stdout may be the wire)."""
+def _banner(args: argparse.Namespace, url: str, reach: str | None = None) -> None:
+    """How to connect, for a person starting a server by hand (on stderr: stdout may be the wire). ``url``: where
+    it listens; ``reach``: the options of ``list`` and ``call`` that reach it (``--url URL`` by default)."""
+    reach = reach or f"--url {url}"
     app = args.app or ""
     db = os.path.abspath(os.environ.get("KNOWLEDGE_DB", "knowledge.db"))
     target, colon, attr = app.partition(":")
@@ -455,10 +470,10 @@ def _banner(args: argparse.Namespace, url: str) -> None:
     config = {"mcpServers": {"server" if app else "knowledge": entry}}
     lines = [
         f"jsonrpc-mcp: serving {app if app else 'the knowledge server (' + db + ')'} at {url}",
-        "  both protocol eras (2026-07-28 and the 2024-11-05 .. 2025-11-25 handshake) on this one URL",
-        f"  try it:   jsonrpc-mcp list --url {url}",
-        f"            jsonrpc-mcp call --url {url} "
-        + ("store topic=demo content=hello" if not app else "TOOL key=value"),
+        "  both protocol eras (2026-07-28 and the 2024-11-05 .. 2025-11-25 handshake) on this one "
+        + ("URL" if url.startswith("http") else "socket"),
+        f"  try it:   jsonrpc-mcp list {reach}",
+        f"            jsonrpc-mcp call {reach} " + ("store topic=demo content=hello" if not app else "TOOL key=value"),
         "  stdio client configuration:",
         *("    " + line for line in json.dumps(config, indent=2).splitlines()),
         "  stop with Ctrl-C",
@@ -513,17 +528,8 @@ def _serve(args: argparse.Namespace) -> int:
     try:
         if args.http:
             return _serve_http(args, server)
-        if args.tcp:
-            from .transports._run import run_until_stopped
-            from .transports.socket import serve_tcp
-
-            host, port = args.tcp
-            return _stopped_by(run_until_stopped(serve_tcp, server, host, port))
-        if args.unix:
-            from .transports._run import run_until_stopped
-            from .transports.socket import serve_unix
-
-            return _stopped_by(run_until_stopped(serve_unix, server, args.unix))
+        if args.tcp or args.unix:
+            return _serve_socket(args, server)
     except MissingExtra as exc:
         raise SystemExit(f"jsonrpc-mcp: {exc}") from None
     from .transports.stdio import run_stdio
@@ -537,6 +543,40 @@ def _serve(args: argparse.Namespace) -> int:
         sys.stderr.flush()
     run_stdio(server)
     return 0
+
+
+def _serve_socket(args: argparse.Namespace, server: Any) -> int:
+    """``--tcp`` and ``--unix``: listen, then say how to connect (the port is known even for port 0), then serve
+    until stopped. An address that cannot be listened on is one line, as for ``--http``."""
+    from .transports._run import run_until_stopped
+    from .transports.socket import serve_tcp, serve_unix
+
+    serve: Any
+    where: tuple[Any, ...]
+    if args.tcp:
+        host, port = args.tcp
+        shown = f"[{host}]" if ":" in host else host
+        serve, where, address = serve_tcp, (host, port), f"{shown}:{port}"
+    else:
+        serve, where, address = serve_unix, (args.unix,), args.unix
+    failure: list[str] = []
+
+    async def listen_then_announce() -> None:
+        async with anyio.create_task_group() as tg:
+            try:
+                bound = await tg.start(serve, server, *where)
+            except OSError as exc:
+                failure.append(f"jsonrpc-mcp: cannot listen on {address}: {exc.strerror or exc}")
+                return
+            if args.tcp:
+                _banner(args, f"tcp://{shown}:{bound}", f"--tcp {shown}:{bound}")
+            else:
+                _banner(args, f"unix:{address}", f"--unix {address}")
+
+    stopped = run_until_stopped(listen_then_announce)
+    if failure:
+        raise SystemExit(failure[0])
+    return _stopped_by(stopped)
 
 
 def _take_ctrl_c() -> None:
@@ -623,12 +663,14 @@ def _serve_http(args: argparse.Namespace, server: Any) -> int:
 def _auth_policy(args: argparse.Namespace, url: str, server: Any = None) -> Any:
     """The ``ProtectedResource`` the ``--auth-*`` options describe (``url``: where ``server`` is served). Its
     metadata advertises the ``--auth-scope`` scopes and those the server's tools, resources and prompts need."""
+    from .errors import MissingExtra
+
     try:
         from .auth import IntrospectionVerifier, JwtVerifier, ProtectedResource
         from .auth.jwt import discover_metadata
     except ImportError:
         raise SystemExit(
-            "jsonrpc-mcp: --auth-issuer needs the auth extra (joserfc, httpx): pip install 'jsonrpc-mcp[auth]'"
+            f"jsonrpc-mcp: --auth-issuer needs joserfc and httpx: {MissingExtra.install('auth')}"
         ) from None
     issuer: str = args.auth_issuer
     resource: str = args.auth_resource or url

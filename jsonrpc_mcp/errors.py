@@ -204,6 +204,12 @@ class ServerUnreachable(ConnectionError):
 class MissingExtra(ImportError):
     """An optional dependency is not installed; the message names the extra that brings it (one line)."""
 
+    @staticmethod
+    def install(extra: str) -> str:
+        """How to install ``extra`` today, for the messages that name one: from a checkout of the source tree, as
+        jsonrpc-mcp is not on PyPI yet (the README's "Install")."""
+        return f"install the {extra} extra (pip install -e '.[{extra}]' in a checkout of jsonrpc-mcp; not on PyPI yet)"
+
 
 class MissingClientCapability(RpcError):
     """The request needs a client capability the client did not declare (-32021, ``data.requiredCapabilities``)."""

@@ -113,8 +113,8 @@ class Block:
 
 
 def documents() -> list[Path]:
-    """README.md and every markdown file under docs/, in a stable order."""
-    return [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+    """README.md, CONTRIBUTING.md and SECURITY.md, and every markdown file under docs/, in a stable order."""
+    return [ROOT / "README.md", ROOT / "CONTRIBUTING.md", ROOT / "SECURITY.md", *sorted((ROOT / "docs").rglob("*.md"))]
 
 
 def parse_blocks(text: str, path: Path) -> list[Block]:

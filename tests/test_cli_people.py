@@ -9,9 +9,11 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -86,7 +88,20 @@ RUNS: dict[str, list[str]] = {
     "unknown-key": [*CLI, "call", "kinds", "cuont=3", "--", *SERVE],
     "not-an-integer": [*CLI, "call", "kinds", "count=three", "--", *SERVE],
     "no-such-tool": [*CLI, "call", "nosuch", "a=1", "--", *SERVE],
+    "near-tool": [*CLI, "call", "kind", "count=3", "--", *SERVE],
+    "near-tool-without-arguments": [*CLI, "call", "stpes", "--", *SERVE],
     "tool-error": [*CLI, "call", "refuse", "reason=not today", "--", *SERVE],
+    "set-level-refused": [
+        *CLI,
+        "call",
+        "add",
+        "a=1",
+        "b=2",
+        "--",
+        *CLI,
+        "serve",
+        str(FIXTURES / "refuses_set_level.py"),
+    ],
     "steps": [*CLI, "call", "steps", "count=3", "--", *SERVE],
     "list": [*CLI, "list", "--", *SERVE],
     "list-help": [*CLI, "list", "--help"],
@@ -282,6 +297,16 @@ def test_explicit_json_values_and_the_json_form(runs: dict[str, subprocess.Compl
             "jsonrpc-mcp call: the server has no tool named 'nosuch' (its tools: headers, kinds, never, refuse, "
             "steps)\n",
         ),
+        (
+            "near-tool",
+            "jsonrpc-mcp call: the server has no tool named 'kind' (did you mean 'kinds'? its tools: headers, kinds, "
+            "never, refuse, steps)\n",
+        ),
+        (  # (the server's -32602 for an unknown tool, told apart from arguments it refused)
+            "near-tool-without-arguments",
+            "jsonrpc-mcp call: the server has no tool named 'stpes' (did you mean 'steps'? its tools: headers, "
+            "kinds, never, refuse, steps)\n",
+        ),
     ],
 )
 def test_arguments_that_cannot_be_sent_are_a_usage_error(
@@ -298,6 +323,17 @@ def test_a_tool_error_is_one_line_on_stderr_and_exit_1(runs: dict[str, subproces
 
 
 # --- progress and log messages ---------------------------------------------------------------------------------
+
+
+def test_a_server_refusing_logging_set_level_gets_its_call_with_one_warning(
+    runs: dict[str, subprocess.CompletedProcess[str]],
+) -> None:
+    proc = runs["set-level-refused"]
+    assert (proc.returncode, json.loads(proc.stdout)) == (0, {"result": 3})
+    assert proc.stderr == (
+        "jsonrpc-mcp: warning: the server refused logging/setLevel info (error -32603: logging/setLevel is not "
+        "supported); calling anyway\n"
+    )
 
 
 def test_progress_and_log_messages_are_printed_while_the_call_runs(
@@ -539,13 +575,14 @@ def test_usage_mistakes_are_explained(runs: dict[str, subprocess.CompletedProces
     assert header.stderr.splitlines()[-1] == "jsonrpc-mcp: error: --header goes with --url (an HTTP endpoint)"
 
 
-def test_serving_an_address_in_use_is_one_line_and_no_banner() -> None:
+@pytest.mark.parametrize("option", ["--http", "--tcp"])
+def test_serving_an_address_in_use_is_one_line_and_no_banner(option: str) -> None:
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
         taken.listen(1)
         port = taken.getsockname()[1]
         proc = subprocess.run(
-            [*SERVE, "--http", f"127.0.0.1:{port}"],
+            [*SERVE, option, f"127.0.0.1:{port}"],
             capture_output=True,
             text=True,
             timeout=60,
@@ -554,6 +591,41 @@ def test_serving_an_address_in_use_is_one_line_and_no_banner() -> None:
         )
     assert proc.returncode == 1
     assert proc.stderr == f"jsonrpc-mcp: cannot listen on 127.0.0.1:{port}: Address already in use\n"
+
+
+def test_serving_on_a_socket_path_that_cannot_be_made_is_one_line(tmp_path: Path) -> None:
+    path = tmp_path / "no-such-directory" / "mcp.sock"
+    proc = subprocess.run(
+        [*SERVE, "--unix", str(path)], capture_output=True, text=True, timeout=60, cwd=ROOT, stdin=subprocess.DEVNULL
+    )
+    assert (proc.returncode, proc.stderr) == (1, f"jsonrpc-mcp: cannot listen on {path}: No such file or directory\n")
+
+
+@pytest.mark.parametrize("option", ["--tcp", "--unix"])
+def test_socket_servers_print_a_banner_with_the_address_they_got(option: str) -> None:
+    """As ``--http`` does: where it listens (the port it got for port 0), and list/call commands that reach it."""
+    directory = tempfile.mkdtemp(prefix="mcp-cli-")  # short: AF_UNIX paths are limited to ~100 bytes
+    where = "127.0.0.1:0" if option == "--tcp" else os.path.join(directory, "s.sock")
+    proc = subprocess.Popen(
+        [*SERVE, option, where], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
+    )
+    try:
+        assert proc.stderr is not None
+        lines = [proc.stderr.readline() for _ in range(4)]
+        shown = r"tcp://127\.0\.0\.1:(?!0\b)\d+" if option == "--tcp" else re.escape(f"unix:{where}")
+        assert re.fullmatch(rf"jsonrpc-mcp: serving {re.escape(str(FIXTURE))} at {shown}\n", lines[0]), lines
+        assert lines[1].endswith("handshake) on this one socket\n"), lines
+        listing = re.fullmatch(r"  try it: +(jsonrpc-mcp list (--tcp|--unix) (\S+))\n", lines[2])
+        assert listing and listing.group(2) == option, lines
+        assert lines[3].startswith(f"            jsonrpc-mcp call {option} {listing.group(3)} TOOL key=value"), lines
+        listed = subprocess.run(
+            [*CLI, *listing.group(1).split()[1:]], capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL
+        )
+        assert listed.returncode == 0 and listed.stdout.startswith("cli-tools 1.0 "), listed.stderr
+    finally:
+        proc.terminate()
+        proc.communicate(timeout=30)
+        shutil.rmtree(directory, ignore_errors=True)
 
 
 # --- HTTP: a server of its own, the banner, --header -----------------------------------------------------------
@@ -579,6 +651,15 @@ def http_url() -> Iterator[str]:
     finally:
         proc.terminate()
         proc.communicate(timeout=30)
+
+
+def test_a_wrong_http_path_says_where_the_endpoint_usually_is(http_url: str) -> None:
+    wrong = http_url.replace("/mcp", "/api")
+    proc = subprocess.run([*CLI, "list", "--url", wrong], capture_output=True, text=True, timeout=60)
+    assert (proc.returncode, proc.stdout) == (4, "")
+    assert proc.stderr == (
+        "jsonrpc-mcp: the server answered HTTP 404: Not Found (no MCP endpoint at /api; the endpoint is usually /mcp)\n"
+    )
 
 
 def test_headers_reach_the_server(http_url: str) -> None:
@@ -791,3 +872,60 @@ async def test_client_connect_errors_say_what_happened() -> None:
     with pytest.raises(ValueError, match=r"^'localhost:8000/mcp' has no scheme: .* \(http://localhost:8000/mcp\?\)$"):
         async with Client.connect_http("localhost:8000/mcp"):
             pass
+
+
+# --- help: one width, one layout ---------------------------------------------------------------------------------
+
+HELPS = ([], ["serve"], ["list"], ["call"], ["check"])
+
+
+def help_text(words: list[str], columns: int, monkeypatch: pytest.MonkeyPatch) -> str:
+    from contextlib import redirect_stdout
+    from io import StringIO
+
+    from jsonrpc_mcp.cli import main
+
+    monkeypatch.setenv("COLUMNS", str(columns))
+    out = StringIO()
+    with redirect_stdout(out), pytest.raises(SystemExit):
+        main([*words, "--help"])
+    return out.getvalue()
+
+
+def sections(text: str) -> dict[str, list[str]]:
+    """The help's sections below the options, by title: their lines."""
+    found: dict[str, list[str]] = {}
+    current: list[str] | None = None
+    for line in text.splitlines():
+        if re.fullmatch(r"[a-z][a-z' ]*:", line):
+            current = found.setdefault(line[:-1], [])
+        elif not line:
+            current = None
+        elif current is not None:
+            current.append(line)
+    return found
+
+
+@pytest.mark.parametrize("words", HELPS, ids=lambda words: " ".join(words) or "jsonrpc-mcp")
+@pytest.mark.parametrize("columns", [102, 82])
+def test_help_is_laid_out_at_one_width_in_aligned_columns(
+    words: list[str], columns: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Options, examples, arguments and exit statuses wrap at one width (100 columns, or the terminal's less two
+    when narrower); the texts of a section start in one column, their continuation lines too."""
+    text = help_text(words, columns, monkeypatch)
+    width = columns - 2
+    found = sections(text)
+    usage = text.split("\n\n", 1)[0].splitlines()  # (argparse cannot break a group of options)
+    commands = set(found.get("examples", []))
+    too_wide = [line for line in text.splitlines() if len(line) > width and line not in {*commands, *usage}]
+    if columns == 102:
+        assert [line for line in text.splitlines() if len(line) > width] == [], text
+    assert too_wide == [], text  # (an example command is never wrapped, nor the usage)
+    for title in ("examples", "exit status", "arguments"):
+        rows = found.get(title, [])
+        starts = {m.start(2) for line in rows if (m := re.match(r"  (\S.*?)  +(\S)", line))}
+        starts |= {len(line) - len(line.lstrip()) for line in rows if line.startswith("   ")}
+        assert len(starts) <= 1, (title, starts, text)
+    if words in ([], ["serve"], ["list"], ["call"]):
+        assert found["exit status"][0] == "  0    done"

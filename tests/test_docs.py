@@ -3,6 +3,7 @@ harness itself classifies, matches and fails as it says."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -31,7 +32,7 @@ def test_document_runs(path: Path) -> None:
 
 def test_every_document_is_collected() -> None:
     found = {str(path.relative_to(ROOT)) for path in documents()}
-    assert "README.md" in found
+    assert {"README.md", "CONTRIBUTING.md", "SECURITY.md"} <= found
     assert {str(path.relative_to(ROOT)) for path in (ROOT / "docs").rglob("*.md")} <= found
 
 
@@ -267,3 +268,77 @@ def test_a_server_that_exits_instead_of_listening_fails(tmp_path: Path) -> None:
     text = "```sh\njsonrpc-mcp serve no_such_file.py --http 127.0.0.1:8000\n```\n"
     with pytest.raises(DocError, match=r"exited with status 1\n.*no such file: no_such_file\.py"):
         run_text(text, tmp_path)
+
+
+# -- what a guide promises beyond its own run ------------------------------------------------------------------
+
+
+def test_the_testing_guides_tests_skip_trio_where_it_is_not_installed(tmp_path: Path) -> None:
+    """docs/testing.md's conftest.py asks for trio only where it is installed: without it, the trio runs are
+    skipped and the asyncio ones pass (the guide's run has trio, as the dev extra installs it)."""
+    import subprocess
+    import sys
+
+    page = ROOT / "docs" / "testing.md"
+    for block in parse_blocks(page.read_text(), page):
+        first = block.code.split("\n", 1)[0]
+        if block.lang == "python" and first.startswith("# ") and first.endswith(".py"):
+            (tmp_path / first[2:]).write_text(block.code)
+    no_trio = tmp_path / "no_trio"
+    no_trio.mkdir()
+    (no_trio / "sitecustomize.py").write_text('import sys\n\nsys.modules["trio"] = None  # import trio fails\n')
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "-p",
+            "no:hypothesispytest",
+            "test_calculator.py",
+        ],
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(no_trio)},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "11 passed, 11 skipped" in done.stdout, done.stdout
+
+
+def test_the_authorization_guides_web_app_answers_the_host_it_names(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """docs/authorization.md's web.py (the app mounted in Starlette) accepts requests for notes.example.com, the
+    host its resource names: a request without a token gets the 401 challenge, not the 403 of a host not allowed
+    (which another host still gets)."""
+    import importlib
+    import sys
+
+    import httpx
+    from http_support import ServerThread
+
+    page = ROOT / "docs" / "authorization.md"
+    for block in parse_blocks(page.read_text(), page):
+        first = block.code.split("\n", 1)[0]
+        if block.lang == "python" and first in ("# notes_app.py", "# web.py"):
+            (tmp_path / first[2:]).write_text(block.code)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    for name in ("notes_app", "web"):
+        monkeypatch.delitem(sys.modules, name, raising=False)
+    web = importlib.import_module("web")
+    thread = ServerThread(web.web)
+    try:
+        body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
+        headers = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+        with httpx.Client(timeout=30) as http:
+            url = thread.url + "/"  # (Starlette's Mount("/mcp") redirects /mcp there)
+            named = http.post(url, json=body, headers={**headers, "Host": "notes.example.com"})
+            other = http.post(url, json=body, headers={**headers, "Host": "elsewhere.example"})
+    finally:
+        thread.stop()
+    assert named.status_code == 401 and "resource_metadata=" in named.headers["www-authenticate"]
+    assert other.status_code == 403

@@ -85,6 +85,18 @@ def test_the_api_reference_is_rendered_from_the_docstrings(site: Path) -> None:
 
 
 @pytest.mark.slow
+def test_the_commands_help_is_in_blocks_the_style_makes_small(site: Path) -> None:
+    """The --help blocks are 100 columns wide: stylesheets/extra.css sets their class a smaller font, so that they
+    fit the text column rather than scroll sideways; and the primary sidebar's sticky title (the site name, which
+    covered the first navigation item) is hidden where the header shows the name."""
+    html = (site / "cli" / "serve" / "index.html").read_text()
+    assert '<div class="cli-help highlight">' in html
+    css = (site / "stylesheets" / "extra.css").read_text()
+    assert re.search(r"\.md-typeset \.cli-help code \{\s*font-size: 0\.72em;", css)
+    assert re.search(r"\.md-nav--primary > \.md-nav__title \{\s*display: none;", css)
+
+
+@pytest.mark.slow
 def test_no_page_shows_a_raw_docstring_role(site: Path) -> None:
     shown = [
         str(path.relative_to(site))
@@ -147,15 +159,16 @@ def hooks() -> ModuleType:
 def test_a_cli_help_marker_becomes_the_commands_help(hooks: ModuleType) -> None:
     page = "# serve\n\n<!-- cli-help: serve -->\n\nMore text.\n"
     out: str = hooks.on_page_markdown(page)
-    assert out.startswith("# serve\n\n```text\nusage: jsonrpc-mcp serve")
+    assert out.startswith("# serve\n\n``` { .text .cli-help }\nusage: jsonrpc-mcp serve")
     assert "--http HOST:PORT" in out
     assert out.endswith("```\n\nMore text.\n")
-    assert "cli-help" not in out
+    assert "<!-- cli-help" not in out
+    assert max(len(line) for line in out.splitlines()) == 100  # the width the site's style fits without scrolling
 
 
 def test_the_top_level_help_marker(hooks: ModuleType) -> None:
     out: str = hooks.on_page_markdown("<!-- cli-help: -->\n")
-    assert out.startswith("```text\nusage: jsonrpc-mcp ")
+    assert out.startswith("``` { .text .cli-help }\nusage: jsonrpc-mcp ")
     assert "serve" in out and "check" in out
 
 

@@ -7,9 +7,11 @@ from __future__ import annotations
 import datetime
 import ipaddress
 import json
+import os
 import ssl
 import subprocess
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import anyio
@@ -240,6 +242,54 @@ async def test_the_cli_serves_https(certificate: tuple[Path, Path]) -> None:
                 await process.wait()
         banner = b"".join([chunk async for chunk in process.stderr])
     assert f"https://127.0.0.1:{port}/mcp".encode() in banner
+
+
+def test_the_cli_names_tls_when_tls_is_what_fails(certificate: tuple[Path, Path]) -> None:
+    """Not "Operation not permitted" (OpenSSL's error 1 read as an errno): an untrusted certificate, and an
+    https:// URL to a plain-HTTP server or an http:// one to an HTTPS server, each say so in one line."""
+    certfile, keyfile = certificate
+    uv_tls, tls_app = make_uvicorn_server(
+        make_server(), "127.0.0.1", 0, ssl_certfile=str(certfile), ssl_keyfile=str(keyfile)
+    )
+    uv_plain, plain_app = make_uvicorn_server(make_server(), "127.0.0.1", 0)
+    tls, plain = ServerThread(tls_app, uv_server=uv_tls), ServerThread(plain_app, uv_server=uv_plain)
+    https_url = f"https://127.0.0.1:{tls.port}/mcp"
+    runs = {
+        "untrusted": (https_url, {}),
+        "trusted": (https_url, {"SSL_CERT_FILE": str(certfile)}),  # what the message says to do
+        "https-to-plain": (plain.url.replace("http://", "https://"), {}),
+        "http-to-tls": (f"http://127.0.0.1:{tls.port}/mcp", {}),
+    }
+
+    def run(url: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+        command = [*serve_command()[:3], "list", "--url", url]
+        return subprocess.run(command, capture_output=True, text=True, timeout=60, env={**os.environ, **env})
+
+    try:
+        with ThreadPoolExecutor(max_workers=len(runs)) as pool:
+            futures = {name: pool.submit(run, *args) for name, args in runs.items()}
+            done = {name: future.result() for name, future in futures.items()}
+    finally:
+        tls.stop()
+        plain.stop()
+    where = f"127.0.0.1:{tls.port} ({https_url})"
+    assert (done["untrusted"].returncode, done["untrusted"].stderr) == (
+        4,
+        f"jsonrpc-mcp: cannot connect to {where}: its TLS certificate is not trusted (self-signed certificate; to "
+        "trust a self-signed certificate or a private CA, name its PEM file in SSL_CERT_FILE)\n",
+    )
+    assert done["trusted"].returncode == 0 and done["trusted"].stdout.startswith("http-fixture 1.0.0 ")
+    plain_url = plain.url.replace("http://", "https://")
+    assert (done["https-to-plain"].returncode, done["https-to-plain"].stderr) == (
+        4,
+        f"jsonrpc-mcp: cannot connect to 127.0.0.1:{plain.port} ({plain_url}): the server did not answer in TLS (a "
+        "plain HTTP server? try http://)\n",
+    )
+    assert (done["http-to-tls"].returncode, done["http-to-tls"].stderr) == (
+        4,
+        "jsonrpc-mcp: the server closed the connection without an HTTP answer (a server that speaks TLS? try "
+        "https://)\n",
+    )
 
 
 @pytest.mark.parametrize(

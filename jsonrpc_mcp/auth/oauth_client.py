@@ -48,14 +48,12 @@ from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 import anyio
 import msgspec
 
+from ..errors import AuthorizationError, MissingExtra
+
 try:
     import httpx
 except ImportError:  # pragma: no cover - the http extra is missing
-    raise ImportError(
-        "jsonrpc_mcp.auth needs httpx: install the http extra (pip install 'jsonrpc-mcp[http]')"
-    ) from None
-
-from ..errors import AuthorizationError
+    raise ImportError(f"jsonrpc_mcp.auth needs httpx: {MissingExtra.install('http')}") from None
 
 if TYPE_CHECKING:
     from .oauth_dpop import DPoPKey

@@ -20,11 +20,13 @@ from collections.abc import Mapping
 from typing import Any, Final
 from urllib.parse import urlsplit, urlunsplit
 
+from ..errors import MissingExtra
+
 try:
     from joserfc import jwt
     from joserfc.jwk import ECKey, RSAKey, import_key
 except ImportError:  # pragma: no cover - the auth extra is missing
-    raise ImportError("DPoP needs joserfc: install the auth extra (pip install 'jsonrpc-mcp[auth]')") from None
+    raise ImportError(f"DPoP needs joserfc: {MissingExtra.install('auth')}") from None
 
 from .oauth_wire import DPOP_ALGORITHMS
 

@@ -35,7 +35,7 @@ import anyio
 import anyio.abc
 import msgspec
 
-from ..errors import Unavailable
+from ..errors import MissingExtra, Unavailable
 from ..mcp.bus import BusEvent, SessionChanged, SessionEnded, TaskChanged, decode_event, encode_event
 
 if TYPE_CHECKING:
@@ -56,7 +56,7 @@ def _redis() -> Any:
     try:
         import redis.asyncio
     except ImportError:  # pragma: no cover - the extra is not installed
-        raise ImportError("RedisBackend needs the redis extra: pip install 'jsonrpc-mcp[redis]'") from None
+        raise ImportError(f"RedisBackend needs redis-py: {MissingExtra.install('redis')}") from None
     return redis.asyncio
 
 

@@ -126,11 +126,24 @@ def _check_object(raw: Raw | None) -> Raw | bytes:
     return raw
 
 
+#: Keywords that check nothing. With them, what the checks without jsonschema-rs read (the schema's ``type``,
+#: ``properties`` and ``required``, a property's ``type``): any other keyword is not enforced without the
+#: ``validation`` extra.
+_ANNOTATIONS: Final = frozenset(
+    {"title", "description", "default", "examples", "$schema", "$id", "$comment", "deprecated", "readOnly"}
+    | {"writeOnly"}
+)
+_BASIC_KEYWORDS: Final = _ANNOTATIONS | {"type", "properties", "required"}
+_BASIC_PROPERTY_KEYWORDS: Final = _ANNOTATIONS | {"type"}
+
+
 class RawSchemaValidator:
     """Validates arguments against a raw JSON Schema: full 2020-12 with the ``validation`` extra (jsonschema-rs),
-    else the basic checks (object, required properties, primitive types) that need no dependency."""
+    else the basic checks (object, required properties, primitive types) that need no dependency. Without the
+    extra, a schema that says more than those checks read is logged once, as a warning naming what goes
+    unchecked (``tool``: whose schema it is)."""
 
-    def __init__(self, schema: Mapping[str, Any]) -> None:
+    def __init__(self, schema: Mapping[str, Any], tool: str | None = None) -> None:
         self.schema = dict(schema)
         self._full: Any = None
         try:
@@ -139,8 +152,25 @@ class RawSchemaValidator:
             self._full = jsonschema_rs.validator_for(self.schema)
         except ImportError:
             self._full = None
+            unchecked = self.unchecked_keywords()
+            if unchecked:
+                logger.warning(
+                    "%s: its input schema's %s are not checked without the validation extra (jsonschema-rs); only "
+                    "the type, the required properties and their primitive types are",
+                    f"tool {tool}" if tool else "a raw schema",
+                    ", ".join(unchecked),
+                )
         except Exception as exc:  # an invalid schema is the tool author's bug: fail at registration
             raise ValueError(f"invalid input schema: {exc}") from exc
+
+    def unchecked_keywords(self) -> list[str]:
+        """The keywords of the schema, and of its properties' schemas, that the basic checks do not enforce."""
+        found = {key for key in self.schema if key not in _BASIC_KEYWORDS}
+        properties = self.schema.get("properties")
+        for prop in properties.values() if isinstance(properties, dict) else ():
+            if isinstance(prop, dict):
+                found.update(key for key in prop if key not in _BASIC_PROPERTY_KEYWORDS)
+        return sorted(found)
 
     def errors(self, value: Any) -> str | None:
         if self._full is not None:
@@ -214,7 +244,7 @@ def make_tool(
     if inline and sig.is_async:
         raise TypeError(f"tool {name}: inline=True is for plain functions; an async function runs in its task")
     if input_schema is not None:
-        call = _raw_schema_caller(fn, sig, RawSchemaValidator(input_schema), name, inline)
+        call = _raw_schema_caller(fn, sig, RawSchemaValidator(input_schema, name), name, inline)
     else:
         call = _typed_caller(fn, sig, name, inline)
     if single_use_state:

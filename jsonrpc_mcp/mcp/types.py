@@ -12,7 +12,9 @@ Conventions
   (``rename="camel"`` gives the spec's names; ``_meta`` and the ``io.modelcontextprotocol/...`` keys are
   spelled with ``msgspec.field(name=...)``). All fields are keyword-only.
 * Optional fields default to :data:`msgspec.UNSET`, so *absent*, ``null`` (only where the spec allows it) and
-  a value stay distinct. Unknown fields are ignored on decode and therefore dropped on re-encode.
+  a value stay distinct. One exception: ``CallToolResult.is_error`` is a bool, ``False`` by default (left off the
+  wire, as an unset field is), so that ``result.is_error == False`` holds for a success. Unknown fields are
+  ignored on decode and therefore dropped on re-encode.
 * Fields that must always be on the wire with a constant value are tags (``type`` of content blocks,
   completion references, elicitation primitives; ``method`` of input requests) or, where the value is a
   field of a shared base, a default on a class with ``omit_defaults=False`` (``ElicitRequestURLParams.mode``,
@@ -460,11 +462,12 @@ class ListToolsResult(_PaginatedCacheableResult, kw_only=True):
 
 class CallToolResult(Result, kw_only=True):
     """``content`` is required even with ``structured_content`` (any JSON value in 2026-07-28, an object
-    before)."""
+    before). ``is_error`` is a bool, ``False`` unless the tool failed; ``isError`` is on the wire only when true
+    (an absent ``isError`` and ``false`` read the same, so a decoded ``false`` is not sent on again)."""
 
     content: list[ContentBlock]
     structured_content: Any | UnsetType = UNSET
-    is_error: bool | UnsetType = UNSET
+    is_error: bool = False
 
 
 # --- Created on first use (see the module docstring) --------------------------------------------------

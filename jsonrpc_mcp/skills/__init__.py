@@ -7,7 +7,7 @@ objects (:class:`Skill`) or read from disk (:func:`load_skills`, :meth:`Skill.fr
 client (:class:`SkillsClient`) lists entries without reading anything, loads a skill when it is needed, and
 verifies every file it reads against the entry: size, digest, frontmatter.
 
-Reading frontmatter from files needs the ``skills`` extra (PyYAML): ``pip install 'jsonrpc-mcp[skills]'``.
+Reading frontmatter from files needs the ``skills`` extra (PyYAML): ``pip install -e '.[skills]'`` in a checkout.
 """
 
 from __future__ import annotations

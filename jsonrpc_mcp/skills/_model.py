@@ -25,6 +25,8 @@ from typing import Any, Final
 
 import msgspec
 
+from ..errors import MissingExtra
+
 __all__ = (
     "SKILLS_EXTENSION",
     "SKILL_FILE",
@@ -95,7 +97,7 @@ def _core_schema_loader() -> Any:
     try:
         import yaml
     except ImportError:
-        raise SkillError("reading SKILL.md frontmatter needs PyYAML: pip install 'jsonrpc-mcp[skills]'") from None
+        raise SkillError(f"reading SKILL.md frontmatter needs PyYAML: {MissingExtra.install('skills')}") from None
 
     class CoreSchemaLoader(yaml.SafeLoader):
         pass

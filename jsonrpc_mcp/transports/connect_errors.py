@@ -2,7 +2,8 @@
 
 anyio and httpx report a refused connection as "All connection attempts failed", with the reason a few causes
 down; :func:`connect_failure` finds it and names the host: ``cannot connect to 127.0.0.1:9: connection
-refused (is the server running?)``, ``cannot resolve host 'mcp.example': Name or service not known``.
+refused (is the server running?)``, ``cannot resolve host 'mcp.example': Name or service not known``; a TLS
+failure is named as one (a certificate not trusted, a server that does not speak TLS), not by its errno.
 """
 
 from __future__ import annotations
@@ -10,9 +11,14 @@ from __future__ import annotations
 import errno
 import os
 import socket
+import ssl
+from typing import Final
 from urllib.parse import urlsplit
 
 __all__ = ("connect_failure", "http_connect_failure", "start_failure", "check_http_url")
+
+#: What OpenSSL says when the peer answers a TLS handshake with something else (plain HTTP, say).
+_NOT_TLS: Final = frozenset({"WRONG_VERSION_NUMBER", "RECORD_LAYER_FAILURE", "HTTP_REQUEST", "UNEXPECTED_RECORD"})
 
 
 def connect_failure(exc: BaseException, where: str, *, url: str | None = None) -> str:
@@ -29,6 +35,16 @@ def connect_failure(exc: BaseException, where: str, *, url: str | None = None) -
             return f"cannot connect to {shown}: no such socket file"
         if isinstance(cause, TimeoutError) or type(cause).__name__ in ("ConnectTimeout", "TimeoutException"):
             return f"cannot connect to {shown}: timed out"
+    for cause in _chain(exc):  # (before errno: an SSLError's errno is OpenSSL's 1, which strerror calls EPERM)
+        if isinstance(cause, ssl.SSLCertVerificationError):
+            return (
+                f"cannot connect to {shown}: its TLS certificate is not trusted ({cause.verify_message}; to trust "
+                "a self-signed certificate or a private CA, name its PEM file in SSL_CERT_FILE)"
+            )
+        if isinstance(cause, ssl.SSLError):
+            if cause.reason in _NOT_TLS:
+                return f"cannot connect to {shown}: the server did not answer in TLS (a plain HTTP server? try http://)"
+            return f"cannot connect to {shown}: TLS failed: {cause.reason or cause}"
     for cause in _chain(exc):
         code = getattr(cause, "errno", None)
         if isinstance(code, int) and code in errno.errorcode:

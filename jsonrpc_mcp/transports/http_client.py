@@ -85,9 +85,7 @@ def _httpx() -> Any:
     try:
         import httpx
     except ImportError:
-        raise MissingExtra(
-            "the Streamable HTTP client needs httpx: install the http extra (pip install 'jsonrpc-mcp[http]')"
-        ) from None
+        raise MissingExtra(f"the Streamable HTTP client needs httpx: {MissingExtra.install('http')}") from None
     return httpx
 
 
@@ -354,7 +352,9 @@ class HttpClientStream(MessageStream):
             if content_type == "application/json" and out.ident is not None and _response_id(body) == out.ident:
                 await self._deliver(body)  # a JSON-RPC error for our request (e.g. -32601 with HTTP 404)
             else:
-                await self._fail(out, f"the server answered HTTP {status}{_reason(body, content_type)}")
+                await self._fail(
+                    out, f"the server answered HTTP {status}{_reason(body, content_type)}{_hint(self.url, status)}"
+                )
             return
         if content_type == "text/event-stream" and out.kind != "request":
             # The spec wants 202 and no body for a notification or a response. A stream there would be read with no
@@ -379,6 +379,9 @@ class HttpClientStream(MessageStream):
         """What the caller of a request whose HTTP exchange failed is told: why the server could not be reached
         (naming the host and the reason), or the kind of failure."""
         httpx = _httpx()
+        plain = self.url.lower().startswith("http:")
+        if isinstance(exc, httpx.RemoteProtocolError) and plain and "without sending a response" in str(exc):
+            return "the server closed the connection without an HTTP answer (a server that speaks TLS? try https://)"
         if not isinstance(exc, httpx.ConnectError | httpx.ConnectTimeout):
             return f"HTTP request failed: {type(exc).__name__}"
         self.unreachable = http_connect_failure(exc, self.url)
@@ -568,6 +571,15 @@ async def _read_limited(response: httpx.Response, limit: int) -> bytes:
 
 
 _HTML_TITLE: Final = re.compile(rb"<title[^>]*>(.*?)</title", re.IGNORECASE | re.DOTALL)
+
+
+def _hint(url: str, status: int) -> str:
+    """What to try after an HTTP error with no JSON-RPC answer: a 404 most often means a wrong path."""
+    if status != 404:
+        return ""
+    path = urlsplit(url).path or "/"
+    usual = "" if path.rstrip("/") == "/mcp" else "; the endpoint is usually /mcp"
+    return f" (no MCP endpoint at {path}{usual})"
 
 
 def _reason(body: bytes, content_type: str) -> str:

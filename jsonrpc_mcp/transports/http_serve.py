@@ -42,9 +42,7 @@ def _uvicorn() -> Any:
     try:
         import uvicorn
     except ImportError:
-        raise MissingExtra(
-            "Streamable HTTP needs uvicorn: install the http extra (pip install 'jsonrpc-mcp[http]')"
-        ) from None
+        raise MissingExtra(f"Streamable HTTP needs uvicorn: {MissingExtra.install('http')}") from None
     return uvicorn
 
 
