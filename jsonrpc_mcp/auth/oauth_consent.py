@@ -29,8 +29,9 @@ import anyio
 import anyio.from_thread
 import anyio.to_thread
 
+from ..addresses import is_loopback_host
 from ..errors import AuthorizationError
-from .oauth_wire import is_loopback, is_secure_endpoint
+from .oauth_wire import is_secure_endpoint
 
 __all__ = ("Consent", "LoopbackConsent", "HeadlessConsent", "check_redirect_uri")
 
@@ -58,7 +59,7 @@ def check_redirect_uri(uri: str) -> str:
     parts = urlsplit(uri)
     if parts.fragment or not parts.hostname:
         raise ValueError(f"a redirect URI must be an absolute URL without a fragment, not {uri!r}")
-    if not (parts.scheme == "https" or (parts.scheme == "http" and is_loopback(parts.hostname))):
+    if not (parts.scheme == "https" or (parts.scheme == "http" and is_loopback_host(parts.hostname))):
         raise ValueError(f"a redirect URI must use https, or http on the loopback interface only: {uri!r}")
     return uri
 
@@ -159,7 +160,7 @@ class LoopbackConsent:
         show: Callable[[str], None] | None = None,
         timeout: float = 300.0,
     ) -> None:
-        if not is_loopback(host):
+        if not is_loopback_host(host):
             raise ValueError(f"the redirect listener must be on the loopback interface, not {host!r}")
         if isinstance(port, bool) or not isinstance(port, int) or not 0 <= port <= 65535:
             raise ValueError(f"port must be a TCP port number (0: any free one), not {port!r}")
