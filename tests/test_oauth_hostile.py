@@ -6,18 +6,23 @@ ever sent to an address that is not on loopback.
 
 from __future__ import annotations
 
+import re
 import secrets
+import socket
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any
 
+import httpcore
+import httpx
 import pytest
+from http_support import ServerThread
 from joserfc import jwt
 from joserfc.jwk import ECKey
-from oauth_support import AuthServer, IdentityProvider, ProtectedMcp
+from oauth_support import AuthServer, IdentityProvider, ProtectedMcp, Request, _body, _respond
 
 from jsonrpc_mcp import Client
-from jsonrpc_mcp.auth import OAuth
+from jsonrpc_mcp.auth import HeadlessConsent, OAuth
 from jsonrpc_mcp.auth.oauth_grants import ClientCredentials, EnterpriseManaged, JwtBearer
 from jsonrpc_mcp.errors import AuthorizationError
 
@@ -135,3 +140,270 @@ async def test_an_enterprise_grant_asks_no_id_jag_for_another_authorization_serv
         assert not moving.hostile.seen("/token")
     finally:
         idp.stop()
+
+
+# --- discovery, registration and tokens kept out of the user's network -----------------------------------------
+#
+# Names resolve through a fake resolver (socket.getaddrinfo, which both event loops use), and the connections the
+# client is allowed to make go through a stand-in network backend that brings each "remote" address to a server
+# on loopback (TLS left out). A refused connection is never attempted: the stand-in records every one.
+
+PUBLIC_MCP, PUBLIC_AS, INTRANET_MCP, INTRANET_AS = "93.184.216.34", "93.184.216.35", "10.1.2.3", "10.1.2.4"
+DNS = {
+    "mcp.example.com": [PUBLIC_MCP],
+    "as.example.com": [PUBLIC_AS],
+    "intranet.example": ["10.9.9.9"],
+    "rebind.example": ["93.184.216.36", "127.0.0.1"],  # public, and loopback too
+    "mcp.corp.example": [INTRANET_MCP],
+    "as.corp.example": [INTRANET_AS],
+}
+
+
+@pytest.fixture
+def fake_dns(monkeypatch: pytest.MonkeyPatch) -> None:
+    real = socket.getaddrinfo
+
+    def getaddrinfo(host: Any, port: Any, *args: Any, **kwargs: Any) -> Any:
+        name = host.decode() if isinstance(host, bytes) else host
+        if name not in DNS:
+            return real(host, port, *args, **kwargs)
+        flags = kwargs.get("flags", args[3] if len(args) > 3 else 0)
+        if flags & socket.AI_NUMERICHOST:
+            raise socket.gaierror(socket.EAI_NONAME, "not numeric")
+        number = int(port or 0)
+        return [
+            (socket.AF_INET6 if ":" in ip else socket.AF_INET, socket.SOCK_STREAM, 6, "", (ip, number))
+            for ip in DNS[name]
+        ]
+
+    monkeypatch.setattr(socket, "getaddrinfo", getaddrinfo)
+
+
+class _Plain(httpcore.AsyncNetworkStream):
+    """A loopback connection standing in for a remote one: ``start_tls`` keeps it plain."""
+
+    def __init__(self, inner: httpcore.AsyncNetworkStream) -> None:
+        self.inner = inner
+
+    async def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
+        return await self.inner.read(max_bytes, timeout)
+
+    async def write(self, buffer: bytes, timeout: float | None = None) -> None:
+        await self.inner.write(buffer, timeout)
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+    async def start_tls(
+        self, ssl_context: Any, server_hostname: str | None = None, timeout: float | None = None
+    ) -> Any:
+        return self
+
+    def get_extra_info(self, info: str) -> Any:
+        return None
+
+
+class StandIn(httpcore.AsyncNetworkBackend):
+    """Connects the "remote" addresses of ``sites`` to their servers on loopback, and nothing else."""
+
+    def __init__(self, sites: Mapping[str, ServerThread]) -> None:
+        self.sites = dict(sites)
+        self.attempts: list[str] = []
+        self.real = httpcore.AnyIOBackend()
+
+    async def connect_tcp(self, host: str, port: int, *args: Any, **kwargs: Any) -> httpcore.AsyncNetworkStream:
+        self.attempts.append(host)
+        site = self.sites.get(host)
+        if site is None:
+            raise httpcore.ConnectError(f"the test let nothing connect to {host}")
+        return _Plain(await self.real.connect_tcp("127.0.0.1", site.port))
+
+    async def sleep(self, seconds: float) -> None:
+        await self.real.sleep(seconds)
+
+
+class Site:
+    """Documents by path (JSON), on loopback; every request recorded."""
+
+    def __init__(self, documents: Mapping[str, Any] | None = None) -> None:
+        self.documents = dict(documents or {})
+        self.requests: list[Request] = []
+        self.thread = ServerThread(self, lifespan="off")
+
+    @property
+    def origin(self) -> str:
+        return f"http://127.0.0.1:{self.thread.port}"
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            return
+        self.requests.append(Request(scope, await _body(receive)))
+        document = self.documents.get(scope["path"])
+        await _respond(send, 200 if document is not None else 404, document if document is not None else {})
+
+
+@pytest.fixture
+def sites() -> Iterator[dict[str, Site]]:
+    made: dict[str, Site] = {}
+    yield made
+    for site in made.values():
+        site.thread.stop()
+
+
+def site(sites: dict[str, Site], name: str, documents: Mapping[str, Any] | None = None) -> Site:
+    sites[name] = Site(documents)
+    return sites[name]
+
+
+def prm(resource: str, issuer: str) -> dict[str, Any]:
+    return {"resource": resource, "authorization_servers": [issuer]}
+
+
+def as_metadata(issuer: str, **endpoints: str) -> dict[str, Any]:
+    return {
+        "issuer": issuer,
+        "authorization_endpoint": issuer + "/authorize",
+        "token_endpoint": issuer + "/token",
+        "code_challenge_methods_supported": ["S256"],
+        **endpoints,
+    }
+
+
+async def call_mcp(oauth: OAuth, url: str, challenge: str | None = None) -> httpx.Response:
+    """One MCP request to a server answered in-process: 401 with ``challenge`` until a token comes."""
+    seen: list[str] = []
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        seen.append(request.headers.get("authorization", ""))
+        if request.headers.get("authorization"):
+            return httpx.Response(200, json={"jsonrpc": "2.0", "id": 1, "result": {"tools": []}})
+        header = "Bearer" + (f' resource_metadata="{challenge}"' if challenge else "")
+        return httpx.Response(401, headers={"www-authenticate": header})
+
+    async with httpx.AsyncClient(transport=httpx.MockTransport(answer), auth=oauth) as http:
+        body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
+        return await http.post(url, json=body, headers={"mcp-protocol-version": "2025-11-25"})
+
+
+def hostile_oauth(standin: StandIn, **options: Any) -> OAuth:
+    oauth = OAuth(grant=ClientCredentials("svc", "s3cret"), **options)
+    oauth._network = standin
+    return oauth
+
+
+@pytest.mark.usefixtures("fake_dns")
+@pytest.mark.parametrize(
+    ("where", "shown"),
+    [
+        ("http://127.0.0.1:{port}/prm", r"127\.0\.0\.1, a loopback address"),
+        ("http://localhost:{port}/prm", r"localhost \((127\.0\.0\.1|::1)\), a loopback address"),
+        ("https://[::ffff:127.0.0.1]:{port}/prm", r"::ffff:127\.0\.0\.1, a loopback address"),
+        ("https://0.0.0.0:{port}/prm", r"0\.0\.0\.0, a reserved address"),
+        ("https://10.0.0.7/prm", r"10\.0\.0\.7, a private address"),
+        ("https://intranet.example/prm", r"intranet\.example \(10\.9\.9\.9\), a private address"),
+        ("https://169.254.169.254/latest/meta-data/", r"169\.254\.169\.254, a link-local address"),
+        ("https://[fe80::1]/prm", r"fe80::1, a link-local address"),
+        ("https://rebind.example/prm", r"rebind\.example \(127\.0\.0\.1\), a loopback address"),
+    ],
+)
+async def test_a_public_server_cannot_send_discovery_into_the_users_network(
+    sites: dict[str, Site], where: str, shown: str
+) -> None:
+    """The challenge's ``resource_metadata`` names the user's own machine or network: refused before connecting,
+    and the authorization fails there (no well-known URI of the server is tried after)."""
+    local = site(sites, "local")
+    standin = StandIn({})
+    url = where.format(port=local.thread.port)
+    with pytest.raises(AuthorizationError) as caught:
+        await call_mcp(hostile_oauth(standin), "https://mcp.example.com/mcp", challenge=url)
+    assert caught.value.step == "address check"
+    expected = re.escape("the MCP server mcp.example.com is on a public address and may not send the client to ")
+    expected += shown + re.escape(": refused before connecting (allow_networks widens this)")
+    assert re.fullmatch(expected, caught.value.reason), caught.value.reason
+    assert standin.attempts == [] and local.requests == []
+
+
+@pytest.mark.usefixtures("fake_dns")
+async def test_a_public_server_cannot_name_an_authorization_server_on_loopback(sites: dict[str, Site]) -> None:
+    local = site(sites, "local", {"/.well-known/oauth-authorization-server": as_metadata("http://127.0.0.1")})
+    issuer = local.origin
+    mcp = site(sites, "mcp", {"/.well-known/oauth-protected-resource/mcp": prm("https://mcp.example.com/mcp", issuer)})
+    standin = StandIn({PUBLIC_MCP: mcp.thread})
+    with pytest.raises(AuthorizationError, match=r"may not send the client to 127\.0\.0\.1, a loopback") as caught:
+        await call_mcp(hostile_oauth(standin), "https://mcp.example.com/mcp")
+    assert caught.value.step == "address check"
+    assert [r.path for r in mcp.requests] == ["/.well-known/oauth-protected-resource/mcp"]
+    assert local.requests == [] and standin.attempts == [PUBLIC_MCP]
+
+
+@pytest.mark.usefixtures("fake_dns")
+@pytest.mark.parametrize(
+    ("endpoint", "grant"),
+    [
+        ("registration_endpoint", "code"),
+        ("token_endpoint", "client credentials"),
+    ],
+)
+async def test_a_public_authorization_server_cannot_send_registration_or_tokens_to_loopback(
+    sites: dict[str, Site], endpoint: str, grant: str
+) -> None:
+    """The metadata of a public authorization server names a loopback admin URL: nothing is posted there."""
+    local = site(sites, "local")
+    issuer = "https://as.example.com"
+    metadata = as_metadata(issuer, **{endpoint: local.origin + "/admin"})
+    authorization_server = site(sites, "as", {"/.well-known/oauth-authorization-server": metadata})
+    mcp = site(sites, "mcp", {"/.well-known/oauth-protected-resource/mcp": prm("https://mcp.example.com/mcp", issuer)})
+    standin = StandIn({PUBLIC_MCP: mcp.thread, PUBLIC_AS: authorization_server.thread})
+    oauth = hostile_oauth(standin)
+    if grant == "code":
+        oauth = OAuth(consent=HeadlessConsent(respond=lambda url: url))
+        oauth._network = standin
+    with pytest.raises(AuthorizationError) as caught:
+        await call_mcp(oauth, "https://mcp.example.com/mcp")
+    assert caught.value.step == "address check" and "a loopback address" in caught.value.reason
+    assert local.requests == [] and set(standin.attempts) == {PUBLIC_MCP, PUBLIC_AS}
+
+
+@pytest.mark.usefixtures("fake_dns")
+async def test_an_intranet_server_may_use_an_authorization_server_on_its_network(sites: dict[str, Site]) -> None:
+    """A server on 10/8 whose authorization server is on 10/8 too keeps working: tokens and all."""
+    await _authorizes_through(
+        sites, "https://mcp.corp.example/mcp", "https://as.corp.example", INTRANET_MCP, INTRANET_AS
+    )
+
+
+@pytest.mark.usefixtures("fake_dns")
+async def test_allow_networks_lets_a_public_server_use_an_authorization_server_on_a_private_network(
+    sites: dict[str, Site],
+) -> None:
+    with pytest.raises(AuthorizationError, match="a private address"):
+        await _authorizes_through(
+            sites, "https://mcp.example.com/mcp", "https://as.corp.example", PUBLIC_MCP, INTRANET_AS
+        )
+    await _authorizes_through(
+        sites, "https://mcp.example.com/mcp", "https://as.corp.example", PUBLIC_MCP, INTRANET_AS, ["10.1.2.0/24"]
+    )
+
+
+async def _authorizes_through(
+    sites: dict[str, Site], url: str, issuer: str, mcp_address: str, as_address: str, allow: Any = ()
+) -> None:
+    auth = AuthServer(metadata={"issuer": issuer, "token_endpoint": issuer + "/token"})
+    auth.clients["svc"] = {"method": "client_secret_basic", "secret": "s3cret"}
+    try:
+        mcp = site(sites, f"mcp {allow}", {"/.well-known/oauth-protected-resource/mcp": prm(url, issuer)})
+        assert auth.thread is not None
+        standin = StandIn({mcp_address: mcp.thread, as_address: auth.thread})
+        response = await call_mcp(hostile_oauth(standin, allow_networks=allow), url)
+        assert response.status_code == 200
+        [token] = auth.seen("/token")
+        assert token.form["resource"] == url
+    finally:
+        auth.stop()
+
+
+def test_allow_networks_must_be_networks() -> None:
+    with pytest.raises(ValueError, match="'intranet' is not an IP network"):
+        OAuth(allow_networks=["intranet"])
+    with pytest.raises(TypeError, match="a list of networks, not a string"):
+        OAuth(allow_networks="10.0.0.0/8")

@@ -60,6 +60,7 @@ from ..errors import AuthorizationError
 if TYPE_CHECKING:
     from .oauth_dpop import DPoPKey
 from .oauth_consent import Consent, LoopbackConsent, check_redirect_uri
+from .oauth_reach import Reach, guarded_client, parse_networks
 from .oauth_store import MemoryTokenStore, TokenStore
 from .oauth_wire import (
     DPOP_ALGORITHMS,
@@ -391,6 +392,10 @@ class OAuth(httpx.Auth):
     :param dpop: DPoP-bound tokens (RFC 9449; needs the ``auth`` extra): by default (None) when the resource asks
         for them and its authorization server supports them; ``True`` whenever the authorization server supports
         them (an error if it does not); ``False`` never. ``dpop_algorithm``: the proofs' JWS algorithm (ES256).
+    :param allow_networks: networks (``"10.0.0.0/8"``, ``"127.0.0.1"``) the client may be sent to whatever the MCP
+        server's own address. Without them, a server on a public address may send the client (for discovery,
+        registration and tokens) to public addresses only, one on a private address to private ones too, and only
+        one on loopback to loopback; each name is judged by the addresses it resolves to.
     :param verify: TLS verification for the authorization server (``httpx`` ``verify``).
     :param timeout: for each request to the authorization server, seconds.
     """
@@ -417,6 +422,7 @@ class OAuth(httpx.Auth):
         max_step_ups: int = 2,
         dpop: bool | None = None,
         dpop_algorithm: str = "ES256",
+        allow_networks: Sequence[str] = (),
         verify: Any = True,
         timeout: float = 30.0,
     ) -> None:
@@ -450,6 +456,7 @@ class OAuth(httpx.Auth):
         self._consent = consent
         self.grant: Grant = grant if grant is not None else AuthorizationCode()
         self.max_step_ups = max_step_ups
+        self.allow_networks = parse_networks(allow_networks)
         self.verify = verify
         self.timeout = timeout
         self.dpop = dpop
@@ -457,6 +464,7 @@ class OAuth(httpx.Auth):
         self._dpop_key: DPoPKey | None = None
         self._as_nonces: dict[str, str] = {}  # the last DPoP-Nonce of each authorization server (RFC 9449 §8)
         self._servers: dict[str, _ServerState] = {}
+        self._network: Any = None  # the httpcore network backend that connects (None: httpcore's); for tests
 
     @property
     def consent(self) -> Consent:
@@ -522,7 +530,7 @@ class OAuth(httpx.Auth):
         if token is not None and token.expired() and token.refresh_token and token.token_endpoint:
             async with state.lock:
                 if state.token is token:
-                    async with self._http() as http:
+                    async with self._http(state) as http:
                         await self._refresh(http, state, token, None)
             token = state.token
         if token is None or token.expired() or not resource_covers(token.url, url):
@@ -624,7 +632,7 @@ class OAuth(httpx.Auth):
                 raise AuthorizationError(
                     "authorization", "the server answered HTTP 401 to the token it was just given; giving up"
                 )
-            async with self._http() as http:
+            async with self._http(state) as http:
                 target = await self._discover(http, state, request, challenge)
                 if current is not None and current.issuer != target.issuer:
                     logger.info(
@@ -718,8 +726,11 @@ class OAuth(httpx.Auth):
 
     # --- discovery -------------------------------------------------------------------------------------------
 
-    def _http(self) -> httpx.AsyncClient:
-        return httpx.AsyncClient(timeout=self.timeout, follow_redirects=False, verify=self.verify)
+    def _http(self, state: _ServerState) -> httpx.AsyncClient:
+        """A client for the authorization server(s) of ``state``'s MCP server: redirects not followed, every
+        connection judged by where that server may send this client (:mod:`~jsonrpc_mcp.auth.oauth_reach`)."""
+        reach = Reach(state.server_url, self.allow_networks)
+        return guarded_client(reach, timeout=self.timeout, verify=self.verify, network=self._network)
 
     async def _get_json(
         self, http: httpx.AsyncClient, url: str, headers: Mapping[str, str] | None = None
