@@ -22,7 +22,7 @@ from joserfc.jwk import ECKey
 from oauth_support import AuthServer, IdentityProvider, ProtectedMcp, Request, _body, _respond
 
 from jsonrpc_mcp import Client
-from jsonrpc_mcp.auth import HeadlessConsent, OAuth
+from jsonrpc_mcp.auth import HeadlessConsent, MemoryTokenStore, OAuth
 from jsonrpc_mcp.auth.oauth_grants import ClientCredentials, EnterpriseManaged, JwtBearer
 from jsonrpc_mcp.errors import AuthorizationError
 
@@ -286,7 +286,8 @@ async def call_mcp(oauth: OAuth, url: str, challenge: str | None = None) -> http
 
 
 def hostile_oauth(standin: StandIn, **options: Any) -> OAuth:
-    oauth = OAuth(grant=ClientCredentials("svc", "s3cret"), **options)
+    """An OAuth client (client credentials by default) whose connections go through ``standin`` only."""
+    oauth = OAuth(**{"grant": ClientCredentials("svc", "s3cret"), **options})
     oauth._network = standin
     return oauth
 
@@ -354,10 +355,8 @@ async def test_a_public_authorization_server_cannot_send_registration_or_tokens_
     authorization_server = site(sites, "as", {"/.well-known/oauth-authorization-server": metadata})
     mcp = site(sites, "mcp", {"/.well-known/oauth-protected-resource/mcp": prm("https://mcp.example.com/mcp", issuer)})
     standin = StandIn({PUBLIC_MCP: mcp.thread, PUBLIC_AS: authorization_server.thread})
-    oauth = hostile_oauth(standin)
-    if grant == "code":
-        oauth = OAuth(consent=HeadlessConsent(respond=lambda url: url))
-        oauth._network = standin
+    code = {"grant": None, "consent": HeadlessConsent(respond=lambda url: url)} if grant == "code" else {}
+    oauth = hostile_oauth(standin, **code)
     with pytest.raises(AuthorizationError) as caught:
         await call_mcp(oauth, "https://mcp.example.com/mcp")
     assert caught.value.step == "address check" and "a loopback address" in caught.value.reason
@@ -386,15 +385,22 @@ async def test_allow_networks_lets_a_public_server_use_an_authorization_server_o
 
 
 async def _authorizes_through(
-    sites: dict[str, Site], url: str, issuer: str, mcp_address: str, as_address: str, allow: Any = ()
+    sites: dict[str, Site],
+    url: str,
+    issuer: str,
+    mcp_address: str,
+    as_address: str,
+    allow: Any = (),
+    *,
+    cleartext: bool = False,
 ) -> None:
     auth = AuthServer(metadata={"issuer": issuer, "token_endpoint": issuer + "/token"})
     auth.clients["svc"] = {"method": "client_secret_basic", "secret": "s3cret"}
     try:
-        mcp = site(sites, f"mcp {allow}", {"/.well-known/oauth-protected-resource/mcp": prm(url, issuer)})
+        mcp = site(sites, f"mcp {allow} {cleartext}", {"/.well-known/oauth-protected-resource/mcp": prm(url, issuer)})
         assert auth.thread is not None
         standin = StandIn({mcp_address: mcp.thread, as_address: auth.thread})
-        response = await call_mcp(hostile_oauth(standin, allow_networks=allow), url)
+        response = await call_mcp(hostile_oauth(standin, allow_networks=allow, allow_cleartext=cleartext), url)
         assert response.status_code == 200
         [token] = auth.seen("/token")
         assert token.form["resource"] == url
@@ -407,3 +413,50 @@ def test_allow_networks_must_be_networks() -> None:
         OAuth(allow_networks=["intranet"])
     with pytest.raises(TypeError, match="a list of networks, not a string"):
         OAuth(allow_networks="10.0.0.0/8")
+
+
+# --- no token in cleartext -------------------------------------------------------------------------------------
+
+
+async def call_mcp_recorded(oauth: OAuth, url: str) -> tuple[list[str], Any]:
+    """``call_mcp`` against a server that records the Authorization header of every request it gets."""
+    seen: list[str] = []
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        seen.append(request.headers.get("authorization", ""))
+        return httpx.Response(401, headers={"www-authenticate": "Bearer"})
+
+    async with httpx.AsyncClient(transport=httpx.MockTransport(answer), auth=oauth) as http:
+        try:
+            body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
+            return seen, await http.post(url, json=body, headers={"mcp-protocol-version": "2025-11-25"})
+        except AuthorizationError as exc:
+            return seen, exc
+
+
+@pytest.mark.usefixtures("fake_dns")
+@pytest.mark.parametrize("url", ["http://mcp.example.com/mcp", "http://10.1.2.3:8000/mcp"])
+async def test_a_token_is_never_sent_in_cleartext_to_a_server_off_loopback(url: str) -> None:
+    """Refused before authorizing (no token is obtained for it), and a stored token is not sent there either."""
+    standin = StandIn({})
+    seen, outcome = await call_mcp_recorded(hostile_oauth(standin), url)
+    assert isinstance(outcome, AuthorizationError) and outcome.step == "authorization"
+    assert outcome.reason == (
+        f"refusing to send a token in cleartext to {url} (plain http, not on loopback): use https, or "
+        "OAuth(allow_cleartext=True)"
+    )
+    assert seen == [""] and standin.attempts == []
+    store = MemoryTokenStore()
+    await store.save(f"tokens {url}", {"access_token": "at-stored", "url": url, "issuer": "https://as.example.com"})
+    seen, outcome = await call_mcp_recorded(hostile_oauth(standin, store=store), url)
+    assert isinstance(outcome, AuthorizationError) and "in cleartext" in outcome.reason
+    assert seen == []
+
+
+@pytest.mark.usefixtures("fake_dns")
+async def test_allow_cleartext_sends_tokens_over_http_off_loopback(sites: dict[str, Site]) -> None:
+    with pytest.raises(AuthorizationError, match="in cleartext"):
+        await _authorizes_through(sites, "http://mcp.example.com/mcp", "https://as.example.com", PUBLIC_MCP, PUBLIC_AS)
+    await _authorizes_through(
+        sites, "http://mcp.example.com/mcp", "https://as.example.com", PUBLIC_MCP, PUBLIC_AS, cleartext=True
+    )

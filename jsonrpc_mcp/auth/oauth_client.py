@@ -55,6 +55,7 @@ except ImportError:  # pragma: no cover - the http extra is missing
         "jsonrpc_mcp.auth needs httpx: install the http extra (pip install 'jsonrpc-mcp[http]')"
     ) from None
 
+from ..addresses import is_loopback_host
 from ..errors import AuthorizationError
 
 if TYPE_CHECKING:
@@ -396,6 +397,8 @@ class OAuth(httpx.Auth):
         server's own address. Without them, a server on a public address may send the client (for discovery,
         registration and tokens) to public addresses only, one on a private address to private ones too, and only
         one on loopback to loopback; each name is judged by the addresses it resolves to.
+    :param allow_cleartext: send tokens to an ``http://`` MCP server that is not on loopback (by default refused
+        before authorizing: anyone on the path could read and replay them).
     :param verify: TLS verification for the authorization server (``httpx`` ``verify``).
     :param timeout: for each request to the authorization server, seconds.
     """
@@ -423,6 +426,7 @@ class OAuth(httpx.Auth):
         dpop: bool | None = None,
         dpop_algorithm: str = "ES256",
         allow_networks: Sequence[str] = (),
+        allow_cleartext: bool = False,
         verify: Any = True,
         timeout: float = 30.0,
     ) -> None:
@@ -457,6 +461,7 @@ class OAuth(httpx.Auth):
         self.grant: Grant = grant if grant is not None else AuthorizationCode()
         self.max_step_ups = max_step_ups
         self.allow_networks = parse_networks(allow_networks)
+        self.allow_cleartext = allow_cleartext
         self.verify = verify
         self.timeout = timeout
         self.dpop = dpop
@@ -543,9 +548,19 @@ class OAuth(httpx.Auth):
                 return None  # bound to a key this client no longer has
         return token
 
+    def _check_cleartext(self, url: httpx.URL) -> None:
+        """A token never travels in cleartext (plain http) to a host that is not loopback, unless allowed."""
+        if url.scheme == "http" and not is_loopback_host(url.host) and not self.allow_cleartext:
+            raise AuthorizationError(
+                "authorization",
+                f"refusing to send a token in cleartext to {url.copy_with(query=None)} (plain http, not on "
+                "loopback): use https, or OAuth(allow_cleartext=True)",
+            )
+
     def _sign(self, request: httpx.Request, token: StoredToken | None, state: _ServerState) -> None:
         if token is None:
             return
+        self._check_cleartext(request.url)
         if token.jkt is None:
             request.headers["Authorization"] = f"Bearer {token.access_token}"
             return
@@ -607,6 +622,7 @@ class OAuth(httpx.Auth):
         tries: _Tries,
     ) -> StoredToken:
         url = str(request.url)
+        self._check_cleartext(request.url)  # before authorizing: no token to be sent there is obtained
         challenge = _challenge(response)
         async with state.lock:
             await self._load(state)
