@@ -6,6 +6,7 @@ ever sent to an address that is not on loopback.
 
 from __future__ import annotations
 
+import logging
 import re
 import secrets
 import socket
@@ -13,6 +14,8 @@ import time
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+import anyio
+import anyio.lowlevel
 import httpcore
 import httpx
 import pytest
@@ -460,3 +463,108 @@ async def test_allow_cleartext_sends_tokens_over_http_off_loopback(sites: dict[s
     await _authorizes_through(
         sites, "http://mcp.example.com/mcp", "https://as.example.com", PUBLIC_MCP, PUBLIC_AS, cleartext=True
     )
+
+
+# --- bounded answers, refresh tokens from OpenID providers, codes kept out of logs -----------------------------
+
+REDIRECT = "http://127.0.0.1:5999/callback"
+
+
+async def _note_disconnect(receive: Any, gone: anyio.Event) -> None:
+    while (await receive())["type"] != "http.disconnect":
+        pass
+    gone.set()
+
+
+class Endless:
+    """An endpoint whose JSON answer never ends (until the client goes): what a client that reads it whole meets."""
+
+    def __init__(self) -> None:
+        self.gone = False
+        self.thread = ServerThread(self, lifespan="off")
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            return
+        await _body(receive)
+        head = [(b"content-type", b"application/json")]
+        await send({"type": "http.response.start", "status": 200, "headers": head})
+        await send({"type": "http.response.body", "body": b'{"access_token": "', "more_body": True})
+        gone = anyio.Event()
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(_note_disconnect, receive, gone)
+            while not gone.is_set():
+                await send({"type": "http.response.body", "body": b"x" * 65536, "more_body": True})
+                await anyio.lowlevel.checkpoint()
+        self.gone = True
+
+    def stop(self) -> None:
+        self.thread.stop()
+
+
+@pytest.mark.parametrize("endpoint", ["token_endpoint", "registration_endpoint"])
+async def test_token_and_registration_answers_are_bounded(endpoint: str) -> None:
+    """A token (or registration) endpoint that answers without end: the client stops at 1 MiB and says so."""
+    endless = Endless()
+    auth = AuthServer()
+    auth.overrides[endpoint] = f"http://127.0.0.1:{endless.thread.port}/endless"
+    auth.clients["svc"] = {"method": "client_secret_basic", "secret": "s3cret"}
+    mcp = ProtectedMcp(auth)
+    grant = ClientCredentials("svc", "s3cret") if endpoint == "token_endpoint" else None
+    try:
+        oauth = OAuth(grant=grant, consent=HeadlessConsent(redirect_uri=REDIRECT))
+        with anyio.fail_after(30), pytest.raises(AuthorizationError) as caught:
+            async with Client.connect_http(mcp.url, auth=oauth, **HANDSHAKE):
+                pass
+    finally:
+        for server in (mcp, auth, endless):
+            server.stop()
+    step = "token request" if endpoint == "token_endpoint" else "client registration"
+    assert caught.value.step == step
+    assert caught.value.reason == (
+        f"http://127.0.0.1:{endless.thread.port}/endless answered more than 1048576 bytes: not read further"
+    )
+    assert endless.gone  # the client went, rather than reading on
+
+
+@pytest.mark.parametrize("openid", [True, False], ids=["OpenID provider", "OAuth server"])
+async def test_offline_access_asked_of_an_openid_provider_comes_with_prompt_consent(openid: bool) -> None:
+    """OpenID Connect Core §11: without ``prompt=consent`` an OpenID provider ignores ``offline_access`` and issues
+    no refresh token; a plain OAuth server gets no ``prompt``."""
+    metadata: dict[str, Any] = {"scopes_supported": ["mcp", "offline_access"]}
+    if openid:
+        metadata = {"scopes_supported": ["openid", "mcp", "offline_access"], "subject_types_supported": ["public"]}
+        metadata["id_token_signing_alg_values_supported"] = ["RS256"]
+    auth = AuthServer(metadata=metadata)
+    mcp = ProtectedMcp(auth, scopes_supported=["mcp"])
+    try:
+        oauth = OAuth(consent=HeadlessConsent(redirect_uri=REDIRECT))
+        async with Client.connect_http(mcp.url, auth=oauth, **HANDSHAKE) as client:
+            await client.list_tools()
+    finally:
+        mcp.stop()
+        auth.stop()
+    [authorize] = auth.seen("/authorize")
+    assert authorize.query["scope"] == "mcp offline_access"
+    assert authorize.query.get("prompt") == ("consent" if openid else None)
+
+
+async def test_an_authorization_code_is_in_no_log_line_at_any_level(caplog: pytest.LogCaptureFixture) -> None:
+    """Every logger at DEBUG, httpx's and httpcore's included (httpcore logs the headers of each answer, and the
+    redirect back carries the code in its Location): the code is never written."""
+    caplog.set_level(logging.DEBUG)
+    auth = AuthServer()
+    mcp = ProtectedMcp(auth)
+    try:
+        oauth = OAuth(consent=HeadlessConsent(redirect_uri=REDIRECT))
+        async with Client.connect_http(mcp.url, auth=oauth, **HANDSHAKE) as client:
+            await client.list_tools()
+    finally:
+        mcp.stop()
+        auth.stop()
+    [token] = auth.seen("/token")
+    code = token.form["code"]
+    lines = [record.getMessage() for record in caplog.records]
+    assert any(record.name.startswith("httpcore") for record in caplog.records)  # they did log, at DEBUG
+    assert any("code=[redacted]" in line for line in lines)
+    assert not [line for line in lines if code in line]

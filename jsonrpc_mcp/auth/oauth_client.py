@@ -60,7 +60,7 @@ from ..errors import AuthorizationError
 
 if TYPE_CHECKING:
     from .oauth_dpop import DPoPKey
-from .oauth_consent import Consent, LoopbackConsent, check_redirect_uri
+from .oauth_consent import Consent, LoopbackConsent, check_redirect_uri, redact_http_logs
 from .oauth_reach import Reach, guarded_client, parse_networks
 from .oauth_store import MemoryTokenStore, TokenStore
 from .oauth_wire import (
@@ -293,6 +293,8 @@ class AuthorizationCode:
         }
         if context.scope:
             params["scope"] = context.scope
+            if "offline_access" in split_scopes(context.scope) and meta.is_openid_provider():
+                params["prompt"] = "consent"  # else no refresh token comes back (OpenID Connect Core §11)
         if target.resource is not None:
             params["resource"] = target.resource
         logger.info("asking for the user's consent at %s", target.issuer)
@@ -470,6 +472,7 @@ class OAuth(httpx.Auth):
         self._as_nonces: dict[str, str] = {}  # the last DPoP-Nonce of each authorization server (RFC 9449 §8)
         self._servers: dict[str, _ServerState] = {}
         self._network: Any = None  # the httpcore network backend that connects (None: httpcore's); for tests
+        redact_http_logs()
 
     @property
     def consent(self) -> Consent:
@@ -757,6 +760,8 @@ class OAuth(httpx.Auth):
                 body = await _read_limited(response)
         except httpx.HTTPError as exc:
             return None, None, f"{url} could not be reached ({type(exc).__name__})"
+        if body is None:
+            return response.status_code, None, _too_long(url)
         document = decode_json_object(body) if response.status_code == 200 else None
         note = f"{url} answered HTTP {response.status_code}"
         if response.status_code == 200 and document is None:
@@ -1069,13 +1074,9 @@ class OAuth(httpx.Auth):
             body["token_endpoint_auth_method"] = asked
         body.update(self.client_metadata)
         logger.info("registering a client with %s", target.issuer)
-        try:
-            response = await http.post(endpoint, json=body, headers={"Accept": "application/json"})
-        except httpx.HTTPError as exc:
-            raise AuthorizationError(
-                "client registration", f"{endpoint} could not be reached ({type(exc).__name__})"
-            ) from None
-        document = decode_json_object(response.content[:_MAX_BODY])
+        response, document = await _post(
+            http, endpoint, "client registration", json=body, headers={"Accept": "application/json"}
+        )
         if response.status_code not in (200, 201) or document is None:
             raise AuthorizationError(
                 "client registration", f"{endpoint} refused the registration: {_error_text(response, document)}"
@@ -1132,11 +1133,7 @@ class OAuth(httpx.Auth):
                 client.apply(body, headers, issuer, offered)
             if dpop is not None:
                 headers["DPoP"] = dpop.proof("POST", endpoint, nonce=self._as_nonces.get(issuer))
-            try:
-                response = await http.post(endpoint, data=body, headers=headers)
-            except httpx.HTTPError as exc:
-                raise AuthorizationError(step, f"{endpoint} could not be reached ({type(exc).__name__})") from None
-            document = decode_json_object(response.content[:_MAX_BODY])
+            response, document = await _post(http, endpoint, step, data=body, headers=headers)
             nonce = response.headers.get("dpop-nonce")
             if dpop is not None and nonce:
                 self._as_nonces[issuer] = nonce
@@ -1196,15 +1193,35 @@ def _problem(response: httpx.Response) -> str | None:
     return None
 
 
-async def _read_limited(response: httpx.Response) -> bytes:
+async def _read_limited(response: httpx.Response) -> bytes | None:
+    """The body of a streamed answer; None when it is longer than :data:`_MAX_BODY` (not read further)."""
     chunks: list[bytes] = []
     size = 0
     async for chunk in response.aiter_bytes():
         chunks.append(chunk)
         size += len(chunk)
         if size > _MAX_BODY:
-            break
-    return b"".join(chunks)[:_MAX_BODY]
+            return None
+    return b"".join(chunks)
+
+
+def _too_long(url: str) -> str:
+    return f"{url} answered more than {_MAX_BODY} bytes: not read further"
+
+
+async def _post(
+    http: httpx.AsyncClient, endpoint: str, step: str, **options: Any
+) -> tuple[httpx.Response, dict[str, Any] | None]:
+    """POST to an authorization server endpoint: the answer and its JSON object (None when it is none), the body
+    read up to :data:`_MAX_BODY` bytes; :class:`AuthorizationError` when it is unreachable or answers more."""
+    try:
+        async with http.stream("POST", endpoint, **options) as response:
+            body = await _read_limited(response)
+    except httpx.HTTPError as exc:
+        raise AuthorizationError(step, f"{endpoint} could not be reached ({type(exc).__name__})") from None
+    if body is None:
+        raise AuthorizationError(step, _too_long(endpoint))
+    return response, decode_json_object(body)
 
 
 def _error_text(response: httpx.Response, document: Mapping[str, Any] | None) -> str:

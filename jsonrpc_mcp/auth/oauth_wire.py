@@ -80,6 +80,19 @@ class AuthorizationServerMetadata(msgspec.Struct, kw_only=True):
     authorization_response_iss_parameter_supported: bool = False
     client_id_metadata_document_supported: bool = False
     dpop_signing_alg_values_supported: list[str] | None = None
+    # OpenID Connect Discovery §3 (required there, absent from plain OAuth servers)
+    id_token_signing_alg_values_supported: list[str] | None = None
+    subject_types_supported: list[str] | None = None
+
+    def is_openid_provider(self) -> bool:
+        """Whether the server is an OpenID provider (its metadata has the fields OpenID Connect Discovery requires,
+        or it offers the ``openid`` scope): one that issues refresh tokens for ``offline_access`` only with
+        ``prompt=consent`` (OpenID Connect Core §11)."""
+        return (
+            self.id_token_signing_alg_values_supported is not None
+            or self.subject_types_supported is not None
+            or "openid" in (self.scopes_supported or ())
+        )
 
 
 class TokenResponse(msgspec.Struct, kw_only=True):
