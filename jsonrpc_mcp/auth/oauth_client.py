@@ -32,6 +32,11 @@ What happens on a 401 (MCP authorization, revisions 2025-03-26 to 2026-07-28):
    ``max_step_ups`` times per request. When the resource names another authorization server, nothing obtained
    from the previous one is used with it.
 
+Against a server that is not to be trusted: every connection made to authorize goes only where the server's own
+address allows (:mod:`~jsonrpc_mcp.auth.oauth_reach`, widened by ``allow_networks``), a token never travels in
+cleartext off loopback (unless ``allow_cleartext``), answers are read up to 1 MiB, and codes stay out of the HTTP
+library's log records.
+
 Every failure raises :class:`~jsonrpc_mcp.errors.AuthorizationError` naming the step.
 """
 
