@@ -158,5 +158,7 @@ def guarded_client(
     the backend that connects (httpcore's own by default)."""
     transport = httpx.AsyncHTTPTransport(verify=verify)
     pool: Any = transport._pool  # httpx gives no other way to the network backend of its connection pool
+    if not isinstance(getattr(pool, "_network_backend", None), httpcore.AsyncNetworkBackend):  # fail closed
+        raise RuntimeError("this httpx/httpcore keeps its network backend elsewhere: the OAuth client cannot guard it")
     pool._network_backend = _GuardedBackend(network or pool._network_backend, reach)
     return httpx.AsyncClient(timeout=timeout, follow_redirects=False, verify=verify, transport=transport)
