@@ -175,7 +175,8 @@ class AuthorizationError(ConnectionClosed):
     """The client could not get (or keep) authorization to reach the server (raised locally, never sent).
 
     ``step`` names where it failed: ``"protected resource metadata"``, ``"authorization server metadata"``,
-    ``"client registration"``, ``"authorization"``, ``"token request"``, ``"token refresh"``, ``"step-up"``…
+    ``"address check"``, ``"client registration"``, ``"authorization"``, ``"token request"``, ``"token refresh"``,
+    ``"step-up"``…
     The message never contains a token or a secret. A kind of :class:`ConnectionClosed`: the request it ends was
     never served.
     """

@@ -30,6 +30,7 @@ LAYERS: dict[str, int] = {
     "mcp": 0,
     # L0: standard library only
     "errors": 0,
+    "addresses": 0,  # what kind of address a host is (loopback, private, public...): "L0" (its docstring)
     "_version": 0,
     "jsonrpc.codes": 0,
     # L1: + msgspec

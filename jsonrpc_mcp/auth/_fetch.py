@@ -8,7 +8,6 @@ most :data:`MAX_ANSWER` bytes; nothing of a token or a secret is ever logged her
 
 from __future__ import annotations
 
-import ipaddress
 import logging
 from collections.abc import Mapping
 from typing import Any, Final
@@ -17,6 +16,7 @@ from urllib.parse import urlsplit
 import httpx
 import msgspec
 
+from ..addresses import is_loopback_host
 from .principal import VerifierUnavailable
 
 __all__ = ("check_number", "check_url", "fetch_json", "MAX_ANSWER")
@@ -27,22 +27,13 @@ logger = logging.getLogger(__name__)
 MAX_ANSWER: Final = 1 << 20
 
 
-def _is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
 def check_url(url: str, what: str) -> str:
     """``url`` when it is an absolute https URL (or http on a loopback host); :class:`ValueError` otherwise."""
     parts = urlsplit(url)
     host = parts.hostname or ""
     if parts.scheme == "https" and host:
         return url
-    if parts.scheme == "http" and _is_loopback(host):
+    if parts.scheme == "http" and is_loopback_host(host):
         return url
     raise ValueError(f"{what} must be an https URL (plain http only for a loopback host): {url!r}")
 

@@ -32,6 +32,11 @@ What happens on a 401 (MCP authorization, revisions 2025-03-26 to 2026-07-28):
    ``max_step_ups`` times per request. When the resource names another authorization server, nothing obtained
    from the previous one is used with it.
 
+Against a server that is not to be trusted: every connection made to authorize goes only where the server's own
+address allows (:mod:`~jsonrpc_mcp.auth.oauth_reach`, widened by ``allow_networks``), a token never travels in
+cleartext off loopback (unless ``allow_cleartext``), answers are read up to 1 MiB, and codes stay out of the HTTP
+library's log records.
+
 Every failure raises :class:`~jsonrpc_mcp.errors.AuthorizationError` naming the step.
 """
 
@@ -55,9 +60,12 @@ try:
 except ImportError:  # pragma: no cover - the http extra is missing
     raise ImportError(f"jsonrpc_mcp.auth needs httpx: {MissingExtra.install('http')}") from None
 
+from ..addresses import is_loopback_host
+
 if TYPE_CHECKING:
     from .oauth_dpop import DPoPKey
-from .oauth_consent import Consent, LoopbackConsent, check_redirect_uri
+from .oauth_consent import Consent, LoopbackConsent, check_redirect_uri, redact_http_logs
+from .oauth_reach import Reach, guarded_client, parse_networks
 from .oauth_store import MemoryTokenStore, TokenStore
 from .oauth_wire import (
     DPOP_ALGORITHMS,
@@ -289,6 +297,8 @@ class AuthorizationCode:
         }
         if context.scope:
             params["scope"] = context.scope
+            if "offline_access" in split_scopes(context.scope) and meta.is_openid_provider():
+                params["prompt"] = "consent"  # else no refresh token comes back (OpenID Connect Core §11)
         if target.resource is not None:
             params["resource"] = target.resource
         logger.info("asking for the user's consent at %s", target.issuer)
@@ -389,6 +399,12 @@ class OAuth(httpx.Auth):
     :param dpop: DPoP-bound tokens (RFC 9449; needs the ``auth`` extra): by default (None) when the resource asks
         for them and its authorization server supports them; ``True`` whenever the authorization server supports
         them (an error if it does not); ``False`` never. ``dpop_algorithm``: the proofs' JWS algorithm (ES256).
+    :param allow_networks: networks (``"10.0.0.0/8"``, ``"127.0.0.1"``) the client may be sent to whatever the MCP
+        server's own address. Without them, a server on a public address may send the client (for discovery,
+        registration and tokens) to public addresses only, one on a private address to private ones too, and only
+        one on loopback to loopback; each name is judged by the addresses it resolves to.
+    :param allow_cleartext: send tokens to an ``http://`` MCP server that is not on loopback (by default refused
+        before authorizing: anyone on the path could read and replay them).
     :param verify: TLS verification for the authorization server (``httpx`` ``verify``).
     :param timeout: for each request to the authorization server, seconds.
     """
@@ -415,6 +431,8 @@ class OAuth(httpx.Auth):
         max_step_ups: int = 2,
         dpop: bool | None = None,
         dpop_algorithm: str = "ES256",
+        allow_networks: Sequence[str] = (),
+        allow_cleartext: bool = False,
         verify: Any = True,
         timeout: float = 30.0,
     ) -> None:
@@ -448,6 +466,8 @@ class OAuth(httpx.Auth):
         self._consent = consent
         self.grant: Grant = grant if grant is not None else AuthorizationCode()
         self.max_step_ups = max_step_ups
+        self.allow_networks = parse_networks(allow_networks)
+        self.allow_cleartext = allow_cleartext
         self.verify = verify
         self.timeout = timeout
         self.dpop = dpop
@@ -455,6 +475,8 @@ class OAuth(httpx.Auth):
         self._dpop_key: DPoPKey | None = None
         self._as_nonces: dict[str, str] = {}  # the last DPoP-Nonce of each authorization server (RFC 9449 §8)
         self._servers: dict[str, _ServerState] = {}
+        self._network: Any = None  # the httpcore network backend that connects (None: httpcore's); for tests
+        redact_http_logs()
 
     @property
     def consent(self) -> Consent:
@@ -520,7 +542,7 @@ class OAuth(httpx.Auth):
         if token is not None and token.expired() and token.refresh_token and token.token_endpoint:
             async with state.lock:
                 if state.token is token:
-                    async with self._http() as http:
+                    async with self._http(state) as http:
                         await self._refresh(http, state, token, None)
             token = state.token
         if token is None or token.expired() or not resource_covers(token.url, url):
@@ -533,9 +555,19 @@ class OAuth(httpx.Auth):
                 return None  # bound to a key this client no longer has
         return token
 
+    def _check_cleartext(self, url: httpx.URL) -> None:
+        """A token never travels in cleartext (plain http) to a host that is not loopback, unless allowed."""
+        if url.scheme == "http" and not is_loopback_host(url.host) and not self.allow_cleartext:
+            raise AuthorizationError(
+                "authorization",
+                f"refusing to send a token in cleartext to {url.copy_with(query=None)} (plain http, not on "
+                "loopback): use https, or OAuth(allow_cleartext=True)",
+            )
+
     def _sign(self, request: httpx.Request, token: StoredToken | None, state: _ServerState) -> None:
         if token is None:
             return
+        self._check_cleartext(request.url)
         if token.jkt is None:
             request.headers["Authorization"] = f"Bearer {token.access_token}"
             return
@@ -597,6 +629,7 @@ class OAuth(httpx.Auth):
         tries: _Tries,
     ) -> StoredToken:
         url = str(request.url)
+        self._check_cleartext(request.url)  # before authorizing: no token to be sent there is obtained
         challenge = _challenge(response)
         async with state.lock:
             await self._load(state)
@@ -622,7 +655,7 @@ class OAuth(httpx.Auth):
                 raise AuthorizationError(
                     "authorization", "the server answered HTTP 401 to the token it was just given; giving up"
                 )
-            async with self._http() as http:
+            async with self._http(state) as http:
                 target = await self._discover(http, state, request, challenge)
                 if current is not None and current.issuer != target.issuer:
                     logger.info(
@@ -716,8 +749,11 @@ class OAuth(httpx.Auth):
 
     # --- discovery -------------------------------------------------------------------------------------------
 
-    def _http(self) -> httpx.AsyncClient:
-        return httpx.AsyncClient(timeout=self.timeout, follow_redirects=False, verify=self.verify)
+    def _http(self, state: _ServerState) -> httpx.AsyncClient:
+        """A client for the authorization server(s) of ``state``'s MCP server: redirects not followed, every
+        connection judged by where that server may send this client (:mod:`~jsonrpc_mcp.auth.oauth_reach`)."""
+        reach = Reach(state.server_url, self.allow_networks)
+        return guarded_client(reach, timeout=self.timeout, verify=self.verify, network=self._network)
 
     async def _get_json(
         self, http: httpx.AsyncClient, url: str, headers: Mapping[str, str] | None = None
@@ -728,6 +764,8 @@ class OAuth(httpx.Auth):
                 body = await _read_limited(response)
         except httpx.HTTPError as exc:
             return None, None, f"{url} could not be reached ({type(exc).__name__})"
+        if body is None:
+            return response.status_code, None, _too_long(url)
         document = decode_json_object(body) if response.status_code == 200 else None
         note = f"{url} answered HTTP {response.status_code}"
         if response.status_code == 200 and document is None:
@@ -1040,13 +1078,9 @@ class OAuth(httpx.Auth):
             body["token_endpoint_auth_method"] = asked
         body.update(self.client_metadata)
         logger.info("registering a client with %s", target.issuer)
-        try:
-            response = await http.post(endpoint, json=body, headers={"Accept": "application/json"})
-        except httpx.HTTPError as exc:
-            raise AuthorizationError(
-                "client registration", f"{endpoint} could not be reached ({type(exc).__name__})"
-            ) from None
-        document = decode_json_object(response.content[:_MAX_BODY])
+        response, document = await _post(
+            http, endpoint, "client registration", json=body, headers={"Accept": "application/json"}
+        )
         if response.status_code not in (200, 201) or document is None:
             raise AuthorizationError(
                 "client registration", f"{endpoint} refused the registration: {_error_text(response, document)}"
@@ -1103,11 +1137,7 @@ class OAuth(httpx.Auth):
                 client.apply(body, headers, issuer, offered)
             if dpop is not None:
                 headers["DPoP"] = dpop.proof("POST", endpoint, nonce=self._as_nonces.get(issuer))
-            try:
-                response = await http.post(endpoint, data=body, headers=headers)
-            except httpx.HTTPError as exc:
-                raise AuthorizationError(step, f"{endpoint} could not be reached ({type(exc).__name__})") from None
-            document = decode_json_object(response.content[:_MAX_BODY])
+            response, document = await _post(http, endpoint, step, data=body, headers=headers)
             nonce = response.headers.get("dpop-nonce")
             if dpop is not None and nonce:
                 self._as_nonces[issuer] = nonce
@@ -1167,15 +1197,35 @@ def _problem(response: httpx.Response) -> str | None:
     return None
 
 
-async def _read_limited(response: httpx.Response) -> bytes:
+async def _read_limited(response: httpx.Response) -> bytes | None:
+    """The body of a streamed answer; None when it is longer than :data:`_MAX_BODY` (not read further)."""
     chunks: list[bytes] = []
     size = 0
     async for chunk in response.aiter_bytes():
         chunks.append(chunk)
         size += len(chunk)
         if size > _MAX_BODY:
-            break
-    return b"".join(chunks)[:_MAX_BODY]
+            return None
+    return b"".join(chunks)
+
+
+def _too_long(url: str) -> str:
+    return f"{url} answered more than {_MAX_BODY} bytes: not read further"
+
+
+async def _post(
+    http: httpx.AsyncClient, endpoint: str, step: str, **options: Any
+) -> tuple[httpx.Response, dict[str, Any] | None]:
+    """POST to an authorization server endpoint: the answer and its JSON object (None when it is none), the body
+    read up to :data:`_MAX_BODY` bytes; :class:`AuthorizationError` when it is unreachable or answers more."""
+    try:
+        async with http.stream("POST", endpoint, **options) as response:
+            body = await _read_limited(response)
+    except httpx.HTTPError as exc:
+        raise AuthorizationError(step, f"{endpoint} could not be reached ({type(exc).__name__})") from None
+    if body is None:
+        raise AuthorizationError(step, _too_long(endpoint))
+    return response, decode_json_object(body)
 
 
 def _error_text(response: httpx.Response, document: Mapping[str, Any] | None) -> str:

@@ -18,6 +18,7 @@ from __future__ import annotations
 import html
 import http.server
 import logging
+import re
 import socket
 import sys
 import webbrowser
@@ -29,10 +30,11 @@ import anyio
 import anyio.from_thread
 import anyio.to_thread
 
+from ..addresses import is_loopback_host
 from ..errors import AuthorizationError
-from .oauth_wire import is_loopback, is_secure_endpoint
+from .oauth_wire import is_secure_endpoint
 
-__all__ = ("Consent", "LoopbackConsent", "HeadlessConsent", "check_redirect_uri")
+__all__ = ("Consent", "LoopbackConsent", "HeadlessConsent", "check_redirect_uri", "redact_http_logs")
 
 logger = logging.getLogger(__name__)
 
@@ -58,7 +60,7 @@ def check_redirect_uri(uri: str) -> str:
     parts = urlsplit(uri)
     if parts.fragment or not parts.hostname:
         raise ValueError(f"a redirect URI must be an absolute URL without a fragment, not {uri!r}")
-    if not (parts.scheme == "https" or (parts.scheme == "http" and is_loopback(parts.hostname))):
+    if not (parts.scheme == "https" or (parts.scheme == "http" and is_loopback_host(parts.hostname))):
         raise ValueError(f"a redirect URI must use https, or http on the loopback interface only: {uri!r}")
     return uri
 
@@ -66,6 +68,41 @@ def check_redirect_uri(uri: str) -> str:
 def _state_of(url: str) -> str | None:
     values = parse_qs(urlsplit(url).query).get("state")
     return values[0] if values else None
+
+
+#: a query (or fragment) parameter that carries an authorization code or a token, and its value
+_SECRET_PARAMETER: Final = re.compile(r"([?&#;](?:code|access_token|id_token|refresh_token)=)[^&#;\s'\"]*")
+#: httpx logs each request's URL (INFO); httpcore the headers of each answer (DEBUG), where a redirect back
+#: carries the code in its Location
+_HTTP_LOGGERS: Final = (
+    "httpx",
+    "httpcore.http11",
+    "httpcore.http2",
+    "httpcore.connection",
+    "httpcore.proxy",
+    "httpcore.socks",
+)
+
+
+class _RedactSecrets(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        redacted = _SECRET_PARAMETER.sub(r"\1[redacted]", message)
+        if redacted != message:
+            record.msg, record.args = redacted, None
+        return True
+
+
+_REDACT: Final = _RedactSecrets()
+
+
+def redact_http_logs() -> None:
+    """Keep authorization codes (and tokens in URLs) out of the HTTP library's log records at every level: their
+    values become ``[redacted]``. Called by the OAuth client and the consents; calling it again changes nothing."""
+    for name in _HTTP_LOGGERS:
+        logger_ = logging.getLogger(name)
+        if _REDACT not in logger_.filters:
+            logger_.addFilter(_REDACT)
 
 
 def _same_endpoint(url: str, redirect_uri: str) -> bool:
@@ -98,6 +135,7 @@ class HeadlessConsent:
         self._respond = respond
         self._redirect_uri = check_redirect_uri(redirect_uri)
         self._verify = verify
+        redact_http_logs()
 
     @property
     def redirect_uri(self) -> str:
@@ -114,7 +152,8 @@ class HeadlessConsent:
         async with httpx.AsyncClient(follow_redirects=False, timeout=30.0, verify=self._verify) as http:
             for _ in range(_MAX_HOPS):
                 if not is_secure_endpoint(url):
-                    raise AuthorizationError("authorization", f"refusing to follow a redirect to {url} (not HTTPS)")
+                    shown = urlsplit(url)._replace(query="", fragment="").geturl()  # (the query may hold the code)
+                    raise AuthorizationError("authorization", f"refusing to follow a redirect to {shown} (not HTTPS)")
                 try:
                     response = await http.get(url)
                 except httpx.HTTPError as exc:
@@ -159,7 +198,7 @@ class LoopbackConsent:
         show: Callable[[str], None] | None = None,
         timeout: float = 300.0,
     ) -> None:
-        if not is_loopback(host):
+        if not is_loopback_host(host):
             raise ValueError(f"the redirect listener must be on the loopback interface, not {host!r}")
         if isinstance(port, bool) or not isinstance(port, int) or not 0 <= port <= 65535:
             raise ValueError(f"port must be a TCP port number (0: any free one), not {port!r}")

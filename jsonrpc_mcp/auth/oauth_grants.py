@@ -58,6 +58,27 @@ def _secret_method(metadata_methods: list[str] | None, explicit: str | None) -> 
     return "client_secret_basic"
 
 
+class _Bound:
+    """Credentials bound to one authorization server (MCP 2026-07-28: credentials are associated with the issuer
+    that issued them and never presented to another): the ``issuer`` configured, else the first one used."""
+
+    issuer: str | None
+
+    def _bind(self, issuer: str) -> None:
+        """Bind to ``issuer`` on first use; :class:`AuthorizationError` (nothing sent) when bound to another."""
+        if self.issuer is None:
+            self.issuer = issuer
+        elif self.issuer != issuer:
+            raise AuthorizationError(
+                "client registration",
+                f"these credentials are bound to the authorization server {self.issuer}, but the server now names "
+                f"{issuer}: not presenting them there (give credentials registered with {issuer})",
+            )
+
+    def _bound_to(self, issuer: str) -> bool:
+        return self.issuer in (None, issuer)
+
+
 def _pem_key_type(pem: str | bytes) -> Literal["RSA", "EC", "OKP"]:
     """The JWK key type of a PEM private key (read with cryptography, which joserfc is built on)."""
     from cryptography.hazmat.primitives.asymmetric import ec, ed448, ed25519, rsa
@@ -138,13 +159,15 @@ class PrivateKeyJwt:
         form["client_assertion"] = self.assertion(issuer, offered)
 
 
-class ClientCredentials:
+class ClientCredentials(_Bound):
     """The client credentials grant (the ``io.modelcontextprotocol/oauth-client-credentials`` extension): the
     client acts on its own behalf, no person involved.
 
     :param client_secret: authenticate with ``client_secret_basic`` (``client_secret_post`` when the server takes
         only that, or with ``token_endpoint_auth_method``);
     :param private_key: or with ``private_key_jwt`` (:class:`PrivateKeyJwt`; ``signing_algorithm`` to force one).
+    :param issuer: the issuer of the authorization server the client is registered with; without it, the grant is
+        bound to the first one it is used with. Another is refused before anything is sent to it.
     """
 
     interactive = False
@@ -157,9 +180,11 @@ class ClientCredentials:
         private_key: Any = None,
         signing_algorithm: str | None = None,
         token_endpoint_auth_method: str | None = None,
+        issuer: str | None = None,
     ) -> None:
         if (client_secret is None) == (private_key is None):
             raise ValueError("give exactly one of client_secret and private_key")
+        self.issuer = issuer
         self.client_id = client_id
         self.client_secret = client_secret
         self.token_endpoint_auth_method = token_endpoint_auth_method
@@ -174,6 +199,7 @@ class ClientCredentials:
         )
 
     async def obtain(self, context: GrantContext) -> TokenResponse:
+        self._bind(context.issuer)
         form = {"grant_type": "client_credentials"}
         if context.scope:
             form["scope"] = context.scope
@@ -182,10 +208,10 @@ class ClientCredentials:
         return await context.token_request(form, self._auth(context.metadata.token_endpoint_auth_methods_supported))
 
     def client_for_refresh(self, oauth: OAuth, issuer: str) -> ClientAuth | None:
-        return self._auth(None)
+        return self._auth(None) if self._bound_to(issuer) else None
 
 
-class JwtBearer:
+class JwtBearer(_Bound):
     """The JWT bearer grant (RFC 7523 §2.1) for workload identity federation: the workload's identity token, issued
     by its platform for the authorization server, is the assertion. No retry and no other grant after a refusal.
 
@@ -193,13 +219,21 @@ class JwtBearer:
         (platform tokens are short-lived: read the projected token file, ask the metadata server…).
     :param client_id: sent when the authorization server wants the client identified (``none`` authentication),
         with ``client_secret`` for ``client_secret_basic``.
+    :param issuer: the issuer of the authorization server the assertion is for; without it, the grant is bound to
+        the first one it is used with. Another is refused before the assertion is read or anything sent to it.
     """
 
     interactive = False
 
     def __init__(
-        self, assertion: Credential, *, client_id: str | None = None, client_secret: str | None = None
+        self,
+        assertion: Credential,
+        *,
+        client_id: str | None = None,
+        client_secret: str | None = None,
+        issuer: str | None = None,
     ) -> None:
+        self.issuer = issuer
         self.assertion = assertion
         self.client_id = client_id
         self.client_secret = client_secret
@@ -215,6 +249,7 @@ class JwtBearer:
         )
 
     async def obtain(self, context: GrantContext) -> TokenResponse:
+        self._bind(context.issuer)
         form = {"grant_type": JWT_BEARER, "assertion": await _resolve(self.assertion)}
         if context.scope:
             form["scope"] = context.scope
@@ -223,10 +258,10 @@ class JwtBearer:
         return await context.token_request(form, self._auth(context.metadata.token_endpoint_auth_methods_supported))
 
     def client_for_refresh(self, oauth: OAuth, issuer: str) -> ClientAuth | None:
-        return self._auth(None)
+        return self._auth(None) if self._bound_to(issuer) else None
 
 
-class EnterpriseManaged:
+class EnterpriseManaged(_Bound):
     """Enterprise-managed authorization (the ``io.modelcontextprotocol/enterprise-managed-authorization``
     extension): the user's identity assertion from the enterprise IdP (an OpenID Connect ID token, or a SAML
     assertion) is exchanged at the IdP for an ID-JAG (RFC 8693 token exchange, ``audience`` the authorization
@@ -239,6 +274,8 @@ class EnterpriseManaged:
         (``client_secret_basic``).
     :param idp_client_id: the client at the IdP (``idp_client_secret`` when it has a secret there).
     :param assertion_type: ``urn:ietf:params:oauth:token-type:id_token`` (default) or ``…:saml2``.
+    :param issuer: the issuer of the MCP server's authorization server; without it, the grant is bound to the first
+        one it is used with. Another is refused before the IdP is asked for an ID-JAG for it.
     """
 
     interactive = False
@@ -254,9 +291,11 @@ class EnterpriseManaged:
         idp_client_secret: str | None = None,
         assertion_type: str = ID_TOKEN,
         token_endpoint_auth_method: str | None = None,
+        issuer: str | None = None,
     ) -> None:
         if not is_secure_endpoint(idp_token_endpoint):
             raise ValueError(f"the IdP token endpoint must be HTTPS (or HTTP on loopback): {idp_token_endpoint!r}")
+        self.issuer = issuer
         self.identity_assertion = identity_assertion
         self.idp_token_endpoint = idp_token_endpoint
         self.client_id = client_id
@@ -286,6 +325,7 @@ class EnterpriseManaged:
         )
 
     async def obtain(self, context: GrantContext) -> TokenResponse:
+        self._bind(context.issuer)
         exchange = {
             "grant_type": TOKEN_EXCHANGE,
             "requested_token_type": ID_JAG,
@@ -314,4 +354,4 @@ class EnterpriseManaged:
         return await context.token_request(grant, self._auth(context.metadata.token_endpoint_auth_methods_supported))
 
     def client_for_refresh(self, oauth: OAuth, issuer: str) -> ClientAuth | None:
-        return self._auth(None)
+        return self._auth(None) if self._bound_to(issuer) else None

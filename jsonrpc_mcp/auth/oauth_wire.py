@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import ipaddress
 import secrets
 from collections.abc import Iterable, Sequence
 from typing import Any, Final
@@ -15,6 +14,8 @@ from urllib.parse import urlsplit, urlunsplit
 from urllib.request import parse_http_list
 
 import msgspec
+
+from ..addresses import is_loopback_host
 
 __all__ = (
     "Challenge",
@@ -25,7 +26,6 @@ __all__ = (
     "canonical_resource",
     "resource_covers",
     "origin_of",
-    "is_loopback",
     "is_secure_endpoint",
     "protected_resource_metadata_urls",
     "authorization_server_metadata_urls",
@@ -80,6 +80,19 @@ class AuthorizationServerMetadata(msgspec.Struct, kw_only=True):
     authorization_response_iss_parameter_supported: bool = False
     client_id_metadata_document_supported: bool = False
     dpop_signing_alg_values_supported: list[str] | None = None
+    # OpenID Connect Discovery §3 (required there, absent from plain OAuth servers)
+    id_token_signing_alg_values_supported: list[str] | None = None
+    subject_types_supported: list[str] | None = None
+
+    def is_openid_provider(self) -> bool:
+        """Whether the server is an OpenID provider (its metadata has the fields OpenID Connect Discovery requires,
+        or it offers the ``openid`` scope): one that issues refresh tokens for ``offline_access`` only with
+        ``prompt=consent`` (OpenID Connect Core §11)."""
+        return (
+            self.id_token_signing_alg_values_supported is not None
+            or self.subject_types_supported is not None
+            or "openid" in (self.scopes_supported or ())
+        )
 
 
 class TokenResponse(msgspec.Struct, kw_only=True):
@@ -152,19 +165,6 @@ def parse_www_authenticate(values: Iterable[str]) -> list[Challenge]:
     return challenges
 
 
-def is_loopback(host: str | None) -> bool:
-    """True for ``localhost`` (and its subdomains) and loopback IP literals (127.0.0.0/8, ::1)."""
-    if not host:
-        return False
-    host = host.strip("[]").lower()
-    if host == "localhost" or host.endswith(".localhost"):
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
 def is_secure_endpoint(url: str) -> bool:
     """Whether an authorization-server URL may be used: HTTPS, or plain HTTP on the loopback interface only."""
     try:
@@ -174,7 +174,7 @@ def is_secure_endpoint(url: str) -> bool:
     scheme = parts.scheme.lower()
     if not parts.hostname or parts.fragment:
         return False
-    return scheme == "https" or (scheme == "http" and is_loopback(parts.hostname))
+    return scheme == "https" or (scheme == "http" and is_loopback_host(parts.hostname))
 
 
 def _port(scheme: str, port: int | None) -> int | None:

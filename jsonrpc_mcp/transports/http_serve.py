@@ -21,11 +21,11 @@ connections, make it longer than the proxy's idle timeout).
 
 from __future__ import annotations
 
-import ipaddress
 import logging
 import socket
 from typing import TYPE_CHECKING, Any
 
+from ..addresses import is_loopback_host
 from ..errors import MissingExtra
 from ._uvicorn_guard import default_max_connections, guarded_protocol
 from .http_asgi import McpAsgiApp
@@ -44,15 +44,6 @@ def _uvicorn() -> Any:
     except ImportError:
         raise MissingExtra(f"Streamable HTTP needs uvicorn: {MissingExtra.install('http')}") from None
     return uvicorn
-
-
-def _is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
 
 
 def make_uvicorn_server(
@@ -89,7 +80,7 @@ def make_uvicorn_server(
         body_timeout=app.body_timeout,
         max_connections=max_connections if max_connections is not None else default_max_connections(),
     )
-    if not _is_loopback(host) and app_options.get("allowed_hosts") is None:
+    if not is_loopback_host(host) and app_options.get("allowed_hosts") is None:
         logger.warning(
             "serving on %s, but only loopback Host names are accepted: pass allowed_hosts (the names clients use, "
             'or ["*"]) to accept others',
