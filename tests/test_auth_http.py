@@ -544,6 +544,23 @@ async def test_a_session_belongs_to_the_principal_that_opened_it(
     assert response_of(reply, 3)["result"]["content"][0]["text"].startswith("alice|")
 
 
+async def test_a_token_naming_neither_a_subject_nor_a_client_is_refused(
+    protected: ServerThread, auth: AuthServer, http: httpx.AsyncClient
+) -> None:
+    """Two such tokens would be one principal (the issuer alone), and share each other's sessions."""
+    for token in (
+        auth.mint(aud=RESOURCE, scope="notes:read", sub=None, client_id=None),
+        auth.mint(aud=RESOURCE, scope="notes:read", sub=None, client_id=None, azp=None, jti="other"),
+    ):
+        response = await http.post(protected.url, json=init_body(), headers=bearer(token))
+        assert response.status_code == 401
+        assert response.headers["www-authenticate"] == invalid("the access token names neither a subject nor a client")
+    # a subject alone, or a client alone (client credentials), is a principal
+    for claims in ({"sub": None}, {"client_id": None}):
+        token = auth.mint(aud=RESOURCE, scope="notes:read", **claims)  # type: ignore[arg-type]
+        assert (await http.post(protected.url, json=init_body(), headers=bearer(token))).status_code == 200
+
+
 async def test_one_client_holds_at_most_its_share_of_sessions(auth: AuthServer, http: httpx.AsyncClient) -> None:
     policy = ProtectedResource(
         resource=RESOURCE,

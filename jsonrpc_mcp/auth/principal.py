@@ -77,11 +77,12 @@ class InvalidToken(Exception):
 
 class VerifierUnavailable(Exception):
     """A verifier could not decide (the authorization server or its key set cannot be reached): HTTP 503, the
-    client may retry. ``reason`` is logged, not sent."""
+    client may retry (after ``retry_after`` seconds, when the verifier knows). ``reason`` is logged, not sent."""
 
-    def __init__(self, reason: str) -> None:
+    def __init__(self, reason: str, *, retry_after: float | None = None) -> None:
         super().__init__(reason)
         self.reason = reason
+        self.retry_after = retry_after
 
 
 @runtime_checkable

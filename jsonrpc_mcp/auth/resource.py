@@ -37,6 +37,8 @@ What the app then does:
   ============================================  ======  =====================================================
 
 * refuses a token issued for another resource even when a custom verifier accepts it (no token passthrough);
+* refuses a token that names neither a subject (``sub``) nor a client (``client_id``): it would be nobody in
+  particular, the same principal as every other such token;
 * binds each handshake-era session to the principal that opened it: another principal's token gets the same 404
   as a session that does not exist;
 * puts the principal on the request (``Context.auth``); scopes a tool, resource or prompt declares are checked
@@ -49,6 +51,7 @@ from __future__ import annotations
 
 import inspect
 import logging
+import math
 import re
 import time
 from collections.abc import Iterable, Mapping, Sequence
@@ -292,7 +295,7 @@ class ProtectedResource(HttpPolicy):
             return None
         except VerifierUnavailable as unavailable:
             logger.warning("could not verify a bearer token: %s", unavailable.reason)
-            await self._unavailable(send)
+            await self._unavailable(send, unavailable.retry_after)
             return None
         except Exception as exc:
             logger.error("the token verifier failed (%s)", type(exc).__name__)
@@ -301,6 +304,10 @@ class ProtectedResource(HttpPolicy):
         if not audience_matches(principal.audience, self.resource):
             logger.info("refused a bearer token: it was issued for another resource")
             await self._challenge(send, 401, "invalid_token", "the access token was issued for another resource")
+            return None
+        if principal.subject is None and principal.client_id is None:  # (all such tokens would be one principal)
+            logger.info("refused a bearer token: it names neither a subject nor a client")
+            await self._challenge(send, 401, "invalid_token", "the access token names neither a subject nor a client")
             return None
         if principal.expires_at is not None and principal.expires_at <= time.time():
             await self._challenge(send, 401, "invalid_token", "the access token has expired")
@@ -345,8 +352,9 @@ class ProtectedResource(HttpPolicy):
         body = msgspec.json.encode({"error": "insufficient_scope", "error_description": description, "scope": scope})
         await send_bytes(send, 403, body, [(b"www-authenticate", header)])
 
-    async def _unavailable(self, send: Send) -> None:
+    async def _unavailable(self, send: Send, retry_after: float | None = None) -> None:
         body = msgspec.json.encode(
             {"error": "temporarily_unavailable", "error_description": "the access token cannot be checked now"}
         )
-        await send_bytes(send, 503, body, [(b"retry-after", b"5")])
+        seconds = 5 if retry_after is None else max(1, math.ceil(retry_after))
+        await send_bytes(send, 503, body, [(b"retry-after", b"%d" % seconds)])
