@@ -24,7 +24,6 @@ from http_support import (
     ServerThread,
     call_body,
     init_body,
-    raw_post,
     response_of,
     stateless_body,
     stateless_headers,
@@ -152,15 +151,19 @@ def base(thread: ServerThread) -> str:
     return f"http://127.0.0.1:{thread.port}"
 
 
-CHALLENGE = f'Bearer resource_metadata="{METADATA_URL}", scope="notes:read"'
+ALGS = "RS256 RS384 RS512 PS256 PS384 PS512 ES256 ES384 ES512 EdDSA Ed25519"
+BEARER = f'Bearer resource_metadata="{METADATA_URL}", scope="notes:read"'
+DPOP = f'DPoP resource_metadata="{METADATA_URL}", scope="notes:read", algs="{ALGS}"'
+#: what every 401 names: both schemes (httpx joins the two WWW-Authenticate headers with ", ")
+CHALLENGE = f"{BEARER}, {DPOP}"
 
 
 def invalid(reason: str) -> str:
-    return f'{CHALLENGE}, error="invalid_token", error_description="{reason}"'
+    return f'{BEARER}, error="invalid_token", error_description="{reason}", {DPOP}'
 
 
 def bad_request(reason: str) -> str:
-    return f'{CHALLENGE}, error="invalid_request", error_description="{reason}"'
+    return f'{BEARER}, error="invalid_request", error_description="{reason}", {DPOP}'
 
 
 # --- protected-resource metadata --------------------------------------------------------------------------------
@@ -179,6 +182,7 @@ async def test_the_metadata_is_served_at_the_path_aware_and_the_root_well_known_
         "bearer_methods_supported": ["header"],
         "scopes_supported": ["notes:read", "notes:write", "notes:admin"],
         "resource_name": "Notes",
+        "dpop_signing_alg_values_supported": ALGS.split(),
     }
     preflight = await http.options(
         base(protected) + path,
@@ -358,17 +362,14 @@ async def test_each_refusal_has_its_exact_status_and_challenge(
         assert secret not in caplog.text and secret not in response.text
 
 
-async def test_a_repeated_authorization_header_is_a_bad_request(protected: ServerThread, auth: AuthServer) -> None:
+async def test_a_repeated_authorization_header_is_a_bad_request(
+    protected: ServerThread, auth: AuthServer, http: httpx.AsyncClient
+) -> None:
     token = auth.mint(aud=RESOURCE, scope="notes:read")
-    headers = [
-        ("Accept", "application/json, text/event-stream"),
-        ("Content-Type", "application/json"),
-        ("Authorization", f"Bearer {token}"),
-        ("Authorization", f"Bearer {token}"),
-    ]
-    status, response_headers, _ = await raw_post(protected.url, headers, json.dumps(init_body()).encode())
-    assert status == 400
-    assert response_headers["www-authenticate"] == bad_request("the Authorization header is sent more than once")
+    headers = [*JSON_HEADERS.items(), ("Authorization", f"Bearer {token}"), ("Authorization", f"Bearer {token}")]
+    response = await http.post(protected.url, json=init_body(), headers=headers)
+    assert response.status_code == 400
+    assert response.headers["www-authenticate"] == bad_request("the Authorization header is sent more than once")
 
 
 async def test_get_and_delete_need_a_token_too(protected: ServerThread, http: httpx.AsyncClient) -> None:

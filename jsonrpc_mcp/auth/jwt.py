@@ -55,6 +55,8 @@ from joserfc.jwt import JWTClaimsRegistry
 
 from ._fetch import check_number, check_url, fetch_json
 from .principal import (
+    KEY_TYPES,
+    SIGNATURE_ALGORITHMS,
     AccessToken,
     InvalidToken,
     VerifierUnavailable,
@@ -68,26 +70,9 @@ __all__ = ("JwtVerifier", "JwksCache", "ALGORITHMS", "claims_to_access_token", "
 logger = logging.getLogger(__name__)
 
 #: The signature algorithms accepted by default: asymmetric only.
-ALGORITHMS: Final = (
-    "RS256",
-    "RS384",
-    "RS512",
-    "PS256",
-    "PS384",
-    "PS512",
-    "ES256",
-    "ES384",
-    "ES512",
-    "EdDSA",
-    "Ed25519",
-)
+ALGORITHMS: Final = SIGNATURE_ALGORITHMS
 _REFUSED_ALGORITHMS: Final = frozenset({"none", "HS256", "HS384", "HS512"})
-#: The key type each algorithm needs (RFC 7518 §3, RFC 8037, RFC 9864).
-_KEY_TYPE: Final = {
-    **dict.fromkeys(("RS256", "RS384", "RS512", "PS256", "PS384", "PS512"), "RSA"),
-    **dict.fromkeys(("ES256", "ES384", "ES512"), "EC"),
-    **dict.fromkeys(("EdDSA", "Ed25519", "Ed448"), "OKP"),
-}
+_KEY_TYPE: Final = KEY_TYPES
 #: The ``typ`` an access token may carry (RFC 9068 §4, compared in lower case), besides none at all: ``at+jwt``,
 #: and plain ``JWT``, which many authorization servers put on their access tokens (spec-decisions 34ya).
 _ACCESS_TOKEN_TYPES: Final = frozenset({"at+jwt", "application/at+jwt", "jwt"})

@@ -28,9 +28,32 @@ __all__ = (
     "audience_matches",
     "parse_scopes",
     "missing_scopes",
+    "SIGNATURE_ALGORITHMS",
+    "KEY_TYPES",
 )
 
 _DEFAULT_PORTS: Final = {"http": 80, "https": 443}
+
+#: The JWS algorithms a resource server accepts signatures of (access tokens, DPoP proofs): asymmetric only.
+SIGNATURE_ALGORITHMS: Final = (
+    "RS256",
+    "RS384",
+    "RS512",
+    "PS256",
+    "PS384",
+    "PS512",
+    "ES256",
+    "ES384",
+    "ES512",
+    "EdDSA",
+    "Ed25519",
+)
+#: The key type (JWK ``kty``) each algorithm needs (RFC 7518 §3, RFC 8037, RFC 9864).
+KEY_TYPES: Final = {
+    **dict.fromkeys(("RS256", "RS384", "RS512", "PS256", "PS384", "PS512"), "RSA"),
+    **dict.fromkeys(("ES256", "ES384", "ES512"), "EC"),
+    **dict.fromkeys(("EdDSA", "Ed25519", "Ed448"), "OKP"),
+}
 
 
 class AccessToken(msgspec.Struct, frozen=True, kw_only=True):
