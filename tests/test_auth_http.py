@@ -562,6 +562,78 @@ async def test_a_token_naming_neither_a_subject_nor_a_client_is_refused(
         assert (await http.post(protected.url, json=init_body(), headers=bearer(token))).status_code == 200
 
 
+# --- streams end with their token ---------------------------------------------------------------------------
+
+
+async def read_to_the_end(response: httpx.Response) -> bytes:
+    """Everything the stream carries until the server ends it (never more than 10 s)."""
+    with anyio.fail_after(10):
+        return b"".join([chunk async for chunk in response.aiter_bytes()])
+
+
+async def test_a_get_stream_is_closed_when_its_access_token_expires(
+    protected: ServerThread, auth: AuthServer, http: httpx.AsyncClient
+) -> None:
+    session = await open_session(http, protected.url, auth.mint(aud=RESOURCE, scope="notes:read"))
+    expires = time.time() + 0.8
+    headers = {**session, "Accept": "text/event-stream"}
+    headers["Authorization"] = f"Bearer {auth.mint(aud=RESOURCE, scope='notes:read', exp=expires)}"
+    async with http.stream("GET", protected.url, headers=headers) as response:
+        assert response.status_code == 200
+        await read_to_the_end(response)
+    assert time.time() >= expires - 0.05  # (not before: a stream is not cut short)
+    # the session goes on with a fresh token: a new stream opens
+    async with http.stream("GET", protected.url, headers={**session, "Accept": "text/event-stream"}) as again:
+        assert again.status_code == 200
+
+
+async def test_a_listen_stream_is_closed_when_its_access_token_expires(
+    protected: ServerThread, auth: AuthServer, http: httpx.AsyncClient
+) -> None:
+    expires = time.time() + 0.8
+    token = auth.mint(aud=RESOURCE, scope="notes:read", exp=expires)
+    body = stateless_body(8, "subscriptions/listen", {"notifications": {"toolsListChanged": True}})
+    headers = {**stateless_headers("subscriptions/listen"), "Authorization": f"Bearer {token}"}
+    async with http.stream("POST", protected.url, json=body, headers=headers) as response:
+        assert response.headers["content-type"] == "text/event-stream"
+        events = await read_to_the_end(response)
+    assert b"notifications/subscriptions/acknowledged" in events
+    assert time.time() >= expires - 0.05
+
+
+async def test_a_request_not_answered_when_its_token_expires_gets_a_401(
+    auth: AuthServer, http: httpx.AsyncClient
+) -> None:
+    server = make_server()
+
+    @server.tool()
+    async def wait() -> str:
+        """Wait (for longer than the token lasts)."""
+        await anyio.sleep_forever()
+        return "never"
+
+    policy = ProtectedResource(
+        resource=RESOURCE,
+        authorization_servers=[auth.issuer],
+        verifier=JwtVerifier(issuer=auth.issuer, audience=RESOURCE, jwks_url=f"{auth.issuer}/jwks"),
+    )
+    thread = ServerThread(McpAsgiApp(server, http_policy=policy, json_response_preference="json"), lifespan="off")
+    try:
+        token = auth.mint(aud=RESOURCE, scope="notes:read", exp=time.time() + 0.8)
+        headers = {**stateless_headers("tools/call", "wait"), "Authorization": f"Bearer {token}"}
+        with anyio.fail_after(10):
+            response = await http.post(
+                thread.url, json=stateless_body(2, "tools/call", {"name": "wait"}), headers=headers
+            )
+        assert response.status_code == 401
+        assert (
+            'error="invalid_token", error_description="the access token has expired"'
+            in (response.headers["www-authenticate"])
+        )
+    finally:
+        thread.stop()
+
+
 async def test_one_client_holds_at_most_its_share_of_sessions(auth: AuthServer, http: httpx.AsyncClient) -> None:
     policy = ProtectedResource(
         resource=RESOURCE,

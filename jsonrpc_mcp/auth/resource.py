@@ -113,6 +113,11 @@ def _plain_function(method: Any) -> bool:
     return inspect.isroutine(method) and not inspect.iscoroutinefunction(method)
 
 
+def _scheme_of(headers: Headers) -> str:
+    """The authentication scheme of an admitted request: ``"dpop"`` or ``"bearer"``."""
+    return "dpop" if (headers.get("authorization") or "").lstrip()[:5].lower() == "dpop " else "bearer"
+
+
 def _bound_key(principal: AccessToken) -> str | None:
     """The thumbprint of the DPoP key the token is bound to (``cnf.jkt``, RFC 9449 §6), if it is bound."""
     cnf = principal.claims.get("cnf")
@@ -368,6 +373,15 @@ class ProtectedResource(HttpPolicy):
     def _hierarchy(self) -> Mapping[str, Iterable[str]] | None:
         return getattr(self._app.server, "scope_hierarchy", None) if self._app is not None else None
 
+    def admitted_until(self, headers: Headers) -> float | None:
+        """The access token's expiry: a stream still open then is closed (and the client comes back with a fresh
+        token)."""
+        token: AccessToken | None = headers.auth
+        return token.expires_at if token is not None else None
+
+    async def expired(self, headers: Headers, send: Send) -> None:
+        await self._challenge(send, 401, "invalid_token", "the access token has expired", _scheme_of(headers))
+
     def session_owner(self, headers: Headers) -> str | None:
         """The principal the request was admitted as (issuer, subject and client), as a key."""
         token: AccessToken | None = headers.auth
@@ -414,7 +428,7 @@ class ProtectedResource(HttpPolicy):
     async def _refuse_scope(self, send: Send, headers: Headers, needed: Iterable[str], missing: Iterable[str]) -> None:
         scope = " ".join(sorted(set(needed)))
         description = f"this request needs the scope {' '.join(missing)}"
-        scheme = "DPoP" if (headers.get("authorization") or "").lstrip().lower().startswith("dpop ") else "Bearer"
+        scheme = "DPoP" if _scheme_of(headers) == "dpop" else "Bearer"
         header = (
             f"{scheme} error={_quoted('insufficient_scope')}, scope={_quoted(scope)}, "
             f"resource_metadata={_quoted(self.metadata_url)}, error_description={_quoted(description)}"

@@ -22,7 +22,10 @@ calls it, and only when one is configured (an app without a policy pays nothing)
    the request's principal as ``headers.auth``: handlers read it as ``Context.auth``;
 3. ``admit_message(headers, message, send)`` once a POSTed JSON-RPC message is parsed (a single message; a
    2025-03-26 batch is not offered here): ``False`` once the policy has answered the POST itself;
-4. ``session_owner(headers)``: whom a handshake-era session belongs to (the principal, say).
+4. ``session_owner(headers)``: whom a handshake-era session belongs to (the principal, say);
+5. ``admitted_until(headers)``: when the admission ends (an access token's expiry, say). A response still going
+   then is stopped: a stream (a GET stream, ``subscriptions/listen``, a request's SSE answer) is ended, as if the
+   client had gone away; a response not begun yet is answered by ``expired(headers, send)``.
 
 :class:`jsonrpc_mcp.auth.ProtectedResource` (OAuth bearer tokens, RFC 9728 metadata) is the policy this project
 ships.
@@ -33,7 +36,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
-from ._http_io import Headers, Receive, Scope, Send
+from ._http_io import Headers, Receive, Scope, Send, send_error
 
 if TYPE_CHECKING:
     from ..jsonrpc.wire import Message
@@ -63,6 +66,15 @@ class HttpPolicy:
     async def admit_message(self, headers: Headers, message: Message, send: Send) -> bool:
         """A POSTed message, parsed: ``False`` once the policy has answered the POST itself."""
         return True
+
+    def admitted_until(self, headers: Headers) -> float | None:
+        """When the request's admission ends, in seconds since the epoch (``time.time()``); ``None``: never. The
+        app stops the response then (module docstring)."""
+        return None
+
+    async def expired(self, headers: Headers, send: Send) -> None:
+        """Answer a request whose admission ended before its response began (default: a plain 401)."""
+        await send_error(send, 401, "Unauthorized: the request's authorization has expired")
 
     def session_owner(self, headers: Headers) -> str | None:
         """Whom the request (admitted already) comes from, as an opaque key; ``None``: nobody in particular. A
