@@ -8,6 +8,7 @@ import base64
 import hashlib
 import hmac
 import json
+import logging
 import subprocess
 import sys
 import time
@@ -286,7 +287,9 @@ async def test_after_a_failed_key_set_fetch_the_next_waits_longer_each_time(auth
 
 
 @pytest.mark.anyio
-async def test_while_the_key_set_cannot_be_fetched_requests_get_a_503_with_retry_after(auth: AuthServer) -> None:
+async def test_while_the_key_set_cannot_be_fetched_requests_get_a_503_with_retry_after(
+    auth: AuthServer, caplog: pytest.LogCaptureFixture
+) -> None:
     from http_support import ServerThread, init_body
 
     from jsonrpc_mcp import Server
@@ -302,13 +305,16 @@ async def test_while_the_key_set_cannot_be_fetched_requests_get_a_503_with_retry
         token = auth.mint(aud=RESOURCE)
         async with httpx.AsyncClient(timeout=10) as http:
             headers = {"Authorization": f"Bearer {token}", "Accept": "application/json, text/event-stream"}
-            answers = [await http.post(thread.url, json=init_body(), headers=headers) for _ in range(20)]
+            with caplog.at_level(logging.INFO):
+                answers = [await http.post(thread.url, json=init_body(), headers=headers) for _ in range(20)]
     finally:
         auth.jwks_down = False
         thread.stop()
     assert {a.status_code for a in answers} == {503}
     assert all(a.headers["retry-after"] == "1" for a in answers)
     assert auth.jwks_fetches - before == 1  # 20 requests within the first second: one fetch
+    warnings = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    assert len(warnings) == 1 and "next attempt in 1 s" in warnings[0]  # and one warning
 
 
 @pytest.mark.anyio

@@ -100,7 +100,9 @@ class InvalidToken(Exception):
 
 class VerifierUnavailable(Exception):
     """A verifier could not decide (the authorization server or its key set cannot be reached): HTTP 503, the
-    client may retry (after ``retry_after`` seconds, when the verifier knows). ``reason`` is logged, not sent."""
+    client may retry (after ``retry_after`` seconds, when the verifier knows). ``reason`` is logged, not sent; a
+    verifier that gives ``retry_after`` logs the failure itself, once per attempt, and the request is logged at
+    DEBUG only (a flood of requests during an outage makes no flood of warnings)."""
 
     def __init__(self, reason: str, *, retry_after: float | None = None) -> None:
         super().__init__(reason)

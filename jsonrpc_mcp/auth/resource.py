@@ -144,6 +144,9 @@ class ProtectedResource(HttpPolicy):
     :param root_metadata: also serve the metadata at ``/.well-known/oauth-protected-resource`` (turn off when
         several protected resources share the host).
     :param extra_metadata: more RFC 9728 fields to publish.
+    :param dpop: how DPoP proofs are checked (:class:`~jsonrpc_mcp.auth.DPoP`: its algorithms, the proofs' age,
+        the replay cache, server nonces, whether Bearer tokens are refused); default ``DPoP()``; ``None`` takes no
+        DPoP (a DPoP-bound token is refused either way when it comes as a Bearer token).
     """
 
     def __init__(
@@ -340,7 +343,9 @@ class ProtectedResource(HttpPolicy):
             await self._challenge(send, 401, "invalid_token", refused.reason, scheme)
             return None
         except VerifierUnavailable as unavailable:
-            logger.warning("could not verify a bearer token: %s", unavailable.reason)
+            # (a verifier that knows when it tries again has logged the failure itself, once per attempt)
+            level = logging.WARNING if unavailable.retry_after is None else logging.DEBUG
+            logger.log(level, "could not verify a bearer token: %s", unavailable.reason)
             await self._unavailable(send, unavailable.retry_after)
             return None
         except Exception as exc:
