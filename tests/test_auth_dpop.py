@@ -233,6 +233,11 @@ BAD_PROOFS: dict[str, tuple[Any, str, str]] = {
         "invalid_dpop_proof",
         "the DPoP proof is not for this access token (ath)",
     ),
+    "an ath that is not ASCII": (
+        lambda t: forged(t, ath="\u00e9t\u00e9"),
+        "invalid_dpop_proof",
+        "the DPoP proof is not for this access token (ath)",
+    ),
     "no ath": (
         lambda t: KEY.proof("POST", RESOURCE),
         "invalid_dpop_proof",
@@ -280,6 +285,17 @@ async def test_an_unbound_token_with_a_proof_is_refused(
     assert response.status_code == 401
     reason = "the access token is not bound to the DPoP proof's key"
     assert response.headers["www-authenticate"] == refusal("invalid_token", reason)
+
+
+async def test_a_token_bound_to_a_key_id_that_is_not_ascii_is_refused_not_a_failure(
+    protected: ServerThread, auth: AuthServer, http: httpx.AsyncClient
+) -> None:
+    token = auth.mint(aud=RESOURCE, scope="notes:read", cnf={"jkt": "\u00e9t\u00e9"})
+    proof = KEY.proof("POST", RESOURCE, access_token=token)
+    response = await http.post(protected.url, json=init_body(), headers=dpop_headers(token, proof))
+    assert response.status_code == 401
+    reason = "the access token is not bound to the DPoP proof's key"
+    assert response.headers["www-authenticate"] == refusal("invalid_dpop_proof", reason)
 
 
 @pytest.mark.parametrize(
@@ -378,9 +394,10 @@ async def test_with_nonces_a_proof_without_the_current_one_is_answered_with_a_fr
         stale = await http.post(thread.url, json=init_body(), headers=dpop_headers(token, proof))
         assert stale.status_code == 401 and 'error="use_dpop_nonce"' in stale.headers["www-authenticate"]
         assert stale.headers["dpop-nonce"] != nonce
-        forged_nonce = KEY.proof("POST", RESOURCE, access_token=token, nonce=nonce.split(".")[0] + ".AAAA")
-        refused = await http.post(thread.url, json=init_body(), headers=dpop_headers(token, forged_nonce))
-        assert refused.status_code == 401 and 'error="use_dpop_nonce"' in refused.headers["www-authenticate"]
+        for bad in (nonce.split(".")[0] + ".AAAA", "\u00e9t\u00e9"):
+            forged_nonce = KEY.proof("POST", RESOURCE, access_token=token, nonce=bad)
+            refused = await http.post(thread.url, json=init_body(), headers=dpop_headers(token, forged_nonce))
+            assert refused.status_code == 401 and 'error="use_dpop_nonce"' in refused.headers["www-authenticate"]
     finally:
         thread.stop()
 

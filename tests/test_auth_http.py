@@ -601,35 +601,41 @@ async def test_a_listen_stream_is_closed_when_its_access_token_expires(
     assert time.time() >= expires - 0.05
 
 
-async def test_a_request_not_answered_when_its_token_expires_gets_a_401(
-    auth: AuthServer, http: httpx.AsyncClient
+@pytest.mark.parametrize("preference", ["auto", "json"])
+async def test_a_request_still_running_when_its_token_expires(
+    auth: AuthServer, http: httpx.AsyncClient, preference: str
 ) -> None:
+    """Its SSE answer is a stream, ended then (the tool is cancelled, as when the client goes away); a JSON answer is
+    one answer, not a stream, and waits for the tool."""
     server = make_server()
+    expires = time.time() + 0.8
 
     @server.tool()
     async def wait() -> str:
-        """Wait (for longer than the token lasts)."""
-        await anyio.sleep_forever()
-        return "never"
+        """Work until a moment after the token has expired (the SSE answer is ended before)."""
+        await anyio.sleep(expires + 0.3 - time.time())
+        return "done"
 
     policy = ProtectedResource(
         resource=RESOURCE,
         authorization_servers=[auth.issuer],
         verifier=JwtVerifier(issuer=auth.issuer, audience=RESOURCE, jwks_url=f"{auth.issuer}/jwks"),
     )
-    thread = ServerThread(McpAsgiApp(server, http_policy=policy, json_response_preference="json"), lifespan="off")
+    app = McpAsgiApp(server, http_policy=policy, json_response_preference=preference)
+    thread = ServerThread(app, lifespan="off")
     try:
-        token = auth.mint(aud=RESOURCE, scope="notes:read", exp=time.time() + 0.8)
+        token = auth.mint(aud=RESOURCE, scope="notes:read", exp=expires)
         headers = {**stateless_headers("tools/call", "wait"), "Authorization": f"Bearer {token}"}
-        with anyio.fail_after(10):
-            response = await http.post(
-                thread.url, json=stateless_body(2, "tools/call", {"name": "wait"}), headers=headers
-            )
-        assert response.status_code == 401
-        assert (
-            'error="invalid_token", error_description="the access token has expired"'
-            in (response.headers["www-authenticate"])
-        )
+        body = stateless_body(2, "tools/call", {"name": "wait"})
+        async with http.stream("POST", thread.url, json=body, headers=headers) as response:
+            kind = "application/json" if preference == "json" else "text/event-stream"
+            assert response.headers["content-type"] == kind
+            events = await read_to_the_end(response)
+        assert time.time() >= expires - 0.05
+        if preference == "json":
+            assert json.loads(events)["result"]["content"][0]["text"] == "done"
+        else:
+            assert b'"result"' not in events  # ended unanswered
     finally:
         thread.stop()
 

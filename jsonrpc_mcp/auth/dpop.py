@@ -185,7 +185,8 @@ class DPoP:
         if not isinstance(nonce, str) or len(nonce) > 64:
             return False
         now = int(self.clock() // self.nonce_lifetime)
-        return any(hmac.compare_digest(nonce, self._nonce_of(period)) for period in (now, now - 1))
+        given = nonce.encode("utf-8", "replace")  # (compare_digest takes no str of other than ASCII)
+        return any(hmac.compare_digest(given, self._nonce_of(period).encode()) for period in (now, now - 1))
 
     # --- proofs -----------------------------------------------------------------------------------------------
 
@@ -259,7 +260,7 @@ class DPoP:
         if iat < now - self.max_age:
             raise ProofRefused("the DPoP proof is too old (iat)")
         given = claims.get("ath")
-        if not isinstance(given, str) or not hmac.compare_digest(given, ath):
+        if not isinstance(given, str) or given != ath:  # (a hash of the token presented: no secret)
             raise ProofRefused("the DPoP proof is not for this access token (ath)")
         jti = claims.get("jti")
         if not isinstance(jti, str) or not jti or len(jti) > _MAX_JTI:

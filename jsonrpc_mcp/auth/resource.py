@@ -46,6 +46,8 @@ What the app then does:
   particular, the same principal as every other such token;
 * binds each handshake-era session to the principal that opened it: another principal's token gets the same 404
   as a session that does not exist;
+* ends each stream of a response (a GET stream, ``subscriptions/listen``, an SSE answer) when the token it was
+  admitted with expires (``admitted_until``);
 * puts the principal on the request (``Context.auth``); scopes a tool, resource or prompt declares are checked
   before the request is dispatched (403 above) and again by the server itself.
 
@@ -54,7 +56,6 @@ No token or secret is ever logged; only the refusal's reason is.
 
 from __future__ import annotations
 
-import hmac
 import inspect
 import logging
 import math
@@ -357,21 +358,23 @@ class ProtectedResource(HttpPolicy):
             logger.info("refused a bearer token: it is bound to a DPoP key and came without a proof")
             await self._challenge(send, 401, "invalid_token", "the access token is bound to a DPoP key", scheme)
             return None
-        if thumbprint is not None and (bound is None or not hmac.compare_digest(bound, thumbprint)):
+        if thumbprint is not None and bound != thumbprint:  # (a thumbprint is no secret: == will do)
             reason = "the access token is not bound to the DPoP proof's key"
             logger.info("refused a DPoP token: %s", reason)
             await self._challenge(send, 401, "invalid_dpop_proof" if bound else "invalid_token", reason, scheme)
             return None
         if not audience_matches(principal.audience, self.resource):
             logger.info("refused a bearer token: it was issued for another resource")
-            await self._challenge(send, 401, "invalid_token", "the access token was issued for another resource")
+            reason = "the access token was issued for another resource"
+            await self._challenge(send, 401, "invalid_token", reason, scheme)
             return None
         if principal.subject is None and principal.client_id is None:  # (all such tokens would be one principal)
             logger.info("refused a bearer token: it names neither a subject nor a client")
-            await self._challenge(send, 401, "invalid_token", "the access token names neither a subject nor a client")
+            reason = "the access token names neither a subject nor a client"
+            await self._challenge(send, 401, "invalid_token", reason, scheme)
             return None
         if principal.expires_at is not None and principal.expires_at <= time.time():
-            await self._challenge(send, 401, "invalid_token", "the access token has expired")
+            await self._challenge(send, 401, "invalid_token", "the access token has expired", scheme)
             return None
         return principal
 
@@ -383,9 +386,6 @@ class ProtectedResource(HttpPolicy):
         token)."""
         token: AccessToken | None = headers.auth
         return token.expires_at if token is not None else None
-
-    async def expired(self, headers: Headers, send: Send) -> None:
-        await self._challenge(send, 401, "invalid_token", "the access token has expired", _scheme_of(headers))
 
     def session_owner(self, headers: Headers) -> str | None:
         """The principal the request was admitted as (issuer, subject and client), as a key."""

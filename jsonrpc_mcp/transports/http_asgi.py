@@ -41,12 +41,9 @@ serving other names. Error bodies are JSON-RPC errors with a plain sentence; det
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import AsyncIterator, Awaitable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any, Final
-
-import anyio
 
 from ..errors import RpcError
 from ..jsonrpc import codes
@@ -317,28 +314,8 @@ class McpAsgiApp:
         admitted = await policy.admit(scope, headers, send)
         if admitted is None:
             return
-        until = policy.admitted_until(headers)
-        if until is None:
-            await self._serve(method, headers, receive, admitted)
-            return
-        begun = ended = False
-
-        async def watched(message: Any) -> None:
-            nonlocal begun, ended
-            if message["type"] == "http.response.start":
-                begun = True
-            elif message["type"] == "http.response.body" and not message.get("more_body", False):
-                ended = True
-            await admitted(message)
-
-        with anyio.move_on_after(until - time.time()) as deadline:
-            await self._serve(method, headers, receive, watched)
-        if deadline.cancelled_caught and not ended:  # the admission ended (the access token expired, say)
-            logger.info("stopped a response at the end of its admission")
-            if begun:
-                await admitted({"type": "http.response.body", "body": b"", "more_body": False})
-            else:
-                await policy.expired(headers, admitted)
+        headers.until = policy.admitted_until(headers)  # (the streams of the response end then)
+        await self._serve(method, headers, receive, admitted)
 
     # --- POST ----------------------------------------------------------------------------------------------
 

@@ -23,9 +23,9 @@ calls it, and only when one is configured (an app without a policy pays nothing)
 3. ``admit_message(headers, message, send)`` once a POSTed JSON-RPC message is parsed (a single message; a
    2025-03-26 batch is not offered here): ``False`` once the policy has answered the POST itself;
 4. ``session_owner(headers)``: whom a handshake-era session belongs to (the principal, say);
-5. ``admitted_until(headers)``: when the admission ends (an access token's expiry, say). A response still going
-   then is stopped: a stream (a GET stream, ``subscriptions/listen``, a request's SSE answer) is ended, as if the
-   client had gone away; a response not begun yet is answered by ``expired(headers, send)``.
+5. ``admitted_until(headers)``, once admitted: when the admission ends (an access token's expiry, say). A stream
+   of the response still open then (a GET stream, ``subscriptions/listen``, a request's SSE answer) is ended, as
+   the server ends a stream it closes (a resumable one can be resumed); a JSON answer is one answer, not cut.
 
 :class:`jsonrpc_mcp.auth.ProtectedResource` (OAuth bearer tokens, RFC 9728 metadata) is the policy this project
 ships.
@@ -36,7 +36,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
-from ._http_io import Headers, Receive, Scope, Send, send_error
+from ._http_io import Headers, Receive, Scope, Send
 
 if TYPE_CHECKING:
     from ..jsonrpc.wire import Message
@@ -68,13 +68,9 @@ class HttpPolicy:
         return True
 
     def admitted_until(self, headers: Headers) -> float | None:
-        """When the request's admission ends, in seconds since the epoch (``time.time()``); ``None``: never. The
-        app stops the response then (module docstring)."""
+        """When the request's admission ends, in seconds since the epoch (``time.time()``); ``None``: never. A
+        stream of its response still open then is ended (module docstring)."""
         return None
-
-    async def expired(self, headers: Headers, send: Send) -> None:
-        """Answer a request whose admission ended before its response began (default: a plain 401)."""
-        await send_error(send, 401, "Unauthorized: the request's authorization has expired")
 
     def session_owner(self, headers: Headers) -> str | None:
         """Whom the request (admitted already) comes from, as an opaque key; ``None``: nobody in particular. A
