@@ -287,6 +287,25 @@ async def test_after_a_failed_key_set_fetch_the_next_waits_longer_each_time(auth
 
 
 @pytest.mark.anyio
+async def test_the_wait_after_failed_key_set_fetches_grows_to_five_minutes_at_most() -> None:
+    with anyio.fail_after(10):
+        listener = await anyio.create_tcp_listener(local_host="127.0.0.1")
+        port = listener.extra(anyio.abc.SocketAttribute.local_port)
+        await listener.aclose()  # nothing listens there now
+    clock = FakeClock()
+    cache = JwksCache(f"http://127.0.0.1:{port}/jwks", clock=clock)
+    waits = []
+    for _ in range(12):
+        with pytest.raises(VerifierUnavailable) as unavailable:
+            await cache.key("k")
+        assert unavailable.value.retry_after is not None
+        waits.append(unavailable.value.retry_after)
+        clock.now += unavailable.value.retry_after
+    assert waits == [1, 2, 4, 8, 16, 32, 64, 128, 256, 300, 300, 300]
+    assert cache.fetches == 12
+
+
+@pytest.mark.anyio
 async def test_while_the_key_set_cannot_be_fetched_requests_get_a_503_with_retry_after(
     auth: AuthServer, caplog: pytest.LogCaptureFixture
 ) -> None:
