@@ -131,6 +131,7 @@ class AuthServer:
     tokens: dict[str, IssuedToken] = field(default_factory=dict)
     keys: list[Key] = field(default_factory=list)
     jwks_fetches: int = 0
+    jwks_down: bool = False  # the key set endpoint answers 503 (an outage)
     scopes: list[str] = field(default_factory=lambda: ["notes:read", "notes:write", "notes:admin"])
 
     def __post_init__(self) -> None:
@@ -151,8 +152,8 @@ class AuthServer:
         *,
         aud: str | list[str] | None,
         scope: str = "",
-        sub: str = USER,
-        client_id: str = "test-client",
+        sub: str | None = USER,
+        client_id: str | None = "test-client",
         expires_in: int = 3600,
         kid: str = "rsa-1",
         alg: str | None = None,
@@ -160,7 +161,8 @@ class AuthServer:
         register: bool = True,
         **claims: Any,
     ) -> str:
-        """A JWT access token signed with key ``kid`` (claims default to a good token; override any of them)."""
+        """A JWT access token signed with key ``kid`` (claims default to a good token; override any of them, or
+        leave it out with None)."""
         now = int(time.time())
         body: dict[str, Any] = {
             "iss": self.issuer,
@@ -174,6 +176,7 @@ class AuthServer:
         if aud is not None:
             body["aud"] = aud
         body.update(claims)
+        body = {name: value for name, value in body.items() if value is not None}  # (None: the claim is left out)
         key = self.key(kid)
         algorithm = alg or key.get("alg") or "EdDSA"
         token = jwt.encode({"alg": algorithm, "kid": kid, "typ": "at+jwt", **(header or {})}, body, key, [algorithm])
@@ -218,6 +221,8 @@ class AuthServer:
 
         async def jwks(request: Request) -> Response:
             self.jwks_fetches += 1
+            if self.jwks_down:
+                return JSONResponse({"error": "temporarily_unavailable"}, status_code=503)
             return JSONResponse(self.public_jwks())
 
         async def register(request: Request) -> Response:

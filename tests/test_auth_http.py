@@ -24,7 +24,6 @@ from http_support import (
     ServerThread,
     call_body,
     init_body,
-    raw_post,
     response_of,
     stateless_body,
     stateless_headers,
@@ -152,15 +151,19 @@ def base(thread: ServerThread) -> str:
     return f"http://127.0.0.1:{thread.port}"
 
 
-CHALLENGE = f'Bearer resource_metadata="{METADATA_URL}", scope="notes:read"'
+ALGS = "RS256 RS384 RS512 PS256 PS384 PS512 ES256 ES384 ES512 EdDSA Ed25519"
+BEARER = f'Bearer resource_metadata="{METADATA_URL}", scope="notes:read"'
+DPOP = f'DPoP resource_metadata="{METADATA_URL}", scope="notes:read", algs="{ALGS}"'
+#: what every 401 names: both schemes (httpx joins the two WWW-Authenticate headers with ", ")
+CHALLENGE = f"{BEARER}, {DPOP}"
 
 
 def invalid(reason: str) -> str:
-    return f'{CHALLENGE}, error="invalid_token", error_description="{reason}"'
+    return f'{BEARER}, error="invalid_token", error_description="{reason}", {DPOP}'
 
 
 def bad_request(reason: str) -> str:
-    return f'{CHALLENGE}, error="invalid_request", error_description="{reason}"'
+    return f'{BEARER}, error="invalid_request", error_description="{reason}", {DPOP}'
 
 
 # --- protected-resource metadata --------------------------------------------------------------------------------
@@ -179,6 +182,7 @@ async def test_the_metadata_is_served_at_the_path_aware_and_the_root_well_known_
         "bearer_methods_supported": ["header"],
         "scopes_supported": ["notes:read", "notes:write", "notes:admin"],
         "resource_name": "Notes",
+        "dpop_signing_alg_values_supported": ALGS.split(),
     }
     preflight = await http.options(
         base(protected) + path,
@@ -358,17 +362,14 @@ async def test_each_refusal_has_its_exact_status_and_challenge(
         assert secret not in caplog.text and secret not in response.text
 
 
-async def test_a_repeated_authorization_header_is_a_bad_request(protected: ServerThread, auth: AuthServer) -> None:
+async def test_a_repeated_authorization_header_is_a_bad_request(
+    protected: ServerThread, auth: AuthServer, http: httpx.AsyncClient
+) -> None:
     token = auth.mint(aud=RESOURCE, scope="notes:read")
-    headers = [
-        ("Accept", "application/json, text/event-stream"),
-        ("Content-Type", "application/json"),
-        ("Authorization", f"Bearer {token}"),
-        ("Authorization", f"Bearer {token}"),
-    ]
-    status, response_headers, _ = await raw_post(protected.url, headers, json.dumps(init_body()).encode())
-    assert status == 400
-    assert response_headers["www-authenticate"] == bad_request("the Authorization header is sent more than once")
+    headers = [*JSON_HEADERS.items(), ("Authorization", f"Bearer {token}"), ("Authorization", f"Bearer {token}")]
+    response = await http.post(protected.url, json=init_body(), headers=headers)
+    assert response.status_code == 400
+    assert response.headers["www-authenticate"] == bad_request("the Authorization header is sent more than once")
 
 
 async def test_get_and_delete_need_a_token_too(protected: ServerThread, http: httpx.AsyncClient) -> None:
@@ -542,6 +543,101 @@ async def test_a_session_belongs_to_the_principal_that_opened_it(
     renewed = {**alice, "Authorization": f"Bearer {auth.mint(aud=RESOURCE, scope='notes:read')}"}
     reply = await http.post(protected.url, json=call_body(3, "whoami", {}), headers=renewed)
     assert response_of(reply, 3)["result"]["content"][0]["text"].startswith("alice|")
+
+
+async def test_a_token_naming_neither_a_subject_nor_a_client_is_refused(
+    protected: ServerThread, auth: AuthServer, http: httpx.AsyncClient
+) -> None:
+    """Two such tokens would be one principal (the issuer alone), and share each other's sessions."""
+    for token in (
+        auth.mint(aud=RESOURCE, scope="notes:read", sub=None, client_id=None),
+        auth.mint(aud=RESOURCE, scope="notes:read", sub=None, client_id=None, azp=None, jti="other"),
+    ):
+        response = await http.post(protected.url, json=init_body(), headers=bearer(token))
+        assert response.status_code == 401
+        assert response.headers["www-authenticate"] == invalid("the access token names neither a subject nor a client")
+    # a subject alone, or a client alone (client credentials), is a principal
+    for claims in ({"sub": None}, {"client_id": None}):
+        token = auth.mint(aud=RESOURCE, scope="notes:read", **claims)  # type: ignore[arg-type]
+        assert (await http.post(protected.url, json=init_body(), headers=bearer(token))).status_code == 200
+
+
+# --- streams end with their token ---------------------------------------------------------------------------
+
+
+async def read_to_the_end(response: httpx.Response) -> bytes:
+    """Everything the stream carries until the server ends it (never more than 10 s)."""
+    with anyio.fail_after(10):
+        return b"".join([chunk async for chunk in response.aiter_bytes()])
+
+
+async def test_a_get_stream_is_closed_when_its_access_token_expires(
+    protected: ServerThread, auth: AuthServer, http: httpx.AsyncClient
+) -> None:
+    session = await open_session(http, protected.url, auth.mint(aud=RESOURCE, scope="notes:read"))
+    expires = time.time() + 0.8
+    headers = {**session, "Accept": "text/event-stream"}
+    headers["Authorization"] = f"Bearer {auth.mint(aud=RESOURCE, scope='notes:read', exp=expires)}"
+    async with http.stream("GET", protected.url, headers=headers) as response:
+        assert response.status_code == 200
+        await read_to_the_end(response)
+    assert time.time() >= expires - 0.05  # (not before: a stream is not cut short)
+    # the session goes on with a fresh token: a new stream opens
+    async with http.stream("GET", protected.url, headers={**session, "Accept": "text/event-stream"}) as again:
+        assert again.status_code == 200
+
+
+async def test_a_listen_stream_is_closed_when_its_access_token_expires(
+    protected: ServerThread, auth: AuthServer, http: httpx.AsyncClient
+) -> None:
+    expires = time.time() + 0.8
+    token = auth.mint(aud=RESOURCE, scope="notes:read", exp=expires)
+    body = stateless_body(8, "subscriptions/listen", {"notifications": {"toolsListChanged": True}})
+    headers = {**stateless_headers("subscriptions/listen"), "Authorization": f"Bearer {token}"}
+    async with http.stream("POST", protected.url, json=body, headers=headers) as response:
+        assert response.headers["content-type"] == "text/event-stream"
+        events = await read_to_the_end(response)
+    assert b"notifications/subscriptions/acknowledged" in events
+    assert time.time() >= expires - 0.05
+
+
+@pytest.mark.parametrize("preference", ["auto", "json"])
+async def test_a_request_still_running_when_its_token_expires(
+    auth: AuthServer, http: httpx.AsyncClient, preference: str
+) -> None:
+    """Its SSE answer is a stream, ended then (the tool is cancelled, as when the client goes away); a JSON answer is
+    one answer, not a stream, and waits for the tool."""
+    server = make_server()
+    expires = time.time() + 0.8
+
+    @server.tool()
+    async def wait() -> str:
+        """Work until a moment after the token has expired (the SSE answer is ended before)."""
+        await anyio.sleep(expires + 0.3 - time.time())
+        return "done"
+
+    policy = ProtectedResource(
+        resource=RESOURCE,
+        authorization_servers=[auth.issuer],
+        verifier=JwtVerifier(issuer=auth.issuer, audience=RESOURCE, jwks_url=f"{auth.issuer}/jwks"),
+    )
+    app = McpAsgiApp(server, http_policy=policy, json_response_preference=preference)
+    thread = ServerThread(app, lifespan="off")
+    try:
+        token = auth.mint(aud=RESOURCE, scope="notes:read", exp=expires)
+        headers = {**stateless_headers("tools/call", "wait"), "Authorization": f"Bearer {token}"}
+        body = stateless_body(2, "tools/call", {"name": "wait"})
+        async with http.stream("POST", thread.url, json=body, headers=headers) as response:
+            kind = "application/json" if preference == "json" else "text/event-stream"
+            assert response.headers["content-type"] == kind
+            events = await read_to_the_end(response)
+        assert time.time() >= expires - 0.05
+        if preference == "json":
+            assert json.loads(events)["result"]["content"][0]["text"] == "done"
+        else:
+            assert b'"result"' not in events  # ended unanswered
+    finally:
+        thread.stop()
 
 
 async def test_one_client_holds_at_most_its_share_of_sessions(auth: AuthServer, http: httpx.AsyncClient) -> None:

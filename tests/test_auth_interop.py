@@ -18,6 +18,7 @@ from http_support import collect_garbage as collect_garbage
 
 from jsonrpc_mcp import Context, Server
 from jsonrpc_mcp.auth import JwtVerifier, ProtectedResource
+from jsonrpc_mcp.auth.principal import SIGNATURE_ALGORITHMS
 from jsonrpc_mcp.cli import _auth_policy, _parser, main
 from jsonrpc_mcp.transports.http_asgi import McpAsgiApp
 
@@ -183,6 +184,7 @@ def test_the_command_line_builds_the_protection_it_describes(auth: AuthServer) -
         "authorization_servers": [auth.issuer],
         "bearer_methods_supported": ["header"],
         "scopes_supported": ["knowledge:read"],
+        "dpop_signing_alg_values_supported": list(SIGNATURE_ALGORITHMS),
     }
     assert policy.required_scopes == ("knowledge:read",)
     assert isinstance(policy.verifier, JwtVerifier)

@@ -8,6 +8,7 @@ import base64
 import hashlib
 import hmac
 import json
+import logging
 import subprocess
 import sys
 import time
@@ -147,7 +148,35 @@ BAD_TOKENS = {
         lambda auth: _signed_by_key_for_another_algorithm(auth),
         "the access token's key does not fit its signature algorithm",
     ),
+    # RFC 9068 §4: a JWT of another type signed by the same server is no access token
+    "a DPoP proof's type": (
+        lambda auth: auth.mint(aud=RESOURCE, header={"typ": "dpop+jwt"}),
+        "the token is not an access token (its typ is not at+jwt)",
+    ),
+    "a logout token's type": (
+        lambda auth: auth.mint(aud=RESOURCE, header={"typ": "logout+jwt"}),
+        "the token is not an access token (its typ is not at+jwt)",
+    ),
+    "an ID token's type": (
+        lambda auth: auth.mint(aud=RESOURCE, header={"typ": "id_token+jwt"}),
+        "the token is not an access token (its typ is not at+jwt)",
+    ),
+    "an issuer with a trailing slash": (
+        lambda auth: auth.mint(aud=RESOURCE, iss=auth.issuer + "/"),
+        "the access token was issued by another authorization server",
+    ),
 }
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("typ", ["at+jwt", "application/at+jwt", "AT+JWT", "JWT", None])
+async def test_an_access_token_of_type_at_jwt_or_plain_jwt_or_none_is_accepted(
+    auth: AuthServer, typ: str | None
+) -> None:
+    token = auth.mint(aud=RESOURCE, header={"typ": typ or "at+jwt"})
+    if typ is None:  # (a header without typ at all)
+        token = jwt.encode({"alg": "RS256", "kid": "rsa-1"}, auth.tokens[token].claims, auth.key("rsa-1"))
+    assert (await verifier(auth).verify(token)).subject == "alice"
 
 
 @pytest.mark.anyio
@@ -204,6 +233,107 @@ async def test_concurrent_first_requests_share_one_key_set_fetch(auth: AuthServe
         for _ in range(8):
             tg.start_soon(checker.verify, token)
     assert checker.jwks is not None and checker.jwks.fetches == 1
+
+
+class FakeClock:
+    """A monotonic clock the test moves by hand."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.mark.anyio
+async def test_after_a_failed_key_set_fetch_the_next_waits_longer_each_time(auth: AuthServer) -> None:
+    clock = FakeClock()
+    cache = JwksCache(f"{auth.issuer}/jwks", clock=clock)
+    checker = verifier(auth)
+    checker.jwks = cache
+    token = auth.mint(aud=RESOURCE)
+    auth.jwks_down = True
+    try:
+        # at 0 s the fetch fails; then at 0.5 s, 1 s (one attempt), 2.5 s, 3 s (one), 6.9 s and 7 s (one)
+        for at, fetches in ((0.0, 1), (0.5, 1), (0.99, 1), (1.0, 2), (2.5, 2), (3.0, 3), (6.9, 3), (7.0, 4)):
+            clock.now = 1000.0 + at
+            for _ in range(3):  # a burst of requests: at most one fetch
+                with pytest.raises(VerifierUnavailable) as unavailable:
+                    await checker.verify(token)
+            assert cache.fetches == fetches, at
+            assert unavailable.value.retry_after is not None and unavailable.value.retry_after > 0
+    finally:
+        auth.jwks_down = False
+    clock.now = 1000.0 + 14.9  # the 4th failure waits 8 s: not before 15 s
+    with pytest.raises(VerifierUnavailable):
+        await checker.verify(token)
+    clock.now = 1000.0 + 15.0
+    assert (await checker.verify(token)).subject == "alice"
+    assert cache.fetches == 5
+    # once a fetch works, the wait starts over at a second
+    auth.jwks_down = True
+    try:
+        clock.now += 3600.0  # the set is stale: the refresh fails, the keys held stay in use
+        assert (await checker.verify(token)).subject == "alice"
+        assert cache.fetches == 6
+        clock.now += 0.5
+        assert (await checker.verify(token)).subject == "alice"
+        assert cache.fetches == 6
+        clock.now += 0.5
+        assert (await checker.verify(token)).subject == "alice"
+        assert cache.fetches == 7
+    finally:
+        auth.jwks_down = False
+
+
+@pytest.mark.anyio
+async def test_the_wait_after_failed_key_set_fetches_grows_to_five_minutes_at_most() -> None:
+    with anyio.fail_after(10):
+        listener = await anyio.create_tcp_listener(local_host="127.0.0.1")
+        port = listener.extra(anyio.abc.SocketAttribute.local_port)
+        await listener.aclose()  # nothing listens there now
+    clock = FakeClock()
+    cache = JwksCache(f"http://127.0.0.1:{port}/jwks", clock=clock)
+    waits = []
+    for _ in range(12):
+        with pytest.raises(VerifierUnavailable) as unavailable:
+            await cache.key("k")
+        assert unavailable.value.retry_after is not None
+        waits.append(unavailable.value.retry_after)
+        clock.now += unavailable.value.retry_after
+    assert waits == [1, 2, 4, 8, 16, 32, 64, 128, 256, 300, 300, 300]
+    assert cache.fetches == 12
+
+
+@pytest.mark.anyio
+async def test_while_the_key_set_cannot_be_fetched_requests_get_a_503_with_retry_after(
+    auth: AuthServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    from http_support import ServerThread, init_body
+
+    from jsonrpc_mcp import Server
+    from jsonrpc_mcp.transports.http_asgi import McpAsgiApp
+
+    checker = verifier(auth)
+    checker.jwks = JwksCache(f"{auth.issuer}/jwks", clock=FakeClock())  # (time stands still: one fetch)
+    policy = ProtectedResource(resource=RESOURCE, authorization_servers=[auth.issuer], verifier=checker)
+    thread = ServerThread(McpAsgiApp(Server("s", "1"), http_policy=policy))
+    auth.jwks_down = True
+    before = auth.jwks_fetches
+    try:
+        token = auth.mint(aud=RESOURCE)
+        async with httpx.AsyncClient(timeout=10) as http:
+            headers = {"Authorization": f"Bearer {token}", "Accept": "application/json, text/event-stream"}
+            with caplog.at_level(logging.INFO):
+                answers = [await http.post(thread.url, json=init_body(), headers=headers) for _ in range(20)]
+    finally:
+        auth.jwks_down = False
+        thread.stop()
+    assert {a.status_code for a in answers} == {503}
+    assert all(a.headers["retry-after"] == "1" for a in answers)
+    assert auth.jwks_fetches - before == 1  # 20 requests within the first second: one fetch
+    warnings = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    assert len(warnings) == 1 and "next attempt in 1 s" in warnings[0]  # and one warning
 
 
 @pytest.mark.anyio

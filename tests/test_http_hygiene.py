@@ -113,7 +113,7 @@ async def test_a_preflight_from_an_allowed_origin_is_answered(with_cors: ServerT
     assert response.headers["access-control-allow-methods"] == "GET, POST, DELETE, OPTIONS"
     allowed = {name.strip() for name in response.headers["access-control-allow-headers"].split(",")}
     assert {"content-type", "authorization", "mcp-session-id", "mcp-protocol-version", "mcp-method"} <= allowed
-    assert {"mcp-name", "last-event-id", "mcp-param-region"} <= allowed
+    assert {"mcp-name", "last-event-id", "mcp-param-region", "dpop"} <= allowed
     assert int(response.headers["access-control-max-age"]) > 0
     assert response.headers["vary"] == "Origin"
 
@@ -125,7 +125,7 @@ async def test_responses_to_an_allowed_origin_carry_the_cors_headers(with_cors: 
         assert response.status_code == 200  # an origin allowed for CORS is an allowed Origin
         assert response.headers["access-control-allow-origin"] == APP_ORIGIN
         exposed = {name.strip() for name in response.headers["access-control-expose-headers"].split(",")}
-        assert exposed == {"mcp-session-id", "www-authenticate"}
+        assert exposed == {"mcp-session-id", "www-authenticate", "dpop-nonce"}  # (a browser client reads a DPoP nonce)
         assert response.headers["vary"] == "Origin"
         refused = await http.post(with_cors.url, content=b"{", headers={**headers, "Content-Type": "text/plain"})
         assert refused.status_code == 415 and refused.headers["access-control-allow-origin"] == APP_ORIGIN

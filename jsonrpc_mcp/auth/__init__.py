@@ -28,6 +28,7 @@ __all__ = (
     "JwksCache",
     "IntrospectionVerifier",
     "ProtectedResource",
+    "DPoP",
     "canonical_resource",
     "audience_matches",
     "missing_scopes",
@@ -54,6 +55,7 @@ __all__ = (
 )
 
 if TYPE_CHECKING:
+    from .dpop import DPoP
     from .introspection import IntrospectionVerifier
     from .jwt import JwksCache, JwtVerifier
     from .oauth_client import (
@@ -90,6 +92,7 @@ _WHERE = {
     "audience_matches": "principal",
     "missing_scopes": "principal",
     "JwtVerifier": "jwt",
+    "DPoP": "dpop",
     "JwksCache": "jwt",
     "IntrospectionVerifier": "introspection",
     "OAuth": "oauth_client",

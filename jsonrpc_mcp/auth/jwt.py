@@ -13,17 +13,20 @@ What a token must be to pass, in the order checked:
 
 1. a JWS in compact form whose ``alg`` is an asymmetric algorithm of :data:`ALGORITHMS` (``none`` and every HMAC
    algorithm are refused before any key is looked at: a resource server holds public keys only, and an HMAC
-   "signed" with a public key would verify for anyone who has it);
+   "signed" with a public key would verify for anyone who has it), and whose ``typ``, when present, is an access
+   token's (RFC 9068 §4: ``at+jwt`` or ``application/at+jwt``, or plain ``JWT``, which many providers send): a
+   DPoP proof, a logout token or an ID token signed by the same server is not one;
 2. signed by a key of the set: found by ``kid`` (a token without one needs a set of exactly one key), whose type
    fits the algorithm and whose own ``alg``/``use``, when given, agree; an unknown ``kid`` re-fetches the set, at
    most once per ``refetch_floor`` seconds (a rotated key is found, a flood of forged ids costs one fetch);
-3. ``iss`` equal to ``issuer`` (a trailing slash aside); ``aud`` naming ``audience`` (compared as canonical
+3. ``iss`` equal to ``issuer``, exactly (RFC 9068 §4); ``aud`` naming ``audience`` (compared as canonical
    resource URIs); ``exp`` present and in the future, ``nbf`` and ``iat`` not in the future, each with
    ``leeway`` seconds of clock skew.
 
 Each refusal is :class:`~jsonrpc_mcp.auth.principal.InvalidToken` with a sentence for the client; a key set that
 cannot be fetched (and none cached) is :class:`~jsonrpc_mcp.auth.principal.VerifierUnavailable`. The key set is
-cached for ``jwks_max_age`` seconds; when a refresh fails the keys already held keep working.
+cached for ``jwks_max_age`` seconds; when a refresh fails the keys already held keep working, and the next
+attempt waits (:class:`JwksCache`).
 """
 
 from __future__ import annotations
@@ -52,6 +55,8 @@ from joserfc.jwt import JWTClaimsRegistry
 
 from ._fetch import check_number, check_url, fetch_json
 from .principal import (
+    KEY_TYPES,
+    SIGNATURE_ALGORITHMS,
     AccessToken,
     InvalidToken,
     VerifierUnavailable,
@@ -65,28 +70,17 @@ __all__ = ("JwtVerifier", "JwksCache", "ALGORITHMS", "claims_to_access_token", "
 logger = logging.getLogger(__name__)
 
 #: The signature algorithms accepted by default: asymmetric only.
-ALGORITHMS: Final = (
-    "RS256",
-    "RS384",
-    "RS512",
-    "PS256",
-    "PS384",
-    "PS512",
-    "ES256",
-    "ES384",
-    "ES512",
-    "EdDSA",
-    "Ed25519",
-)
+ALGORITHMS: Final = SIGNATURE_ALGORITHMS
 _REFUSED_ALGORITHMS: Final = frozenset({"none", "HS256", "HS384", "HS512"})
-#: The key type each algorithm needs (RFC 7518 §3, RFC 8037, RFC 9864).
-_KEY_TYPE: Final = {
-    **dict.fromkeys(("RS256", "RS384", "RS512", "PS256", "PS384", "PS512"), "RSA"),
-    **dict.fromkeys(("ES256", "ES384", "ES512"), "EC"),
-    **dict.fromkeys(("EdDSA", "Ed25519", "Ed448"), "OKP"),
-}
+_KEY_TYPE: Final = KEY_TYPES
+#: The ``typ`` an access token may carry (RFC 9068 §4, compared in lower case), besides none at all: ``at+jwt``,
+#: and plain ``JWT``, which many authorization servers put on their access tokens (spec-decisions 34ya).
+_ACCESS_TOKEN_TYPES: Final = frozenset({"at+jwt", "application/at+jwt", "jwt"})
 #: A token longer than this is refused unread (bytes).
 MAX_TOKEN: Final = 16 * 1024
+#: Seconds between a failed key set fetch and the next attempt; doubled after each failure up to RETRY_MOST.
+RETRY_FIRST: Final = 1.0
+RETRY_MOST: Final = 300.0
 
 StaticKeys = Mapping[str, Any] | Sequence[Mapping[str, Any] | str | bytes] | str | bytes
 
@@ -95,7 +89,11 @@ class JwksCache:
     """The authorization server's JSON Web Key Set, fetched from ``url`` and kept for ``max_age`` seconds.
 
     :meth:`key` finds a key by id; an id it does not know re-fetches the set, but never sooner than
-    ``refetch_floor`` seconds after the last fetch (or failed attempt). Concurrent look-ups share one fetch."""
+    ``refetch_floor`` seconds after the last fetch (or failed attempt). Concurrent look-ups share one fetch.
+
+    A fetch that fails is not tried again at once: the next waits :data:`RETRY_FIRST` seconds, doubling while
+    fetches keep failing, up to :data:`RETRY_MOST`. Meanwhile the keys held (even past ``max_age``) stay in use,
+    and with none held each look-up is :class:`VerifierUnavailable` (a 503) without a fetch."""
 
     def __init__(
         self,
@@ -117,38 +115,64 @@ class JwksCache:
         self.fetches = 0  # how many times the set was requested (for tests and metrics)
         self._fetched_at = -float("inf")
         self._attempted_at = -float("inf")
+        self._retry_at = -float("inf")  # after a failed fetch: no other attempt before this time
+        self._retry_delay = 0.0  # the wait after the last failure (0: the last fetch worked)
+        self._failure = ""  # why the last fetch failed
         self._lock: anyio.Lock | None = None
 
     async def key(self, kid: str | None) -> Key | None:
         """The key ``kid`` names (``None``: the set's only key), or ``None`` when the set has no such key."""
         now = self.clock()
         if self.keys is None or now - self._fetched_at >= self.max_age:
-            await self._refresh(now, stale_ok=self.keys is not None)
+            await self._refresh(now)
         found = _find(self.keys, kid)
         if found is None and kid is not None and self.clock() - self._attempted_at >= self.refetch_floor:
-            await self._refresh(self.clock(), stale_ok=True)
+            await self._refresh(self.clock())
             found = _find(self.keys, kid)
         return found
 
-    async def _refresh(self, asked_at: float, *, stale_ok: bool) -> None:
+    async def _refresh(self, asked_at: float) -> None:
+        if asked_at < self._retry_at:  # a recent fetch failed: wait before the next
+            self._unavailable(asked_at)
+            return
         if self._lock is None:
             self._lock = anyio.Lock()
         async with self._lock:
-            if self._attempted_at >= asked_at:
-                return  # another task fetched while this one waited for the lock
+            if self._attempted_at >= asked_at:  # another task fetched while this one waited for the lock
+                if self.keys is None:
+                    self._unavailable(asked_at)
+                return
             self._attempted_at = self.clock()
             self.fetches += 1
             try:
                 document = await fetch_json("GET", self.url, client=self.client, timeout=self.timeout)
                 keys = _public_key_set(document)
             except (VerifierUnavailable, ValueError) as exc:
-                reason = exc.reason if isinstance(exc, VerifierUnavailable) else str(exc)
-                if stale_ok and self.keys is not None:
-                    logger.warning("could not refresh the key set (%s); the keys held are kept", reason)
+                self._failure = exc.reason if isinstance(exc, VerifierUnavailable) else str(exc)
+                self._retry_delay = min(max(self._retry_delay * 2, RETRY_FIRST), RETRY_MOST)
+                self._retry_at = self._attempted_at + self._retry_delay
+                if self.keys is not None:
+                    logger.warning(
+                        "could not refresh the key set (%s); the keys held are kept, next attempt in %g s",
+                        self._failure,
+                        self._retry_delay,
+                    )
                     return
-                raise VerifierUnavailable(f"no key set: {reason}") from None
+                logger.warning(
+                    "could not fetch the key set (%s); next attempt in %g s", self._failure, self._retry_delay
+                )
+                self._unavailable(self._attempted_at)
+                return
             self.keys = keys
             self._fetched_at = self._attempted_at
+            self._retry_at = -float("inf")
+            self._retry_delay = 0.0
+
+    def _unavailable(self, now: float) -> None:
+        """Raise :class:`VerifierUnavailable` unless keys are held (stale ones too: better than none)."""
+        if self.keys is None:
+            wait = max(self._retry_at - now, 0.0)
+            raise VerifierUnavailable(f"no key set: {self._failure}", retry_after=wait or self._retry_delay)
 
 
 class JwtVerifier:
@@ -219,6 +243,9 @@ class JwtVerifier:
         alg = header.get("alg")
         if not isinstance(alg, str) or alg not in self.algorithms:
             raise InvalidToken("the access token's signature algorithm is not accepted")
+        typ = header.get("typ")
+        if typ is not None and (not isinstance(typ, str) or typ.lower() not in _ACCESS_TOKEN_TYPES):
+            raise InvalidToken("the token is not an access token (its typ is not at+jwt)")
         kid = header.get("kid")
         if kid is not None and not isinstance(kid, str):
             raise InvalidToken("the access token's key id is not a string")
@@ -256,7 +283,7 @@ class JwtVerifier:
 
     def _check_claims(self, claims: dict[str, Any]) -> None:
         iss = claims.get("iss")
-        if not isinstance(iss, str) or iss.rstrip("/") != self.issuer.rstrip("/"):
+        if iss != self.issuer:  # (RFC 9068 §4: exactly; no trailing slash aside)
             raise InvalidToken("the access token was issued by another authorization server")
         registry = JWTClaimsRegistry(leeway=self.leeway, exp={"essential": True})
         try:

@@ -12,8 +12,6 @@ stored tokens stay usable).
 
 from __future__ import annotations
 
-import base64
-import hashlib
 import secrets
 import time
 from collections.abc import Mapping
@@ -28,6 +26,7 @@ try:
 except ImportError:  # pragma: no cover - the auth extra is missing
     raise ImportError(f"DPoP needs joserfc: {MissingExtra.install('auth')}") from None
 
+from .dpop import access_token_hash
 from .oauth_wire import DPOP_ALGORITHMS
 
 __all__ = ("DPoPKey", "htu_of", "access_token_hash")
@@ -39,11 +38,6 @@ def htu_of(url: str) -> str:
     """The ``htu`` of a proof: the request URL without its query and fragment (RFC 9449 §4.2)."""
     parts = urlsplit(url)
     return urlunsplit((parts.scheme, parts.netloc, parts.path or "/", "", ""))
-
-
-def access_token_hash(token: str) -> str:
-    """``ath``: base64url(SHA-256(the access token)), unpadded (RFC 9449 §4.2)."""
-    return base64.urlsafe_b64encode(hashlib.sha256(token.encode("ascii")).digest()).rstrip(b"=").decode("ascii")
 
 
 class DPoPKey:

@@ -28,9 +28,32 @@ __all__ = (
     "audience_matches",
     "parse_scopes",
     "missing_scopes",
+    "SIGNATURE_ALGORITHMS",
+    "KEY_TYPES",
 )
 
 _DEFAULT_PORTS: Final = {"http": 80, "https": 443}
+
+#: The JWS algorithms a resource server accepts signatures of (access tokens, DPoP proofs): asymmetric only.
+SIGNATURE_ALGORITHMS: Final = (
+    "RS256",
+    "RS384",
+    "RS512",
+    "PS256",
+    "PS384",
+    "PS512",
+    "ES256",
+    "ES384",
+    "ES512",
+    "EdDSA",
+    "Ed25519",
+)
+#: The key type (JWK ``kty``) each algorithm needs (RFC 7518 §3, RFC 8037, RFC 9864).
+KEY_TYPES: Final = {
+    **dict.fromkeys(("RS256", "RS384", "RS512", "PS256", "PS384", "PS512"), "RSA"),
+    **dict.fromkeys(("ES256", "ES384", "ES512"), "EC"),
+    **dict.fromkeys(("EdDSA", "Ed25519", "Ed448"), "OKP"),
+}
 
 
 class AccessToken(msgspec.Struct, frozen=True, kw_only=True):
@@ -77,11 +100,14 @@ class InvalidToken(Exception):
 
 class VerifierUnavailable(Exception):
     """A verifier could not decide (the authorization server or its key set cannot be reached): HTTP 503, the
-    client may retry. ``reason`` is logged, not sent."""
+    client may retry (after ``retry_after`` seconds, when the verifier knows). ``reason`` is logged, not sent; a
+    verifier that gives ``retry_after`` logs the failure itself, once per attempt, and the request is logged at
+    DEBUG only (a flood of requests during an outage makes no flood of warnings)."""
 
-    def __init__(self, reason: str) -> None:
+    def __init__(self, reason: str, *, retry_after: float | None = None) -> None:
         super().__init__(reason)
         self.reason = reason
+        self.retry_after = retry_after
 
 
 @runtime_checkable

@@ -36,9 +36,18 @@ What the app then does:
   the verifier cannot decide (AS unreachable)   503     none (``Retry-After``)
   ============================================  ======  =====================================================
 
+* takes DPoP too (RFC 9449, :class:`~jsonrpc_mcp.auth.DPoP`, on unless ``dpop=None``): ``Authorization: DPoP
+  <token>`` with a ``DPoP`` proof; a proof that does not pass is 401 ``error="invalid_dpop_proof"`` (or
+  ``use_dpop_nonce`` with a ``DPoP-Nonce``) in a ``WWW-Authenticate: DPoP … algs="…"`` challenge, which every 401
+  names beside the Bearer one (the challenge of the scheme the request used first, with the error); a token bound to
+  a key (``cnf.jkt``) is refused as a Bearer token, and with a proof by another key;
 * refuses a token issued for another resource even when a custom verifier accepts it (no token passthrough);
+* refuses a token that names neither a subject (``sub``) nor a client (``client_id``): it would be nobody in
+  particular, the same principal as every other such token;
 * binds each handshake-era session to the principal that opened it: another principal's token gets the same 404
   as a session that does not exist;
+* ends each stream of a response (a GET stream, ``subscriptions/listen``, an SSE answer) when the token it was
+  admitted with expires (``admitted_until``);
 * puts the principal on the request (``Context.auth``); scopes a tool, resource or prompt declares are checked
   before the request is dispatched (403 above) and again by the server itself.
 
@@ -49,6 +58,7 @@ from __future__ import annotations
 
 import inspect
 import logging
+import math
 import re
 import time
 from collections.abc import Iterable, Mapping, Sequence
@@ -60,6 +70,7 @@ import msgspec
 from ..jsonrpc.wire import Request
 from ..transports._http_io import HeaderList, Headers, Receive, Scope, Send, send_bytes, send_error
 from ..transports.http_policy import Handler, HttpPolicy
+from .dpop import DPoP, ProofRefused, access_token_hash
 from .principal import (
     AccessToken,
     InvalidToken,
@@ -88,6 +99,7 @@ _CORS: Final[HeaderList] = [
     (b"access-control-max-age", b"86400"),
 ]
 _encode_owner = msgspec.json.Encoder().encode
+_DEFAULT_DPOP: Final[Any] = object()  # (``dpop=`` not given: a DPoP() of the defaults)
 
 
 def metadata_path(resource: str) -> str:
@@ -100,6 +112,18 @@ def metadata_path(resource: str) -> str:
 def _plain_function(method: Any) -> bool:
     """Whether ``method`` is a ``def`` (not an ``async def``): its result could not be awaited."""
     return inspect.isroutine(method) and not inspect.iscoroutinefunction(method)
+
+
+def _scheme_of(headers: Headers) -> str:
+    """The authentication scheme of an admitted request: ``"dpop"`` or ``"bearer"``."""
+    return "dpop" if (headers.get("authorization") or "").lstrip()[:5].lower() == "dpop " else "bearer"
+
+
+def _bound_key(principal: AccessToken) -> str | None:
+    """The thumbprint of the DPoP key the token is bound to (``cnf.jkt``, RFC 9449 §6), if it is bound."""
+    cnf = principal.claims.get("cnf")
+    jkt = cnf.get("jkt") if isinstance(cnf, dict) else None
+    return jkt if isinstance(jkt, str) else None
 
 
 def _quoted(value: str) -> str:
@@ -121,6 +145,9 @@ class ProtectedResource(HttpPolicy):
     :param root_metadata: also serve the metadata at ``/.well-known/oauth-protected-resource`` (turn off when
         several protected resources share the host).
     :param extra_metadata: more RFC 9728 fields to publish.
+    :param dpop: how DPoP proofs are checked (:class:`~jsonrpc_mcp.auth.DPoP`: its algorithms, the proofs' age,
+        the replay cache, server nonces, whether Bearer tokens are refused); default ``DPoP()``; ``None`` takes no
+        DPoP (a DPoP-bound token is refused either way when it comes as a Bearer token).
     """
 
     def __init__(
@@ -135,6 +162,7 @@ class ProtectedResource(HttpPolicy):
         resource_documentation: str | None = None,
         root_metadata: bool = True,
         extra_metadata: Mapping[str, Any] | None = None,
+        dpop: DPoP | None = _DEFAULT_DPOP,
     ) -> None:
         for name, names in (
             ("authorization_servers", authorization_servers),
@@ -155,8 +183,13 @@ class ProtectedResource(HttpPolicy):
         verify = getattr(verifier, "verify", None)
         if isinstance(verifier, type) or not callable(verify) or _plain_function(verify):
             raise TypeError(f"verifier must be an object with an async verify(token) method, not {verifier!r}")
+        if dpop is _DEFAULT_DPOP:
+            dpop = DPoP()
+        elif dpop is not None and not isinstance(dpop, DPoP):
+            raise TypeError(f"dpop is a DPoP(...) or None, not {dpop!r}")
         self.resource = canonical_resource(resource)
         self.verifier = verifier
+        self.dpop = dpop
         self.required_scopes = tuple(required_scopes)
         parts = urlsplit(self.resource)
         self.metadata_url = urlunsplit((parts.scheme, parts.netloc, metadata_path(self.resource), "", ""))
@@ -171,6 +204,10 @@ class ProtectedResource(HttpPolicy):
             document["resource_name"] = resource_name
         if resource_documentation is not None:
             document["resource_documentation"] = resource_documentation
+        if dpop is not None:
+            document["dpop_signing_alg_values_supported"] = list(dpop.algorithms)
+            if dpop.required:
+                document["dpop_bound_access_tokens_required"] = True
         enforced = {"resource", "authorization_servers", "bearer_methods_supported"} & set(extra_metadata or {})
         if enforced:  # (the metadata would say one thing and the policy do another)
             raise ValueError(f"extra_metadata cannot set {', '.join(sorted(enforced))}: the policy sets it itself")
@@ -202,7 +239,7 @@ class ProtectedResource(HttpPolicy):
             return None
         missing = missing_scopes(principal.scopes, self.required_scopes, self._hierarchy())
         if missing:
-            await self._refuse_scope(send, self.required_scopes, missing)
+            await self._refuse_scope(send, headers, self.required_scopes, missing)
             return None
         headers.auth = principal
         return send
@@ -224,7 +261,7 @@ class ProtectedResource(HttpPolicy):
         missing = missing_scopes(principal.scopes, needed, self._hierarchy())
         if not missing:
             return True
-        await self._refuse_scope(send, needed, missing)
+        await self._refuse_scope(send, headers, needed, missing)
         return False
 
     # --- metadata -------------------------------------------------------------------------------------------
@@ -277,38 +314,78 @@ class ProtectedResource(HttpPolicy):
             await self._challenge(send, 401)
             return None
         scheme, _, credentials = value.strip().partition(" ")
-        if scheme.lower() != "bearer":
+        scheme = scheme.lower()
+        dpop = self.dpop
+        if (scheme != "bearer" or (dpop is not None and dpop.required)) and (scheme != "dpop" or dpop is None):
             await self._challenge(send, 401)  # an authentication method we do not take: as if none were sent
             return None
         token = credentials.strip(" ")
         if not _B64TOKEN.fullmatch(token):
-            await self._challenge(send, 400, "invalid_request", "the Authorization header is malformed")
+            await self._challenge(send, 400, "invalid_request", "the Authorization header is malformed", scheme)
             return None
+        thumbprint = None
+        if scheme == "dpop":
+            assert dpop is not None
+            try:  # (the proof first: it costs no fetch, and a nonce it lacks is asked for before anything else)
+                thumbprint = dpop.check(
+                    headers.values("dpop"),
+                    method=scope.get("method", ""),
+                    url=self.resource,
+                    access_token_hash=access_token_hash(token),
+                )
+            except ProofRefused as refused:
+                logger.info("refused a DPoP proof: %s", refused.reason)
+                await self._challenge(send, 401, refused.error, refused.reason, scheme)
+                return None
         try:
             principal = await self.verifier.verify(token)
         except InvalidToken as refused:
             logger.info("refused a bearer token: %s", refused.reason)
-            await self._challenge(send, 401, "invalid_token", refused.reason)
+            await self._challenge(send, 401, "invalid_token", refused.reason, scheme)
             return None
         except VerifierUnavailable as unavailable:
-            logger.warning("could not verify a bearer token: %s", unavailable.reason)
-            await self._unavailable(send)
+            # (a verifier that knows when it tries again has logged the failure itself, once per attempt)
+            level = logging.WARNING if unavailable.retry_after is None else logging.DEBUG
+            logger.log(level, "could not verify a bearer token: %s", unavailable.reason)
+            await self._unavailable(send, unavailable.retry_after)
             return None
         except Exception as exc:
             logger.error("the token verifier failed (%s)", type(exc).__name__)
             await self._unavailable(send)
             return None
+        bound = _bound_key(principal)
+        if bound is not None and thumbprint is None:  # RFC 9449 §7.2: a bound token is no bearer token
+            logger.info("refused a bearer token: it is bound to a DPoP key and came without a proof")
+            await self._challenge(send, 401, "invalid_token", "the access token is bound to a DPoP key", scheme)
+            return None
+        if thumbprint is not None and bound != thumbprint:  # (a thumbprint is no secret: == will do)
+            reason = "the access token is not bound to the DPoP proof's key"
+            logger.info("refused a DPoP token: %s", reason)
+            await self._challenge(send, 401, "invalid_dpop_proof" if bound else "invalid_token", reason, scheme)
+            return None
         if not audience_matches(principal.audience, self.resource):
             logger.info("refused a bearer token: it was issued for another resource")
-            await self._challenge(send, 401, "invalid_token", "the access token was issued for another resource")
+            reason = "the access token was issued for another resource"
+            await self._challenge(send, 401, "invalid_token", reason, scheme)
+            return None
+        if principal.subject is None and principal.client_id is None:  # (all such tokens would be one principal)
+            logger.info("refused a bearer token: it names neither a subject nor a client")
+            reason = "the access token names neither a subject nor a client"
+            await self._challenge(send, 401, "invalid_token", reason, scheme)
             return None
         if principal.expires_at is not None and principal.expires_at <= time.time():
-            await self._challenge(send, 401, "invalid_token", "the access token has expired")
+            await self._challenge(send, 401, "invalid_token", "the access token has expired", scheme)
             return None
         return principal
 
     def _hierarchy(self) -> Mapping[str, Iterable[str]] | None:
         return getattr(self._app.server, "scope_hierarchy", None) if self._app is not None else None
+
+    def admitted_until(self, headers: Headers) -> float | None:
+        """The access token's expiry: a stream still open then is closed (and the client comes back with a fresh
+        token)."""
+        token: AccessToken | None = headers.auth
+        return token.expires_at if token is not None else None
 
     def session_owner(self, headers: Headers) -> str | None:
         """The principal the request was admitted as (issuer, subject and client), as a key."""
@@ -318,35 +395,55 @@ class ProtectedResource(HttpPolicy):
     # --- refusals -------------------------------------------------------------------------------------------
 
     async def _challenge(
-        self, send: Send, status: int, error: str | None = None, description: str | None = None
+        self,
+        send: Send,
+        status: int,
+        error: str | None = None,
+        description: str | None = None,
+        scheme: str = "bearer",
     ) -> None:
-        params = [f"resource_metadata={_quoted(self.metadata_url)}"]
+        """A refusal with its ``WWW-Authenticate`` challenges: ``Bearer`` and, when DPoP is on, ``DPoP`` (with the
+        ``algs`` it takes; alone when Bearer tokens are refused); the ``error`` goes in the challenge of the
+        ``scheme`` the request used, which comes first."""
+        common = [f"resource_metadata={_quoted(self.metadata_url)}"]
         if self.required_scopes:
-            params.append(f"scope={_quoted(' '.join(self.required_scopes))}")
+            common.append(f"scope={_quoted(' '.join(self.required_scopes))}")
+        problem = []
         if error is not None:
-            params.append(f"error={_quoted(error)}")
+            problem.append(f"error={_quoted(error)}")
         if description is not None:
-            params.append(f"error_description={_quoted(description)}")
+            problem.append(f"error_description={_quoted(description)}")
+        challenges: dict[str, list[str]] = {}
+        if self.dpop is None or not self.dpop.required:
+            challenges["bearer"] = ["Bearer " + ", ".join(common + (problem if scheme == "bearer" else []))]
+        if self.dpop is not None:
+            dpop = [*common, f"algs={_quoted(self.dpop.algs)}", *(problem if scheme == "dpop" else [])]
+            challenges["dpop"] = ["DPoP " + ", ".join(dpop)]
+        ordered = challenges.pop(scheme, []) + [c for values in challenges.values() for c in values]
+        head = [(b"www-authenticate", c.encode("latin-1", "replace")) for c in ordered]
+        if error == "use_dpop_nonce" and self.dpop is not None and (nonce := self.dpop.nonce()) is not None:
+            head.append((b"dpop-nonce", nonce.encode("ascii")))
         body: dict[str, str] = {"error": error or "unauthorized"}
         if description is not None:
             body["error_description"] = description
         elif error is None:
             body["error_description"] = "this resource needs an access token (Authorization: Bearer)"
-        header = ("Bearer " + ", ".join(params)).encode("latin-1", "replace")
-        await send_bytes(send, status, msgspec.json.encode(body), [(b"www-authenticate", header)])
+        await send_bytes(send, status, msgspec.json.encode(body), head)
 
-    async def _refuse_scope(self, send: Send, needed: Iterable[str], missing: Iterable[str]) -> None:
+    async def _refuse_scope(self, send: Send, headers: Headers, needed: Iterable[str], missing: Iterable[str]) -> None:
         scope = " ".join(sorted(set(needed)))
         description = f"this request needs the scope {' '.join(missing)}"
+        scheme = "DPoP" if _scheme_of(headers) == "dpop" else "Bearer"
         header = (
-            f"Bearer error={_quoted('insufficient_scope')}, scope={_quoted(scope)}, "
+            f"{scheme} error={_quoted('insufficient_scope')}, scope={_quoted(scope)}, "
             f"resource_metadata={_quoted(self.metadata_url)}, error_description={_quoted(description)}"
         ).encode("latin-1", "replace")
         body = msgspec.json.encode({"error": "insufficient_scope", "error_description": description, "scope": scope})
         await send_bytes(send, 403, body, [(b"www-authenticate", header)])
 
-    async def _unavailable(self, send: Send) -> None:
+    async def _unavailable(self, send: Send, retry_after: float | None = None) -> None:
         body = msgspec.json.encode(
             {"error": "temporarily_unavailable", "error_description": "the access token cannot be checked now"}
         )
-        await send_bytes(send, 503, body, [(b"retry-after", b"5")])
+        seconds = 5 if retry_after is None else max(1, math.ceil(retry_after))
+        await send_bytes(send, 503, body, [(b"retry-after", b"%d" % seconds)])

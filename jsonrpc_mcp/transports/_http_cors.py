@@ -34,8 +34,9 @@ ALLOWED_HEADERS: Final = (
     "mcp-method",
     "mcp-name",
     "last-event-id",
+    "dpop",  # (a DPoP proof, RFC 9449)
 )
-EXPOSED_HEADERS: Final = b"mcp-session-id, www-authenticate"
+EXPOSED_HEADERS: Final = b"mcp-session-id, www-authenticate, dpop-nonce"
 ALLOWED_METHODS: Final = b"GET, POST, DELETE, OPTIONS"
 _PARAM_PREFIX: Final = "mcp-param-"
 

@@ -114,7 +114,8 @@ class HandshakeEndpoint:
             await send_unavailable(send, exc, getattr(msg, "id", None))
             return
         if type(answer) is Pending:
-            await self._respond(session, self._open_exchange(session, (msg.id,), headers), receive, send, waiting=True)
+            outlet = self._open_exchange(session, (msg.id,), headers)
+            await self._respond(session, outlet, receive, send, waiting=True, until=headers.until)
             return
         reply: bytes = answer  # type: ignore[assignment]
         if type(reply) is ErrorReply and (reply.refused is not None or reply.code == BUSY):
@@ -123,7 +124,7 @@ class HandshakeEndpoint:
             await send_bytes(send, 429 if busy else 400, reply, extra)
         elif self.format.preference == "sse":  # an answer made at once, sent as a stream all the same
             outlet = self._open_exchange(session, (), headers)
-            await self._respond(session, outlet, receive, send, answered=[(reply, FINAL)])
+            await self._respond(session, outlet, receive, send, answered=[(reply, FINAL)], until=headers.until)
         else:
             await send_bytes(send, 200, reply, session.id_header)
 
@@ -187,10 +188,12 @@ class HandshakeEndpoint:
         after: int = 0,
         waiting: bool = False,
         answered: Sequence[tuple[bytes, int]] = (),
+        until: float | None = None,
     ) -> None:
         """Write what ``outlet`` yields as this response of the session: ``after`` is the number of the last frame the
         client has (those after it in the store are replayed first); ``waiting``: a handler has yet to answer;
-        ``answered``: answers made at once, as (frame, item kind), put first. A delivered stream is forgotten as soon
+        ``answered``: answers made at once, as (frame, item kind), put first; ``until``: when the stream ends at the
+        latest (the request's admission, :attr:`Headers.until`). A delivered stream is forgotten as soon
         as it ends, before this task yields again, so that a client that resumes it right after reading its end
         finds it gone."""
         outlet.buffer += len(answered)  # they are put before anything reads them: a batch's many must all fit
@@ -212,6 +215,7 @@ class HandshakeEndpoint:
                 after=after,
                 replay=replay,
                 on_end=release,
+                until=until,
             )
         finally:
             await release(delivered)  # (nothing is left to do when the stream's end did it)
@@ -258,7 +262,7 @@ class HandshakeEndpoint:
         if ids:
             outlet = self._open_exchange(session, ids, headers, batch=True)
             replies = [(reply, RESPONSE) for reply in answered]
-            await self._respond(session, outlet, receive, send, waiting=True, answered=replies)
+            await self._respond(session, outlet, receive, send, waiting=True, answered=replies, until=headers.until)
         elif answered:
             await send_bytes(send, 200, b"[" + b",".join(answered) + b"]", session.id_header)
         else:
@@ -282,7 +286,7 @@ class HandshakeEndpoint:
                 await send_error(send, 409, "Conflict: this session's GET stream is already open")
                 return
             after = outlet.written
-        await self._respond(session, outlet, receive, send, fmt=self.get_format, after=after)
+        await self._respond(session, outlet, receive, send, fmt=self.get_format, after=after, until=headers.until)
 
     async def delete(self, headers: Headers, version: str | None, send: Send) -> None:
         """End the session."""

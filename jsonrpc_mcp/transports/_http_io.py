@@ -58,7 +58,7 @@ class Headers:
     reads ``Context.request_headers``. Names that are not all lower case take the slow path and are folded.
     """
 
-    __slots__ = ("_dict", "_first", "_raw", "auth", "raw", "repeats")
+    __slots__ = ("_dict", "_first", "_raw", "auth", "raw", "repeats", "until")
 
     #: :meth:`get` without the decoding (``name`` in lower case): the first-values dict's own ``get``, so that a
     #: look-up, several per request, runs no Python frame.
@@ -78,6 +78,9 @@ class Headers:
         self.repeats = len(first) != len(pairs)  #: some header name was sent more than once
         self._dict: dict[str, str] | None = None
         self.auth: Any = None  # the principal an HTTP policy authenticated this request as (``Context.auth``)
+        #: when the policy's admission of the request ends (``time.time()`` seconds; an access token's expiry): a
+        #: stream of its response still open then is ended
+        self.until: float | None = None
 
     def get(self, name: str) -> str | None:
         """The value of a header sent once; the first value when sent several times (``name`` in lower case)."""

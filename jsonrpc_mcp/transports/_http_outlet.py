@@ -17,6 +17,7 @@ comes within the keep-alive interval — the answer becomes an SSE stream.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Final, Literal, NamedTuple
 
@@ -216,6 +217,7 @@ async def respond(
     after: int = 0,
     replay: Sequence[tuple[int, bytes]] = (),
     on_end: Callable[[bool], Awaitable[None]] | None = None,
+    until: float | None = None,
 ) -> bool:
     """Write what ``outlet`` yields through ``feed`` as the HTTP response, in the endpoint's ``fmt``, with
     ``headers``; True when its final frame was written.
@@ -224,7 +226,9 @@ async def respond(
     JSON, without the machinery of a stream. A stream runs beside a task that watches for the client going away
     (which stops it); ``on_end(delivered)`` runs as soon as the stream has stopped, before that task is left (which
     yields). ``after`` is the number of the last frame the client has (the outlet's count when ``feed`` was
-    connected, or the ``Last-Event-ID`` of a resumption, whose missed events come in ``replay``).
+    connected, or the ``Last-Event-ID`` of a resumption, whose missed events come in ``replay``). ``until``: when
+    a stream ends at the latest (``time.time()`` seconds: the request's admission, an access token's expiry), as
+    when the server closes it; a JSON answer waits for its handler all the same.
     """
     early: list[Item | None] = []
     if waiting and fmt.preference != "sse":  # a little time for the handler, then its answer as JSON at once
@@ -245,7 +249,7 @@ async def respond(
         tg.start_soon(_watch_disconnect, receive, tg.cancel_scope)
         try:
             delivered = await _write_stream(
-                send, feed, outlet, fmt, headers=headers, after=after, replay=replay, early=early
+                send, feed, outlet, fmt, headers=headers, after=after, replay=replay, early=early, until=until
             )
         finally:
             tg.cancel_scope.cancel()
@@ -273,6 +277,7 @@ async def _write_stream(
     after: int,
     replay: Sequence[tuple[int, bytes]],
     early: Sequence[Item | None],
+    until: float | None = None,
 ) -> bool:
     """The writer of :func:`respond` once the answer may become a stream (``early``: what :func:`respond` took
     from ``receive`` already)."""
@@ -319,6 +324,14 @@ async def _write_stream(
 
     lookahead: list[Item | None] = list(reversed(early))
     while True:
+        if until is not None and (started or preference != "json") and time.time() >= until:
+            # The admission ended (the access token expired): the stream ends as when the server closes it.
+            if not started:
+                await start()
+            elif outlet.resumable and not outlet.done:
+                await body(encode_retry(retry_ms))
+            await end()
+            return False
         item: Item | None = None
         timed_out = False
         if lookahead:
@@ -329,7 +342,10 @@ async def _write_stream(
                 # event: the scope (and the keep-alive it times) is for waiting on an empty queue.
                 item = receive.receive_nowait()
             except anyio.WouldBlock:
-                with anyio.move_on_after(fmt.keepalive) as timer:
+                wait = fmt.keepalive
+                if until is not None and (started or preference != "json"):  # (woken at the deadline too)
+                    wait = min(wait, max(until - time.time(), 0.0))
+                with anyio.move_on_after(wait) as timer:
                     try:
                         item = await receive.receive()
                     except (anyio.EndOfStream, anyio.ClosedResourceError):

@@ -128,7 +128,7 @@ async def serve_alone(
     try:
         async with open_handler_tasks() as tasks:  # (leaving it cancels a handler still running, and waits)
             dispatcher.use_tasks(tasks)
-            await respond(send, receive, outlet, connection, fmt, headers=[], waiting=True)
+            await respond(send, receive, outlet, connection, fmt, headers=[], waiting=True, until=headers.until)
     finally:
         outlet.disconnect(connection)
         session.close()

@@ -309,10 +309,13 @@ class McpAsgiApp:
         return send_error(send, 405, f"Method not allowed: {method}", headers=_ALLOW_ALL)
 
     async def _admit(self, method: str, scope: Scope, headers: Headers, receive: Receive, send: Send) -> None:
-        assert self.http_policy is not None
-        admitted = await self.http_policy.admit(scope, headers, send)
-        if admitted is not None:
-            await self._serve(method, headers, receive, admitted)
+        policy = self.http_policy
+        assert policy is not None
+        admitted = await policy.admit(scope, headers, send)
+        if admitted is None:
+            return
+        headers.until = policy.admitted_until(headers)  # (the streams of the response end then)
+        await self._serve(method, headers, receive, admitted)
 
     # --- POST ----------------------------------------------------------------------------------------------
 

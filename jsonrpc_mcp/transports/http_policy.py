@@ -22,7 +22,10 @@ calls it, and only when one is configured (an app without a policy pays nothing)
    the request's principal as ``headers.auth``: handlers read it as ``Context.auth``;
 3. ``admit_message(headers, message, send)`` once a POSTed JSON-RPC message is parsed (a single message; a
    2025-03-26 batch is not offered here): ``False`` once the policy has answered the POST itself;
-4. ``session_owner(headers)``: whom a handshake-era session belongs to (the principal, say).
+4. ``session_owner(headers)``: whom a handshake-era session belongs to (the principal, say);
+5. ``admitted_until(headers)``, once admitted: when the admission ends (an access token's expiry, say). A stream
+   of the response still open then (a GET stream, ``subscriptions/listen``, a request's SSE answer) is ended, as
+   the server ends a stream it closes (a resumable one can be resumed); a JSON answer is one answer, not cut.
 
 :class:`jsonrpc_mcp.auth.ProtectedResource` (OAuth bearer tokens, RFC 9728 metadata) is the policy this project
 ships.
@@ -63,6 +66,11 @@ class HttpPolicy:
     async def admit_message(self, headers: Headers, message: Message, send: Send) -> bool:
         """A POSTed message, parsed: ``False`` once the policy has answered the POST itself."""
         return True
+
+    def admitted_until(self, headers: Headers) -> float | None:
+        """When the request's admission ends, in seconds since the epoch (``time.time()``); ``None``: never. A
+        stream of its response still open then is ended (module docstring)."""
+        return None
 
     def session_owner(self, headers: Headers) -> str | None:
         """Whom the request (admitted already) comes from, as an opaque key; ``None``: nobody in particular. A
