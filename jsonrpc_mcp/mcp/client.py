@@ -898,6 +898,8 @@ class ClientSession:
             if pending is not None:
                 pending[1].update(params.get("notifications") or {})
                 pending[0].set()
+        # Every callback the notification is for hears of it; the async ones are awaited in turn, in one task.
+        running: list[Awaitable[Any]] = []
         if method == "notifications/progress":
             watch = self._progress.get(params.get("progressToken"))  # type: ignore[arg-type]
             if watch is not None:
@@ -906,17 +908,21 @@ class ClientSession:
                     self.dispatcher.postpone(watch.ident, deadline)
                 out = watch.callback(params.get("progress", 0), params.get("total"), params.get("message"))
                 if out is not None:
-                    return watch.follow(out)
+                    running.append(watch.follow(out))
         if method == "notifications/message" and self.on_log is not None:
             try:
                 out = self.on_log(msgspec.convert(params, t.LoggingMessageNotificationParams))
             except msgspec.ValidationError:
                 out = None
-            if out is not None and self.on_notification is None:
-                return out
+            if out is not None:
+                running.append(out)
         if self.on_notification is not None:
-            return self.on_notification(method, params)
-        return None
+            out = self.on_notification(method, params)
+            if out is not None:
+                running.append(out)
+        if not running:
+            return None
+        return _in_turn(method, running)
 
 
 class _ProgressWatch:
@@ -1018,6 +1024,15 @@ def _params_of(raw: msgspec.Raw | None) -> dict[str, Any] | None:
 
 async def _bytes_later(pending: Awaitable[Any]) -> Any:
     return await pending
+
+
+async def _in_turn(method: str, running: list[Awaitable[Any]]) -> None:
+    """Await the async callbacks of one notification, in order; one that fails (logged) does not stop the next."""
+    for out in running:
+        try:
+            await out
+        except Exception:
+            logger.exception("a callback for the notification %r failed", method)
 
 
 # The ends of a client's middleware chains (functions of the message only: a chain is composed once).
