@@ -376,7 +376,7 @@ async def test_error_codes_map_to_exception_types() -> None:
 
 #: The errors of errors.py that are raised locally and never read back from a peer (other implementations send
 #: -32000 and -32001 for errors of their own).
-LOCAL_ONLY = {errors.ConnectionClosed, errors.RequestTimeout, errors.AuthorizationError}
+LOCAL_ONLY = {errors.ConnectionClosed, errors.SessionExpired, errors.RequestTimeout, errors.AuthorizationError}
 
 
 def rpc_error_classes() -> list[type[RpcError]]:

@@ -244,6 +244,8 @@ class ClientSession:
         self._progress: dict[str | int, _ProgressWatch] = {}
         self._acks: dict[RequestId, tuple[anyio.Event, dict[str, Any]]] = {}
         self._tokens = itertools.count(1)
+        self._subscriptions: set[str] = set()  # resources/subscribe'd in this session: renewed with a new one
+        stream.restart_session = self._restart_session
 
     # --- connecting ----------------------------------------------------------------------------------------
 
@@ -385,6 +387,21 @@ class ClientSession:
         self.instructions = result.instructions if isinstance(result.instructions, str) else None
         await self._notify("notifications/initialized")
         return result
+
+    async def _restart_session(self) -> None:
+        """The server ended our session (Streamable HTTP: a 404 for it): the handshake again, with the same
+        capabilities and client info, then what the last session had: the log level and the resource
+        subscriptions (each one that fails is logged, the others go on)."""
+        await self.initialize()
+        logger.info("started a new MCP session: the server ended the last one")
+        again: list[tuple[str, dict[str, Any]]] = [("resources/subscribe", {"uri": uri}) for uri in self._subscriptions]
+        if self.log_level is not None:
+            again.insert(0, ("logging/setLevel", {"level": self.log_level}))
+        for method, params in again:
+            try:
+                await self.request(method, params)
+            except (RpcError, ConnectionError) as exc:
+                logger.warning("%s in the new MCP session failed: %s", method, getattr(exc, "message", exc))
 
     async def aclose(self) -> None:
         await self.stream.aclose()
@@ -658,11 +675,13 @@ class ClientSession:
         if self.stateless:
             raise MethodNotFound("resources/subscribe does not exist in the stateless era: use Client.listen()")
         await self.request("resources/subscribe", {"uri": uri})
+        self._subscriptions.add(uri)
 
     async def unsubscribe(self, uri: str) -> None:
         self._require("resources")
         if self.stateless:
             raise MethodNotFound("resources/unsubscribe does not exist in the stateless era: use Client.listen()")
+        self._subscriptions.discard(uri)
         await self.request("resources/unsubscribe", {"uri": uri})
 
     @asynccontextmanager
@@ -767,6 +786,8 @@ class ClientSession:
             if not even_if_undeclared:
                 raise
             logger.debug("the server has no logging/setLevel; its log messages arrive at the level it chooses")
+            return
+        self.log_level = level  # (asked again of a new session, should the server end this one)
 
     async def notify_roots_changed(self) -> None:
         await self._notify("notifications/roots/list_changed")
