@@ -214,7 +214,8 @@ class Dispatcher:
         if max_in_flight < 1 or max_queued_bytes < 1:
             raise ValueError("max_in_flight and max_queued_bytes must be at least 1")
         self.stream = stream
-        stream.fail_request = self.fail
+        if stream is not None:  # (a dispatcher that only answers, given no stream, as in tests)
+            stream.fail_request = self.fail
         self.on_request = on_request
         self.on_notification = on_notification
         self.allow_batch = allow_batch

@@ -38,8 +38,9 @@ Stateless era (a request whose ``_meta`` names the protocol version): no session
 :meth:`Client.list_tools <jsonrpc_mcp.Client.list_tools>`).
 
 Transport failures never pass silently: a request whose HTTP exchange fails is ended at once with a typed error
-(:class:`~jsonrpc_mcp.errors.ServerUnreachable` when its POST could not connect, ``SessionExpired``, else
-:class:`~jsonrpc_mcp.errors.ConnectionClosed` saying what failed), so its caller does not wait for its timeout. A
+(:class:`~jsonrpc_mcp.errors.ServerUnreachable` when its POST could not connect, ``SessionExpired``,
+:class:`~jsonrpc_mcp.errors.ConnectionClosed` when the exchange broke), so its caller does not wait for its
+timeout; an answer that is none (an HTTP error status without a JSON-RPC error...) is an ``RpcError`` saying so. A
 JSON answer, like an SSE event, is read up to ``max_event`` bytes (16 MiB, the frame limit of the other
 transports): past that the request fails saying so, and nothing more of the body is read. A request given up
 (timed out or cancelled by its caller) closes its response stream, so a server that never answers holds none of
@@ -489,11 +490,13 @@ class HttpClientStream(MessageStream):
         return ServerUnreachable(self.unreachable)
 
     async def _fail(self, out: _Out, error: Exception | str) -> None:
-        """End the request ``out`` with ``error`` (a message: :class:`ConnectionClosed` saying it), raised to its
-        caller; for a notification or an answer, a log line. A stream no dispatcher reads gets the error as an
-        error response (code -32000 unless the error has its own)."""
+        """End the request ``out`` with ``error``, raised to its caller; for a notification or an answer, a log line.
+        A message is an answer of the server's that is not one (an error status without a JSON-RPC error, a
+        redirect not followed, a body too large...): an :class:`RpcError` saying it (code -32000), which is no
+        :class:`ConnectionClosed` (the server is there: the era fallback may try the handshake after it). A stream
+        no dispatcher reads gets the error as an error response (code -32000 unless the error has its own)."""
         if isinstance(error, str):
-            error = ConnectionClosed(error)
+            error = RpcError(error, code=codes.CONNECTION_CLOSED)
         message = error.message if isinstance(error, RpcError) else str(error)
         if out.kind != "request" or out.ident is None:
             logger.warning("%s (%s)", message, out.method or "response")
@@ -597,7 +600,7 @@ class HttpClientStream(MessageStream):
                 logger.debug("resuming an SSE stream failed: %r", exc)
             if parser.last_event_id != before:
                 attempts = 0
-        await self._fail(out, "the server's SSE stream ended before the response arrived")
+        await self._fail(out, ConnectionClosed("the server's SSE stream ended before the response arrived"))
 
     async def _pump(self, response: httpx.Response, parser: SseParser, want: RequestId | None) -> bool:
         """Deliver the frames of an SSE response; True once the response to ``want`` arrived."""
