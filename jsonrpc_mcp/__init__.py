@@ -22,6 +22,7 @@ from .errors import (
     ResourceNotFound,
     RpcError,
     ServerUnreachable,
+    SessionExpired,
     ToolError,
 )
 from .mcp import types
@@ -50,6 +51,7 @@ __all__ = (
     "RequestTimeout",
     "ConnectionClosed",
     "AuthorizationError",
+    "SessionExpired",
     "ServerUnreachable",
     "ToolError",
     "InputRequired",

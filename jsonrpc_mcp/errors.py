@@ -27,6 +27,7 @@ __all__ = (
     "RequestTimeout",
     "ConnectionClosed",
     "AuthorizationError",
+    "SessionExpired",
     "ServerUnreachable",
     "MissingExtra",
     "ToolError",
@@ -197,9 +198,20 @@ class AuthorizationError(ConnectionClosed):
         return error
 
 
+class SessionExpired(ConnectionClosed):
+    """The server ended the Streamable HTTP session of the request (it answered HTTP 404 for the session: it
+    restarted, or forgot the session): raised locally, never sent. The client starts a new session by itself and
+    sends again a request the 404 refused; this is raised for one that was under way (it may have run, so it is
+    not sent again), or when no new session could be started (the message says why). A kind of
+    :class:`ConnectionClosed`."""
+
+    default_message = "The server ended the MCP session"
+
+
 class ServerUnreachable(ConnectionError):
     """No connection to the server could be made: the message says where and why in one line (connection
-    refused, unknown host, no such socket file). Raised by ``Client.connect_*`` before any request was answered."""
+    refused, unknown host, no such socket file). Raised by ``Client.connect_*``, and by a request over HTTP whose
+    POST could not reach the server."""
 
 
 class MissingExtra(ImportError):

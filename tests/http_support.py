@@ -194,11 +194,14 @@ def make_server() -> Server:
 class ServerThread:
     """uvicorn serving an ASGI app on a free loopback port, in a thread with its own asyncio loop."""
 
-    def __init__(self, app: Any, *, lifespan: str = "on", host: str = "127.0.0.1", uv_server: Any = None) -> None:
+    def __init__(
+        self, app: Any, *, lifespan: str = "on", host: str = "127.0.0.1", uv_server: Any = None, port: int = 0
+    ) -> None:
+        """``port``: 0 for a free one; the port of a server stopped a moment ago to start it again there."""
         family = socket.AF_INET6 if ":" in host else socket.AF_INET
         self.sock = socket.socket(family, socket.SOCK_STREAM)
         self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        self.sock.bind((host, 0))
+        self.sock.bind((host, port))
         self.sock.listen(1024)
         self.port: int = self.sock.getsockname()[1]
         self.app = app

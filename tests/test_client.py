@@ -376,7 +376,7 @@ async def test_error_codes_map_to_exception_types() -> None:
 
 #: The errors of errors.py that are raised locally and never read back from a peer (other implementations send
 #: -32000 and -32001 for errors of their own).
-LOCAL_ONLY = {errors.ConnectionClosed, errors.RequestTimeout, errors.AuthorizationError}
+LOCAL_ONLY = {errors.ConnectionClosed, errors.SessionExpired, errors.RequestTimeout, errors.AuthorizationError}
 
 
 def rpc_error_classes() -> list[type[RpcError]]:
@@ -510,6 +510,44 @@ async def test_on_notification_sees_every_server_notification() -> None:
         await client.call_tool("progress", {"steps": 1}, progress=lambda *a: None)
         await client.call_tool("log", {"level": "error", "message": "x"})
     assert seen == ["notifications/progress", "notifications/message"]
+
+
+@pytest.mark.parametrize("version", ["2025-11-25", "auto"])
+async def test_async_callbacks_are_each_awaited_and_on_notification_still_hears_everything(version: str) -> None:
+    """An ``async`` on_log given with on_notification is awaited (its log lines were lost), and an async progress
+    callback does not hide ``notifications/progress`` from on_notification: every callback a notification is for
+    hears of it."""
+    server = make_server()
+    seen: list[str] = []
+    logs: list[Any] = []
+    steps: list[float] = []
+    everything = anyio.Event()
+
+    def heard() -> None:
+        if len(seen) == 3 and logs:
+            everything.set()
+
+    async def on_notification(method: str, params: dict[str, Any]) -> None:
+        seen.append(method)
+        heard()
+
+    async def on_log(params: t.LoggingMessageNotificationParams) -> None:
+        logs.append(params.data)
+        heard()
+
+    async def progress(done: float, total: float | None, message: str | None) -> None:
+        steps.append(done)
+
+    options: dict[str, Any] = {"on_notification": on_notification, "on_log": on_log, "protocol_version": version}
+    async with Client.connect_server(server, **options) as client:
+        await client.set_logging_level("info")  # (the stateless era sends log messages only to requests that ask)
+        await client.call_tool("progress", {"steps": 2}, progress=progress)
+        assert sorted(steps) == [1, 2]  # (awaited before the call returns; each notification's in a task of its own)
+        await client.call_tool("log", {"level": "error", "message": "heard"})
+        with anyio.fail_after(10):
+            await everything.wait()
+    assert sorted(seen) == ["notifications/message", "notifications/progress", "notifications/progress"]
+    assert logs == ["heard"]
 
 
 async def test_leaving_a_listen_ends_the_subscription_in_process() -> None:

@@ -7,6 +7,7 @@ session ends under them or the server is unreachable.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from typing import Any
 
@@ -18,7 +19,9 @@ from http_support import collect_garbage as collect_garbage
 
 from jsonrpc_mcp import Client, RpcError, ServerUnreachable
 from jsonrpc_mcp import types as t
+from jsonrpc_mcp.jsonrpc.streams import Outgoing
 from jsonrpc_mcp.transports.http_asgi import McpAsgiApp
+from jsonrpc_mcp.transports.http_client import connect_http
 
 pytestmark = [pytest.mark.anyio, HTTPX_GENERATORS, pytest.mark.usefixtures("collect_garbage")]
 
@@ -188,17 +191,33 @@ async def test_a_closed_stream_is_resumed(server: ServerThread) -> None:
         assert results[0].content[0].text == f"polled {key}"  # type: ignore[union-attr]
 
 
-async def test_a_session_ended_by_the_server_is_a_clear_error(server: ServerThread) -> None:
-    async with Client.connect_http(server.url, protocol_version="2025-11-25") as client:
-        sid = client.stream.session_id  # type: ignore[attr-defined]
-        async with httpx.AsyncClient(verify=False) as http:
-            assert (await http.delete(server.url, headers={"Mcp-Session-Id": sid})).status_code == 200
-        with pytest.raises(RpcError) as info:
-            await client.call_tool("add", {"a": 1})
-        assert "HTTP 404" in info.value.message and info.value.code == -32000
-        with pytest.raises(RpcError) as again:  # every later request fails fast, with the same reason
-            await client.call_tool("add", {"a": 1})
-        assert "HTTP 404" in again.value.message
+async def test_a_session_ended_under_a_bare_stream_fails_each_request_saying_so(server: ServerThread) -> None:
+    """With no client above it to start a new session (the stream alone), every request fails with an error
+    response made by the stream (tests/test_http_session_renewal.py: the client starts a new one)."""
+    init = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}
+    with anyio.fail_after(10):
+        async with connect_http(server.url) as stream:
+            await stream.send(
+                [
+                    Outgoing(
+                        json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": init}).encode(),
+                        None,
+                        2,
+                    )
+                ]
+            )
+            assert json.loads((await stream.receive())[0])["id"] == 1
+            await stream.send([Outgoing(b'{"jsonrpc":"2.0","method":"notifications/initialized"}', None, 1)])
+            async with httpx.AsyncClient() as http:
+                assert (await http.delete(server.url, headers={"Mcp-Session-Id": stream.session_id})).status_code == 200
+            for ident in (2, 3):  # every later request fails fast, with the same reason
+                await stream.send([Outgoing(b'{"jsonrpc":"2.0","id":%d,"method":"ping"}' % ident, None, 2)])
+                answer = json.loads((await stream.receive())[0])
+                assert answer == {
+                    "jsonrpc": "2.0",
+                    "id": ident,
+                    "error": {"code": -32000, "message": "the server ended the MCP session (HTTP 404)"},
+                }
 
 
 async def test_an_unreachable_server_fails_fast() -> None:

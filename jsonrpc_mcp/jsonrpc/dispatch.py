@@ -180,7 +180,7 @@ class _Waiter:
     def __init__(self) -> None:
         self.event = anyio.Event()
         self.result: Raw | None = None
-        self.error: RpcError | None = None
+        self.error: Exception | None = None
         self.timeout: anyio.CancelScope | None = None  # the request's timeout, while it waits (see postpone)
 
 
@@ -214,6 +214,8 @@ class Dispatcher:
         if max_in_flight < 1 or max_queued_bytes < 1:
             raise ValueError("max_in_flight and max_queued_bytes must be at least 1")
         self.stream = stream
+        if stream is not None:  # (a dispatcher that only answers, given no stream, as in tests)
+            stream.fail_request = self.fail
         self.on_request = on_request
         self.on_notification = on_notification
         self.allow_batch = allow_batch
@@ -712,7 +714,15 @@ class Dispatcher:
         except ConnectionClosed:
             pass
 
-    def _resolve(self, ident: RequestId, result: Raw | None, error: RpcError | None) -> None:
+    def fail(self, ident: RequestId, error: Exception) -> bool:
+        """End our pending request ``ident`` by raising ``error`` to its caller (its transport could not carry it,
+        or its answer). False when no request of that id is pending."""
+        if ident not in self._pending:
+            return False
+        self._resolve(ident, None, error)
+        return True
+
+    def _resolve(self, ident: RequestId, result: Raw | None, error: Exception | None) -> None:
         waiter = self._pending.pop(ident, None)
         if waiter is None:
             logger.warning("ignoring a response to unknown request id %.80r", ident)

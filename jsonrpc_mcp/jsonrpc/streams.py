@@ -15,7 +15,7 @@ A transport is something that moves frames, and nothing more. :class:`MessageStr
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from types import MappingProxyType
 from typing import Final
 
@@ -57,6 +57,13 @@ class MessageStream(ABC):
     session_id: str | None = None
     #: What carries the frames (:data:`Network`), for the tracing to record; empty in memory.
     network: Network = NO_NETWORK
+    #: Set by the :class:`~jsonrpc_mcp.jsonrpc.dispatch.Dispatcher` that reads this stream: ``fail_request(ident,
+    #: error)`` ends one of its pending requests by raising ``error`` to its caller, for a transport that could not
+    #: carry the request or its answer (False: no such request is pending). None: no dispatcher reads it.
+    fail_request: Callable[[RequestId, Exception], bool] | None = None
+    #: Set by the protocol layer above, for a transport whose session can end under it (a Streamable HTTP server
+    #: that answers 404 for it): starts a new session (the handshake again). None: the session stays ended.
+    restart_session: Callable[[], Awaitable[None]] | None = None
 
     @abstractmethod
     async def receive(self) -> Sequence[bytes]:

@@ -244,6 +244,8 @@ class ClientSession:
         self._progress: dict[str | int, _ProgressWatch] = {}
         self._acks: dict[RequestId, tuple[anyio.Event, dict[str, Any]]] = {}
         self._tokens = itertools.count(1)
+        self._subscriptions: set[str] = set()  # resources/subscribe'd in this session: renewed with a new one
+        stream.restart_session = self._restart_session
 
     # --- connecting ----------------------------------------------------------------------------------------
 
@@ -385,6 +387,21 @@ class ClientSession:
         self.instructions = result.instructions if isinstance(result.instructions, str) else None
         await self._notify("notifications/initialized")
         return result
+
+    async def _restart_session(self) -> None:
+        """The server ended our session (Streamable HTTP: a 404 for it): the handshake again, with the same
+        capabilities and client info, then what the last session had: the log level and the resource
+        subscriptions (each one that fails is logged, the others go on)."""
+        await self.initialize()
+        logger.info("started a new MCP session: the server ended the last one")
+        again: list[tuple[str, dict[str, Any]]] = [("resources/subscribe", {"uri": uri}) for uri in self._subscriptions]
+        if self.log_level is not None:
+            again.insert(0, ("logging/setLevel", {"level": self.log_level}))
+        for method, params in again:
+            try:
+                await self.request(method, params)
+            except (RpcError, ConnectionError) as exc:
+                logger.warning("%s in the new MCP session failed: %s", method, getattr(exc, "message", exc))
 
     async def aclose(self) -> None:
         await self.stream.aclose()
@@ -658,11 +675,13 @@ class ClientSession:
         if self.stateless:
             raise MethodNotFound("resources/subscribe does not exist in the stateless era: use Client.listen()")
         await self.request("resources/subscribe", {"uri": uri})
+        self._subscriptions.add(uri)
 
     async def unsubscribe(self, uri: str) -> None:
         self._require("resources")
         if self.stateless:
             raise MethodNotFound("resources/unsubscribe does not exist in the stateless era: use Client.listen()")
+        self._subscriptions.discard(uri)
         await self.request("resources/unsubscribe", {"uri": uri})
 
     @asynccontextmanager
@@ -767,6 +786,8 @@ class ClientSession:
             if not even_if_undeclared:
                 raise
             logger.debug("the server has no logging/setLevel; its log messages arrive at the level it chooses")
+            return
+        self.log_level = level  # (asked again of a new session, should the server end this one)
 
     async def notify_roots_changed(self) -> None:
         await self._notify("notifications/roots/list_changed")
@@ -898,6 +919,8 @@ class ClientSession:
             if pending is not None:
                 pending[1].update(params.get("notifications") or {})
                 pending[0].set()
+        # Every callback the notification is for hears of it; the async ones are awaited in turn, in one task.
+        running: list[Awaitable[Any]] = []
         if method == "notifications/progress":
             watch = self._progress.get(params.get("progressToken"))  # type: ignore[arg-type]
             if watch is not None:
@@ -906,17 +929,21 @@ class ClientSession:
                     self.dispatcher.postpone(watch.ident, deadline)
                 out = watch.callback(params.get("progress", 0), params.get("total"), params.get("message"))
                 if out is not None:
-                    return watch.follow(out)
+                    running.append(watch.follow(out))
         if method == "notifications/message" and self.on_log is not None:
             try:
                 out = self.on_log(msgspec.convert(params, t.LoggingMessageNotificationParams))
             except msgspec.ValidationError:
                 out = None
-            if out is not None and self.on_notification is None:
-                return out
+            if out is not None:
+                running.append(out)
         if self.on_notification is not None:
-            return self.on_notification(method, params)
-        return None
+            out = self.on_notification(method, params)
+            if out is not None:
+                running.append(out)
+        if not running:
+            return None
+        return _in_turn(method, running)
 
 
 class _ProgressWatch:
@@ -1018,6 +1045,15 @@ def _params_of(raw: msgspec.Raw | None) -> dict[str, Any] | None:
 
 async def _bytes_later(pending: Awaitable[Any]) -> Any:
     return await pending
+
+
+async def _in_turn(method: str, running: list[Awaitable[Any]]) -> None:
+    """Await the async callbacks of one notification, in order; one that fails (logged) does not stop the next."""
+    for out in running:
+        try:
+            await out
+        except Exception:
+            logger.exception("a callback for the notification %r failed", method)
 
 
 # The ends of a client's middleware chains (functions of the message only: a chain is composed once).

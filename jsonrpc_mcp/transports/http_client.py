@@ -20,8 +20,14 @@ server offers none, fine), and the handshake ends only once the server has answe
 ``get_stream_wait`` seconds): a server may send there what it has for us as soon as our next request arrives
 (a server-to-client request of a tool call, for one) and drop it if the stream is not open yet. An SSE
 stream that ends before its response is resumed with ``GET`` + ``Last-Event-ID`` after the server's ``retry``
-delay (a bounded number of times). A 404 on a known session means the server ended it: the pending request
-fails with a clear error and the stream ends. Closing sends ``DELETE``.
+delay (a bounded number of times). Closing sends ``DELETE``.
+
+A 404 for the session means the server ended it (it restarted, or forgot it): the stream forgets the session and,
+once per session ended, calls :attr:`~HttpClientStream.restart_session` (``Client`` sets it: the handshake again,
+without a session id, as the spec says the client must). Requests made meanwhile wait for the new session. The
+request answered 404 was refused before it ran: it is sent once more, in the new session. A request under way in
+the ended session (its answer not come) may have run: it fails with :class:`~jsonrpc_mcp.errors.SessionExpired`
+and is not sent again.
 
 Redirects of the endpoint are followed within its origin, at most five in a row: 307 and 308 by every request
 (a 308 moves the endpoint: later requests go straight to its target), 301, 302 and 303 by a GET only (they
@@ -31,11 +37,14 @@ Stateless era (a request whose ``_meta`` names the protocol version): no session
 ``Mcp-Method``, ``Mcp-Name`` and ``Mcp-Param-*`` headers mirror the body (``tool_headers`` is filled by
 :meth:`Client.list_tools <jsonrpc_mcp.Client.list_tools>`).
 
-Transport failures never pass silently: a request whose HTTP exchange fails gets an error response (code
--32000, made here, never sent) so its caller does not wait for its timeout. A JSON answer, like an SSE event, is
-read up to ``max_event`` bytes (16 MiB, the frame limit of the other transports): past that the request fails
-saying so, and nothing more of the body is read. A request given up (timed out or cancelled by its caller) closes
-its response stream, so a server that never answers holds none of the concurrent POSTs.
+Transport failures never pass silently: a request whose HTTP exchange fails is ended at once with a typed error
+(:class:`~jsonrpc_mcp.errors.ServerUnreachable` when its POST could not connect, ``SessionExpired``,
+:class:`~jsonrpc_mcp.errors.ConnectionClosed` when the exchange broke), so its caller does not wait for its
+timeout; an answer that is none (an HTTP error status without a JSON-RPC error...) is an ``RpcError`` saying so. A
+JSON answer, like an SSE event, is read up to ``max_event`` bytes (16 MiB, the frame limit of the other
+transports): past that the request fails saying so, and nothing more of the body is read. A request given up
+(timed out or cancelled by its caller) closes its response stream, so a server that never answers holds none of
+the concurrent POSTs.
 """
 
 from __future__ import annotations
@@ -43,8 +52,9 @@ from __future__ import annotations
 import html
 import logging
 import re
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
+from functools import partial
 from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import urlsplit
 
@@ -53,7 +63,7 @@ import anyio.abc
 import msgspec
 from msgspec import UNSET
 
-from ..errors import AuthorizationError, MissingExtra, RpcError
+from ..errors import AuthorizationError, ConnectionClosed, MissingExtra, RpcError, ServerUnreachable, SessionExpired
 from ..jsonrpc import codes
 from ..jsonrpc.streams import MessageStream, Network, Outgoing
 from ..jsonrpc.wire import RequestId, decode_frame, encode_error, is_batch
@@ -73,7 +83,8 @@ logger = logging.getLogger(__name__)
 _PV_NEEDLE: Final = META_PROTOCOL_VERSION.encode()
 _ACCEPT_BOTH: Final = "application/json, text/event-stream"
 _MAX_ERROR_BODY: Final = 64 * 1024
-_LOST: Final = "the server ended this MCP session (HTTP 404); connect again"
+_ENDED: Final = "the server ended the MCP session (HTTP 404) while this request was under way"
+_NO_RESTART: Final = "the server ended the MCP session (HTTP 404)"
 #: The redirects followed, by method: those that keep the method (and the body) and, for GET, any.
 _FOLLOWED: Final = {"POST": (307, 308), "DELETE": (307, 308), "GET": (301, 302, 303, 307, 308)}
 _MAX_REDIRECTS: Final = 5
@@ -121,6 +132,11 @@ def _inspect(frame: bytes) -> _Out:
         value = msgspec.json.decode(env.params)
         params = value if isinstance(value, dict) else None
     return _Out(kind, method, ident, params, version)
+
+
+def _needs_session(out: _Out) -> bool:
+    """Whether ``out`` is sent in the handshake era's session (all but the two frames that start one)."""
+    return out.version is None and out.method not in ("initialize", "notifications/initialized")
 
 
 def _response_id(frame: bytes) -> RequestId | None:
@@ -184,10 +200,13 @@ class HttpClientStream(MessageStream):
         self._posts = anyio.Semaphore(max_concurrent_posts)
         self._init_id: RequestId | None = None
         self._get_started = False
-        self._get_answered = anyio.Event()  # the standalone GET stream has its answer (or will never have one)
+        self._get_answered = anyio.Event()  # the session's GET stream has its answer (or will never have one)
         self._redirect_noted = False
         self._closed = False
-        self._lost: str | None = None  # why the session is gone (HTTP 404): every request fails with it
+        #: Why there is no session (the server ended it, and no new one was started yet): the error of a request
+        #: that cannot be sent, made afresh for each.
+        self._lost: Callable[[], Exception] | None = None
+        self._renewal: anyio.Event | None = None  # set once the new session is started (or could not be)
         #: the requests whose answer is being read: their POST's scope, and whether they are of the 2026-07-28 era
         self._open_posts: dict[RequestId, tuple[anyio.CancelScope, bool]] = {}
         #: Why the server could not be reached, once a request failed to connect (one line, naming the host).
@@ -217,26 +236,36 @@ class HttpClientStream(MessageStream):
         out = _inspect(frame)
         if out.method == "notifications/cancelled" and out.version is None and self._close_post(out):
             return  # (2026-07-28: closing the request's response stream is the cancellation; nothing is sent)
+        frame = bytes(frame)
         if out.method == "initialize" and out.version is None:
             self._init_id = out.ident
-        if self._lost is not None and out.version is None:
-            await self._fail(out, self._lost)
-            return
-        await self._posts.acquire()
+        elif _needs_session(out) and self._lost is not None and self._renewal is None:
+            if self.restart_session is None or self._closed:
+                await self._fail(out, self._lost())
+                return
+            self._renew()  # (the last attempt to start a session failed: this frame tries once more)
         if out.method == "notifications/initialized" and out.version is None:
             # Sent inline, and the GET stream it opens is answered before the handshake ends: a server may
             # send on that stream what it has for us as soon as we make our next request.
-            await self._post(bytes(frame), out)
+            await self._posts.acquire()
+            await self._post(frame, out)
             if self._get_started:
                 with anyio.move_on_after(self.get_stream_wait):
                     await self._get_answered.wait()
+            if self._renewal is not None:
+                self._renewed(self._renewal)  # the frames that waited for the new session go now
             return
+        # One of the concurrent POSTs is taken here (the sender waits when all are); not while a session is being
+        # started, when the frame waits for it: its initialize may need one.
+        slot = self._renewal is None
+        if slot:
+            await self._posts.acquire()
         if out.kind == "request" and out.ident is not None:
             scope = anyio.CancelScope()
             self._open_posts[out.ident] = (scope, out.version is not None)
-            self._tg.start_soon(self._post_request, bytes(frame), out, scope)
-            return
-        self._tg.start_soon(self._post, bytes(frame), out)
+            self._tg.start_soon(self._post_request, frame, out, scope, slot)
+        else:
+            self._tg.start_soon(self._post_in_session, frame, out, slot)
 
     def _close_post(self, cancel: _Out) -> bool:
         """A cancellation of one of our requests (its caller gave up: a timeout, a cancelled task): close the
@@ -251,25 +280,93 @@ class HttpClientStream(MessageStream):
         scope.cancel()
         return stateless
 
-    async def _post_request(self, frame: bytes, out: _Out, scope: anyio.CancelScope) -> None:
+    async def _post_request(self, frame: bytes, out: _Out, scope: anyio.CancelScope, slot: bool) -> None:
         try:
             with scope:
-                await self._post(frame, out)
+                if await self._post_in_session(frame, out, slot):
+                    await self._post_in_session(frame, out, False, again=True)  # refused unrun: in the new session
         finally:
             entry = self._open_posts.get(out.ident)  # type: ignore[arg-type]
             if entry is not None and entry[0] is scope:
                 del self._open_posts[out.ident]  # type: ignore[arg-type]
+
+    async def _post_in_session(self, frame: bytes, out: _Out, slot: bool, *, again: bool = False) -> bool:
+        """:meth:`_post`, once there is a session to send ``frame`` in: while a new one is being started it waits
+        (holding none of the concurrent POSTs: the new ``initialize`` may need one); when none could be started,
+        ``out`` fails saying why (an answer to a request of the ended session is dropped). ``slot``: one of the
+        concurrent POSTs is taken for it already."""
+        while True:
+            if not (_needs_session(out) and (self._lost is not None or self._renewal is not None)):
+                if slot:
+                    return await self._post(frame, out, again=again)
+                await self._posts.acquire()
+                slot = True
+                continue  # (the session may have ended while it waited for a slot)
+            if slot:
+                self._posts.release()
+                slot = False
+            if out.kind == "response":
+                logger.info("an answer to a request of the ended MCP session was not sent")
+                return False
+            if self._renewal is None:
+                await self._fail(out, self._lost() if self._lost is not None else ConnectionClosed())
+                return False
+            await self._renewal.wait()
+
+    # --- the session ended: a new one ------------------------------------------------------------------------
+
+    def _session_lost(self, sid: str) -> None:
+        """The server answered 404 for the session ``sid``: it ended. When it is the current one, forget it and
+        start a new one (once per session ended: an earlier session's 404 was handled when it came)."""
+        if sid != self.session_id:
+            return
+        restart = self.restart_session is not None and not self._closed
+        logger.warning("the server ended the MCP session (HTTP 404)%s", ": starting a new one" if restart else "")
+        self.session_id = None  # nothing to DELETE any more
+        self._lost = partial(SessionExpired, _NO_RESTART)
+        self._get_started = False
+        self._get_answered = anyio.Event()
+        if restart:
+            self._renew()
+
+    def _renew(self) -> None:
+        gate = self._renewal = anyio.Event()
+        self._tg.start_soon(self._restart, gate)
+
+    async def _restart(self, gate: anyio.Event) -> None:
+        assert self.restart_session is not None
+        try:
+            await self.restart_session()
+        except ServerUnreachable as exc:
+            self._lost = partial(ServerUnreachable, str(exc))
+            logger.warning("could not start a new MCP session: %s", exc)
+        except AuthorizationError as exc:
+            self._lost = partial(AuthorizationError, exc.step, exc.reason, message=exc.message)
+            logger.warning("could not start a new MCP session: %s", exc.message)
+        except Exception as exc:
+            why = exc.message if isinstance(exc, RpcError) else str(exc) or type(exc).__name__
+            self._lost = partial(SessionExpired, f"{_NO_RESTART}, and a new session could not be started: {why}")
+            logger.warning("could not start a new MCP session: %s", why)
+        finally:
+            self._renewed(gate)
+
+    def _renewed(self, gate: anyio.Event) -> None:
+        if self._renewal is gate:
+            self._renewal = None
+        gate.set()
 
     async def aclose(self) -> None:
         """End the session (DELETE, when there is one) and stop delivering frames."""
         if self._closed:
             return
         self._closed = True
+        if self._renewal is not None:
+            self._renewed(self._renewal)
         sid = self.session_id
         if sid is not None:
             with anyio.move_on_after(5, shield=True):
                 try:
-                    async with self._request("DELETE", self._session_headers()) as response:
+                    async with self._request("DELETE", self._session_headers(sid)) as response:
                         if response.status_code not in (200, 202, 204, 404, 405):
                             logger.debug("DELETE of the session answered %d", response.status_code)
                 except Exception as exc:
@@ -279,10 +376,10 @@ class HttpClientStream(MessageStream):
 
     # --- sending ---------------------------------------------------------------------------------------------
 
-    def _session_headers(self) -> dict[str, str]:
+    def _session_headers(self, sid: str | None) -> dict[str, str]:
         headers = dict(self.headers)
-        if self.session_id is not None:
-            headers["Mcp-Session-Id"] = self.session_id
+        if sid is not None:
+            headers["Mcp-Session-Id"] = sid
         if self.protocol_version is not None:
             headers["MCP-Protocol-Version"] = self.protocol_version
         return headers
@@ -306,34 +403,41 @@ class HttpClientStream(MessageStream):
             headers["MCP-Protocol-Version"] = self.protocol_version
         return headers
 
-    async def _post(self, frame: bytes, out: _Out) -> None:
+    async def _post(self, frame: bytes, out: _Out, *, again: bool = False) -> bool:
+        """POST one frame and take its answer. True when the server refused the request unrun because its session
+        ended (404), for the first time (``again``: this is the second): it may be sent once more."""
+        headers = self._post_headers(out)
         try:
-            async with self._request("POST", self._post_headers(out), frame) as response:
-                await self._answer(response, out)
+            async with self._request("POST", headers, frame) as response:
+                return await self._answer(response, out, headers.get("Mcp-Session-Id"), again)
         except AuthorizationError as exc:  # from the ``auth`` of the httpx client (jsonrpc_mcp.auth.OAuth)
             if not self._closed:
-                await self._fail(out, exc.message, exc)
+                await self._fail(out, exc)
         except Exception as exc:
             if not self._closed:
                 logger.debug("POST failed: %r", exc)
                 await self._fail(out, self._request_failure(exc))
         finally:
             self._posts.release()
+        return False
 
-    async def _answer(self, response: httpx.Response, out: _Out) -> None:
+    async def _answer(self, response: httpx.Response, out: _Out, sent_in: str | None, again: bool) -> bool:
+        """Take the answer to a POST (``sent_in``: the session id it named); True: see :meth:`_post`."""
         status = response.status_code
         sid = response.headers.get("mcp-session-id")
-        if out.ident is not None and out.ident == self._init_id and sid and status == 200:
-            if not _SESSION_ID.fullmatch(sid.strip()):  # (it would be sent back with every request)
+        if out.ident is not None and out.ident == self._init_id and status == 200:
+            if sid and not _SESSION_ID.fullmatch(sid.strip()):  # (it would be sent back with every request)
                 await self._fail(out, "the server's Mcp-Session-Id is not visible ASCII (0x21 to 0x7E), as it must be")
-                return
-            self.session_id = sid.strip()
+                return False
+            if sid:
+                self.session_id = sid.strip()
+            self._lost = None  # a session again (a new one, when the server ended the last)
         if status in (202, 204):
             if out.kind == "request":
                 await self._fail(out, f"the server answered the request with HTTP {status} and no response")
             elif out.method == "notifications/initialized":
                 self._open_get_stream()
-            return
+            return False
         if 300 <= status < 400:
             location = response.headers.get("location", "")
             await self._fail(
@@ -341,11 +445,13 @@ class HttpClientStream(MessageStream):
                 f"the server answered HTTP {status} (to {location!r}), a redirect not followed: a POST follows only "
                 f"307 and 308, to the same origin, at most {_MAX_REDIRECTS} in a row",
             )
-            return
-        if status == 404 and self.session_id is not None and out.version is None:
-            self._session_lost()
-            await self._fail(out, _LOST)
-            return
+            return False
+        if status == 404 and sent_in is not None and out.version is None:
+            self._session_lost(sent_in)
+            if out.kind == "request" and not again and self.restart_session is not None:
+                return True
+            await self._fail(out, SessionExpired(_NO_RESTART))
+            return False
         content_type = response.headers.get("content-type", "").partition(";")[0].strip().lower()
         if status >= 400:
             body = await _read_limited(response, _MAX_ERROR_BODY)
@@ -355,7 +461,7 @@ class HttpClientStream(MessageStream):
                 await self._fail(
                     out, f"the server answered HTTP {status}{_reason(body, content_type)}{_hint(self.url, status)}"
                 )
-            return
+            return False
         if content_type == "text/event-stream" and out.kind != "request":
             # The spec wants 202 and no body for a notification or a response. A stream there would be read with no
             # end in sight, holding one of the concurrent POSTs (and the handshake, for notifications/initialized).
@@ -363,42 +469,47 @@ class HttpClientStream(MessageStream):
                 "the server answered %s with an event stream, where 202 is due: not read", out.method or "a response"
             )
         elif content_type == "text/event-stream":
-            await self._read_post_stream(response, out)
+            await self._read_post_stream(response, out, sent_in)
         elif content_type == "application/json":
             body = await _read_limited(response, self.max_event + 1)
             if len(body) > self.max_event:
                 await self._fail(out, f"the server's answer exceeds {self.max_event} bytes (max_event)")
-                return
-            if out.kind != "request" and not body.strip():
-                return
-            await self._deliver(body)
+            elif out.kind == "request" or body.strip():
+                await self._deliver(body)
         elif out.kind == "request":
             await self._fail(out, f"unexpected content type {content_type or 'none'!r} in the answer")
+        return False
 
-    def _request_failure(self, exc: Exception) -> str:
-        """What the caller of a request whose HTTP exchange failed is told: why the server could not be reached
-        (naming the host and the reason), or the kind of failure."""
+    def _request_failure(self, exc: Exception) -> Exception:
+        """What the caller of a request whose HTTP exchange failed is told: :class:`ServerUnreachable` naming the
+        host and the reason when it could not connect, else :class:`ConnectionClosed` naming the kind of failure."""
         httpx = _httpx()
         plain = self.url.lower().startswith("http:")
         if isinstance(exc, httpx.RemoteProtocolError) and plain and "without sending a response" in str(exc):
-            return "the server closed the connection without an HTTP answer (a server that speaks TLS? try https://)"
+            return ConnectionClosed(
+                "the server closed the connection without an HTTP answer (a server that speaks TLS? try https://)"
+            )
         if not isinstance(exc, httpx.ConnectError | httpx.ConnectTimeout):
-            return f"HTTP request failed: {type(exc).__name__}"
+            return ConnectionClosed(f"HTTP request failed: {type(exc).__name__}")
         self.unreachable = http_connect_failure(exc, self.url)
-        return self.unreachable
+        return ServerUnreachable(self.unreachable)
 
-    async def _fail(self, out: _Out, message: str, error: RpcError | None = None) -> None:
-        if out.kind == "request" and out.ident is not None:
-            code, data = (error.code, error.data) if error is not None else (codes.CONNECTION_CLOSED, None)
-            await self._deliver(encode_error(out.ident, code, message, data))
-        else:
+    async def _fail(self, out: _Out, error: Exception | str) -> None:
+        """End the request ``out`` with ``error``, raised to its caller; for a notification or an answer, a log line.
+        A message is an answer of the server's that is not one (an error status without a JSON-RPC error, a
+        redirect not followed, a body too large...): an :class:`RpcError` saying it (code -32000), which is no
+        :class:`ConnectionClosed` (the server is there: the era fallback may try the handshake after it). A stream
+        no dispatcher reads gets the error as an error response (code -32000 unless the error has its own)."""
+        if isinstance(error, str):
+            error = RpcError(error, code=codes.CONNECTION_CLOSED)
+        message = error.message if isinstance(error, RpcError) else str(error)
+        if out.kind != "request" or out.ident is None:
             logger.warning("%s (%s)", message, out.method or "response")
-
-    def _session_lost(self) -> None:
-        if self._lost is None:
-            logger.warning("the server ended the MCP session %s (HTTP 404)", self.session_id)
-        self._lost = _LOST
-        self.session_id = None  # nothing to DELETE any more
+        elif self.fail_request is not None:
+            self.fail_request(out.ident, error)
+        else:
+            code, data = (error.code, error.data) if isinstance(error, RpcError) else (codes.CONNECTION_CLOSED, None)
+            await self._deliver(encode_error(out.ident, code, message, data))
 
     async def _deliver(self, frame: bytes) -> None:
         if self._init_id is not None and _response_id(frame) == self._init_id:
@@ -461,25 +572,29 @@ class HttpClientStream(MessageStream):
 
     # --- SSE -------------------------------------------------------------------------------------------------
 
-    async def _read_post_stream(self, response: httpx.Response, out: _Out) -> None:
+    async def _read_post_stream(self, response: httpx.Response, out: _Out, sid: str | None) -> None:
+        """Read the SSE answer to a POST made in the session ``sid``, resuming the stream when it drops."""
         parser = SseParser(self.max_event)
         want = out.ident if out.kind == "request" else None
         got = await self._pump(response, parser, want)
         if got or want is None:
             return
         attempts = 0
-        while parser.last_event_id is not None and self.session_id is not None and out.version is None:
+        while parser.last_event_id is not None and sid is not None and out.version is None:
             if attempts >= self.max_reconnects or self._closed:
                 break
+            if sid != self.session_id:  # (the session ended meanwhile: resuming would be refused)
+                await self._fail(out, SessionExpired(_ENDED))
+                return
             attempts += 1
             await anyio.sleep(self._retry_delay(parser))
             before = parser.last_event_id
-            headers = {**self._session_headers(), "Accept": "text/event-stream", "Last-Event-ID": before}
+            headers = {**self._session_headers(sid), "Accept": "text/event-stream", "Last-Event-ID": before}
             try:
                 async with self._request("GET", headers) as resumed:
-                    if resumed.status_code == 404:
-                        self._session_lost()
-                        await self._fail(out, _LOST)
+                    if resumed.status_code == 404:  # (the request may have run: it is not sent again)
+                        self._session_lost(sid)
+                        await self._fail(out, SessionExpired(_ENDED))
                         return
                     kind = resumed.headers.get("content-type", "").partition(";")[0].strip().lower()
                     if resumed.status_code != 200 or kind != "text/event-stream":
@@ -490,7 +605,7 @@ class HttpClientStream(MessageStream):
                 logger.debug("resuming an SSE stream failed: %r", exc)
             if parser.last_event_id != before:
                 attempts = 0
-        await self._fail(out, "the server's SSE stream ended before the response arrived")
+        await self._fail(out, ConnectionClosed("the server's SSE stream ended before the response arrived"))
 
     async def _pump(self, response: httpx.Response, parser: SseParser, want: RequestId | None) -> bool:
         """Deliver the frames of an SSE response; True once the response to ``want`` arrived."""
@@ -521,29 +636,30 @@ class HttpClientStream(MessageStream):
         if self._get_started or self.session_id is None or self._closed:
             return
         self._get_started = True
-        self._tg.start_soon(self._get_stream)
+        self._tg.start_soon(self._get_stream, self.session_id, self._get_answered)
 
-    async def _get_stream(self) -> None:
-        """The standalone GET stream: server messages unrelated to our requests; resumed when it drops."""
+    async def _get_stream(self, sid: str, answered: anyio.Event) -> None:
+        """The standalone GET stream of the session ``sid``: server messages unrelated to our requests; resumed
+        when it drops, for as long as that session lasts (a new session opens its own)."""
         try:
-            await self._run_get_stream()
+            await self._run_get_stream(sid, answered)
         finally:
-            self._get_answered.set()
+            answered.set()
 
-    async def _run_get_stream(self) -> None:
+    async def _run_get_stream(self, sid: str, answered: anyio.Event) -> None:
         parser = SseParser(self.max_event)
         failures = 0
-        while not self._closed and self.session_id is not None and failures <= self.max_reconnects:
-            headers = {**self._session_headers(), "Accept": "text/event-stream"}
+        while not self._closed and self.session_id == sid and failures <= self.max_reconnects:
+            headers = {**self._session_headers(sid), "Accept": "text/event-stream"}
             if parser.last_event_id is not None:
                 headers["Last-Event-ID"] = parser.last_event_id
             before = parser.last_event_id
             try:
                 async with self._request("GET", headers) as response:
-                    self._get_answered.set()
+                    answered.set()
                     kind = response.headers.get("content-type", "").partition(";")[0].strip().lower()
                     if response.status_code == 404:
-                        self._session_lost()
+                        self._session_lost(sid)
                         return
                     if response.status_code != 200 or kind != "text/event-stream":
                         logger.debug("no standalone GET stream (HTTP %d)", response.status_code)
@@ -554,7 +670,7 @@ class HttpClientStream(MessageStream):
                 return
             except Exception as exc:
                 logger.debug("the GET stream broke: %r", exc)
-            self._get_answered.set()  # a first attempt that failed does not hold the handshake either
+            answered.set()  # a first attempt that failed does not hold the handshake either
             failures = 0 if parser.last_event_id != before else failures + 1
             await anyio.sleep(self._retry_delay(parser))
 
