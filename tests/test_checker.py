@@ -16,7 +16,6 @@ import pytest
 from helpers import ROOT
 
 from jsonrpc_mcp.checker import (
-    DEFAULT_IGNORE,
     Exchange,
     HttpTarget,
     Observation,
@@ -26,7 +25,6 @@ from jsonrpc_mcp.checker import (
     StdioTarget,
     Timing,
     TranscriptError,
-    _sse_data,
     apply_masks,
     compare,
     format_report,
@@ -40,6 +38,8 @@ from jsonrpc_mcp.checker import (
     run_check,
     summarize,
 )
+from jsonrpc_mcp.checker.channels import _sse_data
+from jsonrpc_mcp.checker.comparison import DEFAULT_IGNORE
 
 sys.path.insert(0, str(ROOT / "conformance"))
 from everything_server import create_server

@@ -1,0 +1,217 @@
+"""Comparing the frames a server produced with a transcript's expectations: bytes (``exact``) or parsed JSON
+(``semantic``) (L7)."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Sequence
+from typing import Any, Final, Literal
+
+from .frames import NOT_JSON, frame_key, frame_summary, loads, short, summarize
+
+__all__ = (
+    "Mode",
+    "DEFAULT_IGNORE",
+    "compare",
+)
+
+
+Mode = Literal["exact", "semantic"]
+
+#: Paths the semantic mode ignores unless a case names them (or something under them) in ``# compare:``.
+DEFAULT_IGNORE: Final = (
+    "error.message",
+    "error.data",
+    "result.serverInfo",
+    "result.capabilities",
+    "result.instructions",
+    "result._meta",
+    "result.ttlMs",
+    "result.cacheScope",
+)
+
+
+# --- comparison ---------------------------------------------------------------------------------------------
+
+
+def _path_tokens(path: str) -> tuple[str, ...]:
+    found = re.finditer(r'\["([^"]*)"\]|\[(\*|\d+)\]|([^.\[\]]+)', path)
+    return tuple(m.group(1) if m.group(1) is not None else m.group(2) or m.group(3) for m in found)
+
+
+def _matches(pattern: tuple[str, ...], path: tuple[str, ...]) -> bool:
+    return len(pattern) == len(path) and all(p in ("*", q) for p, q in zip(pattern, path, strict=True))
+
+
+def _prefix_of(path: tuple[str, ...], pattern: tuple[str, ...]) -> bool:
+    return len(path) < len(pattern) and all(p in ("*", q) for p, q in zip(pattern, path, strict=False))
+
+
+class _Rules:
+    def __init__(self, ignore: Iterable[str], compare: Iterable[str]) -> None:
+        self.ignore = [_path_tokens(p) for p in ignore]
+        self.compare = [_path_tokens(p) for p in compare]
+
+    def ignored(self, path: tuple[str, ...], inherited: bool) -> bool:
+        if any(_matches(p, path) for p in self.compare):
+            return False
+        return inherited or any(_matches(p, path) for p in self.ignore)
+
+    def leads_to_compare(self, path: tuple[str, ...]) -> bool:
+        return any(_prefix_of(path, p) for p in self.compare)
+
+
+def _show(path: tuple[str, ...]) -> str:
+    out = ""
+    for token in path:
+        if token.isdigit():
+            out += f"[{token}]"
+        elif re.match(r"^[A-Za-z_][A-Za-z0-9_]*$", token):
+            out += ("." if out else "") + token
+        else:
+            out += f'["{token}"]'
+    return out or "(frame)"
+
+
+def _same_scalar(a: Any, b: Any) -> bool:
+    if isinstance(a, bool) or isinstance(b, bool):
+        return type(a) is type(b) and a == b
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)):
+        return bool(a == b)
+    return type(a) is type(b) and bool(a == b)
+
+
+def _subset(exp: Any, act: Any, path: tuple[str, ...], rules: _Rules, inherited: bool) -> str | None:
+    ignored = rules.ignored(path, inherited)
+    if ignored and not rules.leads_to_compare(path):
+        return None
+    if isinstance(exp, dict):
+        if not isinstance(act, dict):
+            return f"{_show(path)}: expected an object, got {short(act)}"
+        for key, value in exp.items():
+            child = (*path, key)
+            if key not in act:
+                if rules.ignored(child, ignored) and not rules.leads_to_compare(child):
+                    continue
+                return f"{_show(child)} is missing (expected {short(value)})"
+            problem = _subset(value, act[key], child, rules, ignored)
+            if problem:
+                return problem
+        return None
+    if ignored:
+        return None
+    if isinstance(exp, list):
+        if not isinstance(act, list):
+            return f"{_show(path)}: expected a list, got {short(act)}"
+        if len(exp) != len(act):
+            return f"{_show(path)}: expected {len(exp)} item(s), got {len(act)}"
+        for i, (e, a) in enumerate(zip(exp, act, strict=True)):
+            problem = _subset(e, a, (*path, str(i)), rules, ignored)
+            if problem:
+                return problem
+        return None
+    if not _same_scalar(exp, act):
+        return f"{_show(path)}: expected {short(exp)}, got {short(act)}"
+    return None
+
+
+def _kind(msg: dict[str, Any]) -> str:
+    if isinstance(msg.get("method"), str):
+        return "request" if "id" in msg else "notification"
+    if "error" in msg:
+        return "error"
+    if "result" in msg:
+        return "result"
+    return "object"
+
+
+def _compare_message(exp: Any, act: Any, rules: _Rules) -> str | None:
+    if isinstance(exp, list):
+        if not isinstance(act, list):
+            return f"expected a batch reply (array), got {frame_summary(json.dumps(act).encode())}"
+        return _compare_sets(exp, act, rules, "in the batch: ")
+    if not isinstance(exp, dict):
+        return None if _same_scalar(exp, act) else f"expected {short(exp)}, got {short(act)}"
+    if not isinstance(act, dict):
+        return f"expected an object, got {short(act)}"
+    ek, ak = _kind(exp), _kind(act)
+    if ek != ak:
+        return f"expected {frame_summary(json.dumps(exp).encode())}, got {frame_summary(json.dumps(act).encode())}"
+    if act.get("jsonrpc") != "2.0":
+        return f'"jsonrpc" is {short(act.get("jsonrpc"))}, not "2.0"'
+    if ek in ("request", "notification"):
+        if exp["method"] != act["method"]:
+            return f"expected {ek} {exp['method']}, got {act['method']}"
+        return _subset(exp.get("params", {}), act.get("params", {}), ("params",), rules, False)
+    # A reply: the id is exact, type included; "no id" and "id": null are not the same thing.
+    if "id" not in exp:
+        if "id" in act:
+            if act["id"] is None:
+                return 'the reply has "id": null (no MCP schema admits it; omit "id" when it cannot be read)'
+            return f"expected no id, got id {short(act['id'])}"
+    elif "id" not in act or not _same_id(exp["id"], act["id"]):
+        return f"expected id {short(exp['id'])}, got {short(act.get('id', '(none)'))}"
+    if ek == "error":
+        e, a = exp["error"], act["error"]
+        if not isinstance(a, dict):
+            return f'"error" is not an object: {short(a)}'
+        if e.get("code") != a.get("code"):
+            return f"expected error {e.get('code')}, got error {a.get('code')} ({short(a.get('message'))})"
+        return _subset(e, a, ("error",), rules, False)
+    return _subset(exp["result"], act["result"], ("result",), rules, False)
+
+
+def _same_id(a: Any, b: Any) -> bool:
+    return type(a) is type(b) and bool(a == b)
+
+
+def _sort_key(msg: Any) -> tuple[str, str]:
+    return frame_key(json.dumps(msg).encode())
+
+
+def _compare_sets(exp: list[Any], act: list[Any], rules: _Rules, what: str) -> str | None:
+    if len(exp) != len(act):
+        e = summarize([json.dumps(m).encode() for m in exp])
+        a = summarize([json.dumps(m).encode() for m in act])
+        return f"{what}expected {e}; got {a}"
+    for e, a in zip(sorted(exp, key=_sort_key), sorted(act, key=_sort_key), strict=True):
+        problem = _compare_message(e, a, rules)
+        if problem:
+            return problem
+    return None
+
+
+def compare(
+    expected: Sequence[bytes],
+    got: Sequence[bytes],
+    mode: Mode,
+    *,
+    ignore: Sequence[str] = (),
+    compare_paths: Sequence[str] = (),
+) -> str | None:
+    """``None`` when ``got`` matches ``expected`` under ``mode``, else a one-line reason."""
+    if mode == "exact":
+        if list(expected) == list(got):
+            return None
+        if len(expected) != len(got):
+            return f"expected {summarize(expected)}; got {summarize(got)}"
+        for e, g in zip(expected, got, strict=True):
+            if e != g:
+                return f"frame differs: expected {e[:300]!r}, got {g[:300]!r}"
+        return None
+    rules = _Rules((*DEFAULT_IGNORE, *ignore), compare_paths)
+    exp = [loads(f) for f in expected]
+    # Log notifications are the server's business, unless the case expects some or names them in # compare:.
+    wants_logs = "notifications/message" in compare_paths or any(
+        isinstance(m, dict) and m.get("method") == "notifications/message" for m in exp
+    )
+    act: list[Any] = []
+    for frame in got:
+        msg = loads(frame)
+        if msg is NOT_JSON:
+            return f"the server wrote a frame that is not JSON: {frame[:80]!r}"
+        if not wants_logs and isinstance(msg, dict) and msg.get("method") == "notifications/message":
+            continue
+        act.append(msg)
+    return _compare_sets(exp, act, rules, "")
