@@ -9,7 +9,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -38,7 +38,6 @@ from jsonrpc_mcp.checker import (
     run_check,
     summarize,
 )
-from jsonrpc_mcp.checker.channels import _sse_data
 from jsonrpc_mcp.checker.comparison import DEFAULT_IGNORE
 
 sys.path.insert(0, str(ROOT / "conformance"))
@@ -256,15 +255,6 @@ def test_offer_decides_skips() -> None:
     assert offer.missing("capability:resources.subscribe", session) is not None
     assert offer.missing("capability:prompts", session) is not None
     assert offer.missing("bogus:x", session) == "unknown requirement 'bogus:x'"
-
-
-@pytest.mark.anyio
-async def test_sse_data_payloads() -> None:
-    async def lines() -> AsyncIterator[str]:
-        for line in ["id: 1", "data:", "", ": comment", "event: message", 'data: {"a":', "data: 1}", "", "data: {}"]:
-            yield line
-
-    assert [d async for d in _sse_data(lines())] == ['{"a":\n1}', "{}"]
 
 
 # --- against our own server ---------------------------------------------------------------------------------

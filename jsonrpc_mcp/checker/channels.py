@@ -24,6 +24,8 @@ from ..mcp.versions import (
     META_PROTOCOL_VERSION,
     STATELESS_VERSIONS,
 )
+from ..transports.http_client import post_headers
+from ..transports.sse import SseParser
 from .frames import loads
 from .transcripts import Session
 
@@ -192,30 +194,25 @@ class _HttpChannel:
         self.unreachable: str | None = None
 
     def _headers(self, frame: bytes) -> dict[str, str]:
-        from ..mcp.headers import standard_headers
-
-        headers = {
-            "Content-Type": "application/json",
-            "Accept": "application/json, text/event-stream",
-            **self.base,
-        }
+        """The library's headers for this frame (:func:`~jsonrpc_mcp.transports.http_client.post_headers`); the
+        frame may be anything a test sends, so what it names is read leniently. A frame of a 2026-07-28 session
+        that names no version in its ``_meta`` still gets that era's headers: it is the server's to refuse."""
         msg = loads(frame)
+        method = msg.get("method") if isinstance(msg, dict) and "id" in msg else None
         params = msg.get("params") if isinstance(msg, dict) else None
-        meta = params.get("_meta") if isinstance(params, dict) else None
+        params = params if isinstance(params, dict) else None
+        meta = params.get("_meta") if params is not None else None
         modern = meta.get(META_PROTOCOL_VERSION) if isinstance(meta, dict) else None
-        if self.session_id is not None:
-            headers["Mcp-Session-Id"] = self.session_id
-        if self.stateless or isinstance(modern, str):
-            # A 2026-07-28 request: the version header mirrors _meta, plus Mcp-Method / Mcp-Name (SEP-2243).
-            headers["MCP-Protocol-Version"] = modern if isinstance(modern, str) else STATELESS_VERSIONS[0]
-            if isinstance(msg, dict) and isinstance(msg.get("method"), str):
-                try:
-                    headers.update(standard_headers(msg["method"], params if isinstance(params, dict) else None))
-                except (TypeError, ValueError):
-                    pass
-        elif self.version is not None:
-            headers["MCP-Protocol-Version"] = self.version
-        return headers
+        if not isinstance(modern, str):
+            modern = STATELESS_VERSIONS[0] if self.stateless else None
+        return post_headers(
+            self.base,
+            method=method if isinstance(method, str) else None,
+            params=params,
+            version=modern,
+            session_id=self.session_id,
+            protocol_version=self.version,
+        )
 
     async def send(self, frame: bytes) -> None:
         started = anyio.Event()
@@ -239,10 +236,14 @@ class _HttpChannel:
                 ctype = resp.headers.get("content-type", "").split(";")[0].strip().lower()
                 if ctype == "text/event-stream":
                     started.set()
-                    async for data in _sse_data(resp.aiter_lines()):
-                        self._learn(data.encode())
-                        if not sentinel:
-                            await self._put(data.encode())
+                    parser = SseParser()
+                    async for chunk in resp.aiter_bytes():
+                        for event in parser.feed(chunk):
+                            if not event.data.strip():
+                                continue  # a priming event
+                            self._learn(event.data)
+                            if not sentinel:
+                                await self._put(event.data)
                 else:
                     body = (await resp.aread()).strip()
                     if ctype == "application/json" and body:
@@ -296,21 +297,6 @@ class _HttpChannel:
                     logger.debug("DELETE of the checked session failed: %r", exc)
         self.send_q.close()
         self.recv_q.close()
-
-
-async def _sse_data(lines: AsyncIterator[str]) -> AsyncIterator[str]:
-    """The ``data`` payloads of an SSE stream (empty ones, like priming events, skipped)."""
-    data: list[str] = []
-    async for line in lines:
-        if line == "":
-            if data and "".join(data).strip():
-                yield "\n".join(data)
-            data = []
-        elif line.startswith("data:"):
-            value = line[5:]
-            data.append(value[1:] if value.startswith(" ") else value)
-    if data and "".join(data).strip():
-        yield "\n".join(data)
 
 
 class Unreachable(ConnectionError):
