@@ -90,6 +90,8 @@ LAYERS: dict[str, int] = {
     "checker.grading": 7,  # a status per case
     "checker.report": 7,  # the report, as text and JSON
     "checker.cli": 7,  # jsonrpc-mcp check
+    "checker.citations": 7,  # what a case cites, and the level that follows
+    "checker.citation_table": 7,  # the cited sentences (generated)
     "middleware": 7,  # the middleware that ships (logging, rate limit, response size)
     "_cli_client": 7,  # jsonrpc-mcp list and call
     "_cli_text": 7,  # what jsonrpc-mcp prints, and key=value arguments

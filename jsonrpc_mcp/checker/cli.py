@@ -105,7 +105,15 @@ def add_check_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--jobs", type=int, default=4, metavar="N", help="sessions run at once (default 4)")
     parser.add_argument("--stderr", action="store_true", help="let the server's stderr through")
-    parser.add_argument("-V", "--all-cases", action="store_true", help="list passing cases too")
+    parser.add_argument(
+        "-v",
+        "-V",
+        "--verbose",
+        "--all-cases",
+        dest="all_cases",
+        action="store_true",
+        help="list passing and skipped cases too (by default only FAIL, WARN and DIFF lines)",
+    )
     add_environment_arguments(parser)
     parser.add_argument("rest", nargs=argparse.REMAINDER, metavar="-- COMMAND...", help="a stdio server to start")
 
@@ -119,8 +127,8 @@ examples:
   jsonrpc-mcp check --json --url http://127.0.0.1:8000/mcp --header "Authorization: Bearer $TOKEN"
 
 exit status:
-  0    every rule passes (or is skipped, or differs where the spec is silent)
-  1    a rule fails
+  0    no case fails: every one passes, is skipped, warns (a SHOULD) or differs (a choice the spec leaves)
+  1    a case fails (a MUST or MUST NOT)
   2    bad usage
   4    the server could not be reached or started, or it ended before answering
   5    no answer within --startup

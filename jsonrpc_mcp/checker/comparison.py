@@ -6,11 +6,15 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from typing import Any, Final, Literal
 
 from .frames import NOT_JSON, frame_key, frame_summary, loads, short, summarize
 
 __all__ = (
+    "Mismatch",
+    "NULL_ID_CHOICE",
+    "mismatch",
     "Mode",
     "DEFAULT_IGNORE",
     "compare",
@@ -52,6 +56,8 @@ class _Rules:
     def __init__(self, ignore: Iterable[str], compare: Iterable[str]) -> None:
         self.ignore = [_path_tokens(p) for p in ignore]
         self.compare = [_path_tokens(p) for p in compare]
+        #: Differences the specification leaves open, found on the way (the first becomes a DIFF).
+        self.choices: list[str] = []
 
     def ignored(self, path: tuple[str, ...], inherited: bool) -> bool:
         if any(_matches(p, path) for p in self.compare):
@@ -147,9 +153,10 @@ def _compare_message(exp: Any, act: Any, rules: _Rules) -> str | None:
     # A reply: the id is exact, type included; "no id" and "id": null are not the same thing.
     if "id" not in exp:
         if "id" in act:
-            if act["id"] is None:
-                return 'the reply has "id": null (no MCP schema admits it; omit "id" when it cannot be read)'
-            return f"expected no id, got id {short(act['id'])}"
+            if act["id"] is None:  # what JSON-RPC 2.0 asks; we omit the key (decision 2): a choice, not a fault
+                rules.choices.append('the reply has "id": null (JSON-RPC 2.0 asks for it; MCP schemas omit "id")')
+            else:
+                return f"expected no id, got id {short(act['id'])}"
     elif "id" not in act or not _same_id(exp["id"], act["id"]):
         return f"expected id {short(exp['id'])}, got {short(act.get('id', '(none)'))}"
     if ek == "error":
@@ -182,6 +189,20 @@ def _compare_sets(exp: list[Any], act: list[Any], rules: _Rules, what: str) -> s
     return None
 
 
+@dataclass(frozen=True)
+class Mismatch:
+    """Why the frames a server produced do not match the expectation (one line). ``choice``: the citations of a
+    choice the specification leaves open, when that is all that differs (graded DIFF, never FAIL)."""
+
+    reason: str
+    choice: tuple[str, ...] = ()
+
+
+#: An error reply with ``"id": null`` where the id could not be read: JSON-RPC 2.0 asks for it, the MCP schemas
+#: make ``id`` optional, and we omit the key (docs/spec-decisions.md #2).
+NULL_ID_CHOICE: Final = ("jsonrpc-2.0/5#id", "decision#2")
+
+
 def compare(
     expected: Sequence[bytes],
     got: Sequence[bytes],
@@ -191,27 +212,44 @@ def compare(
     compare_paths: Sequence[str] = (),
 ) -> str | None:
     """``None`` when ``got`` matches ``expected`` under ``mode``, else a one-line reason."""
+    found = mismatch(expected, got, mode, ignore=ignore, compare_paths=compare_paths)
+    return None if found is None else found.reason
+
+
+def mismatch(
+    expected: Sequence[bytes],
+    got: Sequence[bytes],
+    mode: Mode,
+    *,
+    ignore: Sequence[str] = (),
+    compare_paths: Sequence[str] = (),
+) -> Mismatch | None:
+    """:func:`compare`, saying too whether what differs is a choice the specification leaves open.
+
+    In the semantic mode, notifications the expectation does not name (by method, or in ``compare_paths``) are
+    not compared: a server may send them at any time, between a request and its answer too (a log message, a
+    ``list_changed``)."""
     if mode == "exact":
         if list(expected) == list(got):
             return None
         if len(expected) != len(got):
-            return f"expected {summarize(expected)}; got {summarize(got)}"
+            return Mismatch(f"expected {summarize(expected)}; got {summarize(got)}")
         for e, g in zip(expected, got, strict=True):
             if e != g:
-                return f"frame differs: expected {e[:300]!r}, got {g[:300]!r}"
+                return Mismatch(f"frame differs: expected {e[:300]!r}, got {g[:300]!r}")
         return None
     rules = _Rules((*DEFAULT_IGNORE, *ignore), compare_paths)
     exp = [loads(f) for f in expected]
-    # Log notifications are the server's business, unless the case expects some or names them in # compare:.
-    wants_logs = "notifications/message" in compare_paths or any(
-        isinstance(m, dict) and m.get("method") == "notifications/message" for m in exp
-    )
+    named = set(compare_paths) | {m["method"] for m in exp if isinstance(m, dict) and _kind(m) == "notification"}
     act: list[Any] = []
     for frame in got:
         msg = loads(frame)
         if msg is NOT_JSON:
-            return f"the server wrote a frame that is not JSON: {frame[:80]!r}"
-        if not wants_logs and isinstance(msg, dict) and msg.get("method") == "notifications/message":
+            return Mismatch(f"the server wrote a frame that is not JSON: {frame[:80]!r}")
+        if isinstance(msg, dict) and _kind(msg) == "notification" and msg["method"] not in named:
             continue
         act.append(msg)
-    return _compare_sets(exp, act, rules, "")
+    problem = _compare_sets(exp, act, rules, "")
+    if problem is not None:
+        return Mismatch(problem)
+    return Mismatch(rules.choices[0], NULL_ID_CHOICE) if rules.choices else None

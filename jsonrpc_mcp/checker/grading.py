@@ -1,15 +1,23 @@
-"""Grading: what was observed for each case, against what its transcript expects (L7)."""
+"""Grading: what was observed for each case, against what its transcript expects, by the keyword of the sentence
+the case cites (L7).
+
+A case that does not match is FAIL when it tests a MUST or MUST NOT, WARN when it tests a SHOULD, and DIFF where
+the specification leaves a choice (ours is in docs/spec-decisions.md); so is a case whose only difference is
+such a choice (an error reply with ``"id": null``, say). In the exact mode (our own golden files) every
+difference is a FAIL.
+"""
 
 from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Final, Literal
 
-from .comparison import Mode, compare
+from .citations import Citation, Level, citation
+from .comparison import Mismatch, Mode, mismatch
 from .frames import summarize
-from .transcripts import Level, Transcript
+from .transcripts import Case, Transcript
 
 __all__ = (
     "Status",
@@ -20,7 +28,12 @@ __all__ = (
 )
 
 
-Status = Literal["pass", "fail", "differs", "skip"]
+Status = Literal["pass", "fail", "warn", "differs", "skip"]
+
+#: What a case that does not match is, by its level.
+_MISSED: Final[dict[Level, Status]] = {"must": "fail", "should": "warn", "choice": "differs"}
+#: The status of a rule: the worst of its cases'.
+_ORDER: Final[tuple[Status, ...]] = ("fail", "warn", "differs", "pass")
 
 
 @dataclass
@@ -45,6 +58,8 @@ class CaseResult:
     reason: str
     expected: list[list[str]] = field(default_factory=list)
     got: list[list[str]] = field(default_factory=list)
+    #: The sentences the status stands on: the case's own, or those of the choice that was all that differed.
+    citations: list[Citation] = field(default_factory=list)
 
 
 @dataclass
@@ -58,8 +73,7 @@ class RuleResult:
     @property
     def status(self) -> Status:
         states = {c.status for c in self.cases}
-        order: tuple[Status, ...] = ("fail", "differs", "pass")
-        return next((s for s in order if s in states), "skip")
+        return next((s for s in _ORDER if s in states), "skip")
 
     def counts(self) -> Counter[str]:
         return Counter(c.status for c in self.cases)
@@ -70,35 +84,54 @@ def _text(frames: Sequence[bytes]) -> list[str]:
 
 
 def judge(transcript: Transcript, observed: dict[str, Observation], mode: Mode) -> RuleResult:
-    """Compare what was observed with the transcript's expectations."""
+    """Compare what was observed with the transcript's expectations, and grade each case."""
     results: list[CaseResult] = []
     for session, case in transcript.cases():
         obs = observed.get(case.name, Observation(None, skipped="not run"))
         expected = [_text(ex.expect) for ex in case.exchanges]
+        cites = [citation(c) for c in case.cites]
         if obs.frames is None:
             why = obs.skipped or obs.problem or "not run"
-            state: Status = "skip" if obs.skipped else "fail"
-            results.append(CaseResult(case.name, case.rule, case.level, session.label, state, why, expected))
+            state: Status = "skip" if obs.skipped else _missed(case, mode)
+            results.append(CaseResult(case.name, case.rule, case.level, session.label, state, why, expected, [], cites))
             continue
-        reason: str | None = None
-        for i, exchange in enumerate(case.exchanges):
-            if i >= len(obs.frames):
-                reason = obs.problem or "not run to the end"
-                break
-            problem = compare(exchange.expect, obs.frames[i], mode, ignore=case.ignore, compare_paths=case.compare)
-            if problem is not None:
-                prefix = f"step {i + 1}: " if len(case.exchanges) > 1 else ""
-                reason = prefix + problem
-                if obs.problem and i == len(obs.frames) - 1 and not obs.problem.startswith("waited"):
-                    reason += f" ({obs.problem})"
-                break
-        if reason is None and obs.problem:
-            reason = obs.problem
+        found = _first_mismatch(case, obs, mode)
         status: Status
-        if reason is None:
+        level = case.level
+        if found is None:
             status, reason = "pass", summarize(case.exchanges[-1].expect)
+        elif found.choice and case.level != "choice":
+            status, reason, level = "differs", found.reason, "choice"
+            cites = [citation(c) for c in found.choice]
         else:
-            status = "differs" if case.level == "choice" and mode == "semantic" else "fail"
+            status, reason = _missed(case, mode), found.reason
         got = [_text(f) for f in obs.frames]
-        results.append(CaseResult(case.name, case.rule, case.level, session.label, status, reason, expected, got))
+        results.append(CaseResult(case.name, case.rule, level, session.label, status, reason, expected, got, cites))
     return RuleResult(transcript.name, transcript.rule, transcript.spec, transcript.revision, results)
+
+
+def _missed(case: Case, mode: Mode) -> Status:
+    return _MISSED[case.level] if mode == "semantic" else "fail"
+
+
+def _first_mismatch(case: Case, obs: Observation, mode: Mode) -> Mismatch | None:
+    """The first exchange of ``case`` whose frames do not match (a run that broke off is one too)."""
+    assert obs.frames is not None
+    choice: Mismatch | None = None
+    for i, exchange in enumerate(case.exchanges):
+        if i >= len(obs.frames):
+            return Mismatch(obs.problem or "not run to the end")
+        found = mismatch(exchange.expect, obs.frames[i], mode, ignore=case.ignore, compare_paths=case.compare)
+        if found is None:
+            continue
+        prefix = f"step {i + 1}: " if len(case.exchanges) > 1 else ""
+        reason = prefix + found.reason
+        if found.choice:  # only a choice differs here: a later step may still fail
+            choice = choice or Mismatch(reason, found.choice)
+            continue
+        if obs.problem and i == len(obs.frames) - 1 and not obs.problem.startswith("waited"):
+            reason += f" ({obs.problem})"
+        return Mismatch(reason)
+    if obs.problem:
+        return Mismatch(obs.problem)
+    return choice

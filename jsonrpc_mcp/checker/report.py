@@ -1,4 +1,9 @@
-"""The report of a check: as text, and as JSON (L7)."""
+"""The report of a check: as text, and as JSON (L7).
+
+Each case line says its status, the keyword and id of the sentence it tests, and why: ``FAIL id-null (MUST
+2025-11-25/basic/index#69460b33): expected error -32600, got result (id 1)``. Passing and skipped cases are listed
+only when asked (``verbose``); the JSON report has them all, each with its level, status and citations.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +12,7 @@ from collections.abc import Sequence
 from typing import Any, Final
 
 from .frames import short
-from .grading import RuleResult
+from .grading import CaseResult, RuleResult
 from .probe import Offer
 
 __all__ = (
@@ -18,7 +23,17 @@ __all__ = (
 
 # --- the check command --------------------------------------------------------------------------------------
 
-_MARK: Final = {"pass": "PASS", "fail": "FAIL", "differs": "DIFF", "skip": "SKIP"}
+_MARK: Final = {"pass": "PASS", "fail": "FAIL", "warn": "WARN", "differs": "DIFF", "skip": "SKIP"}
+_SHOWN: Final = ("fail", "warn", "differs")
+
+
+def _cited(case: CaseResult) -> str:
+    """`` (MUST 2025-11-25/basic/index#9774fb4d)``: what the case's status stands on (the first citation)."""
+    if not case.citations:
+        return "" if case.level == "must" else f" ({case.level.upper()})"
+    first = case.citations[0]
+    more = f" +{len(case.citations) - 1}" if len(case.citations) > 1 else ""
+    return f" ({first.keyword or case.level.upper()} {first.id}{more})"
 
 
 def format_report(target: str, results: Sequence[RuleResult], offer: Offer | None, verbose: bool = False) -> str:
@@ -38,19 +53,17 @@ def format_report(target: str, results: Sequence[RuleResult], offer: Offer | Non
         c = rule.counts()
         tally = f"{c['pass']}/{len(rule.cases) - c['skip']}" + (f", {c['skip']} skipped" if c["skip"] else "")
         out.append(f"{_MARK[rule.status]}  {rule.file}: {rule.rule}  [{tally}]")
-        for case in rule.cases:
-            if verbose or case.status in ("fail", "differs", "skip"):
-                level = "" if case.level == "must" else f" ({case.level.upper()})"
-                out.append(f"    {_MARK[case.status]} {case.name}{level}: {case.reason}")
+        shown = (case for case in rule.cases if verbose or case.status in _SHOWN)
+        out.extend(f"    {_MARK[case.status]} {case.name}{_cited(case)}: {case.reason}" for case in shown)
     total: Counter[str] = Counter()
     for rule in results:
         total.update(rule.counts())
     rules = Counter(r.status for r in results)
     out.append("")
     out.append(
-        f"rules: {rules['pass']} pass, {rules['fail']} fail, {rules['differs']} differ (spec silent), "
-        f"{rules['skip']} skipped; cases: {total['pass']} pass, {total['fail']} fail, "
-        f"{total['differs']} differ, {total['skip']} skipped"
+        f"rules: {rules['pass']} pass, {rules['fail']} fail (MUST), {rules['warn']} warn (SHOULD), "
+        f"{rules['differs']} differ (the spec leaves a choice), {rules['skip']} skipped; cases: {total['pass']} pass, "
+        f"{total['fail']} fail, {total['warn']} warn, {total['differs']} differ, {total['skip']} skipped"
     )
     return "\n".join(out)
 
@@ -77,6 +90,7 @@ def report_json(target: str, results: Sequence[RuleResult], offer: Offer | None)
                         "reason": c.reason,
                         "expected": c.expected,
                         "got": c.got,
+                        "citations": [{"id": x.id, "keyword": x.keyword, "text": x.text} for x in c.citations],
                     }
                     for c in r.cases
                 ],

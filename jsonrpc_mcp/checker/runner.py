@@ -64,15 +64,17 @@ async def _run_exchange(
     ident, sentinel = sentinels.next(session)
     await channel.send_all([*frames, sentinel])
     need = Counter(frame_key(f) for f in exchange.expect)
+    named = set(need)
     got: list[bytes] = []
+    counted = 0  # the frames of got that stand for an expected one (not a notification nothing asked for)
     seen = False
 
     def done(linger: bool = False) -> bool:
         # Everything named arrived; or as many frames as expected did and (lingering) the rest is overdue.
-        return seen and (not +need or (linger and len(got) >= len(exchange.expect)))
+        return seen and (not +need or (linger and counted >= len(exchange.expect)))
 
     async def collect(linger: bool = False) -> str | None:
-        nonlocal seen
+        nonlocal seen, counted
         while not done(linger):
             try:
                 frame = await channel.receive()
@@ -85,7 +87,10 @@ async def _run_exchange(
             if isinstance(msg, dict) and isinstance(msg.get("method"), str) and "id" in msg:
                 state["request_id"] = msg["id"]
             frame = apply_masks(frame, masks)
-            need[frame_key(frame)] -= 1
+            key = frame_key(frame)
+            if key[0] != "notification" or key in named:  # a notification may come at any time: not an answer
+                counted += 1
+            need[key] -= 1
             got.append(frame)
         return None
 
@@ -96,7 +101,7 @@ async def _run_exchange(
     if problem is None and not done():
         # Frames the expectation names are still owed. If as many frames as expected came already, the server
         # answered differently: linger briefly (a late reply still belongs here), else wait the whole grace.
-        enough = len(got) >= len(exchange.expect)
+        enough = counted >= len(exchange.expect)
         with anyio.move_on_after(min(grace, LINGER) if enough else grace) as scope:
             problem = await collect()
         if scope.cancelled_caught and enough:

@@ -8,7 +8,7 @@ frames. Its format::
     # rule: Bytes that are not JSON get -32700 without an id; the connection survives
     # spec: schema/2025-11-25 JSONRPCErrorResponse (id optional); docs/spec-decisions.md #2
     # revision: all
-    # level: must                              (must | should | choice — choice: the spec is silent, we chose)
+    # cite: 2025-11-25/basic/index#448dd036    (what its cases test: a requirement id, jsonrpc-2.0/N, decision#N)
     # needs: tool:test_simple_text             (tool:NAME prompt:NAME resource:URI capability:NAME)
 
     === session: initialize 2025-11-25         (or: initialize REV {"sampling":{}} | stateless 2026-07-28 | raw)
@@ -35,9 +35,11 @@ Two comparison modes: ``exact`` (bytes, for our own golden files) and ``semantic
 with their type, error codes exact, messages and ``data`` ignored unless a case says ``# compare: error.data.uri``,
 server identity and capabilities ignored, extra keys in results allowed), for ``jsonrpc-mcp check``.
 
-Other case directives: ``# ignore: PATH`` (semantic mode), ``# mask: KEY`` (a value that changes every run becomes
-``"***"``), ``# transport: stdio`` (a rule of one transport), ``# timeout: SECONDS``. The whole story, and what the
-official SDK does with the same frames, is in ``docs/conformance.md``.
+A case's level (``must``, ``should``, ``choice``) is the keyword of the first sentence it cites (``# cite:`` in
+the case, else in the header; :mod:`.citations`); ``# level:`` gives it for a case that cites nothing the package
+knows. Other case directives: ``# ignore: PATH`` (semantic mode), ``# mask: KEY`` (a value that changes every run
+becomes ``"***"``), ``# transport: stdio`` (a rule of one transport), ``# timeout: SECONDS``. The whole story, and
+what the official SDK does with the same frames, is in ``docs/conformance.md``.
 """
 
 from __future__ import annotations
@@ -53,9 +55,9 @@ from ..mcp.versions import (
     HANDSHAKE_VERSIONS,
     STATELESS_VERSIONS,
 )
+from .citations import Level, level_of
 
 __all__ = (
-    "Level",
     "SILENCE",
     "SERVER_REQUEST_ID",
     "TranscriptError",
@@ -68,7 +70,6 @@ __all__ = (
     "load_transcripts",
 )
 
-Level = Literal["must", "should", "choice"]
 SILENCE: Final = "(silence)"
 SERVER_REQUEST_ID: Final = "$SERVER_REQUEST_ID"
 _LEVELS: Final = ("must", "should", "choice")
@@ -105,6 +106,8 @@ class Case:
     level: Level = "must"
     timeout: float | None = None
     level_set: bool = False
+    #: What the case tests (requirement ids, ``jsonrpc-2.0/N``, ``decision#N``): its own, else the transcript's.
+    cites: list[str] = field(default_factory=list)
     #: Transports the case applies to (``stdio``, ``http``); empty: all.
     transports: list[str] = field(default_factory=list)
 
@@ -134,6 +137,7 @@ class Transcript:
     needs: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     level: Level = "must"
+    cites: list[str] = field(default_factory=list)
 
     @property
     def name(self) -> str:
@@ -276,6 +280,8 @@ def parse_transcript(path: Path, text: str | None = None) -> Transcript:
             elif key == "level":
                 case.level = _level(value, where)
                 case.level_set = True
+            elif key == "cite":
+                case.cites.extend(value.split())
             elif key == "timeout":
                 case.timeout = float(value)
             elif key == "transport":
@@ -291,12 +297,13 @@ def parse_transcript(path: Path, text: str | None = None) -> Transcript:
     for required in ("rule", "spec", "revision"):
         if required not in header:
             raise TranscriptError(f"{path.name}: the header needs a '# {required}:' line")
-    unknown = set(header) - {"rule", "spec", "revision", "needs", "note", "level"}
+    unknown = set(header) - {"rule", "spec", "revision", "needs", "note", "level", "cite"}
     if unknown:
         raise TranscriptError(f"{path.name}: unknown header directive(s) {', '.join(sorted(unknown))}")
     if not sessions or not any(s.cases for s in sessions):
         raise TranscriptError(f"{path.name}: no cases")
     level = _level(header["level"][0], path.name) if "level" in header else "must"
+    cites = [w for v in header.get("cite", []) for w in v.split()]
     for s in sessions:
         for c in s.cases:
             if not c.exchanges:
@@ -305,8 +312,14 @@ def parse_transcript(path: Path, text: str | None = None) -> Transcript:
                 raise TranscriptError(f"{path.name}: case {c.name} has '>>>' lines without '<<<' lines after them")
             if not c.rule:
                 raise TranscriptError(f"{path.name}: case {c.name} needs a '# rule:' line")
+            cited = level_of(c.cites)
+            if c.level_set and cited is not None and cited != c.level:
+                raise TranscriptError(f"{path.name}: case {c.name} is {c.level} but cites a {cited} sentence")
+            if not c.cites:
+                c.cites = list(cites)
+                cited = level_of(cites)
             if not c.level_set:
-                c.level = level
+                c.level = cited or level
     return Transcript(
         path=path,
         rule=header["rule"][0],
@@ -316,6 +329,7 @@ def parse_transcript(path: Path, text: str | None = None) -> Transcript:
         needs=[w for v in header.get("needs", []) for w in v.split() if w != "-"],
         notes=header.get("note", []),
         level=level,
+        cites=cites,
     )
 
 
