@@ -42,9 +42,15 @@ JSONRPC: dict[str, tuple[str, str]] = {
     ),
     "jsonrpc-2.0/5.1": (
         "MUST",
-        "When a rpc call encounters an error, the Response Object MUST contain the error member, with the "
-        "pre-defined codes: -32700 Parse error, -32600 Invalid Request, -32601 Method not found, -32602 Invalid "
-        "params, -32603 Internal error.",
+        "When a rpc call encounters an error, the Response Object MUST contain the error member with a value "
+        "that is a Object (code, message, data); the pre-defined errors: -32700 Parse error, -32600 Invalid "
+        "Request, -32601 Method not found, -32602 Invalid params, -32603 Internal error.",
+    ),
+    "jsonrpc-2.0/5.1#codes": (
+        "SHOULD",
+        "The pre-defined errors (-32700 Parse error, -32600 Invalid Request, -32601 Method not found, -32602 "
+        "Invalid params, -32603 Internal error) are a table without a keyword: another code for the same fault "
+        "is graded as a SHOULD (docs/spec-decisions.md #7g).",
     ),
     "jsonrpc-2.0/6": (
         "MUST",
@@ -57,8 +63,9 @@ JSONRPC: dict[str, tuple[str, str]] = {
         "the server MUST NOT return an empty Array and should return nothing at all.",
     ),
 }
-#: Cited by the checker itself, not by a transcript: an error reply with "id": null (decision 2).
-ALWAYS = ("jsonrpc-2.0/5#id", "decision#2")
+#: Cited by the checker itself, not by a transcript: an error reply with "id": null (decision 2), or with
+#: another code than expected (decision 7g).
+ALWAYS = ("jsonrpc-2.0/5#id", "decision#2", "jsonrpc-2.0/5.1#codes", "decision#7g")
 _CITE = re.compile(r"^# cite:\s*(.*)$", re.MULTILINE)
 _ROW = re.compile(r"^\| (\d+[a-z]*) \| (.*?) \|", re.MULTILINE)
 

@@ -38,7 +38,7 @@ from jsonrpc_mcp.checker import (
     run_check,
     summarize,
 )
-from jsonrpc_mcp.checker.comparison import DEFAULT_IGNORE, NULL_ID_CHOICE, Mismatch, mismatch
+from jsonrpc_mcp.checker.comparison import DEFAULT_IGNORE, NULL_ID, WRONG_CODE, Mismatch, mismatch
 
 sys.path.insert(0, str(ROOT / "conformance"))
 from everything_server import create_server
@@ -207,11 +207,29 @@ def test_semantic_null_id_is_a_choice_not_a_missing_id() -> None:
     with_null = b'{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"Parse error"}}'
     reason = 'the reply has "id": null (JSON-RPC 2.0 asks for it; MCP schemas omit "id")'
     assert compare([parse_error], [with_null], "semantic") == reason
-    assert mismatch([parse_error], [with_null], "semantic") == Mismatch(reason, NULL_ID_CHOICE)
-    wrong_code = with_null.replace(b"-32700", b"-32600")
-    found = mismatch([parse_error], [wrong_code], "semantic")  # a real difference beside the choice still counts
-    assert found is not None and found.choice == () and "expected error -32700, got error -32600" in found.reason
+    assert mismatch([parse_error], [with_null], "semantic") == Mismatch(reason, NULL_ID)
+    with_id = with_null.replace(b'"id":null', b'"id":3')
+    found = mismatch([parse_error], [with_id], "semantic")  # a real difference is no choice
+    assert found == Mismatch("expected no id, got id 3")
     assert compare([parse_error], [with_null], "exact") is not None
+
+
+def test_a_wrong_error_code_is_a_warning_and_silence_a_failure() -> None:
+    """JSON-RPC 2.0's table of codes has no keyword (decision 7g): another code is graded WARN, never FAIL; an
+    answer owed and not given (silence, a result) is still a plain mismatch."""
+    invalid = b'{"jsonrpc":"2.0","id":1,"error":{"code":-32602,"message":"Invalid params"}}'
+    internal = invalid.replace(b"-32602", b"-32603")
+    found = mismatch([invalid], [internal], "semantic")
+    assert found is not None and found.cites == WRONG_CODE and "expected error -32602, got error -32603" in found.reason
+    assert mismatch([invalid], [], "semantic") == Mismatch("expected error -32602 (id 1); got silence")
+    result = mismatch([invalid], [b'{"jsonrpc":"2.0","id":1,"result":{}}'], "semantic")
+    assert result is not None and result.cites == ()
+    both = mismatch(
+        [b'{"jsonrpc":"2.0","error":{"code":-32700,"message":"x"}}'],
+        [b'{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"x"}}'],
+        "semantic",
+    )
+    assert both is not None and both.cites == WRONG_CODE  # the WARN outweighs the DIFF
 
 
 def test_notifications_the_case_does_not_name_never_fail_it() -> None:

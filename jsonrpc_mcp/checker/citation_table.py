@@ -70,10 +70,6 @@ TABLE: Final[dict[str, tuple[str, str]]] = {
         "MUST",
         "Otherwise, the server MUST respond with another protocol version it supports.",
     ),
-    "2025-11-25/basic/transports#41e2a7e9": (
-        "MUST",
-        "JSON-RPC messages MUST be UTF-8 encoded.",
-    ),
     "2025-11-25/basic/utilities/cancellation#e65c4a58": (
         "SHOULD",
         "Receivers of cancellation notifications SHOULD:",
@@ -251,6 +247,10 @@ TABLE: Final[dict[str, tuple[str, str]]] = {
         "CHOICE",
         "A request whose id equals one still in flight",
     ),
+    "decision#7": (
+        "CHOICE",
+        "How deep a message may nest (JSON and JSON-RPC set no limit)",
+    ),
     "decision#7d": (
         "CHOICE",
         'A string escape of an unpaired surrogate ("\\ud800"), which RFC 8259 §8.2 leaves unpredictable',
@@ -259,6 +259,12 @@ TABLE: Final[dict[str, tuple[str, str]]] = {
         "CHOICE",
         "A malformed frame shaped like a response (result or error present, no method: "
         '{"jsonrpc":"2.0","id":8,"error":null}, both keys, no jsonrpc)',
+    ),
+    "decision#7g": (
+        "CHOICE",
+        "An error reply with another code than the one the situation calls for (JSON-RPC 2.0 defines "
+        '-32700 to -32603 in a table without a keyword; MCP R1–R4 say "SHOULD return standard JSON-RPC '
+        'errors" on some pages only)',
     ),
     "decision#8": (
         "CHOICE",
@@ -283,9 +289,15 @@ TABLE: Final[dict[str, tuple[str, str]]] = {
     ),
     "jsonrpc-2.0/5.1": (
         "MUST",
-        "When a rpc call encounters an error, the Response Object MUST contain the error member, with "
-        "the pre-defined codes: -32700 Parse error, -32600 Invalid Request, -32601 Method not found, "
-        "-32602 Invalid params, -32603 Internal error.",
+        "When a rpc call encounters an error, the Response Object MUST contain the error member with a "
+        "value that is a Object (code, message, data); the pre-defined errors: -32700 Parse error, "
+        "-32600 Invalid Request, -32601 Method not found, -32602 Invalid params, -32603 Internal error.",
+    ),
+    "jsonrpc-2.0/5.1#codes": (
+        "SHOULD",
+        "The pre-defined errors (-32700 Parse error, -32600 Invalid Request, -32601 Method not found, "
+        "-32602 Invalid params, -32603 Internal error) are a table without a keyword: another code for "
+        "the same fault is graded as a SHOULD (docs/spec-decisions.md #7g).",
     ),
     "jsonrpc-2.0/6": (
         "MUST",

@@ -13,7 +13,8 @@ from .frames import NOT_JSON, frame_key, frame_summary, loads, short, summarize
 
 __all__ = (
     "Mismatch",
-    "NULL_ID_CHOICE",
+    "NULL_ID",
+    "WRONG_CODE",
     "mismatch",
     "Mode",
     "DEFAULT_IGNORE",
@@ -56,8 +57,8 @@ class _Rules:
     def __init__(self, ignore: Iterable[str], compare: Iterable[str]) -> None:
         self.ignore = [_path_tokens(p) for p in ignore]
         self.compare = [_path_tokens(p) for p in compare]
-        #: Differences the specification leaves open, found on the way (the first becomes a DIFF).
-        self.choices: list[str] = []
+        #: Differences found on the way that a weaker sentence than the case's governs: (reason, its citations).
+        self.softer: list[tuple[str, tuple[str, ...]]] = []
 
     def ignored(self, path: tuple[str, ...], inherited: bool) -> bool:
         if any(_matches(p, path) for p in self.compare):
@@ -154,7 +155,9 @@ def _compare_message(exp: Any, act: Any, rules: _Rules) -> str | None:
     if "id" not in exp:
         if "id" in act:
             if act["id"] is None:  # what JSON-RPC 2.0 asks; we omit the key (decision 2): a choice, not a fault
-                rules.choices.append('the reply has "id": null (JSON-RPC 2.0 asks for it; MCP schemas omit "id")')
+                rules.softer.append(
+                    ('the reply has "id": null (JSON-RPC 2.0 asks for it; MCP schemas omit "id")', NULL_ID)
+                )
             else:
                 return f"expected no id, got id {short(act['id'])}"
     elif "id" not in act or not _same_id(exp["id"], act["id"]):
@@ -164,7 +167,12 @@ def _compare_message(exp: Any, act: Any, rules: _Rules) -> str | None:
         if not isinstance(a, dict):
             return f'"error" is not an object: {short(a)}'
         if e.get("code") != a.get("code"):
-            return f"expected error {e.get('code')}, got error {a.get('code')} ({short(a.get('message'))})"
+            # An error reply all the same: only the code's meaning differs (JSON-RPC 2.0 gives the table no keyword)
+            reason = f"expected error {e.get('code')}, got error {a.get('code')} ({short(a.get('message'))})"
+            if not isinstance(a.get("code"), int) or isinstance(a.get("code"), bool):
+                return reason
+            rules.softer.append((reason, WRONG_CODE))
+            return None
         return _subset(e, a, ("error",), rules, False)
     return _subset(exp["result"], act["result"], ("result",), rules, False)
 
@@ -191,16 +199,20 @@ def _compare_sets(exp: list[Any], act: list[Any], rules: _Rules, what: str) -> s
 
 @dataclass(frozen=True)
 class Mismatch:
-    """Why the frames a server produced do not match the expectation (one line). ``choice``: the citations of a
-    choice the specification leaves open, when that is all that differs (graded DIFF, never FAIL)."""
+    """Why the frames a server produced do not match the expectation (one line). ``cites``: when all that differs
+    is governed by a weaker sentence than the case's, that sentence (its level grades the case if lower):
+    :data:`NULL_ID` or :data:`WRONG_CODE`."""
 
     reason: str
-    choice: tuple[str, ...] = ()
+    cites: tuple[str, ...] = ()
 
 
 #: An error reply with ``"id": null`` where the id could not be read: JSON-RPC 2.0 asks for it, the MCP schemas
-#: make ``id`` optional, and we omit the key (docs/spec-decisions.md #2).
-NULL_ID_CHOICE: Final = ("jsonrpc-2.0/5#id", "decision#2")
+#: make ``id`` optional, and we omit the key (docs/spec-decisions.md #2): a DIFF.
+NULL_ID: Final = ("jsonrpc-2.0/5#id", "decision#2")
+#: An error reply whose code is another than expected: JSON-RPC 2.0's table of pre-defined codes has no keyword
+#: (docs/spec-decisions.md #7g): a WARN.
+WRONG_CODE: Final = ("jsonrpc-2.0/5.1#codes", "decision#7g")
 
 
 def compare(
@@ -252,4 +264,7 @@ def mismatch(
     problem = _compare_sets(exp, act, rules, "")
     if problem is not None:
         return Mismatch(problem)
-    return Mismatch(rules.choices[0], NULL_ID_CHOICE) if rules.choices else None
+    if not rules.softer:
+        return None
+    reason, cites = min(rules.softer, key=lambda s: s[1] != WRONG_CODE)  # a WARN outweighs a DIFF
+    return Mismatch(reason, cites)

@@ -2,8 +2,9 @@
 the case cites (L7).
 
 A case that does not match is FAIL when it tests a MUST or MUST NOT, WARN when it tests a SHOULD, and DIFF where
-the specification leaves a choice (ours is in docs/spec-decisions.md); so is a case whose only difference is
-such a choice (an error reply with ``"id": null``, say). In the exact mode (our own golden files) every
+the specification leaves a choice (ours is in docs/spec-decisions.md). A case whose only difference a weaker
+sentence governs takes that sentence's grade: an error reply with ``"id": null`` is a DIFF, an error reply with
+another code than expected a WARN. In the exact mode (our own golden files) every
 difference is a FAIL.
 """
 
@@ -14,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Final, Literal
 
-from .citations import Citation, Level, citation
+from .citations import Citation, Level, citation, level_of
 from .comparison import Mismatch, Mode, mismatch
 from .frames import summarize
 from .transcripts import Case, Transcript
@@ -34,6 +35,7 @@ Status = Literal["pass", "fail", "warn", "differs", "skip"]
 _MISSED: Final[dict[Level, Status]] = {"must": "fail", "should": "warn", "choice": "differs"}
 #: The status of a rule: the worst of its cases'.
 _ORDER: Final[tuple[Status, ...]] = ("fail", "warn", "differs", "pass")
+_RANK: Final[dict[Level, int]] = {"must": 2, "should": 1, "choice": 0}
 
 
 @dataclass
@@ -100,9 +102,10 @@ def judge(transcript: Transcript, observed: dict[str, Observation], mode: Mode) 
         level = case.level
         if found is None:
             status, reason = "pass", summarize(case.exchanges[-1].expect)
-        elif found.choice and case.level != "choice":
-            status, reason, level = "differs", found.reason, "choice"
-            cites = [citation(c) for c in found.choice]
+        elif found.cites and _RANK[level_of(found.cites) or "must"] < _RANK[case.level]:
+            level = level_of(found.cites) or case.level
+            status, reason = _missed_at(level, mode), found.reason
+            cites = [citation(c) for c in found.cites]
         else:
             status, reason = _missed(case, mode), found.reason
         got = [_text(f) for f in obs.frames]
@@ -111,13 +114,17 @@ def judge(transcript: Transcript, observed: dict[str, Observation], mode: Mode) 
 
 
 def _missed(case: Case, mode: Mode) -> Status:
-    return _MISSED[case.level] if mode == "semantic" else "fail"
+    return _missed_at(case.level, mode)
+
+
+def _missed_at(level: Level, mode: Mode) -> Status:
+    return _MISSED[level] if mode == "semantic" else "fail"
 
 
 def _first_mismatch(case: Case, obs: Observation, mode: Mode) -> Mismatch | None:
     """The first exchange of ``case`` whose frames do not match (a run that broke off is one too)."""
     assert obs.frames is not None
-    choice: Mismatch | None = None
+    softer: Mismatch | None = None
     for i, exchange in enumerate(case.exchanges):
         if i >= len(obs.frames):
             return Mismatch(obs.problem or "not run to the end")
@@ -126,12 +133,12 @@ def _first_mismatch(case: Case, obs: Observation, mode: Mode) -> Mismatch | None
             continue
         prefix = f"step {i + 1}: " if len(case.exchanges) > 1 else ""
         reason = prefix + found.reason
-        if found.choice:  # only a choice differs here: a later step may still fail
-            choice = choice or Mismatch(reason, found.choice)
+        if found.cites:  # only what a weaker sentence governs differs here: a later step may still fail
+            softer = softer or Mismatch(reason, found.cites)
             continue
         if obs.problem and i == len(obs.frames) - 1 and not obs.problem.startswith("waited"):
             reason += f" ({obs.problem})"
         return Mismatch(reason)
     if obs.problem:
         return Mismatch(obs.problem)
-    return choice
+    return softer

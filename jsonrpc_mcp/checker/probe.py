@@ -79,14 +79,17 @@ class Offer:
             return f"the server offers no prompt {name}"
         if kind == "resource" and name not in self.resources:
             return f"the server lists no resource {name}"
-        if kind == "capability":
+        if kind in ("capability", "no-capability"):
             source = self.stateless if session.kind == "stateless" else self.handshake
             value: Any = (source or {}).get("capabilities") or {}
             for part in name.split("."):  # resources.subscribe: the sub-capability must be there and not false
                 value = value.get(part) if isinstance(value, dict) else None
-            if value is None or value is False:
+            advertised = value is not None and value is not False
+            if kind == "capability" and not advertised:
                 return f"the server does not advertise the {name} capability"
-        if kind not in ("tool", "prompt", "resource", "capability"):
+            if kind == "no-capability" and advertised:
+                return f"the server advertises the {name} capability"
+        if kind not in ("tool", "prompt", "resource", "capability", "no-capability"):
             return f"unknown requirement {need!r}"
         return None
 
