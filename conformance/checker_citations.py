@@ -57,6 +57,11 @@ JSONRPC: dict[str, tuple[str, str]] = {
         "If the batch rpc call itself fails to be recognized as an valid JSON or as an Array with at least one "
         "value, the response from the Server MUST be a single Response object.",
     ),
+    "jsonrpc-2.0/6#array": (
+        "SHOULD",
+        "The Server should respond with an Array containing the corresponding Response objects, after all of the "
+        "batch Request objects have been processed.",
+    ),
     "jsonrpc-2.0/6#empty": (
         "MUST NOT",
         "If there are no Response objects contained within the Response array as it is to be sent to the client, "
@@ -64,8 +69,8 @@ JSONRPC: dict[str, tuple[str, str]] = {
     ),
 }
 #: Cited by the checker itself, not by a transcript: an error reply with "id": null (decision 2), or with
-#: another code than expected (decision 7g).
-ALWAYS = ("jsonrpc-2.0/5#id", "decision#2", "jsonrpc-2.0/5.1#codes", "decision#7g")
+#: another code than expected (decision 7g), the replies of a batch as separate messages.
+ALWAYS = ("jsonrpc-2.0/5#id", "decision#2", "jsonrpc-2.0/5.1#codes", "decision#7g", "jsonrpc-2.0/6#array")
 _CITE = re.compile(r"^# cite:\s*(.*)$", re.MULTILINE)
 _ROW = re.compile(r"^\| (\d+[a-z]*) \| (.*?) \|", re.MULTILINE)
 

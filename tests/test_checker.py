@@ -4,7 +4,6 @@ against our own server (in process, over stdio, over Streamable HTTP), and again
 from __future__ import annotations
 
 import json
-import os
 import socket
 import subprocess
 import sys
@@ -45,7 +44,6 @@ from everything_server import create_server
 
 TRANSCRIPTS = ROOT / "jsonrpc_mcp" / "transcripts"
 EVERYTHING = [sys.executable, str(ROOT / "conformance" / "everything_server.py")]
-SDK_PEER = [sys.executable, str(ROOT / "conformance" / "peers" / "official_sdk_server.py")]
 CLI = [sys.executable, "-m", "jsonrpc_mcp"]
 
 SAMPLE = """\
@@ -396,29 +394,6 @@ async def test_our_server_over_streamable_http(http_server: str) -> None:
     assert bad == []
     skipped = {c.reason for r in results for c in r.cases if c.status == "skip"}
     assert skipped == {"a stdio rule (the http transport has its own)"}
-
-
-# --- against the official SDK -------------------------------------------------------------------------------
-
-
-@pytest.mark.interop
-@pytest.mark.slow
-@pytest.mark.skipif(os.environ.get("SKIP_INTEROP") == "1", reason="SKIP_INTEROP=1")
-def test_check_runs_against_the_official_sdk_server() -> None:
-    """The checker runs to completion against a server built on the official SDK and says something per case."""
-    pytest.importorskip("mcp")
-    command = [*CLI, "check", "--json", "--grace", "1", "--", *SDK_PEER]
-    done = subprocess.run(command, capture_output=True, timeout=600, cwd=ROOT, check=False)
-    assert done.returncode in (0, 1), done.stderr.decode()
-    report = json.loads(done.stdout)
-    assert report["server"]["name"] == "official-sdk-peer"
-    files = {t.name: t for t in load_transcripts(TRANSCRIPTS)}
-    assert {r["file"] for r in report["rules"]} == set(files)
-    for rule in report["rules"]:
-        assert rule["status"] in ("pass", "fail", "warn", "differs", "skip")
-        assert len(rule["cases"]) == len(list(files[rule["file"]].cases()))
-        for case in rule["cases"]:
-            assert case["status"] in ("pass", "fail", "warn", "differs", "skip") and case["reason"]
 
 
 def test_stdio_target_describes_itself() -> None:

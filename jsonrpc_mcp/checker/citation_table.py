@@ -243,6 +243,10 @@ TABLE: Final[dict[str, tuple[str, str]]] = {
         '"arguments": null in tools/call or prompts/get (the schemas make arguments an optional object '
         "or map; JSON-RPC and MCP say nothing of null there)",
     ),
+    "decision#4b": (
+        "CHOICE",
+        'A request with top-level members JSON-RPC 2.0 does not define ("extra": 1 beside jsonrpc, id, method, params)',
+    ),
     "decision#5": (
         "CHOICE",
         "A request whose id equals one still in flight",
@@ -303,6 +307,11 @@ TABLE: Final[dict[str, tuple[str, str]]] = {
         "MUST",
         "If the batch rpc call itself fails to be recognized as an valid JSON or as an Array with at "
         "least one value, the response from the Server MUST be a single Response object.",
+    ),
+    "jsonrpc-2.0/6#array": (
+        "SHOULD",
+        "The Server should respond with an Array containing the corresponding Response objects, after "
+        "all of the batch Request objects have been processed.",
     ),
     "jsonrpc-2.0/6#empty": (
         "MUST NOT",

@@ -15,6 +15,7 @@ __all__ = (
     "Mismatch",
     "NULL_ID",
     "WRONG_CODE",
+    "SEPARATE_REPLIES",
     "mismatch",
     "Mode",
     "DEFAULT_IGNORE",
@@ -160,6 +161,11 @@ def _compare_message(exp: Any, act: Any, rules: _Rules) -> str | None:
                 )
             else:
                 return f"expected no id, got id {short(act['id'])}"
+    elif ek == "error" and act.get("id", 0) is None:
+        # JSON-RPC 2.0 lets an Invalid Request be answered with "id": null ("an error in detecting the id"); we
+        # echo the id when it can be read (decision 2): a choice, not a fault.
+        reason = f'the error reply has "id": null, not the readable id {short(exp["id"])} (JSON-RPC 2.0 allows it)'
+        rules.softer.append((reason, NULL_ID))
     elif "id" not in act or not _same_id(exp["id"], act["id"]):
         return f"expected id {short(exp['id'])}, got {short(act.get('id', '(none)'))}"
     if ek == "error":
@@ -209,10 +215,13 @@ class Mismatch:
 
 #: An error reply with ``"id": null`` where the id could not be read: JSON-RPC 2.0 asks for it, the MCP schemas
 #: make ``id`` optional, and we omit the key (docs/spec-decisions.md #2): a DIFF.
-NULL_ID: Final = ("jsonrpc-2.0/5#id", "decision#2")
+NULL_ID: Final = ("decision#2", "jsonrpc-2.0/5#id")
 #: An error reply whose code is another than expected: JSON-RPC 2.0's table of pre-defined codes has no keyword
 #: (docs/spec-decisions.md #7g): a WARN.
 WRONG_CODE: Final = ("jsonrpc-2.0/5.1#codes", "decision#7g")
+#: The replies to a batch as separate messages rather than one array: JSON-RPC 2.0 says the server "should" answer
+#: with an array (lowercase), and the Streamable HTTP transport of 2025-03-26 lets a stream carry them one by one.
+SEPARATE_REPLIES: Final = ("jsonrpc-2.0/6#array",)
 
 
 def compare(
@@ -261,10 +270,15 @@ def mismatch(
         if isinstance(msg, dict) and _kind(msg) == "notification" and msg["method"] not in named:
             continue
         act.append(msg)
+    if len(exp) == 1 and isinstance(exp[0], list) and len(act) > 1 and not any(isinstance(m, list) for m in act):
+        rules.softer.append(
+            (f"the batch was answered by {len(act)} separate messages, not one array", SEPARATE_REPLIES)
+        )
+        exp = exp[0]
     problem = _compare_sets(exp, act, rules, "")
     if problem is not None:
         return Mismatch(problem)
     if not rules.softer:
         return None
-    reason, cites = min(rules.softer, key=lambda s: s[1] != WRONG_CODE)  # a WARN outweighs a DIFF
+    reason, cites = min(rules.softer, key=lambda s: s[1] == NULL_ID)  # a WARN outweighs a DIFF
     return Mismatch(reason, cites)
