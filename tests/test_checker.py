@@ -37,7 +37,14 @@ from jsonrpc_mcp.checker import (
     run_check,
     summarize,
 )
-from jsonrpc_mcp.checker.comparison import DEFAULT_IGNORE, NULL_ID, WRONG_CODE, Mismatch, mismatch
+from jsonrpc_mcp.checker.comparison import (
+    DEFAULT_IGNORE,
+    NULL_ID,
+    SEPARATE_REPLIES,
+    WRONG_CODE,
+    Mismatch,
+    mismatch,
+)
 
 sys.path.insert(0, str(ROOT / "conformance"))
 from everything_server import create_server
@@ -228,6 +235,25 @@ def test_a_wrong_error_code_is_a_warning_and_silence_a_failure() -> None:
         "semantic",
     )
     assert both is not None and both.cites == WRONG_CODE  # the WARN outweighs the DIFF
+
+
+def test_a_null_id_for_a_readable_one_is_a_choice_and_separate_batch_replies_a_warning() -> None:
+    """JSON-RPC 2.0 lets an Invalid Request be answered with "id": null; a 2025-03-26 stream may carry a batch's
+    replies one by one (JSON-RPC 2.0's "should respond with an Array" is lowercase)."""
+    invalid = b'{"jsonrpc":"2.0","id":7,"error":{"code":-32600,"message":"Invalid Request"}}'
+    found = mismatch([invalid], [invalid.replace(b'"id":7', b'"id":null')], "semantic")
+    assert found is not None and found.cites == NULL_ID and "not the readable id 7" in found.reason
+    result = b'{"jsonrpc":"2.0","id":7,"result":{}}'
+    assert mismatch([result], [result.replace(b'"id":7', b'"id":null')], "semantic") == Mismatch(
+        "expected id 7, got null"
+    )  # a result must carry its id
+    batch = b'[{"jsonrpc":"2.0","id":1,"result":{}},{"jsonrpc":"2.0","id":2,"result":{}}]'
+    one, two = b'{"jsonrpc":"2.0","id":1,"result":{}}', b'{"jsonrpc":"2.0","id":2,"result":{}}'
+    found = mismatch([batch], [two, one], "semantic")
+    assert found is not None and found.cites == SEPARATE_REPLIES
+    assert mismatch([batch], [batch], "semantic") is None
+    missing = mismatch([batch], [one], "semantic")
+    assert missing is not None and missing.cites == ()
 
 
 def test_notifications_the_case_does_not_name_never_fail_it() -> None:
@@ -432,6 +458,11 @@ GRADED = """\
 >>> {"jsonrpc":"2.0","id":4,"method":"ping"}
 <<< {"jsonrpc":"2.0","id":4,"result":{}}
 
+--- case: wrong-code
+# rule: an error reply, but with another code than the MUST case expects
+>>> {"jsonrpc":"2.0","id":6,"method":"no/such/method"}
+<<< {"jsonrpc":"2.0","id":6,"error":{"code":-32602,"message":"x"}}
+
 --- case: skipped
 # rule: one the server cannot run
 # needs: tool:no_such_tool
@@ -454,12 +485,14 @@ async def test_cases_are_graded_by_the_keyword_they_cite(tmp_path: Path) -> None
         "should-case": ("should", "warn"),
         "choice-case": ("choice", "differs"),
         "passes": ("must", "pass"),
+        "wrong-code": ("should", "warn"),
         "skipped": ("must", "skip"),
     }
     text = format_report("x", results, offer)
     assert "    FAIL must-case (MUST 2025-11-25/basic/utilities/ping#2a241dfe): result.x is missing" in text
     assert "    WARN should-case (SHOULD 2025-11-25/server/utilities/pagination#09ea0fd9):" in text
     assert "    DIFF choice-case (CHOICE decision#10):" in text
+    assert "    WARN wrong-code (SHOULD jsonrpc-2.0/5.1#codes +1): expected error -32602, got error -32601" in text
     assert "SKIP" not in text and "PASS passes" not in text
     verbose = format_report("x", results, offer, verbose=True)
     assert "    SKIP skipped (MUST 2025-11-25/basic/utilities/ping#2a241dfe): the server offers no tool" in verbose
