@@ -7,9 +7,7 @@ JSON-RPC 2.0 says MUST be answered."""
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterator
 
-import anyio
 import pytest
 from helpers import ROOT
 
@@ -30,38 +28,22 @@ SILENT_ON_INVALID_FRAMES = {
 
 
 @pytest.fixture(scope="module")
-def node_and_entry() -> tuple[str, str]:
-    pytest.importorskip("mcp")
-    node, entry = peers.ensure_everything()
-    return str(node), str(entry)
-
-
-@pytest.fixture(scope="module")
 def table() -> dict[str, dict[str, str]]:
     return peers.table(peers.PAGE.read_text(encoding="utf-8"))
 
 
 @pytest.fixture(scope="module")
-def everything_url(node_and_entry: tuple[str, str]) -> Iterator[str]:
-    from pathlib import Path
-
-    with peers.everything_http(Path(node_and_entry[0]), Path(node_and_entry[1])) as url:
-        yield url
-
-
-def grades(peer: str, node_and_entry: tuple[str, str], url: str) -> dict[str, str]:
-    from pathlib import Path
-
-    target = peers.targets(Path(node_and_entry[0]), Path(node_and_entry[1]), url)[peer]
-    results = anyio.run(peers.check, peer, target)
-    return peers.Run({peer: results}).grades(peer)
+def run() -> peers.Run:
+    """The three peers checked at once (each its own process)."""
+    pytest.importorskip("mcp")
+    return peers.run_all(peers.OTHERS)
 
 
 @pytest.mark.parametrize("peer", peers.OTHERS)
 def test_each_peer_gets_the_grades_of_docs_peers_md(
-    peer: str, node_and_entry: tuple[str, str], everything_url: str, table: dict[str, dict[str, str]]
+    peer: str, run: peers.Run, table: dict[str, dict[str, str]]
 ) -> None:
-    got = grades(peer, node_and_entry, everything_url)
+    got = run.grades(peer)
     expected = table[peer]
     assert set(got) == set(expected), "docs/peers.md lists other cases: python conformance/peers/peers.py render"
     changed = {case: (expected[case], got[case]) for case in got if got[case] != expected[case]}

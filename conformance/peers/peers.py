@@ -133,11 +133,24 @@ async def check(peer: str, target: Target) -> list[RuleResult]:
     return results
 
 
-def run_all() -> Run:
+async def check_all(found: dict[str, Target]) -> Run:
+    """Check every target at once (each is its own process or server)."""
+    results: dict[str, list[RuleResult]] = {}
+
+    async def one(peer: str) -> None:
+        results[peer] = await check(peer, found[peer])
+
+    async with anyio.create_task_group() as tg:
+        for peer in found:
+            tg.start_soon(one, peer)
+    return Run(results)
+
+
+def run_all(peers: tuple[str, ...] = PEERS) -> Run:
     node, entry = ensure_everything()
     with everything_http(node, entry) as url:
         found = targets(node, entry, url)
-        return Run({peer: anyio.run(check, peer, found[peer]) for peer in PEERS})
+        return anyio.run(check_all, {peer: found[peer] for peer in peers})
 
 
 def render(run: Run) -> str:
