@@ -316,6 +316,10 @@ def test_offer_decides_skips() -> None:
     assert offer.missing("capability:resources.subscribe", session) is not None
     assert offer.missing("capability:prompts", session) is not None
     assert offer.missing("bogus:x", session) == "unknown requirement 'bogus:x'"
+    # a case whose premise is a capability the server does not advertise
+    assert offer.missing("no-capability:tasks", session) is None
+    assert offer.missing("no-capability:tools", session) == "the server advertises the tools capability"
+    assert offer.missing("no-capability:resources.subscribe", session) is None  # false is not advertised
 
 
 # --- against our own server ---------------------------------------------------------------------------------

@@ -122,7 +122,7 @@ def add_check_arguments(parser: argparse.ArgumentParser) -> None:
 CHECK_EPILOG: Final = """\
 examples:
   jsonrpc-mcp check -- jsonrpc-mcp serve server.py
-  jsonrpc-mcp check -k unknown-names -V -- python my_server.py
+  jsonrpc-mcp check -k unknown-names -v -- python my_server.py
   jsonrpc-mcp check --url http://127.0.0.1:8000/mcp --revision 2025-11-25
   jsonrpc-mcp check --json --url http://127.0.0.1:8000/mcp --header "Authorization: Bearer $TOKEN"
 

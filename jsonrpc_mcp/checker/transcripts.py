@@ -9,7 +9,7 @@ frames. Its format::
     # spec: schema/2025-11-25 JSONRPCErrorResponse (id optional); docs/spec-decisions.md #2
     # revision: all
     # cite: 2025-11-25/basic/index#448dd036    (what its cases test: a requirement id, jsonrpc-2.0/N, decision#N)
-    # needs: tool:test_simple_text             (tool:NAME prompt:NAME resource:URI capability:NAME)
+    # needs: tool:test_simple_text             (tool:NAME prompt:NAME resource:URI capability:NAME no-capability:NAME)
 
     === session: initialize 2025-11-25         (or: initialize REV {"sampling":{}} | stateless 2026-07-28 | raw)
 
