@@ -23,8 +23,8 @@ import pytest
 import uvicorn
 
 from jsonrpc_mcp import Context, Server, ToolError
-from jsonrpc_mcp.transports._sse import SseEvent, SseParser
 from jsonrpc_mcp.transports.http_asgi import McpAsgiApp
+from jsonrpc_mcp.transports.sse import SseEvent, SseParser
 
 TIMEOUT = 10.0
 

@@ -22,8 +22,8 @@ from jsonrpc_mcp.transports._http_io import Headers, accepts, body_type_problem
 from jsonrpc_mcp.transports._http_outlet import FINAL, OTHER, RESPONSE, Outlet
 from jsonrpc_mcp.transports._http_security import HostGuard, split_host
 from jsonrpc_mcp.transports._http_stateless import status_of
-from jsonrpc_mcp.transports._sse import SseParser, SseTooLarge, encode_comment, encode_event, encode_retry
 from jsonrpc_mcp.transports.events import EventStore, InMemoryEventStore
+from jsonrpc_mcp.transports.sse import SseParser, SseTooLarge, encode_comment, encode_event, encode_retry
 
 # --- SSE ---------------------------------------------------------------------------------------------------------
 

@@ -80,7 +80,19 @@ LAYERS: dict[str, int] = {
     "__main__": 7,
     "cli": 7,
     "client": 7,  # Client: ClientSession (L5) plus the connect_* constructors of each transport (L6)
-    "checker": 7,  # golden transcript replay (its docstring: L7)
+    "checker": 7,  # golden transcript replay (its docstring: L7), and its parts:
+    "checker.__main__": 7,  # python -m jsonrpc_mcp.checker
+    "checker.transcripts": 7,  # the transcript format
+    "checker.frames": 7,  # what a frame is, masks, summaries
+    "checker.comparison": 7,  # exact and semantic comparison
+    "checker.channels": 7,  # stdio, in-process and Streamable HTTP targets
+    "checker.probe": 7,  # what the server offers
+    "checker.runner": 7,  # replaying sessions and exchanges
+    "checker.grading": 7,  # a status per case
+    "checker.report": 7,  # the report, as text and JSON
+    "checker.cli": 7,  # jsonrpc-mcp check
+    "checker.citations": 7,  # what a case cites, and the level that follows
+    "checker.citation_table": 7,  # the cited sentences (generated)
     "middleware": 7,  # the middleware that ships (logging, rate limit, response size)
     "_cli_client": 7,  # jsonrpc-mcp list and call
     "_cli_text": 7,  # what jsonrpc-mcp prints, and key=value arguments

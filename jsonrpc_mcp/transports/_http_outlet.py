@@ -26,8 +26,8 @@ import msgspec
 
 from ..jsonrpc._concurrency import BoundedQueue, loop_sleep
 from ._http_io import HeaderList, Receive, Send, send_bytes, send_empty
-from ._sse import encode_comment, encode_event, encode_retry
 from .events import EventStore
+from .sse import encode_comment, encode_event, encode_retry
 
 __all__ = (
     "Outlet",

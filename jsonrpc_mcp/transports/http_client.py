@@ -70,13 +70,13 @@ from ..jsonrpc.wire import RequestId, decode_frame, encode_error, is_batch
 from ..mcp._groups import unwrap_group
 from ..mcp.headers import param_headers, standard_headers
 from ..mcp.versions import META_PROTOCOL_VERSION
-from ._sse import SseParser, SseTooLarge
 from .connect_errors import check_http_url, http_connect_failure
+from .sse import SseParser, SseTooLarge
 
 if TYPE_CHECKING:
     import httpx
 
-__all__ = ("HttpClientStream", "connect_http")
+__all__ = ("HttpClientStream", "connect_http", "post_headers")
 
 logger = logging.getLogger(__name__)
 
@@ -137,6 +137,37 @@ def _inspect(frame: bytes) -> _Out:
 def _needs_session(out: _Out) -> bool:
     """Whether ``out`` is sent in the handshake era's session (all but the two frames that start one)."""
     return out.version is None and out.method not in ("initialize", "notifications/initialized")
+
+
+def post_headers(
+    base: Mapping[str, str],
+    *,
+    method: str | None,
+    params: Mapping[str, Any] | None = None,
+    version: str | None = None,
+    session_id: str | None = None,
+    protocol_version: str | None = None,
+    param_annotations: Mapping[tuple[str, ...], str] | None = None,
+) -> dict[str, str]:
+    """The headers of a POST that carries one frame (``base`` first): ``Accept`` and ``Content-Type``; for a frame
+    of the 2026-07-28 era (``version``: the one its ``_meta`` names) ``MCP-Protocol-Version`` and, for a request
+    (``method``; ``None`` for a notification or an answer), ``Mcp-Method``, ``Mcp-Name`` and the ``Mcp-Param-*``
+    headers ``param_annotations`` give a ``tools/call``; for a handshake-era frame the session's ``Mcp-Session-Id``
+    and negotiated ``MCP-Protocol-Version`` (not on ``initialize``, which negotiates it)."""
+    headers = {**base, "Accept": _ACCEPT_BOTH, "Content-Type": "application/json"}
+    if version is not None:
+        headers["MCP-Protocol-Version"] = version
+        if method is not None:
+            headers.update(standard_headers(method, params))
+            if method == "tools/call" and param_annotations and params is not None:
+                arguments = params.get("arguments")
+                headers.update(param_headers(param_annotations, arguments if isinstance(arguments, Mapping) else None))
+        return headers
+    if session_id is not None:
+        headers["Mcp-Session-Id"] = session_id
+    if protocol_version is not None and method != "initialize":
+        headers["MCP-Protocol-Version"] = protocol_version
+    return headers
 
 
 def _response_id(frame: bytes) -> RequestId | None:
@@ -385,23 +416,16 @@ class HttpClientStream(MessageStream):
         return headers
 
     def _post_headers(self, out: _Out) -> dict[str, str]:
-        headers = {**self.headers, "Accept": _ACCEPT_BOTH, "Content-Type": "application/json"}
-        if out.version is not None:
-            headers["MCP-Protocol-Version"] = out.version
-            if out.method is not None and out.kind == "request":
-                headers.update(standard_headers(out.method, out.params))
-                if out.method == "tools/call" and out.params is not None:
-                    name = out.params.get("name")
-                    annotations = self.tool_headers.get(name) if isinstance(name, str) else None
-                    if annotations:
-                        arguments = out.params.get("arguments")
-                        headers.update(param_headers(annotations, arguments if isinstance(arguments, dict) else None))
-            return headers
-        if self.session_id is not None:
-            headers["Mcp-Session-Id"] = self.session_id
-        if self.protocol_version is not None and out.method != "initialize":
-            headers["MCP-Protocol-Version"] = self.protocol_version
-        return headers
+        name = (out.params or {}).get("name") if out.method == "tools/call" else None
+        return post_headers(
+            self.headers,
+            method=out.method if out.kind == "request" else None,
+            params=out.params,
+            version=out.version,
+            session_id=self.session_id,
+            protocol_version=self.protocol_version,
+            param_annotations=self.tool_headers.get(name) if isinstance(name, str) else None,
+        )
 
     async def _post(self, frame: bytes, out: _Out, *, again: bool = False) -> bool:
         """POST one frame and take its answer. True when the server refused the request unrun because its session

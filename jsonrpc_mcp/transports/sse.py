@@ -1,4 +1,5 @@
-"""Server-Sent Events: encoding events, and an incremental parser for reading them (L6 helper, no I/O).
+"""Server-Sent Events: encoding events, and an incremental parser for reading them (L6, no I/O; public for those
+who read or write MCP's event streams themselves, as ``jsonrpc-mcp check`` does).
 
 Only what MCP needs of the WHATWG ``text/event-stream`` format: ``id``, ``data`` (possibly on several lines),
 ``event``, ``retry``, and ``:`` comments. The parser accepts ``\\n``, ``\\r\\n`` and ``\\r`` line endings and
