@@ -29,6 +29,7 @@ from ..jsonrpc import codes
 from ..jsonrpc.wire import RequestId
 from . import types as t
 from .eras import LOG_LEVELS
+from .methods import CLIENT_METHOD_CAPABILITY, require_defined
 from .versions import Era
 
 if TYPE_CHECKING:
@@ -54,12 +55,6 @@ _UNREAD: Final[Any] = object()  # ``Context.auth`` not looked up yet
 
 LogLevel = Literal["debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"]
 
-#: What each kind of input request needs the client to have declared.
-_CAPABILITY_OF: Final = {
-    "sampling/createMessage": "sampling",
-    "elicitation/create": "elicitation",
-    "roots/list": "roots",
-}
 #: Names in :mod:`.types`, looked up when needed: these types are created on first use (see ``_types_lazy``).
 _RESULT_TYPE_OF: Final = {
     "sampling/createMessage": "CreateMessageResult",
@@ -331,7 +326,9 @@ class Context(msgspec.Struct, kw_only=True):
         return msgspec.json.decode(raw, type=getattr(t, _RESULT_TYPE_OF[method]))
 
     def _check_capability(self, method: str, sub: str | None) -> None:
-        cap = _CAPABILITY_OF.get(method)
+        """Refuse what the request's revision does not define, then what the client did not declare."""
+        require_defined(method, self.version, sub if sub != "form" else None)
+        cap = CLIENT_METHOD_CAPABILITY.get(method)
         if cap is not None and not self.has_capability(cap, sub):
             detail: dict[str, Any] | None = {sub: {}} if sub is not None and sub != "form" else None
             raise MissingClientCapability(cap, detail)
@@ -362,7 +359,8 @@ class Context(msgspec.Struct, kw_only=True):
         return self.session.dispatcher.stream.close_request_stream(self.request_id)
 
     async def send_notification(self, method: str, params: Mapping[str, Any] | None = None) -> None:
-        """Send any notification related to this request."""
+        """Send any notification related to this request (one the request's revision defines)."""
+        require_defined(method, self.version)
         await self.session.send_notification(method, params, related=self.request_id)
 
 
