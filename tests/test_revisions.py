@@ -89,8 +89,8 @@ async def test_url_mode_elicitation_and_its_notification_only_where_they_are_def
     assert asked["method"] == "elicitation/create"  # form mode is 2025-06-18's
     assert "mode" not in asked["params"]
     assert refused == [
-        "Missing required client capability: protocol revision 2025-06-18 does not define url-mode "
-        "elicitation/create (it needs 2025-11-25 or later)",
+        "Missing required client capability: protocol revision 2025-06-18 does not define "
+        "elicitation/create (url) (it needs 2025-11-25 or later)",
         "Missing required client capability: protocol revision 2025-06-18 does not define "
         "notifications/elicitation/complete (only 2025-11-25 defines it)",
     ]

@@ -181,8 +181,9 @@ class Context(msgspec.Struct, kw_only=True):
     # --- notifications -------------------------------------------------------------------------------------
 
     async def report_progress(self, progress: float, total: float | None = None, message: str | None = None) -> None:
-        """Send ``notifications/progress`` if the client asked for progress; ``progress`` must increase."""
-        if self.progress_token is None:
+        """Send ``notifications/progress`` if the client asked for progress; ``progress`` must increase. Once the
+        request is answered (or cancelled) nothing more is sent: its token is no longer the client's active one."""
+        if self.progress_token is None or not self.session.dispatcher.still_wanted(self.request_id):
             return
         if self._progress_last is not None and progress <= self._progress_last:
             raise ValueError("progress must increase with each report")
@@ -240,7 +241,9 @@ class Context(msgspec.Struct, kw_only=True):
         if system_prompt is not None:
             params["systemPrompt"] = system_prompt
         params.update(extra)
-        result: t.CreateMessageResult = await self._ask("sampling/createMessage", params, key, timeout)
+        # Tools in sampling (2025-11-25): only to a client that declared sampling.tools.
+        sub = "tools" if "tools" in extra or "toolChoice" in extra else None
+        result: t.CreateMessageResult = await self._ask("sampling/createMessage", params, key, timeout, sub=sub)
         return result
 
     async def elicit(

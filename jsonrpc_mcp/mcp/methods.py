@@ -43,11 +43,13 @@ CLIENT_METHOD_CAPABILITY: Final = {
 }
 
 #: The server-to-client requests and notifications that not every revision defines: the first revision that does,
-#: and the last (``None``: every later one too). Any other (``ping``, ``sampling/createMessage``, ``roots/list``, the
-#: ``notifications/*`` of 2024-11-05) is defined by all. ``elicitation/create#url`` is URL-mode elicitation.
+#: and the last (``None``: every later one too). Any other (``ping``, ``sampling/createMessage``, ``roots/list``,
+#: the ``notifications/*`` of 2024-11-05) is defined by all. ``elicitation/create#url`` is URL-mode elicitation,
+#: ``sampling/createMessage#tools`` sampling with tools.
 SENT_IN: Final[dict[str, tuple[str, str | None]]] = {
     "elicitation/create": ("2025-06-18", None),
     "elicitation/create#url": ("2025-11-25", None),
+    "sampling/createMessage#tools": ("2025-11-25", None),
     "notifications/elicitation/complete": ("2025-11-25", "2025-11-25"),
 }
 
@@ -90,7 +92,7 @@ def require_defined(method: str, version: str | None, mode: str | None = None) -
     define the server-to-client ``method`` (``None``: no revision settled, nothing to check)."""
     why = None if version is None else undefined_in(method, version, mode)
     if why is not None:
-        name = method if mode is None else f"{mode}-mode {method}"
+        name = method if mode is None else f"{method} ({mode})"
         capability = CLIENT_METHOD_CAPABILITY.get(method) or method.removeprefix("notifications/").split("/")[0]
         message = f"Missing required client capability: protocol revision {version} does not define {name} ({why})"
         raise MissingClientCapability(capability, {mode: {}} if mode is not None else None, message=message)

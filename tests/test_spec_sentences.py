@@ -1,0 +1,319 @@
+"""Single sentences of the specification, each pinned by a test whose assertion is about it (the ids are in
+conformance/spec/coverage/*.toml): capabilities declared by what a party supports, progress that increases and
+ends with its request, pages of any size, roots that are file:// URIs, modes of elicitation, tools in sampling."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import anyio
+import msgspec
+import pytest
+from helpers import raw_server, request_frame
+
+from jsonrpc_mcp import Client, Context, MissingClientCapability, Server
+from jsonrpc_mcp import types as t
+from jsonrpc_mcp.transports.memory import memory_pair
+
+pytestmark = pytest.mark.anyio
+
+HANDSHAKE = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
+EVERY = (*HANDSHAKE, "2026-07-28")
+
+
+# --- capabilities: declared by what a party supports, and only then ------------------------------------------
+
+
+def tools_only() -> Server:
+    server = Server("tools-only", "1")
+
+    @server.tool()
+    def add(a: int, b: int) -> int:
+        return a + b
+
+    return server
+
+
+def everything() -> Server:
+    server = tools_only()
+
+    @server.resource("mem://a")
+    def a() -> str:
+        return "a"
+
+    @server.prompt()
+    def greet(name: str) -> str:
+        return f"Hello {name}"
+
+    return server
+
+
+@pytest.mark.parametrize("version", HANDSHAKE)
+async def test_a_server_declares_the_capability_of_each_feature_it_supports_and_no_other(version: str) -> None:
+    """ "Servers that support tools/resources/prompts/completions MUST declare the ... capability"; one that emits
+    log messages declares logging. A feature it lacks is not declared."""
+    async with raw_server(tools_only()) as peer:
+        only = (await peer.initialize(version))["capabilities"]
+    async with raw_server(everything()) as peer:
+        full = (await peer.initialize(version))["capabilities"]
+    assert set(only) == {"tools", "logging"}
+    completions = {"completions"} if version >= "2025-03-26" else set()  # its flag arrived in 2025-03-26
+    assert set(full) == {"tools", "resources", "prompts", "logging"} | completions
+
+
+async def test_a_stateless_server_declares_its_capabilities_in_discover() -> None:
+    """2026-07-28: "Servers that support prompts MUST declare the prompts capability in their DiscoverResult"
+    (tools, resources, completions alike)."""
+    async with Client.connect_server(tools_only()) as client:
+        only = msgspec.to_builtins(client.server_capabilities)
+    async with Client.connect_server(everything()) as client:
+        full = msgspec.to_builtins(client.server_capabilities)
+        assert client.stateless
+    assert set(only) == {"tools", "logging"}
+    assert set(full) == {"tools", "resources", "prompts", "logging", "completions"}
+
+
+def capability_echo() -> Server:
+    server = Server("echo", "1")
+
+    @server.tool()
+    def declared(ctx: Context) -> list[str]:
+        return sorted(ctx.client_capabilities)
+
+    return server
+
+
+async def answer_sampling(params: t.CreateMessageRequestParams) -> t.CreateMessageResult:
+    return t.CreateMessageResult(role="assistant", content=t.TextContent(text="hi"), model="m")
+
+
+async def answer_elicitation(params: t.ElicitRequestParams) -> t.ElicitResult:
+    return t.ElicitResult(action="accept", content={"answer": "yes"})
+
+
+@pytest.mark.parametrize("version", EVERY)
+async def test_the_client_declares_each_capability_it_supports_on_every_revision(version: str) -> None:
+    """Clients that support sampling, roots or elicitation MUST declare the capability (in initialize; in 2026-07-28
+    in each request's _meta clientCapabilities); without the handler, nothing is declared."""
+    roots = [t.Root(uri="file:///work")]
+    options: dict[str, Any] = {"sampling": answer_sampling, "elicitation": answer_elicitation, "roots": roots}
+    async with Client.connect_server(capability_echo(), protocol_version=version, **options) as client:
+        full = (await client.call_tool("declared")).structured_content
+    async with Client.connect_server(capability_echo(), protocol_version=version) as client:
+        bare = (await client.call_tool("declared")).structured_content
+    assert full == {"result": ["elicitation", "roots", "sampling"]}
+    assert bare == {"result": []}
+
+
+async def test_a_client_that_elicits_declares_one_mode_at_least() -> None:
+    """2025-11-25: "Clients declaring the elicitation capability MUST support at least one mode (form or url)"."""
+    ours, theirs = memory_pair()
+    try:
+        with pytest.raises(ValueError, match="one mode at least"):
+            Client(ours, elicitation=answer_elicitation, elicitation_modes=())
+    finally:
+        await ours.aclose()
+        await theirs.aclose()
+
+
+# --- progress -------------------------------------------------------------------------------------------------
+
+
+def progress_server() -> tuple[Server, list[Context]]:
+    server = Server("progress", "1")
+    kept: list[Context] = []
+
+    @server.tool()
+    async def twice(ctx: Context) -> str:
+        await ctx.report_progress(1, None, "first")
+        try:
+            await ctx.report_progress(1, None, "again")
+        except ValueError as exc:
+            return str(exc)
+        return "sent twice"
+
+    @server.tool()
+    async def keep(ctx: Context) -> str:
+        await ctx.report_progress(1, 2)
+        kept.append(ctx)
+        return "kept"
+
+    @server.tool()
+    async def late() -> str:
+        await kept[0].report_progress(2, 2)
+        return "late"
+
+    return server, kept
+
+
+@pytest.mark.parametrize("version", HANDSHAKE)
+async def test_progress_increases_with_each_notification(version: str) -> None:
+    """ "The progress value MUST increase with each notification, even if the total is unknown"."""
+    server, _ = progress_server()
+    async with raw_server(server, version=version) as peer:
+        await peer.send(request_frame(1, "tools/call", {"name": "twice", "_meta": {"progressToken": "p"}}))
+        reply, before = await peer.recv_until(lambda m: m.get("id") == 1)
+    assert [m["params"]["progress"] for m in before] == [1]
+    assert reply["result"]["content"][0]["text"] == "progress must increase with each report"
+
+
+@pytest.mark.parametrize("version", HANDSHAKE)
+async def test_progress_stops_when_its_request_is_answered(version: str) -> None:
+    """ "Progress notifications MUST stop after completion" and "MUST only reference tokens that ... are associated
+    with an in-progress operation": a handler's Context kept past its answer sends nothing more."""
+    server, kept = progress_server()
+    async with raw_server(server, version=version) as peer:
+        await peer.send(request_frame(1, "tools/call", {"name": "keep", "_meta": {"progressToken": "k"}}))
+        _, before = await peer.recv_until(lambda m: m.get("id") == 1)
+        assert [m["params"] for m in before] == [{"progressToken": "k", "progress": 1, "total": 2}]
+        await peer.send(request_frame(2, "tools/call", {"name": "late"}))
+        late, before = await peer.recv_until(lambda m: m.get("id") == 2)
+        assert before == []  # nothing but the answer: no progress for the finished request
+        assert await peer.sync() == []
+    assert late["result"]["content"][0]["text"] == "late"
+    assert kept
+
+
+# --- pagination -----------------------------------------------------------------------------------------------
+
+
+def paging_server() -> Server:
+    """tools/list in pages of 3, 1 and 2 tools, the second cursor an empty string."""
+    server = Server("pages", "1")
+    pages: dict[Any, tuple[list[str], str | None]] = {
+        None: (["a", "b", "c"], ""),
+        "": (["d"], "next"),
+        "next": (["e", "f"], None),
+    }
+
+    @server.method("tools/list", capability="tools")
+    def tools_list(ctx: Context, params: dict[str, Any] | None) -> dict[str, Any]:
+        names, cursor = pages[(params or {}).get("cursor")]
+        result: dict[str, Any] = {"tools": [{"name": n, "inputSchema": {"type": "object"}} for n in names]}
+        if cursor is not None:
+            result["nextCursor"] = cursor
+        return result
+
+    server.add_tool(lambda: "x", name="a")
+    return server
+
+
+@pytest.mark.parametrize("version", ["2024-11-05", "2025-11-25", "2026-07-28"])
+async def test_the_client_reads_pages_of_any_size_and_an_empty_cursor_is_a_cursor(version: str) -> None:
+    """ "Clients MUST NOT assume a fixed page size"; 2026-07-28: "an empty string is a valid cursor and thus MUST NOT
+    be treated as the end of results"."""
+    async with Client.connect_server(paging_server(), protocol_version=version) as client:
+        tools = await client.list_tools()
+    assert [tool.name for tool in tools] == ["a", "b", "c", "d", "e", "f"]
+
+
+# --- roots ----------------------------------------------------------------------------------------------------
+
+
+async def test_a_root_is_a_file_uri() -> None:
+    """Root: "This MUST be a file:// URI": the client refuses any other, given as a list or by its provider."""
+    ours, theirs = memory_pair()
+    try:
+        with pytest.raises(ValueError, match="file://"):
+            Client(ours, roots=[t.Root(uri="https://example.com/repo")])
+    finally:
+        await ours.aclose()
+        await theirs.aclose()
+
+    async def provider() -> list[t.Root]:
+        return [t.Root(uri="file:///ok"), t.Root(uri="s3://bucket")]
+
+    server = Server("roots", "1")
+
+    @server.tool()
+    async def roots(ctx: Context) -> str:
+        try:
+            await ctx.list_roots()
+        except Exception as exc:
+            return type(exc).__name__ + f" {getattr(exc, 'code', '')}"
+        return "listed"
+
+    async with Client.connect_server(server, protocol_version="2025-11-25", roots=provider) as client:
+        out = await client.call_tool("roots")
+    assert out.content[0].text == "InternalError -32603"  # type: ignore[union-attr]
+
+
+async def test_a_client_whose_roots_change_tells_the_server() -> None:
+    """ "When roots change, clients that support listChanged MUST send a notification"."""
+    server = Server("roots", "1")
+    heard = anyio.Event()
+
+    @server.on_notification("notifications/roots/list_changed")
+    def changed(session: Any, params: dict[str, Any]) -> None:
+        heard.set()
+
+    async with Client.connect_server(server, protocol_version="2025-06-18", roots=[t.Root(uri="file:///a")]) as client:
+        assert client.capabilities()["roots"] == {"listChanged": True}
+        await client.notify_roots_changed()
+        with anyio.fail_after(5):
+            await heard.wait()
+
+
+# --- elicitation and sampling ---------------------------------------------------------------------------------
+
+
+async def test_a_request_without_mode_is_form_mode_for_the_client() -> None:
+    """2025-11-25: "Clients MUST treat requests without a mode field as form mode": a client that declared form
+    mode only answers one."""
+    server = Server("modeless", "1")
+
+    @server.tool()
+    async def ask(ctx: Context) -> str:
+        params = {"message": "Your name?", "requestedSchema": {"type": "object", "properties": {}}}
+        raw = await ctx.session.send_request("elicitation/create", params)
+        return str(json.loads(bytes(raw))["action"])
+
+    async with Client.connect_server(
+        server, protocol_version="2025-11-25", elicitation=answer_elicitation, elicitation_modes=("form",)
+    ) as client:
+        out = await client.call_tool("ask")
+    assert out.content[0].text == "accept"  # type: ignore[union-attr]
+
+
+def sampling_server() -> tuple[Server, list[str]]:
+    server = Server("sampling", "1")
+    refused: list[str] = []
+
+    @server.tool()
+    async def with_tools(ctx: Context) -> str:
+        tool = {"name": "lookup", "inputSchema": {"type": "object"}}
+        try:
+            await ctx.sample("Look it up", tools=[tool], timeout=5)
+        except MissingClientCapability as exc:
+            refused.append(f"{exc.message} {exc.data}")
+            return "refused"
+        return "sent"
+
+    return server, refused
+
+
+@pytest.mark.parametrize(
+    ("version", "sampling", "sent"),
+    [
+        ("2025-11-25", {}, False),
+        ("2025-11-25", {"tools": {}}, True),
+        ("2025-06-18", {"tools": {}}, False),  # tools in sampling arrived in 2025-11-25
+    ],
+)
+async def test_tool_enabled_sampling_only_to_a_client_that_declared_sampling_tools(
+    version: str, sampling: dict[str, Any], sent: bool
+) -> None:
+    """2025-11-25: "Servers MUST NOT send tool-enabled sampling requests to Clients that have not declared support
+    for tool use via the sampling.tools capability"."""
+    server, refused = sampling_server()
+    async with raw_server(server, version=version, capabilities={"sampling": sampling}) as peer:
+        await peer.send(request_frame(1, "tools/call", {"name": "with_tools"}))
+        first = await peer.recv_json()
+        if sent:
+            assert first["method"] == "sampling/createMessage"
+            assert first["params"]["tools"] == [{"name": "lookup", "inputSchema": {"type": "object"}}]
+            return
+        assert first["id"] == 1 and first["result"]["content"][0]["text"] == "refused"
+        assert await peer.sync() == []
+    assert len(refused) == 1 and "{'requiredCapabilities': {'sampling': {'tools': {}}}}" in refused[0]
