@@ -317,3 +317,108 @@ async def test_tool_enabled_sampling_only_to_a_client_that_declared_sampling_too
         assert first["id"] == 1 and first["result"]["content"][0]["text"] == "refused"
         assert await peer.sync() == []
     assert len(refused) == 1 and "{'requiredCapabilities': {'sampling': {'tools': {}}}}" in refused[0]
+
+
+async def test_elicitation_requests_carry_the_parameters_of_their_mode() -> None:
+    """2025-11-25: "All elicitation requests MUST include" a message; form mode "MUST either specify mode: form or
+    omit the mode field" and carry requestedSchema; URL mode "MUST specify mode: url, a message" and the url and
+    elicitationId; "The url parameter MUST contain a valid URL" (a relative one is refused before anything is
+    sent)."""
+    server = Server("modes", "1")
+    refused: list[str] = []
+
+    @server.tool()
+    async def both(ctx: Context) -> str:
+        try:
+            await ctx.elicit_url("Log in", "/login")
+        except ValueError as exc:
+            refused.append(str(exc))
+        schema = {"type": "object", "properties": {"answer": {"type": "string"}}}
+        await ctx.elicit("Your name?", schema)
+        await ctx.elicit_url("Log in", "https://example.com/login", elicitation_id="e-1")
+        return "done"
+
+    capabilities = {"elicitation": {"form": {}, "url": {}}}
+    async with raw_server(server, version="2025-11-25", capabilities=capabilities) as peer:
+        await peer.send(request_frame(1, "tools/call", {"name": "both"}))
+        form = await peer.recv_json()
+        await peer.send(json.dumps({"jsonrpc": "2.0", "id": form["id"], "result": {"action": "cancel"}}).encode())
+        url = await peer.recv_json()
+        await peer.send(json.dumps({"jsonrpc": "2.0", "id": url["id"], "result": {"action": "accept"}}).encode())
+        done = await peer.recv_json()
+    assert form["params"] == {
+        "mode": "form",
+        "message": "Your name?",
+        "requestedSchema": {"type": "object", "properties": {"answer": {"type": "string"}}},
+    }
+    assert url["params"] == {
+        "mode": "url",
+        "message": "Log in",
+        "url": "https://example.com/login",
+        "elicitationId": "e-1",
+    }
+    assert done["result"]["content"][0]["text"] == "done"
+    assert refused == ["elicit_url needs an absolute URL (a scheme and a host), not '/login'"]
+
+
+# --- the base protocol ----------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("version", HANDSHAKE)
+async def test_the_client_sends_initialized_after_initialize(version: str) -> None:
+    """ "After successful initialization, the client MUST send an initialized notification"."""
+    server = tools_only()
+    async with Client.connect_server(server, protocol_version=version) as client:
+        await client.call_tool("add", {"a": 1, "b": 2})
+        (session,) = server.sessions()
+        assert (session.version, session.ready) == (version, True)
+
+
+@pytest.mark.parametrize("version", ["2025-11-25", "2026-07-28"])
+async def test_a_requestor_never_uses_a_request_id_twice(version: str) -> None:
+    """ "The request ID MUST NOT have been previously used by the requestor within the same session" (2026-07-28:
+    "MUST NOT match the ID of any other request the sender has issued and not yet received a response for"): the
+    client's requests, the concurrent ones too, and the server's requests to the client."""
+    server = Server("ids", "1")
+    seen: list[Any] = []
+
+    @server.tool()
+    async def record(ctx: Context) -> str:
+        seen.append(ctx.request_id)
+        if not ctx.stateless:
+            for _ in range(3):
+                await ctx.session.send_request("ping", None)
+        return "ok"
+
+    async with Client.connect_server(server, protocol_version=version) as client:
+        async with anyio.create_task_group() as tg:
+            for _ in range(5):
+                tg.start_soon(client.call_tool, "record")
+        await client.call_tool("record")
+    assert len(seen) == 6 and len(set(seen)) == 6
+    async with raw_server(server, version="2025-11-25") as peer:
+        await peer.send(request_frame(1, "tools/call", {"name": "record"}))
+        asked = []
+        for _ in range(3):
+            ping = await peer.recv_json()
+            asked.append(ping["id"])
+            await peer.send(json.dumps({"jsonrpc": "2.0", "id": ping["id"], "result": {}}).encode())
+        await peer.recv_until(lambda m: m.get("id") == 1)
+    assert len(set(asked)) == 3
+
+
+def test_the_meta_keys_this_library_defines_are_well_formed() -> None:
+    """_meta key names: a prefix "MUST be a series of labels separated by dots, followed by a slash"; labels "MUST
+    start with a letter and end with a letter or digit"; the name "MUST begin and end with an alphanumeric
+    character"."""
+    import re
+
+    from jsonrpc_mcp.mcp import versions
+
+    label = r"[A-Za-z](?:[A-Za-z0-9-]*[A-Za-z0-9])?"
+    name = r"[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?"
+    keys = [getattr(versions, n) for n in dir(versions) if n.startswith("META_")]
+    assert len(keys) == 6
+    for key in keys:
+        assert re.fullmatch(rf"(?:{label}(?:\.{label})*/)?{name}", key), key
+        assert key.startswith("io.modelcontextprotocol/")

@@ -270,7 +270,13 @@ class Context(msgspec.Struct, kw_only=True):
         key: str | None = None,
         timeout: float | None = None,
     ) -> t.ElicitResult:
-        """Send the user to ``url`` (URL-mode elicitation, 2025-11-25 and later)."""
+        """Send the user to ``url`` (URL-mode elicitation, 2025-11-25 and later): an absolute URL, else
+        ``ValueError``."""
+        from urllib.parse import urlsplit
+
+        parts = urlsplit(url)
+        if not parts.scheme or not parts.netloc:
+            raise ValueError(f"elicit_url needs an absolute URL (a scheme and a host), not {url!r}")
         params: dict[str, Any] = {"mode": "url", "message": message, "url": url}
         if not self.stateless:
             import secrets
