@@ -422,3 +422,25 @@ def test_the_meta_keys_this_library_defines_are_well_formed() -> None:
     for key in keys:
         assert re.fullmatch(rf"(?:{label}(?:\.{label})*/)?{name}", key), key
         assert key.startswith("io.modelcontextprotocol/")
+
+
+async def test_each_listing_is_the_set_available_now_and_the_same_for_every_client() -> None:
+    """2026-07-28: a server "MUST respond to tools/list (resources/list, prompts/list) requests with the set ...
+    currently available"; the set "MAY change over time ... but MUST NOT vary per-connection or as a side effect of
+    other requests on the connection"."""
+    server = everything()
+
+    async def listings(client: Client) -> tuple[list[str], list[str], list[str]]:
+        tools = [tool.name for tool in await client.list_tools()]
+        resources = [resource.uri for resource in await client.list_resources()]
+        prompts = [prompt.name for prompt in await client.list_prompts()]
+        return tools, resources, prompts
+
+    async with Client.connect_server(server) as one, Client.connect_server(server) as other:
+        assert one.stateless and other.stateless
+        before = await listings(one)
+        await one.call_tool("add", {"a": 1, "b": 2})  # a request on the connection changes nothing
+        assert await listings(one) == await listings(other) == before == (["add"], ["mem://a"], ["greet"])
+        server.add_tool(lambda: "new", name="later")
+        server.add_resource(lambda: "b", uri="mem://b")
+        assert await listings(other) == await listings(one) == (["add", "later"], ["mem://a", "mem://b"], ["greet"])
