@@ -444,3 +444,50 @@ async def test_each_listing_is_the_set_available_now_and_the_same_for_every_clie
         server.add_tool(lambda: "new", name="later")
         server.add_resource(lambda: "b", uri="mem://b")
         assert await listings(other) == await listings(one) == (["add", "later"], ["mem://a", "mem://b"], ["greet"])
+
+
+def stateless_call(ident: int, name: str, capabilities: dict[str, Any]) -> bytes:
+    meta = {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": capabilities,
+    }
+    return request_frame(ident, "tools/call", {"name": name, "arguments": {}, "_meta": meta})
+
+
+async def test_input_requests_of_2026_07_28_follow_the_modes_and_capabilities_the_request_declares() -> None:
+    """2026-07-28: form-mode requests carry mode "form" and requestedSchema, URL-mode ones mode "url", message and
+    url; no mode the client did not declare is asked for ("Servers MUST NOT send elicitation requests with modes
+    that are not supported by the client"), nor tool-enabled sampling of a client without sampling.tools."""
+    server, refused = sampling_server()
+
+    @server.tool()
+    async def form(ctx: Context) -> str:
+        await ctx.elicit("Your name?", {"type": "object", "properties": {}}, key="name")
+        return "done"
+
+    @server.tool()
+    async def url(ctx: Context) -> str:
+        try:
+            await ctx.elicit_url("Log in", "https://example.com/login", key="login")
+        except MissingClientCapability:
+            return "no url mode"
+        return "done"
+
+    both = {"elicitation": {"form": {}, "url": {}}, "sampling": {}}
+    async with raw_server(server) as peer:
+        asked_form = (await peer.call(stateless_call(1, "form", both)))["result"]
+        asked_url = (await peer.call(stateless_call(2, "url", both)))["result"]
+        form_only = (await peer.call(stateless_call(3, "url", {"elicitation": {}})))["result"]
+        no_tools = (await peer.call(stateless_call(4, "with_tools", both)))["result"]
+    assert asked_form["resultType"] == "input_required"
+    assert asked_form["inputRequests"]["name"] == {
+        "method": "elicitation/create",
+        "params": {"mode": "form", "message": "Your name?", "requestedSchema": {"type": "object", "properties": {}}},
+    }
+    assert asked_url["inputRequests"]["login"]["params"] == {
+        "mode": "url",
+        "message": "Log in",
+        "url": "https://example.com/login",
+    }
+    assert form_only["content"][0]["text"] == "no url mode"
+    assert no_tools["content"][0]["text"] == "refused" and len(refused) == 1
