@@ -10,7 +10,7 @@ from typing import Any
 import anyio
 import msgspec
 import pytest
-from helpers import raw_server, request_frame
+from helpers import RawPeer, raw_server, request_frame
 
 from jsonrpc_mcp import Client, Context, MissingClientCapability, Server
 from jsonrpc_mcp import types as t
@@ -491,3 +491,32 @@ async def test_input_requests_of_2026_07_28_follow_the_modes_and_capabilities_th
     }
     assert form_only["content"][0]["text"] == "no url mode"
     assert no_tools["content"][0]["text"] == "refused" and len(refused) == 1
+
+
+async def test_the_client_takes_a_result_without_result_type_as_complete() -> None:
+    """2026-07-28: "clients MUST treat an absent resultType as complete" (servers of earlier revisions send none)."""
+    ours, theirs = memory_pair()
+    peer = RawPeer(theirs)
+    results = {
+        "server/discover": {"supportedVersions": ["2026-07-28"], "capabilities": {"tools": {}}},
+        "tools/list": {"tools": [{"name": "anything", "inputSchema": {"type": "object"}}]},
+        "tools/call": {"content": [{"type": "text", "text": "plain"}]},
+    }
+
+    async def serve() -> None:
+        while True:
+            request = await peer.recv_json(timeout=30)
+            if "id" in request:
+                reply = {"jsonrpc": "2.0", "id": request["id"], "result": results[request["method"]]}
+                await peer.send(json.dumps(reply).encode())
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(serve)
+        async with Client.connect(ours, protocol_version="2026-07-28") as client:
+            tools = await client.list_tools()
+            out = await client.call_tool("anything")
+        tg.cancel_scope.cancel()
+    await ours.aclose()
+    await theirs.aclose()
+    assert [tool.name for tool in tools] == ["anything"]
+    assert out.content[0].text == "plain"  # type: ignore[union-attr]
