@@ -10,7 +10,7 @@ from typing import Any
 import anyio
 import msgspec
 import pytest
-from helpers import RawPeer, raw_server, request_frame
+from helpers import CLIENT_INFO, RawPeer, raw_server, request_frame
 
 from jsonrpc_mcp import Client, Context, MissingClientCapability, Server
 from jsonrpc_mcp import types as t
@@ -520,3 +520,33 @@ async def test_the_client_takes_a_result_without_result_type_as_complete() -> No
     await theirs.aclose()
     assert [tool.name for tool in tools] == ["anything"]
     assert out.content[0].text == "plain"  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize("version", ["2024-11-05", "2025-11-25"])
+async def test_the_client_sends_nothing_but_initialize_until_it_is_answered(version: str) -> None:
+    """ "The client SHOULD NOT send requests other than pings before the server has responded to the initialize
+    request": what it sends comes in this order, whatever the caller asked for at once."""
+    ours, theirs = memory_pair()
+    peer = RawPeer(theirs)
+    methods: list[str] = []
+    capabilities = {"tools": {}}
+
+    async def serve() -> None:
+        while True:
+            request = await peer.recv_json(timeout=30)
+            methods.append(request["method"])
+            if "id" not in request:
+                continue
+            result: dict[str, Any] = {"tools": [], "content": []}
+            if request["method"] == "initialize":
+                result = {"protocolVersion": version, "capabilities": capabilities, "serverInfo": CLIENT_INFO}
+            await peer.send(json.dumps({"jsonrpc": "2.0", "id": request["id"], "result": result}).encode())
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(serve)
+        async with Client.connect(ours, protocol_version=version) as client:
+            await client.list_tools()
+        tg.cancel_scope.cancel()
+    await ours.aclose()
+    await theirs.aclose()
+    assert methods[:3] == ["initialize", "notifications/initialized", "tools/list"]
