@@ -550,3 +550,39 @@ async def test_the_client_sends_nothing_but_initialize_until_it_is_answered(vers
     await ours.aclose()
     await theirs.aclose()
     assert methods[:3] == ["initialize", "notifications/initialized", "tools/list"]
+
+
+def test_a_ref_to_a_network_uri_is_never_fetched() -> None:
+    """2026-07-28: "Implementations MUST NOT automatically dereference $ref values that resolve to a network URI":
+    a tool whose schema has one is refused at registration, and nothing connects to the URI; references within
+    the schema resolve."""
+    import socket
+
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(1)
+    listener.setblocking(False)
+    port = listener.getsockname()[1]
+    server = Server("refs", "1")
+    try:
+        remote = {"type": "object", "properties": {"a": {"$ref": f"http://127.0.0.1:{port}/a.json"}}}
+        with pytest.raises(ValueError, match="not fetched"):
+            server.add_tool(lambda **kw: "x", name="remote", input_schema=remote)
+        with pytest.raises(BlockingIOError):
+            listener.accept()  # no connection was made to the URI
+    finally:
+        listener.close()
+    local = {"type": "object", "$defs": {"n": {"type": "integer"}}, "properties": {"a": {"$ref": "#/$defs/n"}}}
+    server.add_tool(lambda **kw: "x", name="local", input_schema=local)
+
+
+def test_schemas_are_json_schema_2020_12_unless_they_say_otherwise() -> None:
+    """2025-11-25: "Clients and servers MUST support JSON Schema 2020-12 for schemas without an explicit $schema
+    field" and "MUST handle unsupported dialects gracefully by returning an appropriate error"."""
+    from jsonrpc_mcp.mcp.tools import RawSchemaValidator
+
+    pairs = RawSchemaValidator({"type": "array", "prefixItems": [{"type": "integer"}, {"type": "string"}]})
+    assert pairs.errors([1, "a"]) is None
+    assert pairs.errors(["a", 1]) is not None  # prefixItems is 2020-12's
+    with pytest.raises(ValueError, match="invalid input schema: Unknown meta-schema"):
+        RawSchemaValidator({"$schema": "https://example.com/no-such-dialect", "type": "object"})
