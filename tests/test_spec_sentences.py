@@ -586,3 +586,34 @@ def test_schemas_are_json_schema_2020_12_unless_they_say_otherwise() -> None:
     assert pairs.errors(["a", 1]) is not None  # prefixItems is 2020-12's
     with pytest.raises(ValueError, match="invalid input schema: Unknown meta-schema"):
         RawSchemaValidator({"$schema": "https://example.com/no-such-dialect", "type": "object"})
+
+
+async def test_log_messages_never_go_to_a_listen_stream() -> None:
+    """2026-07-28: "notifications/message is request-scoped: the server MUST NOT deliver it on a
+    subscriptions/listen stream": a log the server broadcasts reaches its handshake sessions only, while the
+    listen stream still hears the change that follows it."""
+    server = tools_only()
+    got: list[str] = []
+    arrived = anyio.Event()
+
+    def on_note(method: str, params: dict[str, Any]) -> None:
+        got.append(method)
+        if method == "notifications/tools/list_changed":
+            arrived.set()
+
+    logs: list[Any] = []
+
+    async def on_log(params: t.LoggingMessageNotificationParams) -> None:
+        logs.append(params.data)
+
+    listening = Client.connect_server(server, on_notification=on_note)
+    settled = Client.connect_server(server, protocol_version="2025-11-25", on_log=on_log)
+    async with listening as client, client.listen(tools=True), settled as handshake:
+        await handshake.call_tool("add", {"a": 1, "b": 1})  # (the session is settled)
+        await server.broadcast_log("warning", "to the handshake sessions")
+        server.add_tool(lambda: "new", name="later")
+        with anyio.fail_after(5):
+            await arrived.wait()
+        await handshake.call_tool("add", {"a": 1, "b": 1})  # answered after the log message: it has arrived
+    assert "notifications/message" not in got
+    assert logs == ["to the handshake sessions"]
