@@ -46,6 +46,10 @@ def test_valid_annotations_map_paths_to_header_names() -> None:
         {"a": {"type": "string", "x-mcp-header": "Nön"}},
         {"a": {"type": "string", "x-mcp-header": "Ctl\x01"}},
         {"a": {"type": "string", "x-mcp-header": "Same"}, "b": {"type": "string", "x-mcp-header": "same"}},
+        # only a chain of properties from the root reaches a header (2026-07-28, "statically reachable")
+        {"a": {"type": "array", "items": {"type": "string", "x-mcp-header": "A"}}},
+        {"a": {"anyOf": [{"type": "string", "x-mcp-header": "A"}, {"type": "integer"}]}},
+        {"a": {"type": "object", "oneOf": [{"properties": {"b": {"type": "string", "x-mcp-header": "B"}}}]}},
     ],
 )
 def test_invalid_annotations_are_rejected(props: dict[str, Any]) -> None:

@@ -140,6 +140,9 @@ async def test_stateless_requests_carry_the_standard_headers(server: ServerThrea
     assert all("mcp-session-id" not in h for h in mine)
     call = next(h for h in mine if h.get("mcp-method") == "tools/call")
     assert call["mcp-name"] == "add" and call["mcp-protocol-version"] == "2026-07-28"
+    # every message a new POST, each accepting both answers (2026-07-28: no GET, no session)
+    sent = [(method, h) for method, h in recorder.seen if h.get("x-test") == token]
+    assert sent and all(method == "POST" and h["accept"] == "application/json, text/event-stream" for method, h in sent)
 
 
 async def test_delete_on_close(server: ServerThread, recorder: Recorder) -> None:

@@ -138,6 +138,14 @@ def structured_data(result: t.CallToolResult, type: Any = Any) -> Any:
     raise NoStructuredData("the tool result has no structuredContent and no JSON text block")
 
 
+def _file_roots(roots: Sequence[t.Root]) -> list[t.Root]:
+    """``roots`` as a list, each a ``file://`` URI as every revision requires; else ``ValueError`` naming it."""
+    for root in roots:
+        if not root.uri.startswith("file://"):
+            raise ValueError(f"a root is a file:// URI, not {root.uri!r}")
+    return list(roots)
+
+
 def _check_options(
     protocol_version: str, elicitation_modes: Sequence[str], request_timeout: Any, max_total_timeout: Any
 ) -> None:
@@ -148,6 +156,8 @@ def _check_options(
         raise ValueError(f'protocol_version must be "auto" or one of {known}, not {protocol_version!r}')
     if isinstance(elicitation_modes, str) or not set(elicitation_modes) <= {"form", "url"}:
         raise ValueError(f'elicitation_modes is a list of "form" and "url", not {elicitation_modes!r}')
+    if not elicitation_modes:
+        raise ValueError('elicitation_modes names one mode at least ("form", "url"): a client that elicits has one')
     for name, seconds in (("request_timeout", request_timeout), ("max_total_timeout", max_total_timeout)):
         if seconds is not None and (isinstance(seconds, bool) or not isinstance(seconds, (int, float))):
             raise TypeError(f"{name} must be a number of seconds (or None), not {seconds!r}")
@@ -186,6 +196,8 @@ class ClientSession:
         _check_options(protocol_version, elicitation_modes, request_timeout, max_total_timeout)
         if isinstance(roots, Sequence) and not all(isinstance(root, t.Root) for root in roots):  # (str: its letters)
             raise TypeError('roots is a list of types.Root(uri="file:///...", name=...), or an async function')
+        if isinstance(roots, Sequence):
+            _file_roots(roots)
         handlers = (
             ("sampling", sampling),
             ("elicitation", elicitation),
@@ -540,7 +552,7 @@ class ClientSession:
             elif method == "roots/list" and self.roots is not None:
                 roots = self.roots
                 items = list(roots) if isinstance(roots, Sequence) else await roots()
-                result = t.ListRootsResult(roots=items)
+                result = t.ListRootsResult(roots=_file_roots(items))
             else:
                 raise RpcError(f"the server asked for {method!r}, which this client cannot provide", code=-32601)
             answers[key] = msgspec.to_builtins(result)
@@ -897,7 +909,7 @@ class ClientSession:
     async def _list_roots(self) -> bytes:
         roots = self.roots
         items = list(roots) if isinstance(roots, Sequence) else await roots()  # type: ignore[misc]
-        return _encode(t.ListRootsResult(roots=items))
+        return _encode(t.ListRootsResult(roots=_file_roots(items)))
 
     def _on_notification(self, note: Notification) -> Any:
         method = note.method

@@ -29,6 +29,7 @@ from ..jsonrpc import codes
 from ..jsonrpc.wire import RequestId
 from . import types as t
 from .eras import LOG_LEVELS
+from .methods import CLIENT_METHOD_CAPABILITY, require_defined
 from .versions import Era
 
 if TYPE_CHECKING:
@@ -54,12 +55,6 @@ _UNREAD: Final[Any] = object()  # ``Context.auth`` not looked up yet
 
 LogLevel = Literal["debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"]
 
-#: What each kind of input request needs the client to have declared.
-_CAPABILITY_OF: Final = {
-    "sampling/createMessage": "sampling",
-    "elicitation/create": "elicitation",
-    "roots/list": "roots",
-}
 #: Names in :mod:`.types`, looked up when needed: these types are created on first use (see ``_types_lazy``).
 _RESULT_TYPE_OF: Final = {
     "sampling/createMessage": "CreateMessageResult",
@@ -186,8 +181,9 @@ class Context(msgspec.Struct, kw_only=True):
     # --- notifications -------------------------------------------------------------------------------------
 
     async def report_progress(self, progress: float, total: float | None = None, message: str | None = None) -> None:
-        """Send ``notifications/progress`` if the client asked for progress; ``progress`` must increase."""
-        if self.progress_token is None:
+        """Send ``notifications/progress`` if the client asked for progress; ``progress`` must increase. Once the
+        request is answered (or cancelled) nothing more is sent: its token is no longer the client's active one."""
+        if self.progress_token is None or not self.session.dispatcher.still_wanted(self.request_id):
             return
         if self._progress_last is not None and progress <= self._progress_last:
             raise ValueError("progress must increase with each report")
@@ -245,7 +241,9 @@ class Context(msgspec.Struct, kw_only=True):
         if system_prompt is not None:
             params["systemPrompt"] = system_prompt
         params.update(extra)
-        result: t.CreateMessageResult = await self._ask("sampling/createMessage", params, key, timeout)
+        # Tools in sampling (2025-11-25): only to a client that declared sampling.tools.
+        sub = "tools" if "tools" in extra or "toolChoice" in extra else None
+        result: t.CreateMessageResult = await self._ask("sampling/createMessage", params, key, timeout, sub=sub)
         return result
 
     async def elicit(
@@ -272,7 +270,13 @@ class Context(msgspec.Struct, kw_only=True):
         key: str | None = None,
         timeout: float | None = None,
     ) -> t.ElicitResult:
-        """Send the user to ``url`` (URL-mode elicitation, 2025-11-25 and later)."""
+        """Send the user to ``url`` (URL-mode elicitation, 2025-11-25 and later): an absolute URL, else
+        ``ValueError``."""
+        from urllib.parse import urlsplit
+
+        parts = urlsplit(url)
+        if not parts.scheme or not parts.netloc:
+            raise ValueError(f"elicit_url needs an absolute URL (a scheme and a host), not {url!r}")
         params: dict[str, Any] = {"mode": "url", "message": message, "url": url}
         if not self.stateless:
             import secrets
@@ -331,7 +335,9 @@ class Context(msgspec.Struct, kw_only=True):
         return msgspec.json.decode(raw, type=getattr(t, _RESULT_TYPE_OF[method]))
 
     def _check_capability(self, method: str, sub: str | None) -> None:
-        cap = _CAPABILITY_OF.get(method)
+        """Refuse what the request's revision does not define, then what the client did not declare."""
+        require_defined(method, self.version, sub if sub != "form" else None)
+        cap = CLIENT_METHOD_CAPABILITY.get(method)
         if cap is not None and not self.has_capability(cap, sub):
             detail: dict[str, Any] | None = {sub: {}} if sub is not None and sub != "form" else None
             raise MissingClientCapability(cap, detail)
@@ -362,7 +368,8 @@ class Context(msgspec.Struct, kw_only=True):
         return self.session.dispatcher.stream.close_request_stream(self.request_id)
 
     async def send_notification(self, method: str, params: Mapping[str, Any] | None = None) -> None:
-        """Send any notification related to this request."""
+        """Send any notification related to this request (one the request's revision defines)."""
+        require_defined(method, self.version)
         await self.session.send_notification(method, params, related=self.request_id)
 
 

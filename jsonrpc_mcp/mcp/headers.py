@@ -67,6 +67,11 @@ def tool_header_params(input_schema: Mapping[str, Any]) -> dict[tuple[str, ...],
     """
     found: dict[tuple[str, ...], str] = {}
     _walk(input_schema, (), found)
+    if _header_keywords(input_schema) > len(found):
+        raise InvalidHeaderAnnotation(
+            "an x-mcp-header is on a property reached through other keywords than properties (items, anyOf, oneOf, "
+            "allOf, if/then/else, ...): only a chain of properties from the root can be mirrored"
+        )
     seen: set[str] = set()
     for name in found.values():
         key = name.lower()
@@ -100,6 +105,19 @@ def _walk(schema: Any, path: tuple[str, ...], found: dict[tuple[str, ...], str])
                 )
             found[here] = header
         _walk(sub, here, found)
+
+
+def _header_keywords(schema: Any, names: bool = False) -> int:
+    """How many ``x-mcp-header`` keywords ``schema`` holds anywhere (``names``: ``schema`` is a ``properties`` map,
+    whose keys are property names, not keywords)."""
+    if isinstance(schema, Mapping):
+        return sum(
+            (not names and key == "x-mcp-header") + _header_keywords(sub, not names and key == "properties")
+            for key, sub in schema.items()
+        )
+    if isinstance(schema, list):
+        return sum(_header_keywords(sub) for sub in schema)
+    return 0
 
 
 def _needs_base64(text: str) -> bool:

@@ -11,7 +11,7 @@ once, at debug level.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final
 
 from msgspec import UNSET
@@ -19,7 +19,7 @@ from msgspec import UNSET
 from ..errors import ProtocolViolation
 from . import types as t
 
-__all__ = ("OutputSchemas", "InvalidToolOutput")
+__all__ = ("OutputSchemas", "InvalidToolOutput", "schema_validator")
 
 logger = logging.getLogger(__name__)
 
@@ -111,10 +111,21 @@ class OutputSchemas:
         validator = None
         if schema is not None:
             try:
-                validator = self._engine.validator_for(schema)
+                validator = schema_validator(self._engine, schema)
             except Exception as exc:  # the server's schema itself is broken: nothing to check against
                 logger.warning(
                     "tool %r has an outputSchema that cannot be compiled (%s); its results are not checked", tool, exc
                 )
         self._validators[tool] = validator
         return validator
+
+
+def schema_validator(engine: Any, schema: Mapping[str, Any]) -> Any:
+    """``engine.validator_for(schema)`` (jsonschema-rs) resolving only the references within the schema: a ``$ref``
+    to a network URI is never fetched (2026-07-28 forbids it, and a peer's schema would have us fetch what it likes),
+    so such a schema fails to compile."""
+    return engine.validator_for(schema, retriever=_not_fetched)
+
+
+def _not_fetched(uri: str) -> Any:
+    raise ValueError(f"a $ref to {uri} is not fetched: only references within the schema are resolved")

@@ -30,7 +30,7 @@ from ..jsonrpc.wire import Notification, Request, RequestId, encode_notification
 from .compat import FITTED_METHODS, content_types, fit_content
 from .context import Context, InputRequired
 from .eras import Call, meta_problem, read_call
-from .methods import BOTH, INPUT_METHODS, MethodSpec
+from .methods import BOTH, INPUT_METHODS, MethodSpec, require_defined
 from .middleware import Message, Middleware, is_awaitable, run_chain
 from .tracing import TracingSwitch
 from .versions import (
@@ -278,9 +278,10 @@ class ServerSession:
         except msgspec.ValidationError as exc:
             raise InvalidParams(f"Invalid params: {exc}") from None
         if self.initialized:
-            # The same handshake again, with nothing in flight, is answered as the first one was (a client that
-            # re-checks the connection); anything else would change a session in use.
-            if params.protocol_version != self.version or self.dispatcher.in_flight():
+            # The version already negotiated, asked again, is answered as the first one was, requests in flight or
+            # not (a client or a checker that re-checks the connection), and changes nothing of the session; another
+            # version would change a session in use.
+            if params.protocol_version != self.version:
                 raise InvalidRequest("Invalid Request: the session is already initialized")
             return self._initialize_result()
         version = negotiate(params.protocol_version, HANDSHAKE_VERSIONS)
@@ -477,6 +478,9 @@ class ServerSession:
     async def send_notification(
         self, method: str, params: Mapping[str, Any] | Any | None = None, *, related: RequestId | None = None
     ) -> None:
+        """Send a notification to the client (one the session's revision defines: else
+        :class:`~jsonrpc_mcp.errors.MissingClientCapability` naming the revision)."""
+        require_defined(method, self.version)
         await self._send(method, params, None, partial(self._notify, method, related=related))
 
     async def _notify(self, method: str, params: Any, *, related: RequestId | None) -> None:
@@ -490,7 +494,9 @@ class ServerSession:
         related: RequestId | None = None,
         timeout: float | None = None,
     ) -> Raw:
-        """Send a request to the client and wait for its result (``timeout``: the connection's by default)."""
+        """Send a request to the client and wait for its result (``timeout``: the connection's by default); one
+        the session's revision defines, else :class:`~jsonrpc_mcp.errors.MissingClientCapability` naming it."""
+        require_defined(method, self.version)
         ident = self.dispatcher.next_request_id()
         ask = partial(self._request, method, related=related, timeout=... if timeout is None else timeout, ident=ident)
         raw: Raw = await self._send(method, params, ident, ask)

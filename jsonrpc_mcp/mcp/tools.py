@@ -25,6 +25,7 @@ from ..errors import ConnectionClosed, InvalidParams, RequestTimeout, RpcError, 
 from ..jsonrpc.wire import unpack_byte
 from . import types as t
 from .context import Context, InputRequired, StartTask, call_on_worker_thread
+from .output_schemas import schema_validator
 from .pydantic_support import dec_hook, enc_hook
 from .signature import Signature, describe_validation_error, inspect_function
 
@@ -149,7 +150,7 @@ class RawSchemaValidator:
         try:
             import jsonschema_rs
 
-            self._full = jsonschema_rs.validator_for(self.schema)
+            self._full = schema_validator(jsonschema_rs, self.schema)
         except ImportError:
             self._full = None
             unchecked = self.unchecked_keywords()
