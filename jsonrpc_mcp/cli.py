@@ -252,6 +252,11 @@ def _parser() -> argparse.ArgumentParser:
     where.add_argument("--http", type=_host_port, metavar="HOST:PORT", help="Streamable HTTP (needs the http extra)")
     serve.add_argument("--path", default="/mcp", help="HTTP endpoint path (default /mcp)")
     serve.add_argument(
+        "--legacy-sse",
+        action="store_true",
+        help="HTTP: also serve the 2024-11-05 HTTP+SSE transport (GET /sse, POST /messages/), for older clients",
+    )
+    serve.add_argument(
         "--allow-host", type=_host_name, action="append", default=None, help="extra allowed Host/Origin host names"
     )
     serve.add_argument(
@@ -456,6 +461,11 @@ def _banner(args: argparse.Namespace, url: str) -> None:
     lines = [
         f"jsonrpc-mcp: serving {app if app else 'the knowledge server (' + db + ')'} at {url}",
         "  both protocol eras (2026-07-28 and the 2024-11-05 .. 2025-11-25 handshake) on this one URL",
+        *(
+            [f"  and the 2024-11-05 HTTP+SSE transport, for older clients, at {url.removesuffix(args.path)}/sse"]
+            if args.legacy_sse
+            else []
+        ),
         f"  try it:   jsonrpc-mcp list --url {url}",
         f"            jsonrpc-mcp call --url {url} "
         + ("store topic=demo content=hello" if not app else "TOOL key=value"),
@@ -478,6 +488,7 @@ def _http_only_options_given(args: argparse.Namespace) -> list[str]:
         "--keyfile": args.keyfile is not None,
         "--max-connections": args.max_connections is not None,
         "--keep-alive": args.keep_alive != 5.0,
+        "--legacy-sse": args.legacy_sse,
     }
     return [flag for flag, was_given in given.items() if was_given]
 
@@ -501,6 +512,11 @@ def _serve(args: argparse.Namespace) -> int:
         )
     if not args.http and (args.workers > 1 or args.backend):
         raise SystemExit("jsonrpc-mcp serve: --workers and --backend are for --http")
+    if args.workers > 1 and args.legacy_sse:
+        raise SystemExit(
+            "jsonrpc-mcp serve: --legacy-sse serves with one worker: an HTTP+SSE session lives on the worker that "
+            "holds its stream, and another worker could not answer its POSTs"
+        )
     if args.workers > 1 and not args.backend:
         raise SystemExit(
             f"jsonrpc-mcp serve: --workers {args.workers} needs --backend redis://HOST:PORT/DB: the workers must "
@@ -585,6 +601,8 @@ def _serve_http(args: argparse.Namespace, server: Any) -> int:
         }
         if args.allow_host:
             options["allowed_hosts"] = args.allow_host
+        if args.legacy_sse:
+            options["legacy_sse"] = True
         if args.backend:
             options["backend"] = args.backend
         if args.auth_issuer is not None:

@@ -75,6 +75,36 @@ async def test_sdk_client_against_our_server(ours: ServerThread, mode: str) -> N
     assert progress == [1, 2, 3]
 
 
+async def test_sdk_sse_client_against_our_legacy_sse_transport() -> None:
+    """The SDK's HTTP+SSE client (the 2024-11-05 transport) against ``McpAsgiApp(legacy_sse=True)``."""
+    from mcp import ClientSession
+    from mcp.client.sse import sse_client
+
+    thread = start_app(legacy_sse=True)
+    try:
+        progress: list[float] = []
+
+        async def on_progress(value: float, total: float | None, message: str | None) -> None:
+            progress.append(value)
+
+        async with (
+            sse_client(f"http://{thread.host}:{thread.port}/sse") as (read, write),
+            ClientSession(read, write) as session,
+        ):
+            await session.initialize()
+            tools = await session.list_tools()
+            assert {"add", "progress"} <= {tool.name for tool in tools.tools}
+            added = await session.call_tool("add", {"a": 2, "b": 3})
+            assert added.structured_content == {"result": 5}
+            done = await session.call_tool("progress", {"steps": 2}, progress_callback=on_progress)
+            assert _text(done) == "2 steps"
+            failed = await session.call_tool("fail", {"message": "nope"})
+            assert failed.is_error is True
+        assert progress == [1, 2]
+    finally:
+        thread.stop()
+
+
 # --- our client, the SDK's server ----------------------------------------------------------------------------------
 
 
