@@ -352,6 +352,12 @@ def test_serve_http_legacy_sse_serves_the_2024_11_05_transport_beside_the_endpoi
         ):
             assert response.status_code == 200
             assert next(response.iter_lines()) == "event: endpoint"
+        # the CLI's --url falls back to the transport by itself (its first POST, to /sse, is a 405)
+        listed = subprocess.run(
+            [*CLI, "list", "--json", "--url", base + "/sse"], capture_output=True, text=True, timeout=60, cwd=ROOT
+        )
+        assert listed.returncode == 0, listed.stderr
+        assert json.loads(listed.stdout)["serverInfo"]["name"] == "everything"
         assert served.interrupt() == 130
         assert not any("Traceback" in line for line in served.seen)
     finally:

@@ -5,6 +5,7 @@ the checks it shares with Streamable HTTP (Host, Origin, body type and size, ses
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -16,7 +17,7 @@ import pytest
 from http_support import HTTPX_GENERATORS, ServerThread, SseReader, init_body, make_server, start_app
 from http_support import http as http
 
-from jsonrpc_mcp import Context, Server
+from jsonrpc_mcp import Client, ConnectionClosed, Context, RpcError, Server
 from jsonrpc_mcp.transports.http_asgi import McpAsgiApp
 from jsonrpc_mcp.transports.http_policy import HttpPolicy
 
@@ -255,3 +256,99 @@ async def test_the_end_of_the_apps_lifespan_ends_every_stream() -> None:
             assert last["type"] == "http.response.body" and not last["more_body"]
             assert not app.legacy.sessions
             disconnect.set()
+
+
+# --- the client side ------------------------------------------------------------------------------------------
+
+
+async def test_our_client_speaks_the_legacy_transport_outright(legacy: ServerThread) -> None:
+    async with Client.connect_sse(root(legacy) + "/sse") as client:
+        assert client.protocol_version == "2025-11-25"
+        added = await client.call_tool("add", {"a": 2, "b": 3})
+        assert added.structured_content == {"result": 5}
+        seen: list[float] = []
+
+        async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+            seen.append(progress)
+
+        done = await client.call_tool("progress", {"steps": 2}, progress=on_progress)
+        assert done.content[0].text == "2 steps" and sorted(seen) == [1, 2]
+
+
+async def test_connect_http_falls_back_to_the_legacy_transport_when_the_first_post_is_refused(
+    legacy: ServerThread,
+) -> None:
+    """POST to the event stream's URL is a 405 there: the client GETs it and goes on over HTTP+SSE."""
+    async with Client.connect_http(root(legacy) + "/sse") as client:
+        assert type(client.stream).__name__ == "SseClientStream"
+        assert (await client.call_tool("add", {"a": 1, "b": 1})).structured_content == {"result": 2}
+
+
+async def test_connect_http_keeps_the_first_failure_when_there_is_no_legacy_transport_either() -> None:
+    thread = start_app()  # no /sse route: the POST and the GET both get 404
+    try:
+        with pytest.raises(RpcError, match="HTTP 404"):
+            async with Client.connect_http(root(thread) + "/nowhere"):
+                pass
+        with pytest.raises(RpcError, match="HTTP 404"):
+            async with Client.connect_http(root(thread) + "/sse", legacy_sse=False):
+                pass
+    finally:
+        thread.stop()
+
+
+async def test_an_endpoint_event_naming_another_origin_is_not_followed() -> None:
+    async def hostile(scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            return
+        await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"text/event-stream")]})
+        event = b"event: endpoint\ndata: https://collector.example/messages/?session_id=1\n\n"
+        await send({"type": "http.response.body", "body": event, "more_body": True})
+        while (await receive())["type"] != "http.disconnect":
+            pass
+
+    thread = ServerThread(hostile, lifespan="off")
+    try:
+        with pytest.raises(ConnectionClosed, match="another origin"):
+            async with Client.connect_sse(root(thread) + "/sse"):
+                pass
+    finally:
+        thread.stop()
+
+
+async def test_the_end_of_the_event_stream_fails_what_is_waiting(http: httpx.AsyncClient) -> None:
+    server = Server("ends")
+    entered = threading.Event()  # (set on the server's own loop, in its thread)
+
+    @server.tool()
+    async def hang() -> str:
+        entered.set()
+        await anyio.sleep_forever()
+        return "never"
+
+    app = McpAsgiApp(server, legacy_sse=True)
+    thread = ServerThread(app)
+    try:
+        failures: list[Exception] = []
+        with anyio.fail_after(TIMEOUT):
+            await _call_until_the_server_goes(thread, entered, failures)
+        assert len(failures) == 1
+    finally:
+        thread.stop()
+
+
+async def _call_until_the_server_goes(
+    thread: ServerThread, entered: threading.Event, failures: list[Exception]
+) -> None:
+    async with Client.connect_sse(root(thread) + "/sse") as client:
+
+        async def call() -> None:
+            try:
+                await client.call_tool("hang", {})
+            except ConnectionClosed as exc:
+                failures.append(exc)
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(call)
+            assert await anyio.to_thread.run_sync(entered.wait, TIMEOUT)
+            await anyio.to_thread.run_sync(thread.stop)  # the server goes away, and its stream with it
