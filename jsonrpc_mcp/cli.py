@@ -261,6 +261,11 @@ def _parser() -> argparse.ArgumentParser:
     where.add_argument("--http", type=_host_port, metavar="HOST:PORT", help="Streamable HTTP (needs the http extra)")
     serve.add_argument("--path", default="/mcp", help="HTTP: the endpoint's path (default /mcp)")
     serve.add_argument(
+        "--legacy-sse",
+        action="store_true",
+        help="HTTP: also serve the 2024-11-05 HTTP+SSE transport (GET /sse, POST /messages/), for older clients",
+    )
+    serve.add_argument(
         "--allow-host",
         type=_host_name,
         action="append",
@@ -472,6 +477,11 @@ def _banner(args: argparse.Namespace, url: str, reach: str | None = None) -> Non
         f"jsonrpc-mcp: serving {app if app else 'the knowledge server (' + db + ')'} at {url}",
         "  both protocol eras (2026-07-28 and the 2024-11-05 .. 2025-11-25 handshake) on this one "
         + ("URL" if url.startswith("http") else "socket"),
+        *(
+            [f"  and the 2024-11-05 HTTP+SSE transport, for older clients, at {url.removesuffix(args.path)}/sse"]
+            if getattr(args, "legacy_sse", False)
+            else []
+        ),
         f"  try it:   jsonrpc-mcp list {reach}",
         f"            jsonrpc-mcp call {reach} " + ("store topic=demo content=hello" if not app else "TOOL key=value"),
         "  stdio client configuration:",
@@ -493,6 +503,7 @@ def _http_only_options_given(args: argparse.Namespace) -> list[str]:
         "--keyfile": args.keyfile is not None,
         "--max-connections": args.max_connections is not None,
         "--keep-alive": args.keep_alive != 5.0,
+        "--legacy-sse": args.legacy_sse,
     }
     return [flag for flag, was_given in given.items() if was_given]
 
@@ -516,6 +527,11 @@ def _serve(args: argparse.Namespace) -> int:
         )
     if not args.http and (args.workers > 1 or args.backend):
         raise SystemExit("jsonrpc-mcp serve: --workers and --backend are for --http")
+    if args.workers > 1 and args.legacy_sse:
+        raise SystemExit(
+            "jsonrpc-mcp serve: --legacy-sse serves with one worker: an HTTP+SSE session lives on the worker that "
+            "holds its stream, and another worker could not answer its POSTs"
+        )
     if args.workers > 1 and not args.backend:
         raise SystemExit(
             f"jsonrpc-mcp serve: --workers {args.workers} needs --backend redis://HOST:PORT/DB: the workers must "
@@ -625,6 +641,8 @@ def _serve_http(args: argparse.Namespace, server: Any) -> int:
         }
         if args.allow_host:
             options["allowed_hosts"] = args.allow_host
+        if args.legacy_sse:
+            options["legacy_sse"] = True
         if args.backend:
             options["backend"] = args.backend
         if args.auth_issuer is not None:

@@ -12,9 +12,10 @@ that open a concrete transport (L6) first, so the layers keep pointing down.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
-from typing import Any, TypeVar
+from typing import Any, Final, TypeVar
 
 import anyio
 
@@ -27,6 +28,13 @@ from .transports.memory import memory_pair
 __all__ = ("Client",)
 
 T = TypeVar("T")
+
+logger = logging.getLogger(__name__)
+
+#: How a server of the 2024-11-05 HTTP+SSE transport answers a POST to its event stream's URL.
+_LEGACY_STATUSES: Final = (400, 404, 405)
+#: The ``http_options`` of Streamable HTTP that the HTTP+SSE transport takes too.
+_SSE_OPTIONS: Final = ("auth", "sse_read_timeout", "http_client", "max_event")
 
 
 class Client(ClientSession):
@@ -91,11 +99,17 @@ class Client(ClientSession):
         timeout: float = 30.0,
         auth: Any = None,
         http_options: Mapping[str, Any] | None = None,
+        legacy_sse: bool = True,
         **options: Any,
     ) -> AsyncIterator[Client]:
         """Streamable HTTP (needs the ``http`` extra). ``auth``: an ``httpx.Auth``, typically
         :class:`jsonrpc_mcp.auth.OAuth` (authorizes by itself when the server answers 401). ``http_options`` go to
         :func:`~jsonrpc_mcp.transports.http_client.connect_http` (``sse_read_timeout``, ``http_client``…).
+
+        A server that answers the first request with HTTP 400, 404 or 405 may speak only the 2024-11-05 HTTP+SSE
+        transport: the client then GETs ``url`` and, when an ``endpoint`` event comes, goes on over that transport
+        (:meth:`connect_sse`), as the specification's backwards compatibility asks; else the first failure is
+        raised. ``legacy_sse=False`` never tries it.
 
         A ``url`` that is not ``http://`` or ``https://`` is a :class:`ValueError`; a server that cannot be reached
         is :class:`~jsonrpc_mcp.errors.ServerUnreachable`, naming the host and the reason.
@@ -105,16 +119,66 @@ class Client(ClientSession):
         http = dict(http_options or {})
         if auth is not None:
             http["auth"] = auth
+        refused: RpcError | None = None
         async with connect_http(url, headers=headers, timeout=timeout, **http) as stream:
             connected = False
             try:
                 async with cls.connect(stream, **options) as client:
                     connected = True
                     yield client
-            except RpcError:
-                if connected or stream.unreachable is None:
+            except RpcError as exc:
+                if connected:
                     raise
-                raise ServerUnreachable(stream.unreachable) from None
+                if stream.refused_status in _LEGACY_STATUSES and legacy_sse:
+                    refused = exc  # (the HTTP+SSE transport is tried below, once this stream is closed)
+                elif stream.unreachable is None:
+                    raise
+                else:
+                    raise ServerUnreachable(stream.unreachable) from None
+        if refused is None:
+            return
+        async with AsyncExitStack() as stack:
+            try:
+                legacy_options = {name: value for name, value in http.items() if name in _SSE_OPTIONS}
+                client = await stack.enter_async_context(
+                    cls.connect_sse(url, headers=headers, timeout=timeout, http_options=legacy_options, **options)
+                )
+            except (RpcError, ServerUnreachable) as legacy:
+                logger.debug("the HTTP+SSE transport did not answer either: %s", legacy)
+                raise refused from None
+            yield client
+
+    @classmethod
+    @asynccontextmanager
+    async def connect_sse(
+        cls,
+        url: str,
+        *,
+        headers: Mapping[str, str] | None = None,
+        timeout: float = 30.0,
+        auth: Any = None,
+        http_options: Mapping[str, Any] | None = None,
+        **options: Any,
+    ) -> AsyncIterator[Client]:
+        """The 2024-11-05 HTTP+SSE transport (needs the ``http`` extra), for a server that speaks nothing newer:
+        ``url`` is its event stream (``http://host:port/sse``, say). The handshake era only: with
+        ``protocol_version="auto"`` (the default) the client asks for the newest handshake revision and the server
+        answers with its own. ``http_options`` go to :func:`~jsonrpc_mcp.transports.sse_client.connect_sse`
+        (``sse_read_timeout``, ``http_client``, ``max_event``). :meth:`connect_http` falls back to this by itself.
+        """
+        from .mcp.versions import LATEST_HANDSHAKE
+        from .transports.sse_client import connect_sse
+
+        http = dict(http_options or {})
+        if auth is not None:
+            http["auth"] = auth
+        if options.get("protocol_version", "auto") == "auto":
+            options["protocol_version"] = LATEST_HANDSHAKE
+        async with (
+            connect_sse(url, headers=headers, timeout=timeout, **http) as stream,
+            cls.connect(stream, **options) as client,
+        ):
+            yield client
 
     @classmethod
     @asynccontextmanager

@@ -21,6 +21,7 @@ from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+import httpx
 import pytest
 from helpers import EVERYTHING, ROOT
 
@@ -339,3 +340,43 @@ def test_a_timeout_that_would_give_up_at_once_is_a_usage_error(seconds: str) -> 
     done = run_in_process(["call", "--timeout", seconds, "echo", "--", sys.executable, "-c", "pass"])
     assert done.returncode == 2  # (was: "no answer within 0 s", or a wait without end for nan)
     assert f"argument --timeout: expected a positive number of seconds, got '{seconds}'" in done.stderr
+
+
+def test_serve_http_legacy_sse_serves_the_2024_11_05_transport_beside_the_endpoint() -> None:
+    served = Served("--http", "127.0.0.1:0", "--legacy-sse")
+    try:
+        base = served.wait_for(r"HTTP\+SSE transport, for older clients, at (http://127\.0\.0\.1:\d+)/sse").group(1)
+        with (
+            httpx.Client(timeout=30) as http,
+            http.stream("GET", base + "/sse", headers={"Accept": "text/event-stream"}) as response,
+        ):
+            assert response.status_code == 200
+            assert next(response.iter_lines()) == "event: endpoint"
+        # the CLI's --url falls back to the transport by itself (its first POST, to /sse, is a 405)
+        listed = subprocess.run(
+            [*CLI, "list", "--json", "--url", base + "/sse"], capture_output=True, text=True, timeout=60, cwd=ROOT
+        )
+        assert listed.returncode == 0, listed.stderr
+        assert json.loads(listed.stdout)["serverInfo"]["name"] == "everything"
+        assert served.interrupt() == 130
+        assert not any("Traceback" in line for line in served.seen)
+    finally:
+        served.kill()
+
+
+@pytest.mark.parametrize(
+    ("where", "message"),
+    [
+        pytest.param(["--tcp", "127.0.0.1:0"], "--legacy-sse is for --http", id="not HTTP"),
+        pytest.param(
+            ["--http", "127.0.0.1:0", "--workers", "2", "--backend", "redis://127.0.0.1:1/0"],
+            "--legacy-sse serves with one worker",
+            id="several workers",
+        ),
+    ],
+)
+def test_serve_legacy_sse_is_refused_where_it_cannot_work(where: list[str], message: str) -> None:
+    proc = subprocess.run(
+        [*SERVE, *where, "--legacy-sse"], capture_output=True, text=True, timeout=60, cwd=ROOT, stdin=subprocess.DEVNULL
+    )
+    assert proc.returncode != 0 and message in proc.stderr and "Traceback" not in proc.stderr

@@ -75,6 +75,36 @@ async def test_sdk_client_against_our_server(ours: ServerThread, mode: str) -> N
     assert progress == [1, 2, 3]
 
 
+async def test_sdk_sse_client_against_our_legacy_sse_transport() -> None:
+    """The SDK's HTTP+SSE client (the 2024-11-05 transport) against ``McpAsgiApp(legacy_sse=True)``."""
+    from mcp import ClientSession
+    from mcp.client.sse import sse_client
+
+    thread = start_app(legacy_sse=True)
+    try:
+        progress: list[float] = []
+
+        async def on_progress(value: float, total: float | None, message: str | None) -> None:
+            progress.append(value)
+
+        async with (
+            sse_client(f"http://{thread.host}:{thread.port}/sse") as (read, write),
+            ClientSession(read, write) as session,
+        ):
+            await session.initialize()
+            tools = await session.list_tools()
+            assert {"add", "progress"} <= {tool.name for tool in tools.tools}
+            added = await session.call_tool("add", {"a": 2, "b": 3})
+            assert added.structured_content == {"result": 5}
+            done = await session.call_tool("progress", {"steps": 2}, progress_callback=on_progress)
+            assert _text(done) == "2 steps"
+            failed = await session.call_tool("fail", {"message": "nope"})
+            assert failed.is_error is True
+        assert progress == [1, 2]
+    finally:
+        thread.stop()
+
+
 # --- our client, the SDK's server ----------------------------------------------------------------------------------
 
 
@@ -160,3 +190,45 @@ async def test_our_client_through_a_framework_mount_redirect(mounted: ServerThre
             asked = await client.call_tool("ask", {"question": "Who?"})
             assert _text(asked) == "accept: Lovelace"
         assert client.stream.url == mounted.url  # type: ignore[attr-defined]  # a 307 does not move the endpoint
+
+
+def _sdk_sse_app() -> Any:
+    """The SDK's server on its HTTP+SSE transport (``run("sse")``): ``GET /sse``, ``POST /messages/``."""
+    server = MCPServer("sdk-sse-server")
+
+    @server.tool()
+    def add(a: int, b: int = 0) -> int:
+        """Add two integers."""
+        return a + b
+
+    @server.tool()
+    async def count(steps: int, ctx: SdkContext) -> str:
+        """Report progress."""
+        for i in range(1, steps + 1):
+            await ctx.report_progress(i, steps)
+        return f"counted {steps}"
+
+    return server.sse_app()
+
+
+async def test_our_client_falls_back_to_the_sdk_servers_legacy_sse_transport() -> None:
+    """Streamable HTTP's first POST gets 405 from the SDK's SSE server: connect_http goes on over HTTP+SSE."""
+    thread = ServerThread(_sdk_sse_app())
+    try:
+        url = f"http://{thread.host}:{thread.port}/sse"
+        seen: list[float] = []
+
+        async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+            seen.append(progress)
+
+        async with Client.connect_http(url) as client:
+            assert client.server_info.name == "sdk-sse-server"
+            added = await client.call_tool("add", {"a": 2, "b": 3})
+            assert added.structured_content == {"result": 5}
+            counted = await client.call_tool("count", {"steps": 2}, progress=on_progress)
+            assert counted.content[0].text == "counted 2" and sorted(seen) == [1, 2]
+        async with Client.connect_sse(url, protocol_version="2024-11-05") as client:
+            assert client.protocol_version == "2024-11-05"
+            assert (await client.call_tool("add", {"a": 1})).structured_content == {"result": 1}
+    finally:
+        thread.stop()

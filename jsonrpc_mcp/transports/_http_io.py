@@ -30,6 +30,7 @@ __all__ = (
     "BodyTimeout",
     "ClientGone",
     "read_body",
+    "read_body_or_refuse",
     "send_bytes",
     "send_error",
     "send_empty",
@@ -154,6 +155,31 @@ async def read_body(receive: Receive, headers: Headers, limit: int, first: Messa
     if deadline.cancelled_caught:
         raise BodyTimeout()
     return b"".join(chunks)
+
+
+async def read_body_or_refuse(
+    receive: Receive, headers: Headers, send: Send, limit: int, timeout: float | None, first: Message | None = None
+) -> bytes | None:
+    """The request's whole body (``first``: its first message, when read already), or ``None`` once the request was
+    refused: 415 unless it is JSON, 413 past ``limit`` bytes, 408 when it is not complete within ``timeout`` seconds
+    (and the connection is closed: the rest of the body would be read as the next request)."""
+    if first is None:
+        content_type = headers.raw(b"content-type")
+        if content_type != b"application/json" and (problem := body_type_problem(content_type)) is not None:
+            await send_error(send, 415, problem)
+            return None
+        first = await receive()
+    body: bytes = first.get("body", b"")
+    if first["type"] == "http.request" and not first.get("more_body", False) and len(body) <= limit:
+        return body
+    try:
+        return await read_body(receive, headers, limit, first, timeout)
+    except BodyTooLarge:
+        await send_error(send, 413, f"Payload Too Large: the body exceeds {limit} bytes")
+    except BodyTimeout:
+        late = f"Request Timeout: the request body did not arrive within {timeout:g} seconds"
+        await send_error(send, 408, late, headers=[(b"connection", b"close")])
+    return None
 
 
 async def send_bytes(

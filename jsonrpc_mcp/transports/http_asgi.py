@@ -56,8 +56,6 @@ from ._http_handshake import HandshakeEndpoint
 from ._http_handshake_session import HttpSession
 from ._http_io import (
     JSON_AND_SSE,
-    BodyTimeout,
-    BodyTooLarge,
     ClientGone,
     HeaderList,
     Headers,
@@ -66,12 +64,13 @@ from ._http_io import (
     Send,
     accepts,
     body_type_problem,
-    read_body,
+    read_body_or_refuse,
     repeated_header_problem,
     send_bytes,
     send_empty,
     send_error,
 )
+from ._http_legacy_sse import LegacySseEndpoint, Serve
 from ._http_outlet import Preference, ResponseFormat
 from ._http_security import HostGuard
 from ._http_session_table import SessionTable
@@ -136,6 +135,9 @@ class McpAsgiApp:
         it acts on the whole process, which may not be ours alone.
     :param http_policy: decisions before the endpoint serves a request (:mod:`.http_policy`), e.g. OAuth bearer
         tokens with :class:`jsonrpc_mcp.auth.ProtectedResource`.
+    :param legacy_sse: also serve the 2024-11-05 HTTP+SSE transport, ``GET /sse`` and ``POST /messages/``
+        (:mod:`._http_legacy_sse`), for clients that speak nothing else; behind the same checks and bounds
+        (``max_sessions``, ``max_sessions_per_client``, ``max_body``, ``body_timeout``, the policy). Off by default.
     """
 
     def __init__(
@@ -161,6 +163,7 @@ class McpAsgiApp:
         sessions: bool = True,
         http_policy: HttpPolicy | None = None,
         backend: Backend | str | None = None,
+        legacy_sse: bool = False,
     ) -> None:
         check_app_options(locals())  # a wrong setting fails here, by its name (never on a request)
         self.server = server
@@ -189,10 +192,25 @@ class McpAsgiApp:
             request_timeout=request_timeout,
             sessions=sessions,
         )
+        #: The 2024-11-05 HTTP+SSE transport's routes, when served (``legacy_sse``).
+        self.legacy: LegacySseEndpoint | None = None
+        if legacy_sse:
+            self.legacy = LegacySseEndpoint(
+                server,
+                max_sessions=max_sessions,
+                max_per_owner=max_sessions_per_client,
+                max_body=max_body,
+                body_timeout=body_timeout,
+                max_in_flight=max_in_flight_per_session,
+                request_timeout=request_timeout,
+                keepalive=sse_keepalive,
+            )
         self.http_policy = http_policy
         if http_policy is not None:
             http_policy.attach(self)
             self.handshake.policy = http_policy
+            if self.legacy is not None:
+                self.legacy.policy = http_policy
         self.backend: Backend | None = None
         if backend is not None:
             from ..backends._sessions import share
@@ -219,11 +237,17 @@ class McpAsgiApp:
         """Own the sessions' task group for the duration of the block; every session ends when it exits. It yields
         nothing, and takes the framework's app (ignored), so it can be a framework's lifespan as it is:
         ``Starlette(..., lifespan=mcp.lifespan)``, ``FastAPI(lifespan=mcp.lifespan)``."""
-        async with self.table.run():
-            yield
+        try:
+            async with self.table.run():
+                yield
+        finally:
+            if self.legacy is not None:
+                self.legacy.close_all()
 
     async def aclose(self) -> None:
         """End every session, and stop the task group if it was started lazily (waiting until it has)."""
+        if self.legacy is not None:
+            self.legacy.close_all()
         await self.table.aclose()
 
     # --- ASGI ----------------------------------------------------------------------------------------------
@@ -274,7 +298,10 @@ class McpAsgiApp:
         root = scope.get("root_path", "")
         if root and path.startswith(root):
             path = path[len(root) :]
-        if self._endpoint is not None and path != self._endpoint and path.rstrip("/") != self._endpoint:
+        serve: Serve = self._serve
+        if self.legacy is not None and (legacy := self.legacy.route(path)) is not None:
+            serve = legacy  # (the HTTP+SSE transport's routes, behind the same checks)
+        elif self._endpoint is not None and path != self._endpoint and path.rstrip("/") != self._endpoint:
             if self.http_policy is not None and (route := self.http_policy.route(path)) is not None:
                 return route(scope, receive, send)
             return send_bytes(send, 404, b"Not Found", content_type=b"text/plain; charset=utf-8")
@@ -296,10 +323,10 @@ class McpAsgiApp:
         if headers.repeats and (problem := repeated_header_problem(headers)) is not None:
             return send_error(send, 400, problem)
         if self.http_policy is not None:
-            return self._admit(method, scope, headers, receive, send)
-        return self._serve(method, headers, receive, send)
+            return self._admit(serve, method, scope, headers, receive, send)
+        return serve(method, scope, headers, receive, send)
 
-    def _serve(self, method: str, headers: Headers, receive: Receive, send: Send) -> Awaitable[None]:
+    def _serve(self, method: str, scope: Scope, headers: Headers, receive: Receive, send: Send) -> Awaitable[None]:
         if method == "POST":
             return self._post(headers, receive, send)
         if method == "GET":
@@ -308,14 +335,16 @@ class McpAsgiApp:
             return self._delete(headers, send)
         return send_error(send, 405, f"Method not allowed: {method}", headers=_ALLOW_ALL)
 
-    async def _admit(self, method: str, scope: Scope, headers: Headers, receive: Receive, send: Send) -> None:
+    async def _admit(
+        self, serve: Serve, method: str, scope: Scope, headers: Headers, receive: Receive, send: Send
+    ) -> None:
         policy = self.http_policy
         assert policy is not None
         admitted = await policy.admit(scope, headers, send)
         if admitted is None:
             return
         headers.until = policy.admitted_until(headers)  # (the streams of the response end then)
-        await self._serve(method, headers, receive, admitted)
+        await serve(method, scope, headers, receive, admitted)
 
     # --- POST ----------------------------------------------------------------------------------------------
 
@@ -331,15 +360,10 @@ class McpAsgiApp:
         body = message.get("body", b"")
         if message["type"] != "http.request" or message.get("more_body", False) or len(body) > self.max_body:
             # (the usual body comes whole in one message, read above without another coroutine)
-            try:
-                body = await read_body(receive, headers, self.max_body, message, self.body_timeout)
-            except BodyTooLarge:
-                await send_error(send, 413, f"Payload Too Large: the body exceeds {self.max_body} bytes")
+            read = await read_body_or_refuse(receive, headers, send, self.max_body, self.body_timeout, message)
+            if read is None:
                 return
-            except BodyTimeout:  # (the connection is closed: the rest of the body would be read as the next request)
-                late = f"Request Timeout: the request body did not arrive within {self.body_timeout:g} seconds"
-                await send_error(send, 408, late, headers=[(b"connection", b"close")])
-                return
+            body = read
         version = _header_version(headers)
         if not body.startswith(b"{") and is_batch(body):
             await self.handshake.post_batch(headers, version, body, receive, send)

@@ -242,6 +242,10 @@ class HttpClientStream(MessageStream):
         self._open_posts: dict[RequestId, tuple[anyio.CancelScope, bool]] = {}
         #: Why the server could not be reached, once a request failed to connect (one line, naming the host).
         self.unreachable: str | None = None
+        #: The HTTP status (4xx) with which the server refused a request before there was a session: 400, 404 or
+        #: 405 there is how a server of the 2024-11-05 HTTP+SSE transport answers a POST (``Client.connect_http``
+        #: then falls back to it).
+        self.refused_status: int | None = None
 
     # --- MessageStream ---------------------------------------------------------------------------------------
 
@@ -477,6 +481,8 @@ class HttpClientStream(MessageStream):
             await self._fail(out, SessionExpired(_NO_RESTART))
             return False
         content_type = response.headers.get("content-type", "").partition(";")[0].strip().lower()
+        if 400 <= status < 500 and self.session_id is None and out.kind == "request":
+            self.refused_status = status
         if status >= 400:
             body = await _read_limited(response, _MAX_ERROR_BODY)
             if content_type == "application/json" and out.ident is not None and _response_id(body) == out.ident:

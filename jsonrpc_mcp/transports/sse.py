@@ -16,9 +16,14 @@ __all__ = ("SseEvent", "SseParser", "SseTooLarge", "encode_event", "encode_comme
 _DEFAULT_MAX_EVENT: Final = 16 * 1024 * 1024
 
 
-def encode_event(data: bytes, *, event_id: str | None = None, retry_ms: int | None = None) -> bytes:
-    """One event. ``data`` may hold newlines (each line becomes its own ``data:`` field)."""
+def encode_event(
+    data: bytes, *, event_id: str | None = None, retry_ms: int | None = None, event: str | None = None
+) -> bytes:
+    """One event. ``data`` may hold newlines (each line becomes its own ``data:`` field); ``event``: its type
+    (absent: ``message``, the reader's default)."""
     parts: list[bytes] = []
+    if event is not None:
+        parts.append(b"event: " + event.encode("ascii") + b"\n")
     if event_id is not None:
         parts.append(b"id: " + event_id.encode("ascii") + b"\n")
     if retry_ms is not None:
