@@ -32,9 +32,9 @@ from ..jsonrpc import codes
 from ..jsonrpc.streams import MessageStream, Outgoing
 from ..jsonrpc.wire import encode_error
 from ..mcp._groups import unwrap_group
-from .sse import SseParser, SseTooLarge
 from .connect_errors import check_http_url, http_connect_failure
 from .http_client import _httpx, _inspect, _network, _read_limited, _reason
+from .sse import SseParser, SseTooLarge
 
 if TYPE_CHECKING:
     import httpx
