@@ -13,6 +13,7 @@ first column. tests/test_peers.py runs the same checks and holds them to the tab
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import json
 import os
 import re
@@ -22,14 +23,26 @@ import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Final
+from typing import Any, Final
 
 import anyio
 
 HERE: Final = Path(__file__).resolve().parent
 ROOT: Final = HERE.parent.parent
-sys.path.insert(0, str(HERE.parent))
-from run import SetupError, find_node, find_system_npm  # noqa: E402  (conformance/run.py: Node and npm)
+
+
+def _conformance_run() -> Any:
+    """conformance/run.py (how it finds Node and npm), loaded under a name of its own: a plain ``import run`` would
+    take whichever ``run`` module came first (bench/run.py, in a test session that has both)."""
+    spec = importlib.util.spec_from_file_location("conformance_run", HERE.parent / "run.py")
+    assert spec is not None and spec.loader is not None
+    module = sys.modules.setdefault("conformance_run", importlib.util.module_from_spec(spec))
+    spec.loader.exec_module(module)  # (registered first: its dataclasses look their module up)
+    return module
+
+
+_run = _conformance_run()
+SetupError, find_node, find_system_npm = _run.SetupError, _run.find_node, _run.find_system_npm
 
 from jsonrpc_mcp.checker import HttpTarget, RuleResult, ServerTarget, StdioTarget, Target, Timing, run_check  # noqa: E402
 from jsonrpc_mcp.checker.citations import citation  # noqa: E402
