@@ -24,3 +24,14 @@ def asyncio_is_asyncio() -> None:
     functions are deprecated from Python 3.14, where no supported uvicorn installs a policy.)"""
     if sys.version_info < (3, 14) and type(asyncio.get_event_loop_policy()).__module__.startswith("uvloop"):
         asyncio.set_event_loop_policy(None)
+
+
+@pytest.fixture(params=[pytest.param("pool", id="pool"), pytest.param("per-call", id="per-call")])
+def sync_path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Plain ``def`` handlers run the default way (``pool``: :func:`jsonrpc_mcp.mcp.tools.run_sync`, the worker
+    pool), or on the plain path it is checked against (``per-call``: a thread of anyio's per call)."""
+    if request.param == "per-call":
+        from jsonrpc_mcp.mcp import tools
+
+        monkeypatch.setattr(tools, "run_sync", tools.run_sync_per_call)
+    return str(request.param)
