@@ -72,8 +72,20 @@ async def test_the_call_runs_in_a_copy_of_the_callers_context() -> None:
     pool.shutdown()
 
 
-async def test_a_call_that_blocks_does_not_hold_up_the_calls_queued_after_it() -> None:
-    pool = WorkerPool(4)
+async def warm(pool: WorkerPool, threads: int) -> None:
+    """Leave ``threads`` threads idle in ``pool`` (waiting for work, none watching)."""
+    barrier = threading.Barrier(threads)
+    async with anyio.create_task_group() as tg:
+        for _ in range(threads):
+            tg.start_soon(lambda: run_in_worker(barrier.wait, 10, pool=pool))
+    assert pool.threads >= threads
+
+
+@pytest.mark.parametrize("idle", [0, 3], ids=["fresh", "idle-threads"])
+async def test_a_call_that_blocks_does_not_hold_up_the_calls_queued_after_it(idle: int) -> None:
+    pool = WorkerPool(8)
+    if idle:
+        await warm(pool, idle)
     entered, release = threading.Event(), threading.Event()
 
     def block() -> str:
@@ -90,7 +102,7 @@ async def test_a_call_that_blocks_does_not_hold_up_the_calls_queued_after_it() -
 
             tg.start_soon(blocked)
             await wait_for(entered)
-            with anyio.fail_after(10):
+            with anyio.fail_after(5):  # (less than the threads' idle timeout)
                 for i in range(3):  # taken by another thread, though the one that runs `block` would be next
                     assert await run_in_worker(str, i, pool=pool) == str(i)
             assert results == []
@@ -98,6 +110,19 @@ async def test_a_call_that_blocks_does_not_hold_up_the_calls_queued_after_it() -
     finally:
         release.set()
     assert results == ["released"]
+    pool.shutdown()
+
+
+@pytest.mark.parametrize("idle", [0, 3], ids=["fresh", "idle-threads"])
+async def test_calls_queued_together_that_all_block_all_run_at_once(idle: int) -> None:
+    pool = WorkerPool(8)
+    if idle:
+        await warm(pool, idle)
+    together = threading.Barrier(5)  # (each waits for the four others)
+    with anyio.fail_after(5):  # (less than the threads' idle timeout)
+        async with anyio.create_task_group() as tg:
+            for _ in range(5):
+                tg.start_soon(lambda: run_in_worker(together.wait, 10, pool=pool))
     pool.shutdown()
 
 
@@ -290,3 +315,68 @@ async def test_a_context_variable_set_before_the_handler_reaches_the_plain_tool(
         result = await client.call_tool("taste")
         assert result.content[0].text == "from middleware False"  # type: ignore[union-attr]
     assert flavour.get() == "none"
+
+
+async def test_the_plain_calls_of_one_read_wait_for_their_threads_without_a_task_each(anyio_backend: str) -> None:
+    """The calls of one read park on the pool (``workers.start_step``): while they run, the connection has not a
+    task per call; their answers come when their threads return."""
+    if anyio_backend != "asyncio":
+        pytest.skip("counts asyncio's tasks")
+    import asyncio
+    import socket
+
+    from helpers import init_frame, notification_frame, request_frame
+
+    from jsonrpc_mcp.transports.socket import serve_tcp
+
+    calls = 16
+    server = Server("parked", "1")
+    lock = threading.Lock()
+    entered: list[int] = []
+    all_in, release = threading.Event(), threading.Event()
+
+    @server.tool()
+    def hold(n: int) -> str:
+        with lock:
+            entered.append(n)
+            if len(entered) == calls:
+                all_in.set()
+        release.wait(30)
+        return str(n)
+
+    async def read_answers(sock: socket.socket, count: int) -> list[bytes]:
+        received, lines = b"", []
+        while len(lines) < count:
+            await anyio.wait_readable(sock)
+            chunk = sock.recv(1 << 20)
+            assert chunk, "the server closed the connection"
+            received += chunk
+            *done, received = received.split(b"\n")
+            lines += done
+        return lines
+
+    try:
+        async with anyio.create_task_group() as tg:
+            port = await tg.start(lambda task_status: serve_tcp(server, port=0, task_status=task_status))
+            sock = socket.create_connection(("127.0.0.1", port))
+            sock.setblocking(False)
+            try:
+                with anyio.fail_after(20):
+                    sock.sendall(init_frame() + b"\n" + notification_frame("notifications/initialized") + b"\n")
+                    await read_answers(sock, 1)
+                    before = len(asyncio.all_tasks())
+                    frames = [
+                        request_frame(i, "tools/call", {"name": "hold", "arguments": {"n": i}}) for i in range(calls)
+                    ]
+                    sock.sendall(b"\n".join(frames) + b"\n")  # (one write: one read, most likely)
+                    assert await anyio.to_thread.run_sync(all_in.wait, 15)
+                    assert len(asyncio.all_tasks()) - before < calls // 2
+                    release.set()
+                    answers = await read_answers(sock, calls)
+                assert len(answers) == calls and all(b'"isError":false' in a or b"isError" not in a for a in answers)
+                assert sorted(entered) == list(range(calls))
+            finally:
+                sock.close()
+            tg.cancel_scope.cancel()
+    finally:
+        release.set()

@@ -4,14 +4,16 @@
 asyncio and trio. It costs a fraction of a thread of anyio's per call (``anyio.to_thread.run_sync``, the plain
 path it is checked against in the tests): a call is put on the pool's queue and, when a worker is already
 running, wakes nothing — the worker takes it when it is done with the one before; the results of the calls
-done while the event loop was busy come back in one wake-up of the loop (:class:`_Inbox`).
+done while the event loop was busy come back in one wake-up of the loop (:class:`_Inbox`). A call may also
+*park* (:func:`start_step`): the dispatcher, which runs the handlers of one read in one task, then goes on to the
+next handler instead of giving the waiting one a task of its own, and resumes it when its call is done.
 
 What a thread is for is kept:
 
 * **A call that blocks never holds up the others.** A worker takes the next call when it is done with its own;
   an idle worker watches the queue while calls run, and takes the first one waiting when no call was taken for
-  :attr:`WorkerPool.handoff` seconds (the running ones may all be blocked). A new thread is started, up to
-  :attr:`WorkerPool.max_threads`, whenever the last idle one goes to work, so that one is always watching.
+  :attr:`WorkerPool.handoff` seconds (the running ones may all be blocked). Whenever a thread goes to work and
+  none watches, an idle one is woken to watch, or a new one started (up to :attr:`WorkerPool.max_threads`).
 * **Cancellation** does not interrupt the thread: the caller's cancellation waits until the function returns
   (its result dropped), as ``anyio.to_thread.run_sync`` does by default. A function that runs long looks at the
   request's own state (``ctx.cancelled``).
@@ -29,15 +31,26 @@ import os
 import sys
 import threading
 import time
+import types
 import weakref
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Generator
 from contextvars import Context, copy_context
 from typing import Any, Final, TypeVar
 
 import anyio
 
-__all__ = ("POOL", "WorkerPool", "run_in_worker")
+__all__ = (
+    "POOL",
+    "Job",
+    "WorkerPool",
+    "allow_parking",
+    "end_step",
+    "is_parkable",
+    "parkable",
+    "run_in_worker",
+    "start_step",
+)
 
 T = TypeVar("T")
 
@@ -56,7 +69,7 @@ class _Job:
         self.value: Any = None
         self.error: BaseException | None = None
         self.waiter: Any = None  # an asyncio future, a trio task, or (a cancelled asyncio caller's) an anyio.Event
-        self.wake: Callable[[Any], None] = _set_result  # called with the waiter on the loop when the call is done
+        self.wake: Callable[[_Job], None] = _set_result  # called on the loop when the call is done
 
     def run(self) -> None:
         """On a worker thread: the call, then its outcome to the caller's event loop."""
@@ -96,16 +109,20 @@ class _Inbox:
         while done:
             job = done.popleft()
             job.done = True
-            job.wake(job.waiter)
+            job.wake(job)
 
 
-def _set_result(future: Any) -> None:
-    if not future.done():
-        future.set_result(None)
+def _set_result(job: _Job) -> None:
+    if not job.waiter.done():
+        job.waiter.set_result(None)
 
 
-def _set_event(event: anyio.Event) -> None:
-    event.set()
+def _set_event(job: _Job) -> None:
+    job.waiter.set()
+
+
+def _reschedule(job: _Job) -> None:
+    _trio().lowlevel.reschedule(job.waiter)
 
 
 class WorkerPool:
@@ -230,8 +247,11 @@ class WorkerPool:
         self._taken += 1
         self._busy += 1
         self._wakeup_sent = False
-        if not self._idle and self._threads < self.max_threads and not self._closed:
-            self._start()  # the spare that watches while this one works
+        if not self._watching and not self._closed:  # somebody watches the queue while this one works
+            if self._idle:
+                self._cv.notify()
+            elif self._threads < self.max_threads:
+                self._start()
         self._lock.release()
         try:
             job.run()
@@ -255,28 +275,88 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_after_fork)
 
 
-async def run_in_worker(fn: Callable[..., T], *args: Any, pool: WorkerPool = POOL) -> T:
+async def run_in_worker(fn: Callable[..., T], *args: Any, pool: WorkerPool = POOL, park: bool = False) -> T:
     """Call ``fn(*args)`` on a thread of ``pool``, in a copy of the caller's context, and return what it returns
-    (or raise what it raised). A cancelled caller waits for the function to return, then is cancelled."""
+    (or raise what it raised). A cancelled caller waits for the function to return, then is cancelled.
+
+    ``park``: where the caller allows it (:func:`allow_parking`), the call is *parked* instead of waited for in the
+    calling task: the coroutine yields its :class:`Job` to the one that steps it (the dispatcher), which resumes it
+    once the call is done, without a task of its own (see :func:`start_step`)."""
     inbox: _Inbox | None = getattr(_local, "inbox", None)
     loop = _running_asyncio_loop()
     if loop is not None:
         if inbox is None or inbox.loop is not loop:
             inbox = _local.inbox = _Inbox(loop, loop.call_soon_threadsafe)
         job = _Job(fn, args, inbox)
-        await _wait_asyncio(job, loop, pool)
+        if park and _local.__dict__.get("step") is _ALLOWED:
+            _local.step = _STEPPING
+            pool.submit(job)
+            await _parked(job)
+        else:
+            await _wait_asyncio(job, loop, pool)
     else:
         trio = _trio()
         token = trio.lowlevel.current_trio_token()
         if inbox is None or inbox.loop is not token:
             inbox = _local.inbox = _Inbox(token, token.run_sync_soon)
         job = _Job(fn, args, inbox)
-        await _wait_trio(job, trio, pool)
+        if park and _local.__dict__.get("step") is _ALLOWED:
+            _local.step = _STEPPING
+            pool.submit(job)
+            await _parked(job)
+        else:
+            await _wait_trio(job, trio, pool)
     if job.error is not None:
         error, job.error = job.error, None
         raise error
     value: T = job.value
     return value
+
+
+#: A call on a worker thread, as a parked coroutine yields it (see :func:`start_step`).
+Job = _Job
+
+_STEPPING: Final = "stepping"  # a coroutine's step taken by a stepper that resumes parked calls
+_ALLOWED: Final = "allowed"  # and the coroutine allowed parking for its next call
+_PARKABLE: set[Any] = set()  # the code objects of the coroutine functions whose calls may park
+
+
+def start_step() -> None:
+    """Before one step of a coroutine, taken by a stepper that knows parked calls (until :func:`end_step`): in it,
+    a call of :func:`run_in_worker` with ``park=True`` that :func:`allow_parking` allowed yields its :class:`Job`
+    (done or not) instead of waiting; the stepper sets the job's ``wake`` (called on the event loop with the job
+    once it is done) and later resumes the coroutine with ``None``. A call parks only where every frame between
+    the stepper and the call is one whose code cannot have entered a cancel scope or started a task (the stepper
+    may step others in the same task meanwhile): the coroutines of :func:`parkable` functions."""
+    _local.step = _STEPPING
+
+
+def end_step() -> None:
+    _local.step = None
+
+
+def parkable(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """Mark a coroutine function whose coroutines may allow their call of :func:`run_in_worker` to park: one whose
+    code between its start and that call enters no cancel scope and starts no task (a decorator)."""
+    _PARKABLE.add(fn.__code__)
+    return fn
+
+
+def is_parkable(coro: Any) -> bool:
+    """Whether ``coro`` is a coroutine of a :func:`parkable` function."""
+    return getattr(coro, "cr_code", None) in _PARKABLE
+
+
+def allow_parking() -> None:
+    """Called by a coroutine that awaits only :func:`parkable` ones down to its call of :func:`run_in_worker`: that
+    call may park, when a stepper that knows parked calls takes this step (:func:`start_step`)."""
+    if _local.__dict__.get("step") is _STEPPING:
+        _local.step = _ALLOWED
+
+
+@types.coroutine
+def _parked(job: _Job) -> Generator[_Job, None, None]:
+    yield job  # (resumed with None once the call is done)
 
 
 def _running_asyncio_loop() -> Any:
@@ -311,7 +391,7 @@ async def _wait_asyncio(job: _Job, loop: Any, pool: WorkerPool) -> None:
 
 
 async def _wait_trio(job: _Job, trio: Any, pool: WorkerPool) -> None:
-    job.waiter, job.wake = trio.lowlevel.current_task(), trio.lowlevel.reschedule
+    job.waiter, job.wake = trio.lowlevel.current_task(), _reschedule
     pool.submit(job)
     # Abort.FAILED: a cancellation cannot end the wait; it is delivered at the next checkpoint, after the call.
     await trio.lowlevel.wait_task_rescheduled(lambda _: trio.lowlevel.Abort.FAILED)

@@ -24,7 +24,7 @@ from msgspec import UNSET, Raw
 
 from ..errors import ConnectionClosed, InvalidParams, RequestTimeout, RpcError, ToolError
 from ..jsonrpc.wire import unpack_byte
-from ..jsonrpc.workers import run_in_worker
+from ..jsonrpc.workers import parkable, run_in_worker
 from . import types as t
 from .context import Context, InputRequired, StartTask, call_on_worker_thread
 from .pydantic_support import dec_hook, enc_hook
@@ -62,7 +62,7 @@ async def run_sync(fn: Callable[..., R], kwargs: Mapping[str, Any]) -> R:
     handler not registered ``inline`` runs (a thread of :data:`~jsonrpc_mcp.jsonrpc.workers.POOL`, in a copy of
     the request's context). A cancelled request does not interrupt the thread: it finishes, and its result is
     dropped (the function can look at ``ctx.cancelled``)."""
-    return await run_in_worker(call_on_worker_thread, fn, kwargs)
+    return await run_in_worker(call_on_worker_thread, fn, kwargs, park=True)
 
 
 async def run_sync_per_call(fn: Callable[..., R], kwargs: Mapping[str, Any]) -> R:
@@ -330,12 +330,23 @@ def _raw_schema_caller(
 def _invoke(fn: Callable[..., Any], sig: Signature, kwargs: dict[str, Any], tool_name: str) -> Any:
     """The tool's call as a coroutine: an ``async def`` tool's own, or a plain one's on a worker thread."""
     if not sig.is_async:
-        return _invoke_async(run_sync(fn, kwargs), sig, tool_name)
+        return _invoke_plain(fn, sig, kwargs, tool_name)
     try:
         pending = fn(**kwargs)  # binding the arguments can fail before the coroutine exists
     except Exception as exc:
         return _failure(exc, tool_name)
     return _invoke_async(pending, sig, tool_name)
+
+
+@parkable  # (nothing between its start and the call enters a cancel scope or starts a task)
+async def _invoke_plain(fn: Callable[..., Any], sig: Signature, kwargs: dict[str, Any], tool_name: str) -> Any:
+    """A plain tool's call on a worker thread: a call that may park (:func:`~jsonrpc_mcp.jsonrpc.workers.start_step`)
+    where nothing of anybody else's awaits it."""
+    try:
+        value = await run_sync(fn, kwargs)
+    except (ToolError, RpcError, InputRequired, Exception) as exc:
+        return _failure(exc, tool_name)
+    return tool_result(value, sig, tool_name)
 
 
 async def _invoke_async(pending: Awaitable[Any], sig: Signature, tool_name: str) -> Any:
