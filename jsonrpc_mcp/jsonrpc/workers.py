@@ -12,8 +12,9 @@ What a thread is for is kept:
 
 * **A call that blocks never holds up the others.** A worker takes the next call when it is done with its own;
   an idle worker watches the queue while calls run, and takes the first one waiting when no call was taken for
-  :attr:`WorkerPool.handoff` seconds (the running ones may all be blocked). Whenever a thread goes to work and
-  none watches, an idle one is woken to watch, or a new one started (up to :attr:`WorkerPool.max_threads`).
+  :attr:`WorkerPool.handoff` seconds (the running ones may all be blocked). Whenever a thread goes to work with
+  calls queued behind it and none watches, an idle one is woken to watch, or a new one started (up to
+  :attr:`WorkerPool.max_threads`).
 * **Cancellation** does not interrupt the thread: the caller's cancellation waits until the function returns
   (its result dropped), as ``anyio.to_thread.run_sync`` does by default. A function that runs long looks at the
   request's own state (``ctx.cancelled``).
@@ -247,7 +248,7 @@ class WorkerPool:
         self._taken += 1
         self._busy += 1
         self._wakeup_sent = False
-        if not self._watching and not self._closed:  # somebody watches the queue while this one works
+        if not self._watching and self._jobs and not self._closed:  # somebody watches the calls behind this one
             if self._idle:
                 self._cv.notify()
             elif self._threads < self.max_threads:
