@@ -70,6 +70,10 @@ TARGETS = (
     ("async def tool: stdio calls/s ≥ 30x official Python SDK (MCPServer)", "async_stdio_vs_py_mcpserver", 30.0, ">="),
     ("async def tool: stdio calls/s ≥ 1.5x TypeScript SDK 1.x", "async_stdio_vs_ts", 1.5, ">="),
     ("async def tool: stdio calls/s ≥ 1.5x TypeScript SDK v2", "async_stdio_vs_ts_v2", 1.5, ">="),
+    ("def tool (worker thread): stdio server CPU per call ≤ 1.5x the async def tool's", "thread_cpu_stdio", 1.5, "<="),
+    ("def tool (worker thread): HTTP server CPU per call ≤ 1.5x the async def tool's", "thread_cpu_http", 1.5, "<="),
+    ("def tool (worker thread): stdio calls/s ≥ 1x TypeScript SDK 1.x", "thread_stdio_vs_ts", 1.0, ">="),
+    ("def tool (worker thread): HTTP calls/s ≥ 1x TypeScript SDK 1.x", "thread_http_vs_ts", 1.0, ">="),
     ("stdio calls/s ≥ 0.3x floor", "stdio_vs_floor", 0.3, ">="),
     ("p50 at 1 in flight ≤ 2x floor", "p50_c1_vs_floor", 2.0, "<="),
     ("HTTP calls/s ≥ 12x official Python SDK (low-level)", "http_vs_py_lowlevel", 12.0, ">="),
@@ -728,16 +732,23 @@ def compare_tables(out: dict[str, Any]) -> dict[str, Any]:
 
 
 def ratios_table(med: dict[Scenario, dict[str, dict[str, Any]]], ratio: Ratios, names: list[str]) -> None:
-    """Each form of ours against every other server of each scenario: calls/s ratios, median of the rounds."""
+    """Each form of ours against every other server of each scenario: calls/s ratios, and beside each the server
+    CPU per call (what cost depends on, steadier than calls/s on a busy machine) and its ratio; medians of the
+    rounds."""
     others = [n for n in names if n not in {t.name for t in OUR_FORMS}]
     rows = [
-        [scn.title, form.name, *(fmt(ratio(scn.name, form.name, o)) for o in others)]
+        [
+            scn.title, form.name, fmt(t[form.name]["cpu_us"]), fmt(ratio(scn.name, form.name, "ours-async", "cpu_us")),
+            *(f"{fmt(ratio(scn.name, form.name, o))} (cpu {fmt(ratio(scn.name, form.name, o, 'cpu_us'))})"
+              for o in others),
+        ]
         for scn, t in med.items()
         for form in OUR_FORMS
         if form.name in t
-    ]
-    print_table("calls/s of each form of ours over each other server's (median of the per-round ratios)",
-                ["scenario", "ours", *others], rows)  # fmt: skip
+    ]  # fmt: skip
+    print_table("calls/s of each form of ours over each other server's, and (cpu) its server CPU per call over "
+                "theirs (median of the per-round ratios)",
+                ["scenario", "ours", "cpu µs/call", "cpu x async def", *others], rows)  # fmt: skip
 
 
 def targets_report(summary: dict[str, Any], out: dict[str, Any]) -> dict[str, Any]:
@@ -751,6 +762,10 @@ def targets_report(summary: dict[str, Any], out: dict[str, Any]) -> dict[str, An
         "async_stdio_vs_py_mcpserver": ratio("stdio/1k/c64", "ours-async", "py-mcpserver"),
         "async_stdio_vs_ts": ratio("stdio/1k/c64", "ours-async", "ts-sdk-v1"),
         "async_stdio_vs_ts_v2": ratio("stdio/1k/c64", "ours-async", "ts-sdk-v2"),
+        "thread_cpu_stdio": ratio("stdio/1k/c64", "ours-thread", "ours-async", "cpu_us"),
+        "thread_cpu_http": ratio("http/1k/c64", "ours-thread", "ours-async", "cpu_us"),
+        "thread_stdio_vs_ts": ratio("stdio/1k/c64", "ours-thread", "ts-sdk-v1"),
+        "thread_http_vs_ts": ratio("http/1k/c64", "ours-thread", "ts-sdk-v1"),
         "stdio_vs_floor": ratio("stdio/1k/c64", "ours", "floor"),
         "p50_c1_vs_floor": ratio("stdio/1k/c1", "ours", "floor", "p50_us"),
         "http_vs_py_lowlevel": ratio("http/1k/c64", "ours", "py-lowlevel"),

@@ -32,3 +32,14 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if item.get_closest_marker("interop") and not item.get_closest_marker("once"):
             item.add_marker(pytest.mark.once)
+
+
+@pytest.fixture(params=[pytest.param("pool", id="pool"), pytest.param("per-call", id="per-call")])
+def sync_path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Plain ``def`` handlers run the default way (``pool``: :func:`jsonrpc_mcp.mcp.tools.run_sync`, the worker
+    pool), or on the plain path it is checked against (``per-call``: a thread of anyio's per call)."""
+    if request.param == "per-call":
+        from jsonrpc_mcp.mcp import tools
+
+        monkeypatch.setattr(tools, "run_sync", tools.run_sync_per_call)
+    return str(request.param)

@@ -60,3 +60,43 @@ def test_without_the_figures_the_memory_targets_are_not_judged(capsys: pytest.Ca
     assert row(table, "memory returns after the sessions end")[1:] == ["—", "—"]
     assert row(table, "no growth when 1,000 more sessions come and go")[1:] == ["—", "—"]
     assert report["sessions_mem_returns"]["met"] is None and report["sessions_no_growth"]["met"] is None
+
+
+def measured(target: str, rps: float, cpu_us: float, rnd: int = 0, transport: str = "stdio") -> dict[str, Any]:
+    """What ``run.measure`` saves of one run (the fields the tables read)."""
+    return {
+        "target": target,
+        "transport": transport,
+        "payload": "1k",
+        "concurrency": 64,
+        "round": rnd,
+        "rps": rps,
+        "latency_us": {"p50": 400.0, "p99": 900.0},
+        "server_cpu_us_per_req": cpu_us,
+        "server_rss_peak_kb": 20480,
+        "requests_ok": 1000,
+    }
+
+
+def test_the_comparison_shows_server_cpu_per_call_beside_calls_per_second_and_judges_the_def_tool(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    runs = [
+        measured(target, rps, cpu, rnd)
+        for rnd in range(2)
+        for target, rps, cpu in (
+            ("ours", 200_000.0, 5.0),
+            ("ours-thread", 120_000.0, 9.0),
+            ("ours-async", 130_000.0, 7.5),
+            ("ts-sdk-v1", 90_000.0, 13.0),
+        )
+    ]
+    out = {"runs": runs, "targets_run": ["ours", "ours-thread", "ours-async", "ts-sdk-v1"]}
+    report = run.targets_report(run.compare_tables(out), out)
+    table = capsys.readouterr().out
+    ratios = table[table.index("calls/s of each form of ours") :]
+    assert row(ratios, "stdio 1 KiB x 64 | ours-thread")[2:] == ["9.0", "1.2", "1.33 (cpu 0.69)"]
+    assert row(ratios, "stdio 1 KiB x 64 | ours-async")[2:] == ["7.5", "1.0", "1.44 (cpu 0.58)"]
+    assert report["thread_cpu_stdio"] == {"value": 1.2, "bound": 1.5, "op": "<=", "met": True}
+    assert report["thread_stdio_vs_ts"] == {"value": 1.33, "bound": 1.0, "op": ">=", "met": True}
+    assert report["thread_cpu_http"]["met"] is None  # (no HTTP runs)

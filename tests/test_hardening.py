@@ -103,7 +103,7 @@ def _paused_past(server: Server, bound: int) -> bool:
     return stats.reading_paused and stats.in_flight < 128 and stats.queued_bytes > bound
 
 
-async def test_a_blocking_plain_tool_does_not_stop_other_connections() -> None:
+async def test_a_blocking_plain_tool_does_not_stop_other_connections(sync_path: str) -> None:
     """A plain ``def`` tool that blocks (here on a threading event: a network call, a sleep) runs on a worker
     thread: another connection of the same process is served meanwhile."""
     server = Server("blocking", "1")
@@ -141,7 +141,7 @@ async def test_a_blocking_plain_tool_does_not_stop_other_connections() -> None:
         tg.cancel_scope.cancel()
 
 
-async def test_a_plain_tool_on_its_worker_thread_sees_that_it_was_cancelled() -> None:
+async def test_a_plain_tool_on_its_worker_thread_sees_that_it_was_cancelled(sync_path: str) -> None:
     server = Server("patient", "1")
     started, saw, give_up = threading.Event(), threading.Event(), threading.Event()
 

@@ -58,6 +58,7 @@ LAYERS: dict[str, int] = {
     "jsonrpc.dispatch": 3,
     "jsonrpc._concurrency": 3,
     "jsonrpc.streams": 3,
+    "jsonrpc.workers": 3,  # plain functions on worker threads: a pool with a queue of its own
     # L4: typed requests over a MessageStream
     "mcp.context": 4,
     "mcp.session": 4,

@@ -138,7 +138,7 @@ def assert_joined(client_side: Recorded, server_side: Recorded, name: str) -> tu
 
 @pytest.mark.parametrize("version", ERAS)
 async def test_client_and_server_spans_join_into_one_trace_and_the_handler_runs_in_the_server_span(
-    version: str,
+    version: str, sync_path: str
 ) -> None:
     client_side, server_side = Recorded(), Recorded()
     async with Client.connect_server(

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import logging
 import math
+from collections import deque
 from collections.abc import Callable, Coroutine, Sequence
 from contextvars import copy_context
 from types import CoroutineType
@@ -52,6 +53,7 @@ from .wire import (
     is_batch,
     read_message,
 )
+from .workers import Job, end_step, start_step
 
 __all__ = (
     "Dispatcher",
@@ -144,6 +146,45 @@ class _Run(list[Pending]):
 
     __slots__ = ("token",)
     token: object
+
+
+async def _go_on(handler: Coroutine[Any, Any, None], waits_for: Any, context: Any) -> None:
+    """A task for a resumed handler that waits again."""
+    await continue_in_task(handler, waits_for, context)
+
+
+class _Parked:
+    """The handlers of one run that parked a call on a worker thread, and the calls done, not yet resumed (their
+    ``wake``, on the event loop)."""
+
+    __slots__ = ("done", "event", "left", "steps")
+
+    def __init__(self) -> None:
+        self.steps: dict[int, tuple[Pending, Coroutine[Any, Any, None], Any]] = {}
+        self.done: deque[Job] = deque()
+        self.left = 0
+        self.event: anyio.Event | None = None
+
+    def add(self, job: Job, pending: Pending, handler: Coroutine[Any, Any, None], context: Any) -> None:
+        self.steps[id(job)] = (pending, handler, context)
+        self.left += 1
+        job.wake = self._arrived  # (before the loop can hand it back: it is on this thread)
+
+    def _arrived(self, job: Job) -> None:
+        self.done.append(job)
+        event = self.event
+        if event is not None:
+            self.event = None
+            event.set()
+
+    async def arrival(self) -> None:
+        if not self.done:
+            self.event = anyio.Event()
+            await self.event.wait()
+
+    def take(self) -> tuple[Pending, Coroutine[Any, Any, None], Any]:
+        self.left -= 1
+        return self.steps.pop(id(self.done.popleft()))
 
 
 class _Batch:
@@ -417,28 +458,89 @@ class Dispatcher:
     async def _run_handlers(self, run: _Run) -> None:
         """One task for the handlers of ``run``, each started here in a context of its own; most finish in that step
         (a task each costs more than they do: docs/performance.md). The first that waits keeps this task for good (its
-        ``current_task`` and cancel scopes stay its own), and the handlers after it go on in a new task."""
+        ``current_task`` and cancel scopes are its own), and the handlers after it go on in a new task. A handler that
+        parks a plain call on a worker thread (:func:`.workers.start_step`) waits for none: this task resumes it when
+        the call is done (:class:`_Parked`)."""
         if self._next_run is run:
             self._next_run = None
+        parked: _Parked | None = None
         try:
             for at, pending in enumerate(run):
                 handler = self._run_request(pending)
                 context = copy_context()
+                start_step()
                 try:
                     waits_for = context.run(handler.send, None)
                 except StopIteration:
                     continue
                 except anyio.get_cancelled_exc_class():  # (it cancelled itself: it ends, as a task of its own would)
                     continue
+                finally:
+                    end_step()
+                if type(waits_for) is Job:
+                    if parked is None:
+                        parked = _Parked()
+                    parked.add(waits_for, pending, handler, context)
+                    continue
                 if at + 1 < len(run):
                     self._spawn(_Run(run[at + 1 :]))
+                if parked is not None:  # (this task is the waiting handler's from now on)
+                    self._spawn_parked(parked)
+                    parked = None
                 pending.token = run.token
                 if pending.cancelled:  # (by the peer before it started: cancelled where it waits, as a task is)
                     self._tasks.cancel(run.token)  # type: ignore[union-attr]
                 await continue_in_task(handler, waits_for, context)
                 return
+            if parked is not None:
+                await self._resume_parked(parked, run.token)
         finally:
             self._tasks.forget(run.token)  # type: ignore[union-attr]
+
+    async def _resume_parked(self, parked: _Parked, token: object) -> None:
+        """Resume each parked handler once its call is done (this task's ``token``). The first that waits again keeps
+        this task, as in :meth:`_run_handlers` (it may have entered a cancel scope since it was resumed), and the rest
+        are resumed by a new task. If this task is cancelled (the connection ends), the calls are waited for, then
+        the handlers are cancelled."""
+        try:
+            while parked.left:
+                await parked.arrival()
+                while parked.done:
+                    pending, handler, context = parked.take()
+                    try:
+                        waits_for = context.run(handler.send, None)
+                    except BaseException:  # (it ended: answered, or cancelled; _run_request did what it must)
+                        continue
+                    if parked.left:
+                        self._spawn_parked(parked)
+                        parked = _Parked()  # (none left for this task)
+                    pending.token = token
+                    if pending.cancelled:
+                        self._tasks.cancel(token)  # type: ignore[union-attr]
+                    await continue_in_task(handler, waits_for, context)
+                    return
+        except BaseException as exc:
+            with anyio.CancelScope(shield=True):
+                while parked.left:
+                    await parked.arrival()
+                    while parked.done:
+                        pending, handler, context = parked.take()
+                        try:
+                            waits_for = context.run(handler.throw, exc)
+                        except BaseException:
+                            continue
+                        pending.token = self._tasks.start_soon(  # type: ignore[union-attr]
+                            _go_on(handler, waits_for, context), _HANDLER_TASK
+                        )
+            raise
+
+    def _spawn_parked(self, parked: _Parked) -> None:
+        """The parked handlers of ``parked`` resumed by a task of their own."""
+        holder = _Run()
+        holder.token = self._tasks.start_soon(self._resume_parked_later(parked, holder), _HANDLER_TASK)  # type: ignore[union-attr]
+
+    async def _resume_parked_later(self, parked: _Parked, holder: _Run) -> None:
+        await self._resume_parked(parked, holder.token)
 
     async def _run_request(self, pending: Pending) -> None:
         """Run the handler, then answer. The id stays in use until the answer is handed to the stream."""

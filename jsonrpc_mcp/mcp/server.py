@@ -41,7 +41,7 @@ from .middleware import Middleware, checked_chain
 from .pagination import paginate
 from .session import ServerSession
 from .signature import describe_validation_error, inspect_function
-from .tools import TaskStart, TaskSupport, ToolDef, make_tool, runner
+from .tools import TaskStart, TaskSupport, ToolDef, call_completer, make_tool, runner
 from .tracing import TracingSwitch, tracing_switch
 from .versions import META_SUBSCRIPTION_ID, SUPPORTED_VERSIONS
 
@@ -1014,9 +1014,9 @@ class Server:
     ) -> Callable[[F], F]:
         """Register a prompt. Its parameters are the prompt's arguments (required unless they have a default);
         it returns a string (one user message), messages, content blocks, or a ``GetPromptResult``.
-        ``complete`` maps an argument name to a function ``(value, context_arguments) -> list[str]``. A plain
-        ``def`` runs on a worker thread unless ``inline=True`` (see :meth:`tool`). ``scopes``: the OAuth scopes a
-        caller's token needs to get it (or complete its arguments)."""
+        ``complete`` maps an argument name to a function ``(value, context_arguments) -> list[str]`` (a plain
+        ``def`` on a worker thread). A plain ``def`` runs on a worker thread unless ``inline=True`` (see
+        :meth:`tool`). ``scopes``: the OAuth scopes a caller's token needs to get it (or complete its arguments)."""
 
         _called_first(name, "prompt", "")
 
@@ -1127,7 +1127,8 @@ class Server:
 
     def completion(self) -> Callable[[F], F]:
         """Register the completion handler: ``fn(ref, argument_name, value, context_arguments)`` returning a list of
-        strings or a ``CompleteResult``. Per-prompt ``complete=`` functions and enum arguments are tried first."""
+        strings or a ``CompleteResult``. Per-prompt ``complete=`` functions and enum arguments are tried first. A
+        plain ``def`` (here and in ``complete=``) runs on a worker thread, as a tool does."""
 
         def register(fn: F) -> F:
             self._completion = fn
@@ -1162,9 +1163,9 @@ class Server:
         else:
             raise InvalidParams(f"Invalid params: unknown reference type {kind!r}")
         if local is not None:
-            out = local(value, context_args)
+            out = call_completer(local, value, context_args)
         elif self._completion is not None:
-            out = self._completion(ref, arg_name, value, context_args)
+            out = call_completer(self._completion, ref, arg_name, value, context_args)
         else:
             out = []
         if hasattr(out, "__await__"):
@@ -1489,13 +1490,17 @@ def _choices(annotation: Any) -> list[str] | None:
     return None
 
 
-def _prefix_completer(choices: Iterable[str]) -> Callable[[str, dict[str, Any]], list[str]]:
-    options = list(choices)
+class _prefix_completer:  # (named as the function it stands for)
+    """The completion of an argument whose type lists its values: those that start with what was typed (on the
+    event loop: it never blocks)."""
 
-    def complete(value: str, context: dict[str, Any]) -> list[str]:
-        return [c for c in options if c.startswith(value)]
+    runs_inline: Final = True
 
-    return complete
+    def __init__(self, choices: Iterable[str]) -> None:
+        self.options = list(choices)
+
+    def __call__(self, value: str, context: dict[str, Any]) -> list[str]:
+        return [c for c in self.options if c.startswith(value)]
 
 
 async def _safe_notify(

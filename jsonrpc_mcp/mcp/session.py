@@ -27,6 +27,7 @@ from ..errors import ConnectionClosed, InternalError, InvalidParams, InvalidRequ
 from ..jsonrpc import codes
 from ..jsonrpc.dispatch import Dispatcher
 from ..jsonrpc.wire import Notification, Request, RequestId, encode_notification
+from ..jsonrpc.workers import allow_parking, is_parkable
 from .compat import FITTED_METHODS, content_types, fit_content
 from .context import Context, InputRequired
 from .eras import Call, meta_problem, read_call
@@ -209,6 +210,8 @@ class ServerSession:
             return self._through_middleware(call, chain)
         out = self._handle(call)
         if type(out) is CoroutineType:
+            if is_parkable(out):
+                return self._finish_parked(call, out)
             return self._finish_later(call, out)
         return self._finish(call, out)
 
@@ -261,6 +264,12 @@ class ServerSession:
         return _encode(out)
 
     async def _finish_later(self, call: Call, pending: Any) -> bytes:
+        return self._finish(call, await pending)
+
+    async def _finish_parked(self, call: Call, pending: Any) -> bytes:
+        """:meth:`_finish_later` of a coroutine of ours that calls a plain function on a worker thread, with nothing
+        of anybody else's on the way (no middleware): its call may park (:func:`.workers.start_step`)."""
+        allow_parking()
         return self._finish(call, await pending)
 
     def _through_middleware(self, call: Call, chain: tuple[Middleware, ...]) -> bytes | Coroutine[Any, Any, bytes]:

@@ -6,9 +6,10 @@ and try again. Only a malformed ``tools/call`` (or an unknown tool) is a JSON-RP
 the peer: their traceback goes to the log and the result says only that the tool failed.
 
 Where a tool runs: an ``async def`` tool in the request's own task; a plain ``def`` tool on a worker thread
-(:func:`run_sync`), so that one that blocks (a network call, a sleep) never holds up the other requests of the
-process; a plain ``def`` registered with ``inline=True`` in the caller, with no thread hop, for code that never
-blocks — and one that holds the event loop longer than :data:`INLINE_WARNING_AFTER` seconds is named in a warning.
+(:func:`run_sync`: a thread of the pool of :mod:`jsonrpc_mcp.jsonrpc.workers`), so that one that blocks (a network
+call, a sleep) never holds up the other requests of the process; a plain ``def`` registered with ``inline=True``
+in the caller, with no thread hop, for code that never blocks — and one that holds the event loop longer than
+:data:`INLINE_WARNING_AFTER` seconds is named in a warning.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from msgspec import UNSET, Raw
 
 from ..errors import ConnectionClosed, InvalidParams, RequestTimeout, RpcError, ToolError
 from ..jsonrpc.wire import unpack_byte
+from ..jsonrpc.workers import parkable, run_in_worker
 from . import types as t
 from .context import Context, InputRequired, StartTask, call_on_worker_thread
 from .output_schemas import schema_validator
@@ -38,7 +40,9 @@ __all__ = (
     "error_result",
     "RawSchemaValidator",
     "run_sync",
+    "run_sync_per_call",
     "runner",
+    "call_completer",
     "INLINE_WARNING_AFTER",
     "call_inline",
 )
@@ -55,8 +59,16 @@ TaskStart = Literal["at_call", "in_handler"]
 
 
 async def run_sync(fn: Callable[..., R], kwargs: Mapping[str, Any]) -> R:
-    """Call a plain function on a worker thread (anyio's pool). A cancelled request does not interrupt the
-    thread: it finishes, and its result is dropped (the function can look at ``ctx.cancelled``)."""
+    """Call a plain handler on a worker thread: how every plain ``def`` tool, resource, prompt and completion
+    handler not registered ``inline`` runs (a thread of :data:`~jsonrpc_mcp.jsonrpc.workers.POOL`, in a copy of
+    the request's context). A cancelled request does not interrupt the thread: it finishes, and its result is
+    dropped (the function can look at ``ctx.cancelled``)."""
+    return await run_in_worker(call_on_worker_thread, fn, kwargs, park=True)
+
+
+async def run_sync_per_call(fn: Callable[..., R], kwargs: Mapping[str, Any]) -> R:
+    """:func:`run_sync` the plain way, a thread of anyio's per call (``anyio.to_thread.run_sync``): what the pool
+    is checked against (the tests run the same checks with either)."""
     import anyio.to_thread
 
     return await anyio.to_thread.run_sync(call_on_worker_thread, fn, kwargs)
@@ -74,6 +86,18 @@ def runner(fn: Callable[..., Any], *, inline: bool, what: str) -> Callable[..., 
     if inline:
         return lambda **kwargs: call_inline(fn, kwargs, what)
     return lambda **kwargs: run_sync(fn, kwargs)
+
+
+def call_completer(fn: Callable[..., Any], *args: Any) -> Any:
+    """Call a completion function with positional arguments: an ``async def`` (or one marked ``runs_inline``, that
+    never blocks) in the caller; a plain one on a worker thread, as :func:`runner` does (the call returns an
+    awaitable then)."""
+    import functools
+    import inspect
+
+    if getattr(fn, "runs_inline", False) or inspect.iscoroutinefunction(fn):
+        return fn(*args)
+    return run_sync(functools.partial(fn, *args), {})
 
 
 def call_inline(fn: Callable[..., R], kwargs: Mapping[str, Any], what: str) -> R:
@@ -337,12 +361,23 @@ def _raw_schema_caller(
 def _invoke(fn: Callable[..., Any], sig: Signature, kwargs: dict[str, Any], tool_name: str) -> Any:
     """The tool's call as a coroutine: an ``async def`` tool's own, or a plain one's on a worker thread."""
     if not sig.is_async:
-        return _invoke_async(run_sync(fn, kwargs), sig, tool_name)
+        return _invoke_plain(fn, sig, kwargs, tool_name)
     try:
         pending = fn(**kwargs)  # binding the arguments can fail before the coroutine exists
     except Exception as exc:
         return _failure(exc, tool_name)
     return _invoke_async(pending, sig, tool_name)
+
+
+@parkable  # (nothing between its start and the call enters a cancel scope or starts a task)
+async def _invoke_plain(fn: Callable[..., Any], sig: Signature, kwargs: dict[str, Any], tool_name: str) -> Any:
+    """A plain tool's call on a worker thread: a call that may park (:func:`~jsonrpc_mcp.jsonrpc.workers.start_step`)
+    where nothing of anybody else's awaits it."""
+    try:
+        value = await run_sync(fn, kwargs)
+    except (ToolError, RpcError, InputRequired, Exception) as exc:
+        return _failure(exc, tool_name)
+    return tool_result(value, sig, tool_name)
 
 
 async def _invoke_async(pending: Awaitable[Any], sig: Signature, tool_name: str) -> Any:

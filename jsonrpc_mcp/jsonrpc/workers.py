@@ -1,0 +1,399 @@
+"""Plain functions on worker threads, off the event loop (L3): a small pool with a queue of its own.
+
+:func:`run_in_worker` runs ``fn(*args)`` on a thread of :data:`POOL` and waits for it in the calling task, on
+asyncio and trio. It costs a fraction of a thread of anyio's per call (``anyio.to_thread.run_sync``, the plain
+path it is checked against in the tests): a call is put on the pool's queue and, when a worker is already
+running, wakes nothing — the worker takes it when it is done with the one before; the results of the calls
+done while the event loop was busy come back in one wake-up of the loop (:class:`_Inbox`). A call may also
+*park* (:func:`start_step`): the dispatcher, which runs the handlers of one read in one task, then goes on to the
+next handler instead of giving the waiting one a task of its own, and resumes it when its call is done.
+
+What a thread is for is kept:
+
+* **A call that blocks never holds up the others.** A worker takes the next call when it is done with its own;
+  an idle worker watches the queue while calls run, and takes the first one waiting when no call was taken for
+  :attr:`WorkerPool.handoff` seconds (the running ones may all be blocked). Whenever a thread goes to work with
+  calls queued behind it and none watches, an idle one is woken to watch, or a new one started (up to
+  :attr:`WorkerPool.max_threads`).
+* **Cancellation** does not interrupt the thread: the caller's cancellation waits until the function returns
+  (its result dropped), as ``anyio.to_thread.run_sync`` does by default. A function that runs long looks at the
+  request's own state (``ctx.cancelled``).
+* **Context variables** (a tracing span, say) flow into the call: it runs in a copy of the caller's context.
+
+Threads are started when the first call comes, end after :attr:`WorkerPool.idle_timeout` seconds without
+work, end at once when the process exits (:meth:`WorkerPool.shutdown`, registered with :mod:`atexit`), and are
+forgotten by a forked child (whose copy of the pool starts afresh).
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import sys
+import threading
+import time
+import types
+import weakref
+from collections import deque
+from collections.abc import Callable, Generator
+from contextvars import Context, copy_context
+from typing import Any, Final, TypeVar
+
+import anyio
+
+__all__ = (
+    "POOL",
+    "Job",
+    "WorkerPool",
+    "allow_parking",
+    "end_step",
+    "is_parkable",
+    "parkable",
+    "run_in_worker",
+    "start_step",
+)
+
+T = TypeVar("T")
+
+
+class _Job:
+    """One call: what to run, its outcome, and how the waiting task hears that it is done."""
+
+    __slots__ = ("args", "context", "done", "error", "fn", "inbox", "value", "waiter", "wake")
+
+    def __init__(self, fn: Callable[..., Any], args: tuple[Any, ...], inbox: _Inbox) -> None:
+        self.fn = fn
+        self.args = args
+        self.context: Context = copy_context()
+        self.inbox = inbox
+        self.done = False
+        self.value: Any = None
+        self.error: BaseException | None = None
+        self.waiter: Any = None  # an asyncio future, a trio task, or (a cancelled asyncio caller's) an anyio.Event
+        self.wake: Callable[[_Job], None] = _set_result  # called on the loop when the call is done
+
+    def run(self) -> None:
+        """On a worker thread: the call, then its outcome to the caller's event loop."""
+        try:
+            self.value = self.context.run(self.fn, *self.args)
+        except BaseException as exc:  # (the caller re-raises it)
+            self.error = exc
+        self.inbox.put(self)
+
+
+class _Inbox:
+    """The calls of one event loop that are done: handed back in one wake-up of the loop for all those done while
+    it was busy (a loop's thread-safe callback costs a write to its wake-up pipe)."""
+
+    __slots__ = ("_done", "_scheduled", "_wake_loop", "loop")
+
+    def __init__(self, loop: object, call_soon_threadsafe: Callable[[Callable[[], None]], Any]) -> None:
+        self.loop = loop
+        self._wake_loop = call_soon_threadsafe
+        self._done: deque[_Job] = deque()
+        self._scheduled = False
+
+    def put(self, job: _Job) -> None:
+        """On a worker thread."""
+        self._done.append(job)
+        if not self._scheduled:
+            self._scheduled = True
+            try:
+                self._wake_loop(self._hand_back)
+            except RuntimeError:  # the loop has ended (trio's RunFinishedError is one): nobody waits any more
+                pass
+
+    def _hand_back(self) -> None:
+        """On the event loop: wake the caller of every call done."""
+        self._scheduled = False  # (first: a call done from now on schedules another pass)
+        done = self._done
+        while done:
+            job = done.popleft()
+            job.done = True
+            job.wake(job)
+
+
+def _set_result(job: _Job) -> None:
+    if not job.waiter.done():
+        job.waiter.set_result(None)
+
+
+def _set_event(job: _Job) -> None:
+    job.waiter.set()
+
+
+def _reschedule(job: _Job) -> None:
+    _trio().lowlevel.reschedule(job.waiter)
+
+
+class WorkerPool:
+    """Threads that run plain functions, taking them from one queue (see the module's docstring).
+
+    :param max_threads: at most this many threads (calls beyond wait in the queue).
+    :param idle_timeout: a thread without work for this long ends.
+    :param handoff: seconds without a call taken from a non-empty queue after which an idle thread takes one.
+    """
+
+    def __init__(self, max_threads: int = 40, *, idle_timeout: float = 10.0, handoff: float = 0.005) -> None:
+        if max_threads < 1:
+            raise ValueError("max_threads must be at least 1")
+        self.max_threads = max_threads
+        self.idle_timeout = idle_timeout
+        self.handoff = handoff
+        self._reset()
+
+    def _reset(self) -> None:
+        self._lock = threading.Lock()
+        self._cv = threading.Condition(self._lock)
+        self._jobs: deque[_Job] = deque()
+        self._threads = 0  # alive
+        self._idle = 0  # waiting for work
+        self._busy = 0  # running a call
+        self._watching = 0  # idle, and looking at the queue every `handoff` seconds
+        self._taken = 0  # calls taken from the queue so far
+        self._wakeup_sent = False  # a thread was woken for the queue and has not taken a call yet
+        self._closed = False
+        self._alive: weakref.WeakSet[threading.Thread] = weakref.WeakSet()
+
+    @property
+    def threads(self) -> int:
+        """Threads alive now."""
+        return self._threads
+
+    @property
+    def queued(self) -> int:
+        """Calls waiting for a thread now."""
+        return len(self._jobs)
+
+    def submit(self, job: _Job) -> None:
+        """Queue ``job`` (from the event loop's thread)."""
+        with self._lock:
+            if self._closed:
+                raise RuntimeError("the worker pool is shut down")
+            self._jobs.append(job)
+            if self._busy:  # a running thread takes it next, or a watching one if they all stay busy
+                if not self._watching and self._idle:
+                    self._cv.notify()
+                elif not self._idle and self._threads < self.max_threads:
+                    self._start()
+            elif not self._wakeup_sent:
+                if self._idle:
+                    self._wakeup_sent = True
+                    self._cv.notify()
+                elif self._threads < self.max_threads:
+                    self._wakeup_sent = True
+                    self._start()
+
+    def shutdown(self) -> None:
+        """Idle threads end now, busy ones when their call (and the calls queued) returns; later calls are refused
+        (:exc:`RuntimeError`)."""
+        with self._lock:
+            self._closed = True
+            self._cv.notify_all()
+
+    def join(self, timeout: float | None = None) -> bool:
+        """Wait (blocking) until every thread has ended, at most ``timeout`` seconds; True if they have."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            with self._lock:
+                alive = [thread for thread in self._alive if thread.is_alive()]
+            if not alive:
+                return True
+            left = None if deadline is None else deadline - time.monotonic()
+            if left is not None and left <= 0:
+                return False
+            alive[0].join(left)
+
+    def _start(self) -> None:
+        self._threads += 1
+        thread = threading.Thread(target=self._work, name="jsonrpc-mcp worker", daemon=True)
+        self._alive.add(thread)
+        thread.start()
+
+    def _work(self) -> None:
+        cv = self._cv
+        jobs = self._jobs
+        with cv:
+            just_done = False
+            while True:
+                # Take a call: after one's own (it was next), or when nobody runs one, or when nobody took one for
+                # `handoff` seconds while this thread watched.
+                if jobs and (just_done or not self._busy):
+                    self._go_to_work(jobs.popleft())
+                    just_done = True
+                    continue
+                if self._closed:
+                    break
+                just_done = False
+                watch = bool(self._busy) and not self._watching
+                taken = self._taken
+                self._idle += 1
+                self._watching += watch
+                try:
+                    notified = cv.wait(self.handoff if watch else self.idle_timeout)
+                finally:
+                    self._idle -= 1
+                    self._watching -= watch
+                if watch and jobs and self._taken == taken and not notified:
+                    self._go_to_work(jobs.popleft())  # the running calls all kept at it: this one goes on
+                    just_done = True
+                    continue
+                if not watch and not notified and not jobs:
+                    break  # a whole idle_timeout without work
+            self._threads -= 1
+            self._alive.discard(threading.current_thread())
+
+    def _go_to_work(self, job: _Job) -> None:
+        """Run ``job`` on this thread (called and returning with the lock held)."""
+        self._taken += 1
+        self._busy += 1
+        self._wakeup_sent = False
+        if not self._watching and self._jobs and not self._closed:  # somebody watches the calls behind this one
+            if self._idle:
+                self._cv.notify()
+            elif self._threads < self.max_threads:
+                self._start()
+        self._lock.release()
+        try:
+            job.run()
+        finally:
+            self._lock.acquire()
+            self._busy -= 1
+
+
+#: The process's pool, for :func:`run_in_worker`.
+POOL: Final = WorkerPool()
+atexit.register(POOL.shutdown)
+_local = threading.local()  # the inbox of the event loop this thread runs
+
+
+def _after_fork() -> None:
+    POOL._reset()  # the child has none of the parent's threads, nor their calls
+    _local.__dict__.clear()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork)
+
+
+async def run_in_worker(fn: Callable[..., T], *args: Any, pool: WorkerPool = POOL, park: bool = False) -> T:
+    """Call ``fn(*args)`` on a thread of ``pool``, in a copy of the caller's context, and return what it returns
+    (or raise what it raised). A cancelled caller waits for the function to return, then is cancelled.
+
+    ``park``: where the caller allows it (:func:`allow_parking`), the call is *parked* instead of waited for in the
+    calling task: the coroutine yields its :class:`Job` to the one that steps it (the dispatcher), which resumes it
+    once the call is done, without a task of its own (see :func:`start_step`)."""
+    inbox: _Inbox | None = getattr(_local, "inbox", None)
+    loop = _running_asyncio_loop()
+    if loop is not None:
+        if inbox is None or inbox.loop is not loop:
+            inbox = _local.inbox = _Inbox(loop, loop.call_soon_threadsafe)
+        job = _Job(fn, args, inbox)
+        if park and _local.__dict__.get("step") is _ALLOWED:
+            _local.step = _STEPPING
+            pool.submit(job)
+            await _parked(job)
+        else:
+            await _wait_asyncio(job, loop, pool)
+    else:
+        trio = _trio()
+        token = trio.lowlevel.current_trio_token()
+        if inbox is None or inbox.loop is not token:
+            inbox = _local.inbox = _Inbox(token, token.run_sync_soon)
+        job = _Job(fn, args, inbox)
+        if park and _local.__dict__.get("step") is _ALLOWED:
+            _local.step = _STEPPING
+            pool.submit(job)
+            await _parked(job)
+        else:
+            await _wait_trio(job, trio, pool)
+    if job.error is not None:
+        error, job.error = job.error, None
+        raise error
+    value: T = job.value
+    return value
+
+
+#: A call on a worker thread, as a parked coroutine yields it (see :func:`start_step`).
+Job = _Job
+
+_STEPPING: Final = "stepping"  # a coroutine's step taken by a stepper that resumes parked calls
+_ALLOWED: Final = "allowed"  # and the coroutine allowed parking for its next call
+_PARKABLE: set[Any] = set()  # the code objects of the coroutine functions whose calls may park
+
+
+def start_step() -> None:
+    """Before one step of a coroutine, taken by a stepper that knows parked calls (until :func:`end_step`): in it,
+    a call of :func:`run_in_worker` with ``park=True`` that :func:`allow_parking` allowed yields its :class:`Job`
+    (done or not) instead of waiting; the stepper sets the job's ``wake`` (called on the event loop with the job
+    once it is done) and later resumes the coroutine with ``None``. A call parks only where every frame between
+    the stepper and the call is one whose code cannot have entered a cancel scope or started a task (the stepper
+    may step others in the same task meanwhile): the coroutines of :func:`parkable` functions."""
+    _local.step = _STEPPING
+
+
+def end_step() -> None:
+    _local.step = None
+
+
+def parkable(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """Mark a coroutine function whose coroutines may allow their call of :func:`run_in_worker` to park: one whose
+    code between its start and that call enters no cancel scope and starts no task (a decorator)."""
+    _PARKABLE.add(fn.__code__)
+    return fn
+
+
+def is_parkable(coro: Any) -> bool:
+    """Whether ``coro`` is a coroutine of a :func:`parkable` function."""
+    return getattr(coro, "cr_code", None) in _PARKABLE
+
+
+def allow_parking() -> None:
+    """Called by a coroutine that awaits only :func:`parkable` ones down to its call of :func:`run_in_worker`: that
+    call may park, when a stepper that knows parked calls takes this step (:func:`start_step`)."""
+    if _local.__dict__.get("step") is _STEPPING:
+        _local.step = _ALLOWED
+
+
+@types.coroutine
+def _parked(job: _Job) -> Generator[_Job, None, None]:
+    yield job  # (resumed with None once the call is done)
+
+
+def _running_asyncio_loop() -> Any:
+    asyncio = sys.modules.get("asyncio")
+    if asyncio is None:
+        return None
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None
+
+
+def _trio() -> Any:
+    import trio  # (runs this code: imported already)
+
+    return trio
+
+
+async def _wait_asyncio(job: _Job, loop: Any, pool: WorkerPool) -> None:
+    import asyncio  # (runs this code: imported already)
+
+    job.waiter = loop.create_future()
+    pool.submit(job)
+    try:
+        await job.waiter
+    except asyncio.CancelledError:
+        if not job.done:  # the thread runs on: wait for it, out of the cancellation's reach, then be cancelled
+            job.waiter, job.wake = anyio.Event(), _set_event
+            with anyio.CancelScope(shield=True):
+                await job.waiter.wait()
+        raise
+
+
+async def _wait_trio(job: _Job, trio: Any, pool: WorkerPool) -> None:
+    job.waiter, job.wake = trio.lowlevel.current_task(), _reschedule
+    pool.submit(job)
+    # Abort.FAILED: a cancellation cannot end the wait; it is delivered at the next checkpoint, after the call.
+    await trio.lowlevel.wait_task_rescheduled(lambda _: trio.lowlevel.Abort.FAILED)
+    await trio.lowlevel.checkpoint_if_cancelled()
