@@ -515,7 +515,10 @@ class HttpClientStream(MessageStream):
         host and the reason when it could not connect, else :class:`ConnectionClosed` naming the kind of failure."""
         httpx = _httpx()
         plain = self.url.lower().startswith("http:")
-        if isinstance(exc, httpx.RemoteProtocolError) and plain and "without sending a response" in str(exc):
+        # A TLS server that reads a plain request closes the connection, or resets it, before any answer.
+        closed = isinstance(exc, httpx.RemoteProtocolError) and "without sending a response" in str(exc)
+        reset = isinstance(exc, httpx.ReadError) and "reset by peer" in str(exc)
+        if plain and (closed or reset):
             return ConnectionClosed(
                 "the server closed the connection without an HTTP answer (a server that speaks TLS? try https://)"
             )
