@@ -220,7 +220,8 @@ class RedisBackend:
     async def _listen(self, pubsub: Any, deliver: Callable[[BusEvent], Awaitable[None]]) -> None:
         while True:
             message = await pubsub.get_message(timeout=1.0)  # (wakes at least once a second to rotate keys)
-            self._ok()
+            if message is not None:  # (none in a second says nothing: a paused Redis sends none either)
+                self._ok()
             if self._period() != self._keys_period:
                 await self._refresh_keys()
             if message is None or message.get("type") != "message":

@@ -19,7 +19,9 @@ What it promises, as the other stores do:
   input whose worker's lease has lapsed is failed with "The server stopped while the task was running" — by the
   first worker that reads it, or at the latest by the next sweep: every worker looks once per lease period for
   workers whose lease lapsed with tasks still running (one Redis round trip when there are none) and fails those
-  tasks, at most :data:`SWEEP_MOST` per sweep. Whichever worker's write wins (a change under ``WATCH``; the
+  tasks, at most :data:`SWEEP_MOST` per sweep. The sweep also fails the tasks this living worker made and no
+  longer runs (their work ended and its end could not be stored: the worker stopped retrying it, stopping).
+  Whichever worker's write wins (a change under ``WATCH``; the
   others find the task failed already) tells the tasks extension (:meth:`RedisTaskStore.tell_stopped`), which
   publishes ``notifications/tasks`` to the listen streams of every worker, once, as for any other change.
 * **Bounded**: the tasks of one owner are counted in a sorted set (finished ones leave it as they expire).
@@ -110,14 +112,18 @@ class RedisTaskStore:
         self._clock = clock
         self._signals = ChangeSignals()
         self._stopped_listeners: list[StoppedListener] = []
+        self._running_here: Callable[[str], bool] | None = None
         self._stop_listening: Callable[[], None] | None = backend.on_task_changed(self._signals.changed)
         self._stop_sweeping: Callable[[], None] | None = backend.every(lease, self.sweep, "sweeping for stopped tasks")
         backend.hold_lease(self._lease_key(self.runner), lease)
 
-    def tell_stopped(self, listener: StoppedListener) -> None:
+    def tell_stopped(self, listener: StoppedListener, *, running: Callable[[str], bool] | None = None) -> None:
         """Call ``listener(record)`` with each task this store fails because the worker running it stopped (once
-        per task, on the worker whose write won)."""
+        per task, on the worker whose write won); ``running(task_id)``: does this worker still run a task it
+        made? (The sweep fails those it no longer runs.)"""
         self._stopped_listeners.append(listener)
+        if running is not None:
+            self._running_here = running
 
     def _key(self, task_id: str) -> str:
         return f"{self.backend.prefix}:task:{task_id}"
@@ -233,8 +239,7 @@ class RedisTaskStore:
         found = await self.backend._call(
             client.eval, _LAPSED_SCRIPT, 1, self._runners_key, self._lease_key(""), self._running_key("")
         )
-        failed = 0
-        left = SWEEP_MOST
+        failed, left = await self._sweep_here(SWEEP_MOST)
         for raw in found:
             if left <= 0:
                 break
@@ -251,6 +256,28 @@ class RedisTaskStore:
                     await self.backend._call(client.srem, running, task_id)  # (finished, or gone)
                 failed += changed
         return failed
+
+    async def _sweep_here(self, most: int) -> tuple[int, int]:
+        """Fail the tasks this worker made, still running in Redis, that it no longer runs (at most ``most``):
+        how many this call failed, and how many more the sweep may fail."""
+        running = self._running_here
+        if running is None:
+            return 0, most
+        client = self.backend.client
+        mine = self._running_key(self.runner)
+        failed = 0
+        for task in await self.backend._call(client.smembers, mine):
+            task_id = task.decode()
+            if most <= 0:
+                break
+            if running(task_id):
+                continue
+            most -= 1
+            record, changed = await self._fail_stopped(task_id)
+            if record is None or record.status not in _ACTIVE:
+                await self.backend._call(client.srem, mine, task_id)
+            failed += changed
+        return failed, most
 
     async def _fail_stopped(self, task_id: str) -> tuple[TaskRecord | None, bool]:
         """Fail a task whose worker stopped (the record as it then is, and whether this call failed it); the

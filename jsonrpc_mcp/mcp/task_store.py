@@ -69,10 +69,15 @@ class TaskStore(Protocol):
 @runtime_checkable
 class TellsStopped(Protocol):
     """A store that fails a task by itself when it finds that the process running it stopped (one shared by
-    several workers: :class:`~jsonrpc_mcp.backends.redis_tasks.RedisTaskStore`), and tells of it."""
+    several workers: :class:`~jsonrpc_mcp.backends.redis_tasks.RedisTaskStore`), or that this process no longer
+    runs it (its end could not be stored), and tells of it."""
 
-    def tell_stopped(self, listener: Callable[[TaskRecord], Awaitable[None]]) -> None:
-        """Call ``listener(record)`` with each task the store fails so (once per task)."""
+    def tell_stopped(
+        self, listener: Callable[[TaskRecord], Awaitable[None]], *, running: Callable[[str], bool] | None = None
+    ) -> None:
+        """Call ``listener(record)`` with each task the store fails so (once per task); ``running(task_id)``
+        says whether this process still runs a task it made (one it no longer runs, still working in the store,
+        is failed too)."""
         ...
 
 

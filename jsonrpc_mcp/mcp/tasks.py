@@ -73,6 +73,10 @@ _RECHECK: Final = 30.0
 _STOPPED: Final = "The server stopped while the task was running"
 #: How many tasks the last version told is kept of (a change arrives out of order only within moments).
 _TOLD_KEPT: Final = 4096
+#: Seconds before a store that failed is tried again (a task's end, its watch), doubling up to :data:`_RETRY_MOST`:
+#: once the store is back, a task's end is stored within ``_RETRY_MOST`` seconds and one write.
+_RETRY_FIRST: Final = 0.1
+_RETRY_MOST: Final = 2.0
 
 
 class TooManyTasks(RpcError):
@@ -123,9 +127,9 @@ class _Versions:
 
 
 class _Run:
-    """A task this process runs: its id, what its work is stopped with, what it asked."""
+    """A task this process runs: its id, what its work is stopped with, what it asked, how it ends."""
 
-    __slots__ = ("cancel_requested", "keys", "scope", "stopped", "task_id")
+    __slots__ = ("cancel_requested", "ending", "keys", "progress_lost", "scope", "stopped", "task_id")
 
     def __init__(self, task_id: str) -> None:
         self.task_id = task_id
@@ -133,11 +137,22 @@ class _Run:
         self.cancel_requested = False  #: the client asked to cancel the task
         self.stopped = False  #: its work is being stopped (plain flags: a worker thread reads them)
         self.keys: set[str] = set()
+        self.ending: _Ending | None = None  #: its end, until it is stored
+        self.progress_lost = False  #: a progress report could not be stored (logged once)
 
     def stop(self) -> None:
         """Interrupt the work at its next ``await``."""
         self.stopped = True
         self.scope.cancel()
+
+
+class _Ending(msgspec.Struct, frozen=True):
+    """A task's end, as :meth:`Tasks._end` stores it."""
+
+    status: Any
+    result: dict[str, Any] | None = None
+    error: dict[str, Any] | None = None
+    message: str | None = None
 
 
 class TaskContext(Context, kw_only=True):
@@ -252,6 +267,9 @@ class Tasks(Extension):
             )
         super().__init__(EXTENSION_ID, versions=STATELESS_VERSIONS, result_types=["task"])
         self.store: TaskStore
+        #: The tasks this process runs, by id (a cancellation reaches them at once; one asked of another process
+        #: sharing the store reaches them through the store, :meth:`_watch`), until their end is stored.
+        self._runs: dict[str, _Run] = {}
         self._use_store(store if store is not None else MemoryTaskStore())
         self._chosen_store = store is not None
         self.ttl = ttl
@@ -259,9 +277,6 @@ class Tasks(Extension):
         self.max_per_client = max_per_client
         self.input_timeout = input_timeout if input_timeout is not None else ttl
         self.server: Server | None = None
-        #: The tasks this process runs, by id (a cancellation reaches them at once; one asked of another process
-        #: sharing the store reaches them through the store, :meth:`_watch`).
-        self._runs: dict[str, _Run] = {}
         #: The last version of each task told to this worker's listen streams (the most recent tasks).
         self._told = _Versions(_TOLD_KEPT)
         self.method("tasks/get", params=_TaskIdParams)(self._get)
@@ -279,7 +294,7 @@ class Tasks(Extension):
         told as any other (:meth:`_publish`)."""
         self.store = store
         if isinstance(store, TellsStopped):
-            store.tell_stopped(self._publish)
+            store.tell_stopped(self._publish, running=self._runs.__contains__)
 
     def attach(self, server: Any) -> None:
         self.server = server
@@ -320,19 +335,26 @@ class Tasks(Extension):
             poll_interval=self.poll_interval,
             status_message=message,
         )
-        if not await self.store.create(record, max_per_owner=self.max_per_client):
+        run = _Run(record.task_id)
+        self._runs[run.task_id] = run  # (before the store holds it: a sweep never takes it for one run nowhere)
+        created = False
+        try:
+            created = await self.store.create(record, max_per_owner=self.max_per_client)
+        finally:
+            if not created:
+                self._runs.pop(run.task_id, None)
+        if not created:
             raise TooManyTasks(
                 f"Too many tasks: this client has {self.max_per_client} tasks kept; cancel some, or wait until "
                 "finished ones expire"
             )
-        run = _Run(record.task_id)
         task_ctx = _task_context(ctx, self, run)
-        self._runs[run.task_id] = run
         try:
             await ctx.session.start_detached(self._run, run, call_next, task_ctx, params)
         except ConnectionClosed:
-            self._runs.pop(run.task_id, None)
-            await self._end(run, "failed", error=_error(ctx.method, InternalError(_STOPPED)), message=_STOPPED)
+            self._runs.pop(run.task_id, None)  # (its end not stored: the store's sweep ends it, where it has one)
+            error = _error(ctx.method, InternalError(_STOPPED))
+            await self._end(run, "failed", error=error, message=_STOPPED, patient=False)
             raise
         return ts.create_result(record)
 
@@ -372,19 +394,28 @@ class Tasks(Extension):
                 finally:
                     tg.cancel_scope.cancel()
         except anyio.get_cancelled_exc_class():
+            # (the server stops: one more try, its own end if it had one; else the store's restart or a lease
+            # ends it)
+            ending = run.ending or _Ending("failed", error=_error(method, InternalError(_STOPPED)), message=_STOPPED)
             with anyio.CancelScope(shield=True):
-                await self._end(run, "failed", error=_error(method, InternalError(_STOPPED)), message=_STOPPED)
+                await self._end(
+                    run, ending.status, result=ending.result, error=ending.error, message=ending.message, patient=False
+                )
             raise
 
     async def _watch(self, run: _Run) -> None:
         """Stop the work when the client asks for it (``tasks/cancel``, whichever process it reached)."""
         version = -1
+        delay = _RETRY_FIRST
         while True:
             try:
                 record = await self.store.wait(run.task_id, version, _RECHECK)
-            except Exception:
-                logger.exception("task %s: the store could not be read", run.task_id)
-                return
+            except Exception as exc:  # (the store is away: read again, a little later each time)
+                logger.debug("task %s: the store could not be read (%s)", run.task_id, type(exc).__name__)
+                await anyio.sleep(delay)
+                delay = min(delay * 2, _RETRY_MOST)
+                continue
+            delay = _RETRY_FIRST
             if record is None or record.status in ts.TERMINAL or record.cancel_requested:
                 if record is not None and record.cancel_requested:
                     _stop_now(run)
@@ -400,8 +431,13 @@ class Tasks(Extension):
         result: dict[str, Any] | None = None,
         error: dict[str, Any] | None = None,
         message: str | None = None,
+        patient: bool = True,
     ) -> None:
-        """The task's end, stored (a task that had ended already keeps its end) and told to listeners."""
+        """The task's end, stored (a task that had ended already keeps its end) and told to listeners. A store
+        that fails is tried again, after :data:`_RETRY_FIRST` seconds and twice as long each time up to
+        :data:`_RETRY_MOST`, until the end is stored (``patient``; else once: the server is stopping, and the
+        store's own rule for the tasks of a stopped server ends it)."""
+        run.ending = _Ending(status, result, error, message)
         now = time.time()
         ended: list[ts.TaskRecord] = []
 
@@ -411,21 +447,48 @@ class Tasks(Extension):
                 ended.append(done)
             return done
 
-        try:
-            await self.store.modify(run.task_id, change)
-        except Exception:
-            logger.exception("task %s: its end (%s) could not be stored", run.task_id, status)
-            return
+        delay, failures = _RETRY_FIRST, 0
+        while True:
+            try:
+                await self.store.modify(run.task_id, change)
+                break
+            except Exception as exc:
+                if not patient:
+                    logger.error("task %s: its end (%s) could not be stored (%s)", run.task_id, status, _kind(exc))
+                    return
+                if not failures:
+                    logger.warning(
+                        "task %s: its end (%s) could not be stored (%s); trying again until it is",
+                        run.task_id,
+                        status,
+                        _kind(exc),
+                    )
+                failures += 1
+            await anyio.sleep(delay)
+            delay = min(delay * 2, _RETRY_MOST)
+        run.ending = None
+        if failures:
+            logger.warning("task %s: its end (%s) is stored (after %d failed tries)", run.task_id, status, failures)
         if ended:
-            await self._publish(ended[-1])
+            try:
+                await self._publish(ended[-1])
+            except Exception as exc:  # (stored: a tasks/get finds it; the listeners missed this one change)
+                logger.warning("task %s: its end could not be told to listeners (%s)", run.task_id, _kind(exc))
 
     async def report(
         self, run: _Run, *, message: str | None, progress: float | None = None, total: float | None = None
     ) -> None:
+        """Progress of the task, stored; a store that fails costs this report only (logged once per task), never
+        the task."""
         now = time.time()
-        await self.store.modify(
-            run.task_id, lambda r: ts.report(r, now, message=message, progress=progress, total=total)
-        )
+        try:
+            await self.store.modify(
+                run.task_id, lambda r: ts.report(r, now, message=message, progress=progress, total=total)
+            )
+        except Exception as exc:
+            if not run.progress_lost:
+                run.progress_lost = True
+                logger.warning("task %s: its progress could not be stored (%s); it goes on", run.task_id, _kind(exc))
 
     async def ask(self, run: _Run, requests: dict[str, dict[str, Any]], timeout: float | None) -> dict[str, Any]:
         """Put the task in ``input_required`` with these requests and wait until every one is answered (through
@@ -563,6 +626,11 @@ def _task_context(ctx: Context, tasks: Tasks, run: _Run) -> TaskContext:
     fields = {name: getattr(ctx, name) for name in Context.__struct_fields__}
     fields.update(_auto_keys=0, _progress_last=None, _starts_task=False, single_use_state=False)
     return TaskContext(**fields, tasks=tasks, run=run)
+
+
+def _kind(exc: BaseException) -> str:
+    """What a log line says of a failure: its kind, never its text (which may hold an address or a secret)."""
+    return type(exc).__name__
 
 
 def _error(method: str, exc: Exception) -> dict[str, Any]:
