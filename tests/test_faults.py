@@ -180,7 +180,7 @@ async def test_the_sweep_ends_the_tasks_a_living_worker_no_longer_runs(
         store.tell_stopped(tell, running=runs.__contains__)
         for task_id in ("t1", "t2"):
             record = ts.new_record(task_id, "", "tools/call", now=time.time(), ttl=60, poll_interval=1)
-            assert await store.create(record, max_per_owner=None)
+            assert await store.create(record, max_per_client=None)
         # t1's run ended here and its end was never stored (its worker lives: its lease holds)
         assert await store.sweep() == 1
         ended, running = await store.get("t1"), await store.get("t2")

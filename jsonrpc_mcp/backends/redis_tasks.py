@@ -24,11 +24,15 @@ What it promises, as the other stores do:
   Whichever worker's write wins (a change under ``WATCH``; the
   others find the task failed already) tells the tasks extension (:meth:`RedisTaskStore.tell_stopped`), which
   publishes ``notifications/tasks`` to the listen streams of every worker, once, as for any other change.
-* **Bounded**: the tasks of one owner are counted in a sorted set (finished ones leave it as they expire).
+* **Bounded**: the tasks of one client, and all the tasks, are counted in sorted sets scored by expiry (working
+  ones: never; finished ones leave them as they expire). A task made when its client's set, or the whole, is full
+  takes the place of the oldest finished one there (its record is deleted), and is refused when all of them are
+  working: one script, atomic across the workers.
 
-Keys: ``{prefix}:task:{id}`` (the record), ``{prefix}:tasks-of:{owner digest}`` (the owner's tasks, scored by
-expiry), ``{prefix}:runner:{id}`` (a worker's lease), ``{prefix}:running:{id}`` (the tasks a worker runs that
-have not finished), ``{prefix}:runners`` (the workers that have such tasks).
+Keys: ``{prefix}:task:{id}`` (the record), ``{prefix}:tasks-of:{client digest}`` (the client's tasks, scored by
+expiry), ``{prefix}:tasks`` (every task, so scored), ``{prefix}:runner:{id}`` (a worker's lease),
+``{prefix}:running:{id}`` (the tasks a worker runs that have not finished), ``{prefix}:runners`` (the workers that
+have such tasks).
 """
 
 from __future__ import annotations
@@ -77,6 +81,45 @@ for _, runner in ipairs(redis.call('SMEMBERS', KEYS[1])) do
   end
 end
 return lapsed
+"""
+
+#: Make a task, within the bounds. ``KEYS``: the client's set, the set of all, the record's key, the worker's
+#: running set, the set of workers, the worker's lease. ``ARGV``: now, the most per client, the most in all (-1: no
+#: bound), the task id, the stored record, the lease in milliseconds, the worker, the start of a record's key, "1"
+#: when the task is working. Returns 1 when made, 0 when refused. A finished task that gives way leaves both sets
+#: (another client's set keeps its id until it expires there: it counts against that client a little longer).
+_CREATE_SCRIPT: Final = """
+local now = tonumber(ARGV[1])
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
+redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)
+local function full(set, most)
+  return most >= 0 and redis.call('ZCARD', set) >= most
+end
+local function give_way(set)
+  local oldest = redis.call('ZRANGE', set, 0, 0, 'WITHSCORES')
+  if #oldest == 0 or oldest[2] == 'inf' or oldest[2] == '+inf' then
+    return false
+  end
+  redis.call('DEL', ARGV[8] .. oldest[1])
+  redis.call('ZREM', KEYS[1], oldest[1])
+  redis.call('ZREM', KEYS[2], oldest[1])
+  return true
+end
+if full(KEYS[1], tonumber(ARGV[2])) and not give_way(KEYS[1]) then
+  return 0
+end
+if full(KEYS[2], tonumber(ARGV[3])) and not give_way(KEYS[2]) then
+  return 0
+end
+redis.call('SET', KEYS[6], '1', 'PX', ARGV[6])
+redis.call('ZADD', KEYS[1], 'inf', ARGV[4])
+redis.call('ZADD', KEYS[2], 'inf', ARGV[4])
+redis.call('SET', KEYS[3], ARGV[5])
+if ARGV[9] == '1' then
+  redis.call('SADD', KEYS[4], ARGV[4])
+  redis.call('SADD', KEYS[5], ARGV[7])
+end
+return 1
 """
 
 #: What is told of a task that the store found failed because its worker stopped.
@@ -128,9 +171,13 @@ class RedisTaskStore:
     def _key(self, task_id: str) -> str:
         return f"{self.backend.prefix}:task:{task_id}"
 
-    def _owned_key(self, owner: str) -> str:
-        digest = hashlib.sha256(owner.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+    def _owned_key(self, client: str) -> str:
+        digest = hashlib.sha256(client.encode("utf-8", "surrogatepass")).hexdigest()[:32]
         return f"{self.backend.prefix}:tasks-of:{digest}"
+
+    @property
+    def _all_key(self) -> str:
+        return f"{self.backend.prefix}:tasks"
 
     def _lease_key(self, runner: str) -> str:
         return f"{self.backend.prefix}:runner:{runner}"
@@ -144,25 +191,28 @@ class RedisTaskStore:
 
     # --- the TaskStore interface ---------------------------------------------------------------------------
 
-    async def create(self, record: TaskRecord, *, max_per_owner: int | None) -> bool:
-        client = self.backend.client
-        owned = self._owned_key(record.owner)
-        await self.backend._call(client.zremrangebyscore, owned, "-inf", self._clock())  # the expired ones
-
-        async def attempt(pipe: Any) -> bool:
-            if max_per_owner is not None and await pipe.zcard(owned) >= max_per_owner:
-                return False
-            pipe.multi()
-            pipe.set(self._lease_key(self.runner), b"1", px=_ms(self.lease))
-            pipe.zadd(owned, {record.task_id: _score(record)})
-            pipe.set(self._key(record.task_id), _encode(_Stored(self.runner, record)), **_expiry(record))
-            if record.status in _ACTIVE:
-                pipe.sadd(self._running_key(self.runner), record.task_id)
-                pipe.sadd(self._runners_key, self.runner)
-            return True
-
-        created: bool = await self.backend._call(client.transaction, attempt, owned, value_from_callable=True)
-        return created
+    async def create(self, record: TaskRecord, *, max_per_client: int | None, max_total: int | None = None) -> bool:
+        created = await self.backend._call(
+            self.backend.client.eval,
+            _CREATE_SCRIPT,
+            6,
+            self._owned_key(record.client),
+            self._all_key,
+            self._key(record.task_id),
+            self._running_key(self.runner),
+            self._runners_key,
+            self._lease_key(self.runner),
+            repr(self._clock()),
+            -1 if max_per_client is None else max_per_client,
+            -1 if max_total is None else max_total,
+            record.task_id,
+            _encode(_Stored(self.runner, record)),
+            _ms(self.lease),
+            self.runner,
+            self._key(""),
+            "1" if record.status in _ACTIVE else "0",
+        )
+        return bool(created)
 
     async def get(self, task_id: str) -> TaskRecord | None:
         raw = await self.backend._call(self.backend.client.get, self._key(task_id))
@@ -200,7 +250,8 @@ class RedisTaskStore:
             pipe.multi()
             pipe.set(key, _encode(_Stored(stored.runner, changed)), **_expiry(changed))
             if changed.expires_at is not None:
-                pipe.zadd(self._owned_key(changed.owner), {task_id: _score(changed)})
+                pipe.zadd(self._owned_key(changed.client), {task_id: _score(changed)}, xx=True)
+                pipe.zadd(self._all_key, {task_id: _score(changed)}, xx=True)
             if changed.status not in _ACTIVE:
                 pipe.srem(self._running_key(stored.runner), task_id)
             outcome[:] = [changed, True]

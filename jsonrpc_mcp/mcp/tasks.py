@@ -21,9 +21,11 @@ refused with -32021 ``requiredCapabilities: {"extensions": {"io.modelcontextprot
 extension is defined for 2026-07-28 only: a handshake-era session never sees a task.
 
 Tasks are kept in a :class:`~jsonrpc_mcp.mcp.task_store.TaskStore` (in memory by default; SQLite to survive a
-restart), bounded per client (``max_per_client``) and kept ``ttl`` seconds after they finish. A task belongs to
-the principal the transport authenticated (anyone, when it authenticated nobody: the task id, 128 random bits, is
-then the only key), and is invisible to others.
+restart), bounded per client (``max_per_client``) and in all (``max_tasks``), and kept ``ttl`` seconds after they
+finish. A task belongs to the principal the transport authenticated (anyone, when it authenticated nobody: the
+task id, 128 random bits, is then the only key), and is invisible to others. It counts against the quota of its
+client: that principal, or without one the session (``Mcp-Session-Id``) or the connection (an HTTP request's TCP
+connection, a stdio or socket connection), so that one unauthenticated client cannot fill the quota of all.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ import json
 import logging
 import secrets
 import time
+import weakref
 from collections import OrderedDict
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Final
@@ -238,9 +241,12 @@ class Tasks(Extension):
         here).
     :param ttl: seconds a finished task (its result or error) is kept after it finished; then it is gone.
     :param poll_interval: seconds between two ``tasks/get`` the server suggests (``pollIntervalMs``).
-    :param max_per_client: tasks one client may have kept at once (working, or finished and not yet expired); one
-        more is refused with -32010 (HTTP 429). A client is the principal the transport authenticated; all
-        unauthenticated clients of a server share one count.
+    :param max_per_client: tasks one client may have kept at once (working, or finished and not yet expired). A
+        client is the principal the transport authenticated, else its session, else its connection. One more
+        makes the client's oldest finished task give way (its result is gone); when all of them are working it
+        is refused with -32010 (HTTP 429) — a ``task="optional"`` tool then runs in its request instead.
+    :param max_tasks: tasks the server keeps at once in all, whatever the client; one more makes the oldest
+        finished task of any client give way, and is refused as above when every kept task is working.
     :param input_timeout: seconds a task waits for the answers to its input requests (default: ``ttl``); then the
         tool's request for input fails, as an unanswered request does in a handshake session.
     """
@@ -252,13 +258,15 @@ class Tasks(Extension):
         ttl: float = 3600.0,
         poll_interval: float = 1.0,
         max_per_client: int = 1000,
+        max_tasks: int = 10_000,
         input_timeout: float | None = None,
     ) -> None:
         for name, value in (("ttl", ttl), ("poll_interval", poll_interval)):
             if not value > 0:  # (a NaN is not either)
                 raise ValueError(f"{name} must be positive, not {value!r}")
-        if not max_per_client >= 1:
-            raise ValueError(f"max_per_client must be positive, not {max_per_client!r}")
+        for name, count in (("max_per_client", max_per_client), ("max_tasks", max_tasks)):
+            if not count >= 1:
+                raise ValueError(f"{name} must be positive, not {count!r}")
         if input_timeout is not None and not input_timeout > 0:  # (0 would fail every request for input at once)
             raise ValueError(f"input_timeout must be positive (or None: the ttl), not {input_timeout!r}")
         if store is not None and (isinstance(store, type) or not isinstance(store, TaskStore)):
@@ -275,6 +283,9 @@ class Tasks(Extension):
         self.ttl = ttl
         self.poll_interval = poll_interval
         self.max_per_client = max_per_client
+        self.max_tasks = max_tasks
+        #: The quota key of each connection without a principal or a session (made on its first task).
+        self._connections: weakref.WeakKeyDictionary[Any, str] = weakref.WeakKeyDictionary()
         self.input_timeout = input_timeout if input_timeout is not None else ttl
         self.server: Server | None = None
         #: The last version of each task told to this worker's listen streams (the most recent tasks).
@@ -312,20 +323,39 @@ class Tasks(Extension):
             return call_next(ctx, params)
         if entry is not None and entry.task_start == "in_handler":
             ctx._starts_task = True
-            return self._until_started(ctx, params, call_next)
-        return self._create(ctx, params, call_next, None)
+            return self._until_started(ctx, params, call_next, support)
+        return self._start(ctx, params, call_next, None, support)
 
-    async def _until_started(self, ctx: Context, params: Any, call_next: WrapNext) -> Any:
+    async def _until_started(self, ctx: Context, params: Any, call_next: WrapNext, support: str) -> Any:
         """Run the tool in the request until it calls ``ctx.start_task()``; one that returns first answers its
         request itself (the immediate-result shortcut)."""
         try:
             out = call_next(ctx, params)
             return await out if inspect.isawaitable(out) else out
         except StartTask as start:
-            return await self._create(ctx, params, call_next, start.message)
+            return await self._start(ctx, params, call_next, start.message, support)
 
-    async def _create(self, ctx: Context, params: Any, call_next: WrapNext, message: str | None) -> dict[str, Any]:
-        """Make the task (found by ``tasks/get`` from now on), start its work, answer with it."""
+    async def _start(self, ctx: Context, params: Any, call_next: WrapNext, message: str | None, support: str) -> Any:
+        """Answer with a new task; when none can be started (the quotas are full of working tasks), a
+        ``"optional"`` tool runs in its request instead (from its start), a ``"required"`` one is refused."""
+        created = await self._create(ctx, params, call_next, message)
+        if created is not None:
+            return created
+        if support != "optional":
+            raise TooManyTasks(
+                "Too many tasks: this client (or the server) has as many tasks working as it keeps; cancel some, "
+                "or wait until they finish"
+            )
+        logger.debug("no task could be started for %s: it runs in its request", params.name)
+        ctx._starts_task = False
+        out = call_next(ctx, params)
+        return await out if inspect.isawaitable(out) else out
+
+    async def _create(
+        self, ctx: Context, params: Any, call_next: WrapNext, message: str | None
+    ) -> dict[str, Any] | None:
+        """Make the task (found by ``tasks/get`` from now on), start its work, answer with it; ``None`` when the
+        quotas leave no room."""
         record = ts.new_record(
             secrets.token_urlsafe(16),
             _owner_of(ctx),
@@ -334,20 +364,18 @@ class Tasks(Extension):
             ttl=self.ttl,
             poll_interval=self.poll_interval,
             status_message=message,
+            client=self._client_of(ctx),
         )
         run = _Run(record.task_id)
         self._runs[run.task_id] = run  # (before the store holds it: a sweep never takes it for one run nowhere)
         created = False
         try:
-            created = await self.store.create(record, max_per_owner=self.max_per_client)
+            created = await self.store.create(record, max_per_client=self.max_per_client, max_total=self.max_tasks)
         finally:
             if not created:
                 self._runs.pop(run.task_id, None)
         if not created:
-            raise TooManyTasks(
-                f"Too many tasks: this client has {self.max_per_client} tasks kept; cancel some, or wait until "
-                "finished ones expire"
-            )
+            return None
         task_ctx = _task_context(ctx, self, run)
         try:
             await ctx.session.start_detached(self._run, run, call_next, task_ctx, params)
@@ -357,6 +385,21 @@ class Tasks(Extension):
             await self._end(run, "failed", error=error, message=_STOPPED, patient=False)
             raise
         return ts.create_result(record)
+
+    def _client_of(self, ctx: Context) -> str:
+        """Whose quota a task counts against: the principal the transport authenticated; else the session; else
+        the connection (a key of its own, made here for a connection that names none)."""
+        auth = ctx.auth
+        if auth is not None:
+            return "principal:" + _owner_of(ctx)
+        stream = ctx.session.dispatcher.stream
+        named = _client_of_stream(stream, ctx.request_id)
+        if named is not None:
+            return named
+        key = self._connections.get(stream)
+        if key is None:
+            key = self._connections[stream] = "connection:" + secrets.token_urlsafe(12)
+        return key
 
     # --- the work ------------------------------------------------------------------------------------------
 
@@ -610,6 +653,15 @@ async def _stop(run: _Run) -> None:
     """The task is over (gone, finished, or cancelled): its work stops here."""
     run.stop()
     await anyio.lowlevel.checkpoint()
+
+
+def _client_of_stream(stream: Any, request_id: Any) -> str | None:
+    """The session or connection a request came on, as its transport names it (``None``: the stream itself)."""
+    sid = getattr(stream, "session_id", None)
+    if isinstance(sid, str) and sid:
+        return "session:" + sid
+    peer = stream.request_peer(request_id)
+    return "peer:" + peer if peer else None
 
 
 def _owner_of(ctx: Context) -> str:

@@ -58,7 +58,7 @@ class Headers:
     reads ``Context.request_headers``. Names that are not all lower case take the slow path and are folded.
     """
 
-    __slots__ = ("_dict", "_first", "_raw", "auth", "raw", "repeats")
+    __slots__ = ("_dict", "_first", "_raw", "auth", "peer", "raw", "repeats")
 
     #: :meth:`get` without the decoding (``name`` in lower case): the first-values dict's own ``get``, so that a
     #: look-up, several per request, runs no Python frame.
@@ -78,6 +78,7 @@ class Headers:
         self.repeats = len(first) != len(pairs)  #: some header name was sent more than once
         self._dict: dict[str, str] | None = None
         self.auth: Any = None  # the principal an HTTP policy authenticated this request as (``Context.auth``)
+        self.peer: Any = None  # the TCP connection it came on: the ASGI scope's ``client``, (host, port)
 
     def get(self, name: str) -> str | None:
         """The value of a header sent once; the first value when sent several times (``name`` in lower case)."""
