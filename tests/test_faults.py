@@ -7,14 +7,22 @@ line, an answer), bounded by ``anyio.fail_after``."""
 from __future__ import annotations
 
 import logging
+import os
+import signal
+import subprocess
+import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
 from typing import Any
 
 import anyio
 import anyio.to_thread
 import pytest
+from fault_support import FaultRun
+from helpers import FIXTURES
+from http_support import open_session
 from redis_support import RedisProcess, own_redis, prefix  # noqa: F401 (fixtures)
 from scale_support import Workers, call_v5
 from scale_support import http as http
@@ -33,6 +41,7 @@ pytestmark = [pytest.mark.anyio, pytest.mark.once]
 STEP = 15.0
 #: The workers' deadline for a Redis command: short, so that a paused Redis is an outage within moments.
 REDIS_TIMEOUT = 0.5
+WORKER = FIXTURES / "fault_worker.py"
 
 
 class Seen(logging.Handler):
@@ -113,7 +122,6 @@ async def until_ended(http: Any, url: str, task_id: str) -> dict[str, Any]:
             task = reply.get("result")
             if task is not None and task["status"] in ts.TERMINAL:
                 return task  # type: ignore[no-any-return]
-            await anyio.sleep(0.05)
 
 
 async def test_a_task_that_ends_while_redis_is_paused_is_stored_once_it_is_back(
@@ -164,6 +172,7 @@ async def test_a_client_waiting_for_its_task_while_redis_is_paused_gets_its_resu
         assert [r.content[0].text for r in results] == ["done"]
 
 
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])  # (redis-py's asyncio client, on a loop of its own)
 async def test_the_sweep_ends_the_tasks_a_living_worker_no_longer_runs(
     own_redis: RedisProcess,  # noqa: F811
     prefix: str,  # noqa: F811
@@ -192,3 +201,116 @@ async def test_the_sweep_ends_the_tasks_a_living_worker_no_longer_runs(
         await backend.aclose()
 
     await anyio.to_thread.run_sync(lambda: anyio.run(scenario, backend="asyncio"))
+
+
+@asynccontextmanager
+async def worker_process(redis_url: str, key_prefix: str) -> AsyncIterator[tuple[Any, str]]:
+    """A worker process of tests/fixtures/fault_worker.py (its tasks' lease: 1 s), and its URL."""
+    proc = await anyio.open_process(
+        [sys.executable, str(WORKER), redis_url, key_prefix], stdin=subprocess.DEVNULL, stderr=None
+    )
+    try:
+        assert proc.stdout is not None
+        seen = b""
+        with anyio.fail_after(STEP):
+            while b"\n" not in seen:
+                seen += await proc.stdout.receive()
+        line = seen.split(b"\n", 1)[0].decode()
+        assert line.startswith("listening on "), line
+        yield proc, line.removeprefix("listening on ")
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+        with anyio.CancelScope(shield=True):
+            await proc.wait()
+            await proc.aclose()
+
+
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])  # (worker processes: the test's own loop matters not)
+async def test_a_worker_killed_with_sigkill_costs_its_tasks_failed_within_the_lease_and_no_session(
+    own_redis: RedisProcess,  # noqa: F811
+    prefix: str,  # noqa: F811
+    http: Any,
+) -> None:
+    async with (
+        worker_process(own_redis.url, prefix) as (doomed, there),
+        worker_process(own_redis.url, prefix) as (
+            _,
+            here,
+        ),
+    ):
+        created = await call_v5(http, there, "tools/call", {"name": "hold", "arguments": {}})
+        task_id = created["result"]["taskId"]
+        session = await open_session(http, there)
+        assert (await call_v5(http, here, "tasks/get", {"taskId": task_id}))["result"]["status"] == "working"
+        os.kill(doomed.pid, signal.SIGKILL)
+        await doomed.wait()
+        task = await until_ended(http, here, task_id)  # (within its 1 s lease, and a read)
+        assert task["status"] == "failed" and task["statusMessage"] == STOPPED_MESSAGE
+        session.url = here
+        answered = await session.call(2, "ping", {})  # its session goes on, under the same id
+        assert answered["result"]["content"][0]["text"] == "pong"
+
+
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])  # (worker processes: the test's own loop matters not)
+async def test_a_pause_of_redis_longer_than_the_lease_fails_no_task_of_a_living_worker(
+    own_redis: RedisProcess,  # noqa: F811
+    prefix: str,  # noqa: F811
+    http: Any,
+) -> None:
+    async with worker_process(own_redis.url, prefix) as (_, there), worker_process(own_redis.url, prefix) as (_, here):
+        created = await call_v5(http, there, "tools/call", {"name": "hold", "arguments": {}})
+        task_id = created["result"]["taskId"]
+        own_redis.pause()
+        try:
+            for _ in range(3):  # each answer waits for the worker's deadline (0.5 s): past the 1 s lease in all
+                reply = await call_v5(http, here, "tasks/get", {"taskId": task_id})
+                assert reply["error"]["code"] == -32012
+        finally:
+            own_redis.resume()
+        for url in (here, there, here):
+            with anyio.fail_after(STEP):
+                while "result" not in (reply := await call_v5(http, url, "tasks/get", {"taskId": task_id})):
+                    assert reply["error"]["code"] == -32012  # (until the worker's connection is back)
+            assert reply["result"]["status"] == "working", reply  # its worker lives: its lease is renewed
+
+
+async def test_redis_restarted_empty_under_a_running_task_leaves_nothing_stuck(
+    two: Workers,
+    own_redis: RedisProcess,  # noqa: F811
+    steps: Steps,
+    http: Any,
+) -> None:
+    created = await call_v5(http, two.url(0), "tools/call", {"name": "step", "arguments": {}})
+    task_id = created["result"]["taskId"]
+    assert await anyio.to_thread.run_sync(steps.started.wait, STEP)
+    own_redis.stop()
+    own_redis.start()  # (empty: the task is forgotten)
+    steps.go.set()
+    assert await anyio.to_thread.run_sync(steps.returned.wait, STEP)  # its progress found no task: it went on
+    with anyio.fail_after(STEP):
+        while True:
+            reply = await call_v5(http, two.url(1), "tasks/get", {"taskId": task_id})
+            if reply.get("error", {}).get("code") != -32012:  # (until the worker's connections are back)
+                break
+    assert reply["error"]["code"] == -32602  # gone, as an expired task: never working for ever
+    again = await call_v5(http, two.url(1), "tools/call", {"name": "step", "arguments": {}})
+    assert (await until_ended(http, two.url(0), again["result"]["taskId"]))["status"] == "completed"
+
+
+#: The seed of the run below (``make soak`` takes its own: ``SOAK_SEED``).
+SEED = 35
+
+
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])  # (worker processes: the test's own loop matters not)
+async def test_a_seeded_run_of_faults_leaves_no_task_working_and_the_sessions_bounded(
+    own_redis: RedisProcess,  # noqa: F811
+    prefix: str,  # noqa: F811
+    http: Any,
+) -> None:
+    async with FaultRun(own_redis, prefix, SEED) as run:
+        for _ in range(4):
+            await run.round(http)
+    figures = run.figures
+    assert figures.rounds == 4 and sum(figures.ended.values()) == figures.started > 0
+    assert figures.kept_sessions <= 50  # (FAULT_MAX_SESSIONS: across both workers)

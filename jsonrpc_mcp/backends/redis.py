@@ -160,6 +160,7 @@ class RedisBackend:
         self._keys: tuple[bytes, ...] = ()
         self._keys_period = -1  # the period whose keys _keys holds
         self._down = False  # an outage was logged and has not ended
+        self._back_at = -math.inf  # when the last outage ended (time.monotonic())
         self._task_listeners: list[Callable[[str], None]] = []  # told of each TaskChanged on the bus
         self._leases: dict[str, float] = {}  # key -> seconds: set while this worker lives (refreshed by run)
         self._leases_set = -math.inf  # when they were last set
@@ -191,7 +192,13 @@ class RedisBackend:
     def _ok(self) -> None:
         if self._down:
             self._down = False
+            self._back_at = time.monotonic()
             logger.warning("Redis at %s is reachable again", self.where)
+
+    def back_within(self, seconds: float) -> bool:
+        """Is Redis out of reach, or did it come back less than ``seconds`` ago? (Then what should have been renewed
+        meanwhile, a worker's lease, may have lapsed though the worker lives.)"""
+        return self._down or time.monotonic() - self._back_at < seconds
 
     async def _call(self, command: Callable[..., Awaitable[Any]], *args: Any, **kwargs: Any) -> Any:
         """Run one command with the deadline (which its wait for a turn counts against); a failure to reach Redis

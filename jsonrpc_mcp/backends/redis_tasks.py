@@ -19,7 +19,9 @@ What it promises, as the other stores do:
   input whose worker's lease has lapsed is failed with "The server stopped while the task was running" — by the
   first worker that reads it, or at the latest by the next sweep: every worker looks once per lease period for
   workers whose lease lapsed with tasks still running (one Redis round trip when there are none) and fails those
-  tasks, at most :data:`SWEEP_MOST` per sweep. The sweep also fails the tasks this living worker made and no
+  tasks, at most :data:`SWEEP_MOST` per sweep. Within a lease after an outage of Redis (a pause, a stop: no
+  worker could renew its lease meanwhile), a lapsed lease is not taken for a death: the workers that live renew
+  theirs by then. The sweep also fails the tasks this living worker made and no
   longer runs (their work ended and its end could not be stored: the worker stopped retrying it, stopping).
   Whichever worker's write wins (a change under ``WATCH``; the
   others find the task failed already) tells the tasks extension (:meth:`RedisTaskStore.tell_stopped`), which
@@ -280,7 +282,11 @@ class RedisTaskStore:
     # --- the workers' leases -------------------------------------------------------------------------------
 
     async def _alive(self, runner: str) -> bool:
-        return bool(await self.backend._call(self.backend.client.exists, self._lease_key(runner)))
+        """Does ``runner`` live? Its lease is set; or it may be (within a lease of an outage that this worker saw,
+        every worker's lease may have lapsed while none could renew it)."""
+        if await self.backend._call(self.backend.client.exists, self._lease_key(runner)):
+            return True
+        return self.backend.back_within(self.lease)
 
     async def sweep(self) -> int:
         """Fail the tasks still running of the workers whose lease lapsed (at most :data:`SWEEP_MOST`), each told
@@ -291,6 +297,8 @@ class RedisTaskStore:
             client.eval, _LAPSED_SCRIPT, 1, self._runners_key, self._lease_key(""), self._running_key("")
         )
         failed, left = await self._sweep_here(SWEEP_MOST)
+        if self.backend.back_within(self.lease):
+            return failed  # (the leases that lapsed in an outage: their workers may live, and renew them by now)
         for raw in found:
             if left <= 0:
                 break
