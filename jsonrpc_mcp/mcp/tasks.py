@@ -396,9 +396,12 @@ class Tasks(Extension):
         named = _client_of_stream(stream, ctx.request_id)
         if named is not None:
             return named
-        key = self._connections.get(stream)
-        if key is None:
-            key = self._connections[stream] = "connection:" + secrets.token_urlsafe(12)
+        try:
+            key = self._connections.get(stream)
+            if key is None:
+                key = self._connections[stream] = "connection:" + secrets.token_urlsafe(12)
+        except TypeError:  # (a stream of one's own that cannot be weakly referenced)
+            key = f"connection:{id(stream):x}"
         return key
 
     # --- the work ------------------------------------------------------------------------------------------
