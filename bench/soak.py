@@ -4,7 +4,7 @@
   python bench/soak.py                      10 minutes, seed 35
   python bench/soak.py --minutes 2 --seed 7
 
-Two worker processes (tests/fixtures/fault_worker.py: their tasks' lease 1 s, their Redis deadline 0.5 s, at most
+Two worker processes (tests/fixtures/fault_worker.py: their tasks' lease 4 s, their Redis deadline 0.5 s, at most
 50 sessions between them) share a ``redis-server`` of the soak's own (tests/redis_support.py: a Unix socket,
 nothing saved). Round after round, tasks are started and sessions opened on workers picked at random, then one
 fault, picked at random, is met: Redis paused (SIGSTOP) until a worker answers -32012, Redis stopped and started

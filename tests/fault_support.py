@@ -28,7 +28,7 @@ from redis_support import RedisProcess
 from scale_support import call_v5
 
 WORKER = Path(__file__).resolve().parent / "fixtures" / "fault_worker.py"
-#: Seconds a task may take to settle after its round's fault has passed (its lease is 1 s; an end stored again
+#: Seconds a task may take to settle after its round's fault has passed (its lease is 4 s; an end stored again
 #: waits 2 s at most between tries).
 SETTLE = 10.0
 #: Seconds a step may take at most (a worker's start, a fault to be seen).

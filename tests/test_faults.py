@@ -205,7 +205,7 @@ async def test_the_sweep_ends_the_tasks_a_living_worker_no_longer_runs(
 
 @asynccontextmanager
 async def worker_process(redis_url: str, key_prefix: str) -> AsyncIterator[tuple[Any, str]]:
-    """A worker process of tests/fixtures/fault_worker.py (its tasks' lease: 1 s), and its URL."""
+    """A worker process of tests/fixtures/fault_worker.py (its tasks' lease: 4 s), and its URL."""
     proc = await anyio.open_process(
         [sys.executable, str(WORKER), redis_url, key_prefix], stdin=subprocess.DEVNULL, stderr=None
     )
@@ -245,7 +245,7 @@ async def test_a_worker_killed_with_sigkill_costs_its_tasks_failed_within_the_le
         assert (await call_v5(http, here, "tasks/get", {"taskId": task_id}))["result"]["status"] == "working"
         os.kill(doomed.pid, signal.SIGKILL)
         await doomed.wait()
-        task = await until_ended(http, here, task_id)  # (within its 1 s lease, and a read)
+        task = await until_ended(http, here, task_id)  # (within its 4 s lease, and a read)
         assert task["status"] == "failed" and task["statusMessage"] == STOPPED_MESSAGE
         session.url = here
         answered = await session.call(2, "ping", {})  # its session goes on, under the same id
@@ -263,7 +263,7 @@ async def test_a_pause_of_redis_longer_than_the_lease_fails_no_task_of_a_living_
         task_id = created["result"]["taskId"]
         own_redis.pause()
         try:
-            for _ in range(3):  # each answer waits for the worker's deadline (0.5 s): past the 1 s lease in all
+            for _ in range(9):  # each answer waits for the worker's deadline (0.5 s): past the 4 s lease in all
                 reply = await call_v5(http, here, "tasks/get", {"taskId": task_id})
                 assert reply["error"]["code"] == -32012
         finally:

@@ -19,13 +19,14 @@ What it promises, as the other stores do:
   input whose worker's lease has lapsed is failed with "The server stopped while the task was running" — by the
   first worker that reads it, or at the latest by the next sweep: every worker looks once per lease period for
   workers whose lease lapsed with tasks still running (one Redis round trip when there are none) and fails those
-  tasks, at most :data:`SWEEP_MOST` per sweep. Within a lease after an outage of Redis (a pause, a stop: no
-  worker could renew its lease meanwhile), a lapsed lease is not taken for a death: the workers that live renew
-  theirs by then. The sweep also fails the tasks this living worker made and no
-  longer runs (their work ended and its end could not be stored: the worker stopped retrying it, stopping).
-  Whichever worker's write wins (a change under ``WATCH``; the
-  others find the task failed already) tells the tasks extension (:meth:`RedisTaskStore.tell_stopped`), which
-  publishes ``notifications/tasks`` to the listen streams of every worker, once, as for any other change.
+  tasks, at most :data:`SWEEP_MOST` per sweep. A lease found lapsed while Redis is away, or within a lease after
+  it came back, is not taken for a death (a pause, a stop: no worker could renew its lease meanwhile, and those
+  that live have renewed theirs by then; so a lease should be several times the backend's command deadline, as
+  the defaults are: 10 s and 2 s). The sweep also fails the tasks this living worker
+  made and no longer runs (their work ended and its end could not be stored: the worker stopped retrying it,
+  stopping). Whichever worker's write wins (a change under ``WATCH``; the others find the task failed already)
+  tells the tasks extension (:meth:`RedisTaskStore.tell_stopped`), which publishes ``notifications/tasks`` to the
+  listen streams of every worker, once, as for any other change.
 * **Bounded**: the tasks of one client, and all the tasks, are counted in sorted sets scored by expiry (working
   ones: never; finished ones leave them as they expire). A task made when its client's set, or the whole, is full
   takes the place of the oldest finished one there (its record is deleted), and is refused when all of them are
@@ -282,11 +283,15 @@ class RedisTaskStore:
     # --- the workers' leases -------------------------------------------------------------------------------
 
     async def _alive(self, runner: str) -> bool:
-        """Does ``runner`` live? Its lease is set; or it may be (within a lease of an outage that this worker saw,
-        every worker's lease may have lapsed while none could renew it)."""
-        if await self.backend._call(self.backend.client.exists, self._lease_key(runner)):
-            return True
-        return self.backend.back_within(self.lease)
+        """Does ``runner`` live? Its lease is set; or it may (:meth:`_lapsed`)."""
+        present = bool(await self.backend._call(self.backend.client.exists, self._lease_key(runner)))
+        return not self._lapsed(present)
+
+    def _lapsed(self, present: bool) -> bool:
+        """Is a worker whose lease is ``present`` (or not) gone? Not while Redis is away, nor for a lease after this
+        worker saw it come back: meanwhile no worker could renew its lease, and those that live renew theirs
+        within a lease (several times a lease, each renewal waiting the Redis deadline at most)."""
+        return not present and not self.backend.back_within(self.lease)
 
     async def sweep(self) -> int:
         """Fail the tasks still running of the workers whose lease lapsed (at most :data:`SWEEP_MOST`), each told
@@ -297,14 +302,12 @@ class RedisTaskStore:
             client.eval, _LAPSED_SCRIPT, 1, self._runners_key, self._lease_key(""), self._running_key("")
         )
         failed, left = await self._sweep_here(SWEEP_MOST)
-        if self.backend.back_within(self.lease):
-            return failed  # (the leases that lapsed in an outage: their workers may live, and renew them by now)
         for raw in found:
             if left <= 0:
                 break
             runner = raw.decode()
-            if runner == self.runner:
-                continue  # (this worker lives: its lease is renewed again as soon as Redis can be reached)
+            if runner == self.runner or not self._lapsed(False):
+                continue  # (this worker lives; the others' leases may have lapsed in an outage, see _lapsed)
             running = self._running_key(runner)
             task_ids = await self.backend._call(client.srandmember, running, left)
             for task in task_ids:
