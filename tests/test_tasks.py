@@ -493,7 +493,7 @@ def test_a_wrong_input_timeout_or_store_is_refused_when_the_extension_is_made(tm
     for store in (str(tmp_path / "tasks.db"), MemoryTaskStore, {}):
         with pytest.raises(TypeError, match="store must be a task store"):
             Tasks(store)  # type: ignore[arg-type]
-    for setting in ({"ttl": 0}, {"ttl": float("nan")}, {"poll_interval": -1}, {"max_per_client": 0}):
+    for setting in ({"ttl": 0}, {"ttl": float("nan")}, {"poll_interval": -1}, {"max_per_client": 0}, {"max_tasks": 0}):
         (name,) = setting
         with pytest.raises(ValueError, match=f"^{name} must be positive, not "):
             Tasks(**setting)
