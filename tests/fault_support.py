@@ -61,7 +61,7 @@ async def start_worker(redis_url: str, key_prefix: str, env: dict[str, str] | No
     proc = await anyio.open_process(
         [sys.executable, str(WORKER), redis_url, key_prefix],
         stdin=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
+        stderr=None if os.environ.get("FAULT_WORKER_LOG") else subprocess.DEVNULL,
         env={**os.environ, **(env or {})},
     )
     assert proc.stdout is not None
@@ -159,9 +159,9 @@ class FaultRun:
             self.workers[self.workers.index(killed)] = await start_worker(self.redis.url, self.prefix, self.env)
         passed = time.monotonic()
         for task_id, worker in tasks:
-            ended = await self._settled(http, task_id)
+            ended, last = await self._settled(http, task_id)
             if ended == "failed":
-                assert worker is killed, f"task {task_id} failed, and its worker lived ({fault})"
+                assert worker is killed, f"task {task_id} failed, and its worker lived ({fault}): {last}"
             if ended == "gone":
                 assert fault == "restart empty", f"task {task_id} vanished ({fault})"
             figures.ended[ended] = figures.ended.get(ended, 0) + 1
@@ -170,15 +170,16 @@ class FaultRun:
         figures.rss_kib.append(sum(rss_kib(worker.proc.pid) for worker in self.workers))
         figures.rounds += 1
 
-    async def _settled(self, http: httpx.AsyncClient, task_id: str) -> str:
+    async def _settled(self, http: httpx.AsyncClient, task_id: str) -> tuple[str, Any]:
+        """How the task settled, and its last answer."""
         with anyio.fail_after(SETTLE):
             while True:
                 reply = await call_v5(http, self.rng.choice(self.workers).url, "tasks/get", {"taskId": task_id})
                 error = reply.get("error")
                 if error is not None and error["code"] == -32602:
-                    return "gone"
+                    return "gone", reply
                 if error is None and reply["result"]["status"] in ("completed", "failed", "cancelled"):
-                    return str(reply["result"]["status"])
+                    return str(reply["result"]["status"]), reply
 
     async def _kept_sessions(self, http: httpx.AsyncClient) -> int:
         """How many session records Redis holds (``redis-cli``, as an operator would count them)."""

@@ -255,6 +255,8 @@ class RedisBackend:
                 await self._listen(pubsub, deliver)
             except errors as exc:
                 self._failed(exc)
+            except Unavailable:  # (a command of ours that failed, reading the keys: logged already; try again)
+                pass
             finally:
                 with anyio.CancelScope(shield=True), anyio.move_on_after(self.timeout):
                     await pubsub.aclose()
