@@ -203,6 +203,38 @@ async def test_the_sweep_ends_the_tasks_a_living_worker_no_longer_runs(
     await anyio.to_thread.run_sync(lambda: anyio.run(scenario, backend="asyncio"))
 
 
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])  # (redis-py's asyncio client, on a loop of its own)
+async def test_the_bus_goes_on_when_redis_fails_between_its_subscription_and_its_keys(
+    own_redis: RedisProcess,  # noqa: F811
+    prefix: str,  # noqa: F811
+) -> None:
+    import redis.asyncio
+
+    from jsonrpc_mcp.mcp.bus import SessionEnded, encode_event
+
+    async def scenario() -> None:  # redis-py's asyncio client: on an asyncio loop of its own
+        backend = RedisBackend(own_redis.url, prefix=prefix, timeout=REDIS_TIMEOUT)
+        admin = redis.asyncio.Redis.from_url(own_redis.url)
+        heard = anyio.Event()
+
+        async def deliver(event: Any) -> None:
+            heard.set()
+
+        # writes wait for 1.5 s: the bus subscribes (no write), then cannot make the requestState keys (writes)
+        await admin.execute_command("CLIENT", "PAUSE", 1500, "WRITE")
+        async with anyio.create_task_group() as tg:
+            await tg.start(backend.run, deliver)
+            with anyio.fail_after(STEP):
+                while not heard.is_set():  # (each publish waits for the pause to end; then until the bus is back)
+                    await admin.publish(f"{prefix}:bus", encode_event(SessionEnded("s")))
+            assert backend.state_keys()  # the keys were read once Redis took writes again
+            tg.cancel_scope.cancel()
+        await backend.aclose()
+        await admin.aclose()
+
+    await anyio.to_thread.run_sync(lambda: anyio.run(scenario, backend="asyncio"))
+
+
 @asynccontextmanager
 async def worker_process(redis_url: str, key_prefix: str) -> AsyncIterator[tuple[Any, str]]:
     """A worker process of tests/fixtures/fault_worker.py (its tasks' lease: 4 s), and its URL."""
