@@ -21,7 +21,7 @@ HOST ?= 127.0.0.1
 PORT ?= 8000
 SITE ?= site
 
-.PHONY: install test test-once test-all test-min release lint fuzz bench bench-compare bench-scale serve conformance conformance-scaled docs docs-serve clean
+.PHONY: install test test-once test-all test-min release lint fuzz soak bench bench-compare bench-scale serve conformance conformance-scaled docs docs-serve clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -86,6 +86,11 @@ lint: $(STAMP)
 # docs/robustness.md. (make test runs a bounded version: tests/test_fuzz.py.)
 fuzz: $(STAMP)
 	$(BIN)/python tests/fuzzing.py --frames 1000000
+
+# The fault suite's seeded run for 10 minutes (two workers, a real Redis paused, restarted empty, kill -9); not CI.
+soak: $(STAMP)
+	.ci/system-packages
+	$(BIN)/python bench/soak.py $(SOAK_ARGS)
 
 bench: $(STAMP)
 	$(BIN)/python bench/run.py

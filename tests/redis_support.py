@@ -1,12 +1,15 @@
 """A real Redis server for the tests: ``redis-server`` (installed by .ci/system-packages) on a Unix socket in a
 temporary folder, nothing saved to disk. :class:`RedisProcess` starts one and knows when it is ready (it reads the
-server's own "ready to accept connections" line); it can be stopped and started again on the same socket, for the
-tests of what workers do while their Redis is away."""
+server's own "ready to accept connections" line); it can be stopped and started again on the same socket (empty),
+or paused and resumed (SIGSTOP, SIGCONT: its connections stay open and nothing answers), for the tests of what
+workers do while their Redis is away."""
 
 from __future__ import annotations
 
+import os
 import secrets
 import shutil
+import signal
 import subprocess
 import tempfile
 import threading
@@ -64,9 +67,19 @@ class RedisProcess:
             self.stop()
             pytest.fail("redis-server did not start:\n" + b"".join(log[-20:]).decode(errors="replace"))
 
+    def pause(self) -> None:
+        """Stop the server where it is (SIGSTOP): what it was sent waits, unanswered, until :meth:`resume`."""
+        assert self.proc is not None
+        os.kill(self.proc.pid, signal.SIGSTOP)
+
+    def resume(self) -> None:
+        assert self.proc is not None
+        os.kill(self.proc.pid, signal.SIGCONT)
+
     def stop(self) -> None:
         proc, self.proc = self.proc, None
         if proc is not None and proc.poll() is None:
+            os.kill(proc.pid, signal.SIGCONT)  # (a paused server would not hear the SIGTERM)
             proc.terminate()
             try:
                 proc.wait(10)

@@ -130,6 +130,33 @@ async def test_delete_on_one_worker_ends_the_session_on_every_worker(workers: Wo
         assert (await session.post(call_body(3, "whoami", {}))).status_code == 404
 
 
+async def test_max_sessions_holds_across_workers_the_least_recently_used_giving_way(
+    redis_url: str,  # noqa: F811
+    prefix: str,  # noqa: F811
+    http: Any,
+) -> None:
+    with Workers(redis_app(worker(f"w{i}"), redis_url, prefix, max_sessions=3) for i in range(2)) as group:
+        first = await open_session(http, group.url(0))
+        second = await open_session(http, group.url(1))
+        third = await open_session(http, group.url(0))
+        first.url = group.url(1)
+        assert text_of(await first.call(2, "whoami", {})) == "w1"  # the second is now the least recently used
+        fourth = await open_session(http, group.url(1))  # each worker holds two: the bound is of all of them
+        for i in (0, 1):
+            second.url = group.url(i)
+            assert (await second.post(call_body(3, "whoami", {}))).status_code == 404
+        for n, session in enumerate((first, third, fourth)):
+            assert (await session.post(call_body(10 + n, "whoami", {}))).status_code == 200
+        backend = RedisBackend(redis_url, prefix=prefix)
+
+        async def kept() -> int:
+            count: int = await backend.client.zcard(f"{prefix}:sessions")
+            await backend.aclose()
+            return count
+
+        assert await anyio.to_thread.run_sync(lambda: anyio.run(kept, backend="asyncio")) == 3
+
+
 async def test_the_log_level_set_on_one_worker_holds_on_the_other(workers: Workers, http: Any) -> None:
     session = await open_session(http, workers.url(0))
     session.url = workers.url(1)

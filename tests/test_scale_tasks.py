@@ -17,6 +17,7 @@ from http_support import JSON_HEADERS, response_of
 from redis_support import RedisProcess, own_redis, prefix, redis_server, redis_url  # noqa: F401 (fixtures)
 from scale_support import TIMEOUT, Workers, redis_app, workers_fixture
 from scale_support import http as http
+from task_support import bounded
 
 from jsonrpc_mcp import Context, Server
 from jsonrpc_mcp.backends.redis import RedisBackend
@@ -118,7 +119,7 @@ async def test_a_task_asks_on_one_worker_and_is_answered_through_the_other(worke
     assert (await workers.call(http, 0, "tasks/get", {"taskId": task_id}))["status"] == "completed"
 
 
-async def test_the_store_bounds_an_owner_across_workers_and_fails_the_tasks_of_a_worker_that_died(
+async def test_the_store_bounds_a_client_across_workers_and_fails_the_tasks_of_a_worker_that_died(
     redis_url: str,  # noqa: F811
     prefix: str,  # noqa: F811
 ) -> None:
@@ -135,8 +136,8 @@ async def test_the_store_bounds_an_owner_across_workers_and_fails_the_tasks_of_a
         async with anyio.create_task_group() as tg:
             await tg.start(one.run, deliver)
             await tg.start(two.run, deliver)
-            assert await first.create(record("t1"), max_per_owner=1)
-            assert not await second.create(record("t2"), max_per_owner=1)  # alice has one task kept already
+            assert await first.create(record("t1"), max_per_client=1)
+            assert not await second.create(record("t2"), max_per_client=1)  # alice has one task kept already
             assert await second.get("t2") is None
             assert (await second.get("t1")).status == "working"  # type: ignore[union-attr]
 
@@ -158,11 +159,26 @@ async def test_the_store_bounds_an_owner_across_workers_and_fails_the_tasks_of_a
             failed = await second.get("t1")
             assert failed is not None and failed.status == "failed"
             assert failed.status_message == STOPPED_MESSAGE
-            assert await second.create(record("t3"), max_per_owner=2)  # a failed task counts until it expires
-            assert not await second.create(record("t4"), max_per_owner=2)
+            assert await second.create(record("t3"), max_per_client=2)  # a failed task counts until it expires,
+            assert await second.create(record("t4"), max_per_client=2)  # or gives way to a new one
+            assert await second.get("t1") is None
+            assert not await second.create(record("t5"), max_per_client=2)  # (two working)
             tg.cancel_scope.cancel()
         await one.aclose()
         await two.aclose()
+
+    await anyio.to_thread.run_sync(lambda: anyio.run(scenario, backend="asyncio"))
+
+
+async def test_the_redis_store_keeps_the_bounds_of_every_store(redis_url: str, prefix: str) -> None:  # noqa: F811
+    async def scenario() -> None:  # redis-py's asyncio client: on an asyncio loop of its own
+        backend = RedisBackend(redis_url, prefix=prefix)
+        store = RedisTaskStore(backend)
+        try:
+            await bounded(store)
+        finally:
+            await store.aclose()
+            await backend.aclose()
 
     await anyio.to_thread.run_sync(lambda: anyio.run(scenario, backend="asyncio"))
 
@@ -206,7 +222,7 @@ async def test_a_sweep_while_redis_is_away_is_logged_and_the_worker_sweeps_again
             with anyio.fail_after(TIMEOUT):
                 await missed.wait()  # a sweep met no Redis: the worker goes on
             own_redis.start()  # (empty: nothing is saved)
-            assert await dead_store.create(record, max_per_owner=None)
+            assert await dead_store.create(record, max_per_client=None)
             await dead.client.delete(f"{prefix}:runner:{dead_store.runner}")  # its worker died
             with anyio.fail_after(TIMEOUT):
                 await failed.wait()

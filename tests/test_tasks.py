@@ -439,13 +439,40 @@ async def test_over_http_a_task_method_needs_its_id_in_mcp_name(
     await peer.result("tasks/cancel", {"taskId": task_id})
 
 
-async def test_a_client_gets_so_many_tasks_kept_and_no_more() -> None:
+async def test_a_client_gets_so_many_tasks_working_and_a_required_one_more_is_refused() -> None:
     async with stdio_app({"TASKS_MAX": "2"}) as (peer, _):
         gate = key()
         for _ in range(2):
             await peer.tool("work", key=gate)
-        refused = await peer.call("tools/call", {"name": "work", "arguments": {"key": gate}})
+        refused = await peer.call("tools/call", {"name": "must_be_a_task", "arguments": {"key": gate}})
         assert refused["error"]["code"] == -32010 and "Too many tasks" in refused["error"]["message"]
+        await peer.tool("release", key=gate)
+
+
+async def test_a_task_optional_tool_runs_in_its_request_when_no_task_can_be_started() -> None:
+    async with stdio_app({"TASKS_MAX": "1"}) as (peer, _):
+        held, free = key(), key()
+        assert (await peer.tool("work", key=held))["resultType"] == "task"
+        await peer.tool("release", key=free)
+        answered = await peer.tool("work", key=free)  # (no room for a second task: answered in the request)
+        assert answered["content"] == [{"type": "text", "text": f"worked {free} in task None"}]
+        assert "taskId" not in answered
+        await peer.tool("release", key=held)
+
+
+async def test_when_a_clients_quota_is_full_its_oldest_finished_task_gives_way() -> None:
+    async with stdio_app({"TASKS_MAX": "2"}) as (peer, _):
+        finished = []
+        for _ in range(2):
+            gate = key()
+            finished.append((await peer.tool("work", key=gate))["taskId"])
+            await peer.tool("release", key=gate)
+            await peer.until(finished[-1], "completed")
+        newest = await peer.tool("work", key=(gate := key()))
+        assert newest["resultType"] == "task"
+        gone = await peer.call("tasks/get", {"taskId": finished[0]})
+        assert gone["error"]["code"] == -32602  # the oldest finished result made room
+        assert (await peer.get(finished[1]))["status"] == "completed"
         await peer.tool("release", key=gate)
 
 
@@ -466,7 +493,7 @@ def test_a_wrong_input_timeout_or_store_is_refused_when_the_extension_is_made(tm
     for store in (str(tmp_path / "tasks.db"), MemoryTaskStore, {}):
         with pytest.raises(TypeError, match="store must be a task store"):
             Tasks(store)  # type: ignore[arg-type]
-    for setting in ({"ttl": 0}, {"ttl": float("nan")}, {"poll_interval": -1}, {"max_per_client": 0}):
+    for setting in ({"ttl": 0}, {"ttl": float("nan")}, {"poll_interval": -1}, {"max_per_client": 0}, {"max_tasks": 0}):
         (name,) = setting
         with pytest.raises(ValueError, match=f"^{name} must be positive, not "):
             Tasks(**setting)

@@ -87,8 +87,12 @@ class Backend(Protocol):
     async def load_session(self, sid: str, ttl: float) -> bytes | None:
         """A session's record (and ``ttl`` more seconds of life for it), or ``None`` when it does not exist."""
 
-    async def save_session(self, sid: str, record: bytes, ttl: float, *, changed: bool) -> None:
-        """Store a session's record for ``ttl`` seconds; ``changed``: tell the workers holding a copy."""
+    async def save_session(
+        self, sid: str, record: bytes, ttl: float, *, changed: bool, most: int | None = None
+    ) -> None:
+        """Store a session's record for ``ttl`` seconds; ``changed``: tell the workers holding a copy. ``most``
+        (a new session): the most sessions kept across the workers — past it, the least recently used ones give
+        way (ended, and every worker told, :class:`SessionEnded`)."""
 
     async def end_session(self, sid: str) -> None:
         """Forget a session, and tell every worker (:class:`SessionEnded`)."""

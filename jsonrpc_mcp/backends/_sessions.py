@@ -178,7 +178,9 @@ class SharedSessions:
         record = record_of(session.mcp, session.owner)
         if record == session.record:
             return
-        await self.backend.save_session(session.id, _encode(record), self.ttl, changed=session.record is not None)
+        new = session.record is None  # (a new session counts against the bound of all the workers' sessions)
+        most = self.table.max_sessions if new else None
+        await self.backend.save_session(session.id, _encode(record), self.ttl, changed=not new, most=most)
         session.record = record
 
     async def end(self, session: HttpSession) -> None:

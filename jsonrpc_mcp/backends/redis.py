@@ -11,7 +11,10 @@ Under one key prefix (``jsonrpc-mcp`` unless told otherwise), a :class:`RedisBac
 ``<prefix>:spent:<nonce>``
     a single-use state already answered (``SET NX``, until the state expires);
 ``<prefix>:session:<id>``
-    a handshake-era session's record, expiring after ``session_idle_timeout`` without use.
+    a handshake-era session's record, expiring after ``session_idle_timeout`` without use;
+``<prefix>:sessions``
+    the sessions, scored by when each was last used (milliseconds): what bounds them across the workers (a new
+    session past ``max_sessions`` ends the least recently used ones, and every worker is told).
 
 Every command has a deadline (``timeout``): when Redis cannot be reached, the caller gets
 :class:`~jsonrpc_mcp.errors.Unavailable` at once, the log gets one line per outage (never the URL's password),
@@ -50,6 +53,43 @@ _RETRY_FIRST: Final = 0.25  # seconds before the bus reconnects after a failure,
 _RETRY_MOST: Final = 5.0
 _LEASE_REFRESH: Final = 2.0  # seconds between two renewals of this worker's leases at most (hold_lease)
 _KEEPER_TICK: Final = 1.0  # seconds between two looks of the keeper (leases, periodic jobs) at most
+
+
+#: A session used: its record (``KEYS[1]``) lives ``ARGV[1]`` ms more, and it is the most recently used in
+#: ``KEYS[2]`` (``ARGV[2]``: now, ``ARGV[3]``: its id). Its record, or nil.
+_TOUCH_SCRIPT: Final = """
+local record = redis.call('GET', KEYS[1])
+if record then
+  redis.call('PEXPIRE', KEYS[1], ARGV[1])
+  redis.call('ZADD', KEYS[2], ARGV[2], ARGV[3])
+end
+return record
+"""
+
+#: A session saved (``KEYS[1]``: its record, ``KEYS[2]``: the sessions by last use). ``ARGV``: the record, its
+#: ttl (ms), now (ms), its id, the most sessions kept (-1: no bound, a session saved again), the start of a
+#: record's key. Forgets the sessions whose records expired; past the bound, the least recently used give way
+#: (their records deleted). Returns the ids of those that gave way.
+_SAVE_SCRIPT: Final = """
+local ttl, now, most = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[5])
+local ended = {}
+if most >= 0 then
+  redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now - ttl)
+  local over = redis.call('ZCARD', KEYS[2]) - most + 1
+  if over > 0 then
+    for _, sid in ipairs(redis.call('ZRANGE', KEYS[2], 0, over - 1)) do
+      if sid ~= ARGV[4] then
+        redis.call('DEL', ARGV[6] .. sid)
+        redis.call('ZREM', KEYS[2], sid)
+        table.insert(ended, sid)
+      end
+    end
+  end
+end
+redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+redis.call('ZADD', KEYS[2], now, ARGV[4])
+return ended
+"""
 
 
 def _redis() -> Any:
@@ -120,6 +160,7 @@ class RedisBackend:
         self._keys: tuple[bytes, ...] = ()
         self._keys_period = -1  # the period whose keys _keys holds
         self._down = False  # an outage was logged and has not ended
+        self._back_at = -math.inf  # when the last outage ended (time.monotonic())
         self._task_listeners: list[Callable[[str], None]] = []  # told of each TaskChanged on the bus
         self._leases: dict[str, float] = {}  # key -> seconds: set while this worker lives (refreshed by run)
         self._leases_set = -math.inf  # when they were last set
@@ -151,7 +192,13 @@ class RedisBackend:
     def _ok(self) -> None:
         if self._down:
             self._down = False
+            self._back_at = time.monotonic()
             logger.warning("Redis at %s is reachable again", self.where)
+
+    def back_within(self, seconds: float) -> bool:
+        """Is Redis out of reach, or did it come back less than ``seconds`` ago? (Then what should have been renewed
+        meanwhile, a worker's lease, may have lapsed though the worker lives.)"""
+        return self._down or time.monotonic() - self._back_at < seconds
 
     async def _call(self, command: Callable[..., Awaitable[Any]], *args: Any, **kwargs: Any) -> Any:
         """Run one command with the deadline (which its wait for a turn counts against); a failure to reach Redis
@@ -208,6 +255,8 @@ class RedisBackend:
                 await self._listen(pubsub, deliver)
             except errors as exc:
                 self._failed(exc)
+            except Unavailable:  # (a command of ours that failed, reading the keys: logged already; try again)
+                pass
             finally:
                 with anyio.CancelScope(shield=True), anyio.move_on_after(self.timeout):
                     await pubsub.aclose()
@@ -220,7 +269,8 @@ class RedisBackend:
     async def _listen(self, pubsub: Any, deliver: Callable[[BusEvent], Awaitable[None]]) -> None:
         while True:
             message = await pubsub.get_message(timeout=1.0)  # (wakes at least once a second to rotate keys)
-            self._ok()
+            if message is not None:  # (none in a second says nothing: a paused Redis sends none either)
+                self._ok()
             if self._period() != self._keys_period:
                 await self._refresh_keys()
             if message is None or message.get("type") != "message":
@@ -278,17 +328,44 @@ class RedisBackend:
     def _session_key(self, sid: str) -> str:
         return f"{self.prefix}:session:{sid}"
 
+    @property
+    def _sessions_key(self) -> str:
+        return f"{self.prefix}:sessions"
+
     async def load_session(self, sid: str, ttl: float) -> bytes | None:
-        record: bytes | None = await self._call(self.client.getex, self._session_key(sid), px=_ms(ttl))
+        record: bytes | None = await self._call(
+            self.client.eval, _TOUCH_SCRIPT, 2, self._session_key(sid), self._sessions_key, _ms(ttl), _now_ms(), sid
+        )
         return record
 
-    async def save_session(self, sid: str, record: bytes, ttl: float, *, changed: bool) -> None:
-        await self._call(self.client.set, self._session_key(sid), record, px=_ms(ttl))
+    async def save_session(
+        self, sid: str, record: bytes, ttl: float, *, changed: bool, most: int | None = None
+    ) -> None:
+        ended = await self._call(
+            self.client.eval,
+            _SAVE_SCRIPT,
+            2,
+            self._session_key(sid),
+            self._sessions_key,
+            record,
+            _ms(ttl),
+            _now_ms(),
+            sid,
+            -1 if most is None else most,
+            self._session_key(""),
+        )
+        if ended:
+            logger.info("%d session(s) gave way to a new one: the workers' sessions are at their bound", len(ended))
+        for gone in ended:
+            await self.publish(SessionEnded(gone.decode()))
         if changed:
             await self.publish(SessionChanged(sid))
 
     async def end_session(self, sid: str) -> None:
-        await self._call(self.client.delete, self._session_key(sid))
+        async with self.client.pipeline(transaction=True) as pipe:
+            pipe.delete(self._session_key(sid))
+            pipe.zrem(self._sessions_key, sid)
+            await self._call(pipe.execute)
         await self.publish(SessionEnded(sid))
 
     # --- tasks ---------------------------------------------------------------------------------------------
@@ -388,6 +465,10 @@ async def _quietly(job: Callable[[], Awaitable[object]], name: str) -> None:
 
 def _ms(seconds: float) -> int:
     return max(1, math.ceil(seconds * 1000))
+
+
+def _now_ms() -> int:
+    return math.floor(time.time() * 1000)
 
 
 def _redis_errors() -> tuple[type[BaseException], ...]:

@@ -19,14 +19,23 @@ What it promises, as the other stores do:
   input whose worker's lease has lapsed is failed with "The server stopped while the task was running" — by the
   first worker that reads it, or at the latest by the next sweep: every worker looks once per lease period for
   workers whose lease lapsed with tasks still running (one Redis round trip when there are none) and fails those
-  tasks, at most :data:`SWEEP_MOST` per sweep. Whichever worker's write wins (a change under ``WATCH``; the
-  others find the task failed already) tells the tasks extension (:meth:`RedisTaskStore.tell_stopped`), which
-  publishes ``notifications/tasks`` to the listen streams of every worker, once, as for any other change.
-* **Bounded**: the tasks of one owner are counted in a sorted set (finished ones leave it as they expire).
+  tasks, at most :data:`SWEEP_MOST` per sweep. A lease found lapsed while Redis is away, or within a lease after
+  it came back, is not taken for a death (a pause, a stop: no worker could renew its lease meanwhile, and those
+  that live have renewed theirs by then; so a lease should be several times the backend's command deadline, as
+  the defaults are: 10 s and 2 s). The sweep also fails the tasks this living worker
+  made and no longer runs (their work ended and its end could not be stored: the worker stopped retrying it,
+  stopping). Whichever worker's write wins (a change under ``WATCH``; the others find the task failed already)
+  tells the tasks extension (:meth:`RedisTaskStore.tell_stopped`), which publishes ``notifications/tasks`` to the
+  listen streams of every worker, once, as for any other change.
+* **Bounded**: the tasks of one client, and all the tasks, are counted in sorted sets scored by expiry (working
+  ones: never; finished ones leave them as they expire). A task made when its client's set, or the whole, is full
+  takes the place of the oldest finished one there (its record is deleted), and is refused when all of them are
+  working: one script, atomic across the workers.
 
-Keys: ``{prefix}:task:{id}`` (the record), ``{prefix}:tasks-of:{owner digest}`` (the owner's tasks, scored by
-expiry), ``{prefix}:runner:{id}`` (a worker's lease), ``{prefix}:running:{id}`` (the tasks a worker runs that
-have not finished), ``{prefix}:runners`` (the workers that have such tasks).
+Keys: ``{prefix}:task:{id}`` (the record), ``{prefix}:tasks-of:{client digest}`` (the client's tasks, scored by
+expiry), ``{prefix}:tasks`` (every task, so scored), ``{prefix}:runner:{id}`` (a worker's lease),
+``{prefix}:running:{id}`` (the tasks a worker runs that have not finished), ``{prefix}:runners`` (the workers that
+have such tasks).
 """
 
 from __future__ import annotations
@@ -77,6 +86,45 @@ end
 return lapsed
 """
 
+#: Make a task, within the bounds. ``KEYS``: the client's set, the set of all, the record's key, the worker's
+#: running set, the set of workers, the worker's lease. ``ARGV``: now, the most per client, the most in all (-1: no
+#: bound), the task id, the stored record, the lease in milliseconds, the worker, the start of a record's key, "1"
+#: when the task is working. Returns 1 when made, 0 when refused. A finished task that gives way leaves both sets
+#: (another client's set keeps its id until it expires there: it counts against that client a little longer).
+_CREATE_SCRIPT: Final = """
+local now = tonumber(ARGV[1])
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
+redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)
+local function full(set, most)
+  return most >= 0 and redis.call('ZCARD', set) >= most
+end
+local function give_way(set)
+  local oldest = redis.call('ZRANGE', set, 0, 0, 'WITHSCORES')
+  if #oldest == 0 or oldest[2] == 'inf' or oldest[2] == '+inf' then
+    return false
+  end
+  redis.call('DEL', ARGV[8] .. oldest[1])
+  redis.call('ZREM', KEYS[1], oldest[1])
+  redis.call('ZREM', KEYS[2], oldest[1])
+  return true
+end
+if full(KEYS[1], tonumber(ARGV[2])) and not give_way(KEYS[1]) then
+  return 0
+end
+if full(KEYS[2], tonumber(ARGV[3])) and not give_way(KEYS[2]) then
+  return 0
+end
+redis.call('SET', KEYS[6], '1', 'PX', ARGV[6])
+redis.call('ZADD', KEYS[1], 'inf', ARGV[4])
+redis.call('ZADD', KEYS[2], 'inf', ARGV[4])
+redis.call('SET', KEYS[3], ARGV[5])
+if ARGV[9] == '1' then
+  redis.call('SADD', KEYS[4], ARGV[4])
+  redis.call('SADD', KEYS[5], ARGV[7])
+end
+return 1
+"""
+
 #: What is told of a task that the store found failed because its worker stopped.
 StoppedListener = Callable[[TaskRecord], Awaitable[None]]
 
@@ -110,21 +158,29 @@ class RedisTaskStore:
         self._clock = clock
         self._signals = ChangeSignals()
         self._stopped_listeners: list[StoppedListener] = []
+        self._running_here: Callable[[str], bool] | None = None
         self._stop_listening: Callable[[], None] | None = backend.on_task_changed(self._signals.changed)
         self._stop_sweeping: Callable[[], None] | None = backend.every(lease, self.sweep, "sweeping for stopped tasks")
         backend.hold_lease(self._lease_key(self.runner), lease)
 
-    def tell_stopped(self, listener: StoppedListener) -> None:
+    def tell_stopped(self, listener: StoppedListener, *, running: Callable[[str], bool] | None = None) -> None:
         """Call ``listener(record)`` with each task this store fails because the worker running it stopped (once
-        per task, on the worker whose write won)."""
+        per task, on the worker whose write won); ``running(task_id)``: does this worker still run a task it
+        made? (The sweep fails those it no longer runs.)"""
         self._stopped_listeners.append(listener)
+        if running is not None:
+            self._running_here = running
 
     def _key(self, task_id: str) -> str:
         return f"{self.backend.prefix}:task:{task_id}"
 
-    def _owned_key(self, owner: str) -> str:
-        digest = hashlib.sha256(owner.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+    def _owned_key(self, client: str) -> str:
+        digest = hashlib.sha256(client.encode("utf-8", "surrogatepass")).hexdigest()[:32]
         return f"{self.backend.prefix}:tasks-of:{digest}"
+
+    @property
+    def _all_key(self) -> str:
+        return f"{self.backend.prefix}:tasks"
 
     def _lease_key(self, runner: str) -> str:
         return f"{self.backend.prefix}:runner:{runner}"
@@ -138,25 +194,28 @@ class RedisTaskStore:
 
     # --- the TaskStore interface ---------------------------------------------------------------------------
 
-    async def create(self, record: TaskRecord, *, max_per_owner: int | None) -> bool:
-        client = self.backend.client
-        owned = self._owned_key(record.owner)
-        await self.backend._call(client.zremrangebyscore, owned, "-inf", self._clock())  # the expired ones
-
-        async def attempt(pipe: Any) -> bool:
-            if max_per_owner is not None and await pipe.zcard(owned) >= max_per_owner:
-                return False
-            pipe.multi()
-            pipe.set(self._lease_key(self.runner), b"1", px=_ms(self.lease))
-            pipe.zadd(owned, {record.task_id: _score(record)})
-            pipe.set(self._key(record.task_id), _encode(_Stored(self.runner, record)), **_expiry(record))
-            if record.status in _ACTIVE:
-                pipe.sadd(self._running_key(self.runner), record.task_id)
-                pipe.sadd(self._runners_key, self.runner)
-            return True
-
-        created: bool = await self.backend._call(client.transaction, attempt, owned, value_from_callable=True)
-        return created
+    async def create(self, record: TaskRecord, *, max_per_client: int | None, max_total: int | None = None) -> bool:
+        created = await self.backend._call(
+            self.backend.client.eval,
+            _CREATE_SCRIPT,
+            6,
+            self._owned_key(record.client),
+            self._all_key,
+            self._key(record.task_id),
+            self._running_key(self.runner),
+            self._runners_key,
+            self._lease_key(self.runner),
+            repr(self._clock()),
+            -1 if max_per_client is None else max_per_client,
+            -1 if max_total is None else max_total,
+            record.task_id,
+            _encode(_Stored(self.runner, record)),
+            _ms(self.lease),
+            self.runner,
+            self._key(""),
+            "1" if record.status in _ACTIVE else "0",
+        )
+        return bool(created)
 
     async def get(self, task_id: str) -> TaskRecord | None:
         raw = await self.backend._call(self.backend.client.get, self._key(task_id))
@@ -194,7 +253,8 @@ class RedisTaskStore:
             pipe.multi()
             pipe.set(key, _encode(_Stored(stored.runner, changed)), **_expiry(changed))
             if changed.expires_at is not None:
-                pipe.zadd(self._owned_key(changed.owner), {task_id: _score(changed)})
+                pipe.zadd(self._owned_key(changed.client), {task_id: _score(changed)}, xx=True)
+                pipe.zadd(self._all_key, {task_id: _score(changed)}, xx=True)
             if changed.status not in _ACTIVE:
                 pipe.srem(self._running_key(stored.runner), task_id)
             outcome[:] = [changed, True]
@@ -223,7 +283,15 @@ class RedisTaskStore:
     # --- the workers' leases -------------------------------------------------------------------------------
 
     async def _alive(self, runner: str) -> bool:
-        return bool(await self.backend._call(self.backend.client.exists, self._lease_key(runner)))
+        """Does ``runner`` live? Its lease is set; or it may (:meth:`_lapsed`)."""
+        present = bool(await self.backend._call(self.backend.client.exists, self._lease_key(runner)))
+        return not self._lapsed(present)
+
+    def _lapsed(self, present: bool) -> bool:
+        """Is a worker whose lease is ``present`` (or not) gone? Not while Redis is away, nor for a lease after this
+        worker saw it come back: meanwhile no worker could renew its lease, and those that live renew theirs
+        within a lease (several times a lease, each renewal waiting the Redis deadline at most)."""
+        return not present and not self.backend.back_within(self.lease)
 
     async def sweep(self) -> int:
         """Fail the tasks still running of the workers whose lease lapsed (at most :data:`SWEEP_MOST`), each told
@@ -233,14 +301,13 @@ class RedisTaskStore:
         found = await self.backend._call(
             client.eval, _LAPSED_SCRIPT, 1, self._runners_key, self._lease_key(""), self._running_key("")
         )
-        failed = 0
-        left = SWEEP_MOST
+        failed, left = await self._sweep_here(SWEEP_MOST)
         for raw in found:
             if left <= 0:
                 break
             runner = raw.decode()
-            if runner == self.runner:
-                continue  # (this worker lives: its lease is renewed again as soon as Redis can be reached)
+            if runner == self.runner or not self._lapsed(False):
+                continue  # (this worker lives; the others' leases may have lapsed in an outage, see _lapsed)
             running = self._running_key(runner)
             task_ids = await self.backend._call(client.srandmember, running, left)
             for task in task_ids:
@@ -251,6 +318,28 @@ class RedisTaskStore:
                     await self.backend._call(client.srem, running, task_id)  # (finished, or gone)
                 failed += changed
         return failed
+
+    async def _sweep_here(self, most: int) -> tuple[int, int]:
+        """Fail the tasks this worker made, still running in Redis, that it no longer runs (at most ``most``):
+        how many this call failed, and how many more the sweep may fail."""
+        running = self._running_here
+        if running is None:
+            return 0, most
+        client = self.backend.client
+        mine = self._running_key(self.runner)
+        failed = 0
+        for task in await self.backend._call(client.smembers, mine):
+            task_id = task.decode()
+            if most <= 0:
+                break
+            if running(task_id):
+                continue
+            most -= 1
+            record, changed = await self._fail_stopped(task_id)
+            if record is None or record.status not in _ACTIVE:
+                await self.backend._call(client.srem, mine, task_id)
+            failed += changed
+        return failed, most
 
     async def _fail_stopped(self, task_id: str) -> tuple[TaskRecord | None, bool]:
         """Fail a task whose worker stopped (the record as it then is, and whether this call failed it); the

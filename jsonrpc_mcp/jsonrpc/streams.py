@@ -91,6 +91,11 @@ class MessageStream(ABC):
         """What the transport authenticated about the sender of ``request_id`` (``None``: nothing)."""
         return None
 
+    def request_peer(self, request_id: RequestId) -> str | None:
+        """The connection ``request_id`` came on, where one stream carries the requests of many (an HTTP
+        request's TCP connection, ``host:port``); ``None``: the stream is the connection."""
+        return None
+
     def close_request_stream(self, request_id: RequestId) -> bool:
         """End the connection carrying ``request_id``'s answer without ending the answer, so that the client
         resumes it (Streamable HTTP, SEP-1699). False where the transport has no such thing."""

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, Final
 import anyio
 import msgspec
 
-from ..errors import ProtocolViolation, RequestTimeout, error_for_code
+from ..errors import ProtocolViolation, RequestTimeout, Unavailable, error_for_code
 from .extensions import Extension, ExtensionResult
 from .task_state import EXTENSION_ID, TERMINAL
 from .versions import STATELESS_VERSIONS
@@ -44,6 +44,8 @@ _CANCEL_TIMEOUT: Final = 5.0
 _DEFAULT_POLL: Final = 1.0
 #: The longest wait between two ``tasks/get`` (seconds), whatever ``pollIntervalMs`` the server suggests.
 MOST_POLL: Final = 3600.0
+#: The longest a wait follows a server's ``retryAfter`` before it asks again (seconds).
+_MOST_RETRY_AFTER: Final = 30.0
 
 
 class TaskCancelled(Exception):
@@ -158,7 +160,9 @@ class TaskHandle:
         Polls at the server's interval; answers the task's input requests with the client's handlers (each key
         once); gives ``progress(progress, total, message)`` each change of the task's progress or
         ``statusMessage``. A failed task raises its JSON-RPC error, a cancelled one :class:`TaskCancelled`;
-        ``timeout`` (seconds, default none) raises ``TimeoutError`` and leaves the task as it is."""
+        ``timeout`` (seconds, default none) raises ``TimeoutError`` and leaves the task as it is. A ``tasks/get``
+        answered -32012 (:class:`~jsonrpc_mcp.errors.Unavailable`: the server's shared store is away) is asked
+        again after its ``retryAfter``."""
         outcome = await self.outcome(progress=progress, timeout=timeout)
         try:
             return msgspec.convert(outcome, self.result_type)
@@ -194,7 +198,11 @@ class TaskHandle:
                 if status == "input_required":
                     await self._answer(task.get("inputRequests"))
                 await anyio.sleep(self.poll_interval)
-                await self.refresh()
+                try:
+                    await self.refresh()
+                except Unavailable as exc:  # (what the server shares is away for a moment: ask again)
+                    logger.debug("task %s: the server is unavailable; asking again", self.task_id)
+                    await anyio.sleep(min(max(exc.retry_after, 0), _MOST_RETRY_AFTER))
 
     async def abandon(self) -> None:
         """The waiter is gone (cancelled, or failed): tell the server, briefly and whatever happens here."""

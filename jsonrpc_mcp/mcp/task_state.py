@@ -45,6 +45,8 @@ class TaskRecord(msgspec.Struct, kw_only=True):
 
     task_id: str
     owner: str  #: who may see it: the authenticated principal ("" when the transport authenticated nobody)
+    #: whose quota it counts against: the principal when there is one, else the session or the connection
+    client: str = ""
     method: str  #: the request it answers (``tools/call``)
     status: TaskStatus = "working"
     status_message: str | None = None
@@ -74,10 +76,13 @@ def new_record(
     ttl: float,
     poll_interval: float,
     status_message: str | None = None,
+    client: str | None = None,
 ) -> TaskRecord:
+    """A new task, working. ``client``: whose quota it counts against (its ``owner``'s when not given)."""
     return TaskRecord(
         task_id=task_id,
         owner=owner,
+        client=owner if client is None else client,
         method=method,
         status_message=status_message,
         created_at=now,

@@ -7,15 +7,16 @@ processes (Redis: a read-change-write under ``WATCH``, and pub/sub for :meth:`Ta
 interface as the in-memory one:
 
 * :meth:`~TaskStore.create` — the task exists from now on (a ``tasks/get`` finds it: the extension's "durably
-  created" before the ``CreateTaskResult`` is sent), unless its owner already has ``max_per_owner`` tasks kept;
+  created" before the ``CreateTaskResult`` is sent), unless its client already has ``max_per_client`` tasks
+  kept, or the store ``max_total``, none of them finished (the oldest finished one gives way first);
 * :meth:`~TaskStore.get` — the record, or ``None`` (unknown, or expired: a finished task is kept ``ttl`` seconds
   after it finished, then it is gone);
 * :meth:`~TaskStore.modify` — apply a change atomically;
 * :meth:`~TaskStore.wait` — until the record changes (an answer arrived, a cancellation was asked), or a timeout;
 * :meth:`~TaskStore.aclose`.
 
-:class:`MemoryTaskStore` is the default: bounded by the owners' limits, expired tasks dropped as they are met and
-swept as new ones are made. It lives and dies with the process. The SQLite store
+:class:`MemoryTaskStore` is the default: bounded by the clients' and the total limits, expired tasks dropped as
+they are met and swept as new ones are made. It lives and dies with the process. The SQLite store
 (:class:`jsonrpc_mcp.storage.sqlite_tasks.SqliteTaskStore`) keeps tasks across restarts.
 """
 
@@ -40,10 +41,11 @@ Change = Callable[[TaskRecord], "TaskRecord | None"]
 class TaskStore(Protocol):
     """Keeps tasks by id. Every method may be called concurrently from tasks of one event loop."""
 
-    async def create(self, record: TaskRecord, *, max_per_owner: int | None) -> bool:
-        """Keep a new task; ``False`` (and nothing kept) when its owner already has ``max_per_owner`` tasks that
-        have not expired. Once this returns ``True``, :meth:`get` finds the task, from any process sharing the
-        store."""
+    async def create(self, record: TaskRecord, *, max_per_client: int | None, max_total: int | None = None) -> bool:
+        """Keep a new task. When its client (``record.client``) already has ``max_per_client`` tasks that have
+        not expired, or the store ``max_total``, the oldest finished one among them is dropped to make room;
+        ``False`` (and nothing kept, nothing dropped) when all of them are working. Once this returns ``True``,
+        :meth:`get` finds the task, from any process sharing the store."""
         ...
 
     async def get(self, task_id: str) -> TaskRecord | None:
@@ -69,10 +71,15 @@ class TaskStore(Protocol):
 @runtime_checkable
 class TellsStopped(Protocol):
     """A store that fails a task by itself when it finds that the process running it stopped (one shared by
-    several workers: :class:`~jsonrpc_mcp.backends.redis_tasks.RedisTaskStore`), and tells of it."""
+    several workers: :class:`~jsonrpc_mcp.backends.redis_tasks.RedisTaskStore`), or that this process no longer
+    runs it (its end could not be stored), and tells of it."""
 
-    def tell_stopped(self, listener: Callable[[TaskRecord], Awaitable[None]]) -> None:
-        """Call ``listener(record)`` with each task the store fails so (once per task)."""
+    def tell_stopped(
+        self, listener: Callable[[TaskRecord], Awaitable[None]], *, running: Callable[[str], bool] | None = None
+    ) -> None:
+        """Call ``listener(record)`` with each task the store fails so (once per task); ``running(task_id)``
+        says whether this process still runs a task it made (one it no longer runs, still working in the store,
+        is failed too)."""
         ...
 
 
@@ -136,13 +143,21 @@ class MemoryTaskStore:
     def __len__(self) -> int:
         return len(self._records)
 
-    async def create(self, record: TaskRecord, *, max_per_owner: int | None) -> bool:
+    async def create(self, record: TaskRecord, *, max_per_client: int | None, max_total: int | None = None) -> bool:
         self._sweep()
-        owned = self._owned.setdefault(record.owner, set())
-        if max_per_owner is not None and len(owned) >= max_per_owner:
-            return False
+        owned = self._owned.get(record.client, set())
+        if max_per_client is not None and len(owned) >= max_per_client:
+            finished = [self._records[t] for t in owned if self._records[t].expires_at is not None]
+            if not finished:
+                return False
+            self._drop(min(finished, key=_finished_at).task_id)
+        if max_total is not None and len(self._records) >= max_total:
+            oldest = self._oldest_finished()
+            if oldest is None:
+                return False
+            self._drop(oldest)
         self._records[record.task_id] = record
-        owned.add(record.task_id)
+        self._owned.setdefault(record.client, set()).add(record.task_id)
         return True
 
     async def get(self, task_id: str) -> TaskRecord | None:
@@ -187,11 +202,22 @@ class MemoryTaskStore:
         record = self._records.pop(task_id, None)
         if record is None:
             return
-        owned = self._owned.get(record.owner)
+        owned = self._owned.get(record.client)
         if owned is not None:
             owned.discard(task_id)
             if not owned:
-                del self._owned[record.owner]
+                del self._owned[record.client]
+
+    def _oldest_finished(self) -> str | None:
+        """The finished task that expires first (the one that finished first), if any."""
+        heap = self._expiries
+        while heap:
+            expires_at, task_id = heap[0]
+            record = self._records.get(task_id)
+            if record is not None and record.expires_at == expires_at:
+                return task_id
+            heapq.heappop(heap)  # (gone already)
+        return None
 
     def _sweep(self) -> None:
         """Drop the finished tasks whose time is up (those nobody asked about since)."""
@@ -202,3 +228,10 @@ class MemoryTaskStore:
             record = self._records.get(task_id)
             if record is not None and is_expired(record, now):
                 self._drop(task_id)
+
+
+def _finished_at(record: TaskRecord) -> float:
+    """When a finished task expires: the order in which finished tasks give way (with one ``ttl``, the order in
+    which they finished)."""
+    assert record.expires_at is not None
+    return record.expires_at

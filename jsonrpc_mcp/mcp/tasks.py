@@ -21,9 +21,11 @@ refused with -32021 ``requiredCapabilities: {"extensions": {"io.modelcontextprot
 extension is defined for 2026-07-28 only: a handshake-era session never sees a task.
 
 Tasks are kept in a :class:`~jsonrpc_mcp.mcp.task_store.TaskStore` (in memory by default; SQLite to survive a
-restart), bounded per client (``max_per_client``) and kept ``ttl`` seconds after they finish. A task belongs to
-the principal the transport authenticated (anyone, when it authenticated nobody: the task id, 128 random bits, is
-then the only key), and is invisible to others.
+restart), bounded per client (``max_per_client``) and in all (``max_tasks``), and kept ``ttl`` seconds after they
+finish. A task belongs to the principal the transport authenticated (anyone, when it authenticated nobody: the
+task id, 128 random bits, is then the only key), and is invisible to others. It counts against the quota of its
+client: that principal, or without one the session (``Mcp-Session-Id``) or the connection (an HTTP request's TCP
+connection, a stdio or socket connection), so that one unauthenticated client cannot fill the quota of all.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ import json
 import logging
 import secrets
 import time
+import weakref
 from collections import OrderedDict
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Final
@@ -73,6 +76,10 @@ _RECHECK: Final = 30.0
 _STOPPED: Final = "The server stopped while the task was running"
 #: How many tasks the last version told is kept of (a change arrives out of order only within moments).
 _TOLD_KEPT: Final = 4096
+#: Seconds before a store that failed is tried again (a task's end, its watch), doubling up to :data:`_RETRY_MOST`:
+#: once the store is back, a task's end is stored within ``_RETRY_MOST`` seconds and one write.
+_RETRY_FIRST: Final = 0.1
+_RETRY_MOST: Final = 2.0
 
 
 class TooManyTasks(RpcError):
@@ -123,9 +130,9 @@ class _Versions:
 
 
 class _Run:
-    """A task this process runs: its id, what its work is stopped with, what it asked."""
+    """A task this process runs: its id, what its work is stopped with, what it asked, how it ends."""
 
-    __slots__ = ("cancel_requested", "keys", "scope", "stopped", "task_id")
+    __slots__ = ("cancel_requested", "ending", "keys", "progress_lost", "scope", "stopped", "task_id")
 
     def __init__(self, task_id: str) -> None:
         self.task_id = task_id
@@ -133,11 +140,22 @@ class _Run:
         self.cancel_requested = False  #: the client asked to cancel the task
         self.stopped = False  #: its work is being stopped (plain flags: a worker thread reads them)
         self.keys: set[str] = set()
+        self.ending: _Ending | None = None  #: its end, until it is stored
+        self.progress_lost = False  #: a progress report could not be stored (logged once)
 
     def stop(self) -> None:
         """Interrupt the work at its next ``await``."""
         self.stopped = True
         self.scope.cancel()
+
+
+class _Ending(msgspec.Struct, frozen=True):
+    """A task's end, as :meth:`Tasks._end` stores it."""
+
+    status: Any
+    result: dict[str, Any] | None = None
+    error: dict[str, Any] | None = None
+    message: str | None = None
 
 
 class TaskContext(Context, kw_only=True):
@@ -223,9 +241,12 @@ class Tasks(Extension):
         here).
     :param ttl: seconds a finished task (its result or error) is kept after it finished; then it is gone.
     :param poll_interval: seconds between two ``tasks/get`` the server suggests (``pollIntervalMs``).
-    :param max_per_client: tasks one client may have kept at once (working, or finished and not yet expired); one
-        more is refused with -32010 (HTTP 429). A client is the principal the transport authenticated; all
-        unauthenticated clients of a server share one count.
+    :param max_per_client: tasks one client may have kept at once (working, or finished and not yet expired). A
+        client is the principal the transport authenticated, else its session, else its connection. One more
+        makes the client's oldest finished task give way (its result is gone); when all of them are working it
+        is refused with -32010 (HTTP 429) — a ``task="optional"`` tool then runs in its request instead.
+    :param max_tasks: tasks the server keeps at once in all, whatever the client; one more makes the oldest
+        finished task of any client give way, and is refused as above when every kept task is working.
     :param input_timeout: seconds a task waits for the answers to its input requests (default: ``ttl``); then the
         tool's request for input fails, as an unanswered request does in a handshake session.
     """
@@ -237,13 +258,15 @@ class Tasks(Extension):
         ttl: float = 3600.0,
         poll_interval: float = 1.0,
         max_per_client: int = 1000,
+        max_tasks: int = 10_000,
         input_timeout: float | None = None,
     ) -> None:
         for name, value in (("ttl", ttl), ("poll_interval", poll_interval)):
             if not value > 0:  # (a NaN is not either)
                 raise ValueError(f"{name} must be positive, not {value!r}")
-        if not max_per_client >= 1:
-            raise ValueError(f"max_per_client must be positive, not {max_per_client!r}")
+        for name, count in (("max_per_client", max_per_client), ("max_tasks", max_tasks)):
+            if not count >= 1:
+                raise ValueError(f"{name} must be positive, not {count!r}")
         if input_timeout is not None and not input_timeout > 0:  # (0 would fail every request for input at once)
             raise ValueError(f"input_timeout must be positive (or None: the ttl), not {input_timeout!r}")
         if store is not None and (isinstance(store, type) or not isinstance(store, TaskStore)):
@@ -252,16 +275,19 @@ class Tasks(Extension):
             )
         super().__init__(EXTENSION_ID, versions=STATELESS_VERSIONS, result_types=["task"])
         self.store: TaskStore
+        #: The tasks this process runs, by id (a cancellation reaches them at once; one asked of another process
+        #: sharing the store reaches them through the store, :meth:`_watch`), until their end is stored.
+        self._runs: dict[str, _Run] = {}
         self._use_store(store if store is not None else MemoryTaskStore())
         self._chosen_store = store is not None
         self.ttl = ttl
         self.poll_interval = poll_interval
         self.max_per_client = max_per_client
+        self.max_tasks = max_tasks
+        #: The quota key of each connection without a principal or a session (made on its first task).
+        self._connections: weakref.WeakKeyDictionary[Any, str] = weakref.WeakKeyDictionary()
         self.input_timeout = input_timeout if input_timeout is not None else ttl
         self.server: Server | None = None
-        #: The tasks this process runs, by id (a cancellation reaches them at once; one asked of another process
-        #: sharing the store reaches them through the store, :meth:`_watch`).
-        self._runs: dict[str, _Run] = {}
         #: The last version of each task told to this worker's listen streams (the most recent tasks).
         self._told = _Versions(_TOLD_KEPT)
         self.method("tasks/get", params=_TaskIdParams)(self._get)
@@ -279,7 +305,7 @@ class Tasks(Extension):
         told as any other (:meth:`_publish`)."""
         self.store = store
         if isinstance(store, TellsStopped):
-            store.tell_stopped(self._publish)
+            store.tell_stopped(self._publish, running=self._runs.__contains__)
 
     def attach(self, server: Any) -> None:
         self.server = server
@@ -297,20 +323,39 @@ class Tasks(Extension):
             return call_next(ctx, params)
         if entry is not None and entry.task_start == "in_handler":
             ctx._starts_task = True
-            return self._until_started(ctx, params, call_next)
-        return self._create(ctx, params, call_next, None)
+            return self._until_started(ctx, params, call_next, support)
+        return self._start(ctx, params, call_next, None, support)
 
-    async def _until_started(self, ctx: Context, params: Any, call_next: WrapNext) -> Any:
+    async def _until_started(self, ctx: Context, params: Any, call_next: WrapNext, support: str) -> Any:
         """Run the tool in the request until it calls ``ctx.start_task()``; one that returns first answers its
         request itself (the immediate-result shortcut)."""
         try:
             out = call_next(ctx, params)
             return await out if inspect.isawaitable(out) else out
         except StartTask as start:
-            return await self._create(ctx, params, call_next, start.message)
+            return await self._start(ctx, params, call_next, start.message, support)
 
-    async def _create(self, ctx: Context, params: Any, call_next: WrapNext, message: str | None) -> dict[str, Any]:
-        """Make the task (found by ``tasks/get`` from now on), start its work, answer with it."""
+    async def _start(self, ctx: Context, params: Any, call_next: WrapNext, message: str | None, support: str) -> Any:
+        """Answer with a new task; when none can be started (the quotas are full of working tasks), a
+        ``"optional"`` tool runs in its request instead (from its start), a ``"required"`` one is refused."""
+        created = await self._create(ctx, params, call_next, message)
+        if created is not None:
+            return created
+        if support != "optional":
+            raise TooManyTasks(
+                "Too many tasks: this client (or the server) has as many tasks working as it keeps; cancel some, "
+                "or wait until they finish"
+            )
+        logger.debug("no task could be started for %s: it runs in its request", params.name)
+        ctx._starts_task = False
+        out = call_next(ctx, params)
+        return await out if inspect.isawaitable(out) else out
+
+    async def _create(
+        self, ctx: Context, params: Any, call_next: WrapNext, message: str | None
+    ) -> dict[str, Any] | None:
+        """Make the task (found by ``tasks/get`` from now on), start its work, answer with it; ``None`` when the
+        quotas leave no room."""
         record = ts.new_record(
             secrets.token_urlsafe(16),
             _owner_of(ctx),
@@ -319,22 +364,45 @@ class Tasks(Extension):
             ttl=self.ttl,
             poll_interval=self.poll_interval,
             status_message=message,
+            client=self._client_of(ctx),
         )
-        if not await self.store.create(record, max_per_owner=self.max_per_client):
-            raise TooManyTasks(
-                f"Too many tasks: this client has {self.max_per_client} tasks kept; cancel some, or wait until "
-                "finished ones expire"
-            )
         run = _Run(record.task_id)
+        self._runs[run.task_id] = run  # (before the store holds it: a sweep never takes it for one run nowhere)
+        created = False
+        try:
+            created = await self.store.create(record, max_per_client=self.max_per_client, max_total=self.max_tasks)
+        finally:
+            if not created:
+                self._runs.pop(run.task_id, None)
+        if not created:
+            return None
         task_ctx = _task_context(ctx, self, run)
-        self._runs[run.task_id] = run
         try:
             await ctx.session.start_detached(self._run, run, call_next, task_ctx, params)
         except ConnectionClosed:
-            self._runs.pop(run.task_id, None)
-            await self._end(run, "failed", error=_error(ctx.method, InternalError(_STOPPED)), message=_STOPPED)
+            self._runs.pop(run.task_id, None)  # (its end not stored: the store's sweep ends it, where it has one)
+            error = _error(ctx.method, InternalError(_STOPPED))
+            await self._end(run, "failed", error=error, message=_STOPPED, patient=False)
             raise
         return ts.create_result(record)
+
+    def _client_of(self, ctx: Context) -> str:
+        """Whose quota a task counts against: the principal the transport authenticated; else the session; else
+        the connection (a key of its own, made here for a connection that names none)."""
+        auth = ctx.auth
+        if auth is not None:
+            return "principal:" + _owner_of(ctx)
+        stream = ctx.session.dispatcher.stream
+        named = _client_of_stream(stream, ctx.request_id)
+        if named is not None:
+            return named
+        try:
+            key = self._connections.get(stream)
+            if key is None:
+                key = self._connections[stream] = "connection:" + secrets.token_urlsafe(12)
+        except TypeError:  # (a stream of one's own that cannot be weakly referenced)
+            key = f"connection:{id(stream):x}"
+        return key
 
     # --- the work ------------------------------------------------------------------------------------------
 
@@ -372,19 +440,28 @@ class Tasks(Extension):
                 finally:
                     tg.cancel_scope.cancel()
         except anyio.get_cancelled_exc_class():
+            # (the server stops: one more try, its own end if it had one; else the store's restart or a lease
+            # ends it)
+            ending = run.ending or _Ending("failed", error=_error(method, InternalError(_STOPPED)), message=_STOPPED)
             with anyio.CancelScope(shield=True):
-                await self._end(run, "failed", error=_error(method, InternalError(_STOPPED)), message=_STOPPED)
+                await self._end(
+                    run, ending.status, result=ending.result, error=ending.error, message=ending.message, patient=False
+                )
             raise
 
     async def _watch(self, run: _Run) -> None:
         """Stop the work when the client asks for it (``tasks/cancel``, whichever process it reached)."""
         version = -1
+        delay = _RETRY_FIRST
         while True:
             try:
                 record = await self.store.wait(run.task_id, version, _RECHECK)
-            except Exception:
-                logger.exception("task %s: the store could not be read", run.task_id)
-                return
+            except Exception as exc:  # (the store is away: read again, a little later each time)
+                logger.debug("task %s: the store could not be read (%s)", run.task_id, type(exc).__name__)
+                await anyio.sleep(delay)
+                delay = min(delay * 2, _RETRY_MOST)
+                continue
+            delay = _RETRY_FIRST
             if record is None or record.status in ts.TERMINAL or record.cancel_requested:
                 if record is not None and record.cancel_requested:
                     _stop_now(run)
@@ -400,8 +477,13 @@ class Tasks(Extension):
         result: dict[str, Any] | None = None,
         error: dict[str, Any] | None = None,
         message: str | None = None,
+        patient: bool = True,
     ) -> None:
-        """The task's end, stored (a task that had ended already keeps its end) and told to listeners."""
+        """The task's end, stored (a task that had ended already keeps its end) and told to listeners. A store
+        that fails is tried again, after :data:`_RETRY_FIRST` seconds and twice as long each time up to
+        :data:`_RETRY_MOST`, until the end is stored (``patient``; else once: the server is stopping, and the
+        store's own rule for the tasks of a stopped server ends it)."""
+        run.ending = _Ending(status, result, error, message)
         now = time.time()
         ended: list[ts.TaskRecord] = []
 
@@ -411,21 +493,48 @@ class Tasks(Extension):
                 ended.append(done)
             return done
 
-        try:
-            await self.store.modify(run.task_id, change)
-        except Exception:
-            logger.exception("task %s: its end (%s) could not be stored", run.task_id, status)
-            return
+        delay, failures = _RETRY_FIRST, 0
+        while True:
+            try:
+                await self.store.modify(run.task_id, change)
+                break
+            except Exception as exc:
+                if not patient:
+                    logger.error("task %s: its end (%s) could not be stored (%s)", run.task_id, status, _kind(exc))
+                    return
+                if not failures:
+                    logger.warning(
+                        "task %s: its end (%s) could not be stored (%s); trying again until it is",
+                        run.task_id,
+                        status,
+                        _kind(exc),
+                    )
+                failures += 1
+            await anyio.sleep(delay)
+            delay = min(delay * 2, _RETRY_MOST)
+        run.ending = None
+        if failures:
+            logger.warning("task %s: its end (%s) is stored (after %d failed tries)", run.task_id, status, failures)
         if ended:
-            await self._publish(ended[-1])
+            try:
+                await self._publish(ended[-1])
+            except Exception as exc:  # (stored: a tasks/get finds it; the listeners missed this one change)
+                logger.warning("task %s: its end could not be told to listeners (%s)", run.task_id, _kind(exc))
 
     async def report(
         self, run: _Run, *, message: str | None, progress: float | None = None, total: float | None = None
     ) -> None:
+        """Progress of the task, stored; a store that fails costs this report only (logged once per task), never
+        the task."""
         now = time.time()
-        await self.store.modify(
-            run.task_id, lambda r: ts.report(r, now, message=message, progress=progress, total=total)
-        )
+        try:
+            await self.store.modify(
+                run.task_id, lambda r: ts.report(r, now, message=message, progress=progress, total=total)
+            )
+        except Exception as exc:
+            if not run.progress_lost:
+                run.progress_lost = True
+                logger.warning("task %s: its progress could not be stored (%s); it goes on", run.task_id, _kind(exc))
 
     async def ask(self, run: _Run, requests: dict[str, dict[str, Any]], timeout: float | None) -> dict[str, Any]:
         """Put the task in ``input_required`` with these requests and wait until every one is answered (through
@@ -549,6 +658,15 @@ async def _stop(run: _Run) -> None:
     await anyio.lowlevel.checkpoint()
 
 
+def _client_of_stream(stream: Any, request_id: Any) -> str | None:
+    """The session or connection a request came on, as its transport names it (``None``: the stream itself)."""
+    sid = getattr(stream, "session_id", None)
+    if isinstance(sid, str) and sid:
+        return "session:" + sid
+    peer = stream.request_peer(request_id)
+    return "peer:" + peer if peer else None
+
+
 def _owner_of(ctx: Context) -> str:
     """Whom a task belongs to: the principal the transport authenticated for this request ("" for nobody)."""
     auth = ctx.auth
@@ -563,6 +681,11 @@ def _task_context(ctx: Context, tasks: Tasks, run: _Run) -> TaskContext:
     fields = {name: getattr(ctx, name) for name in Context.__struct_fields__}
     fields.update(_auto_keys=0, _progress_last=None, _starts_task=False, single_use_state=False)
     return TaskContext(**fields, tasks=tasks, run=run)
+
+
+def _kind(exc: BaseException) -> str:
+    """What a log line says of a failure: its kind, never its text (which may hold an address or a secret)."""
+    return type(exc).__name__
 
 
 def _error(method: str, exc: Exception) -> dict[str, Any]:

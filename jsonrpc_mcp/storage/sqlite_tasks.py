@@ -16,8 +16,9 @@ What it promises:
   closed (or the process ends: the operating system releases the lock); a second process opening it is refused
   with a clear error (:class:`TaskStoreInUse`) rather than sharing tasks it cannot run. Several worker processes
   share a store built for that (Redis), not a file.
-* **Bounded** as any store: tasks per owner (``max_per_owner`` of :meth:`create`), and finished ones deleted when
-  they expire (met on a read, or swept when a task is created).
+* **Bounded** as any store: tasks per client and in all (``max_per_client`` and ``max_total`` of :meth:`create`,
+  the oldest finished giving way first), and finished ones deleted when they expire (met on a read, or swept
+  when a task is created).
 
 SQLite is blocking: every statement runs on a worker thread, one at a time (one connection, in WAL mode).
 """
@@ -49,17 +50,25 @@ T = TypeVar("T")
 
 #: What a task that was running when its process stopped says, once the store is opened again.
 STOPPED_MESSAGE: Final = "The server stopped while the task was running"
-_SCHEMA_VERSION: Final = 1
+_SCHEMA_VERSION: Final = 2
 _SCHEMA: Final = """
 CREATE TABLE IF NOT EXISTS tasks (
     task_id TEXT PRIMARY KEY,
     owner TEXT NOT NULL,
     status TEXT NOT NULL,
     expires_at REAL,
-    record BLOB NOT NULL
+    record BLOB NOT NULL,
+    client TEXT NOT NULL DEFAULT ''
 );
 CREATE INDEX IF NOT EXISTS tasks_by_owner ON tasks (owner);
+CREATE INDEX IF NOT EXISTS tasks_by_client ON tasks (client, expires_at);
 CREATE INDEX IF NOT EXISTS tasks_by_expiry ON tasks (expires_at) WHERE expires_at IS NOT NULL;
+"""
+#: A file of schema 1 (tasks counted by owner) becomes one of schema 2 (by client: its owner, for its old tasks).
+_FROM_1: Final = """
+ALTER TABLE tasks ADD COLUMN client TEXT NOT NULL DEFAULT '';
+UPDATE tasks SET client = owner;
+CREATE INDEX IF NOT EXISTS tasks_by_client ON tasks (client, expires_at);
 """
 _encode: Final = msgspec.json.Encoder().encode
 _decode: Final = msgspec.json.Decoder(TaskRecord).decode
@@ -85,8 +94,8 @@ class SqliteTaskStore:
 
     # --- the TaskStore interface ---------------------------------------------------------------------------
 
-    async def create(self, record: TaskRecord, *, max_per_owner: int | None) -> bool:
-        return await self._run(self._create, record, max_per_owner)
+    async def create(self, record: TaskRecord, *, max_per_client: int | None, max_total: int | None = None) -> bool:
+        return await self._run(self._create, record, max_per_client, max_total)
 
     async def get(self, task_id: str) -> TaskRecord | None:
         return await self._run(self._get, task_id)
@@ -123,17 +132,24 @@ class SqliteTaskStore:
                 raise RuntimeError("the task store is closed")
             return fn(self._db, *args)
 
-    def _create(self, db: sqlite3.Connection, record: TaskRecord, max_per_owner: int | None) -> bool:
+    def _create(
+        self, db: sqlite3.Connection, record: TaskRecord, max_per_client: int | None, max_total: int | None
+    ) -> bool:
         now = self._clock()
         with db:
+            db.execute("BEGIN IMMEDIATE")
             db.execute("DELETE FROM tasks WHERE expires_at IS NOT NULL AND expires_at <= ?", (now,))
-            if max_per_owner is not None:
-                (count,) = db.execute("SELECT count(*) FROM tasks WHERE owner = ?", (record.owner,)).fetchone()
-                if count >= max_per_owner:
+            if max_per_client is not None:
+                (count,) = db.execute("SELECT count(*) FROM tasks WHERE client = ?", (record.client,)).fetchone()
+                if count >= max_per_client and not _drop_oldest_finished(db, "WHERE client = ? AND", (record.client,)):
+                    return False
+            if max_total is not None:
+                (count,) = db.execute("SELECT count(*) FROM tasks").fetchone()
+                if count >= max_total and not _drop_oldest_finished(db, "WHERE", ()):
                     return False
             db.execute(
-                "INSERT INTO tasks (task_id, owner, status, expires_at, record) VALUES (?, ?, ?, ?, ?)",
-                (record.task_id, record.owner, record.status, record.expires_at, _encode(record)),
+                "INSERT INTO tasks (task_id, owner, client, status, expires_at, record) VALUES (?, ?, ?, ?, ?, ?)",
+                (record.task_id, record.owner, record.client, record.status, record.expires_at, _encode(record)),
             )
         return True
 
@@ -168,6 +184,17 @@ class SqliteTaskStore:
         return changed, True
 
 
+def _drop_oldest_finished(db: sqlite3.Connection, where: str, args: tuple[Any, ...]) -> bool:
+    """Delete the finished task (among those ``where`` picks) that expires first; False when there is none."""
+    row = db.execute(
+        f"SELECT task_id FROM tasks {where} expires_at IS NOT NULL ORDER BY expires_at LIMIT 1", args
+    ).fetchone()
+    if row is None:
+        return False
+    db.execute("DELETE FROM tasks WHERE task_id = ?", row)
+    return True
+
+
 def _open(path: Path, busy_timeout: float, now: float) -> sqlite3.Connection:
     """Open the file, take it for this process, and mark failed the tasks its last owner left running."""
     try:
@@ -183,6 +210,8 @@ def _open(path: Path, busy_timeout: float, now: float) -> sqlite3.Connection:
         (version,) = db.execute("PRAGMA user_version").fetchone()
         if version == 0:
             db.executescript(f"BEGIN; {_SCHEMA} PRAGMA user_version = {_SCHEMA_VERSION}; COMMIT;")
+        elif version == 1:
+            db.executescript(f"BEGIN; {_FROM_1} PRAGMA user_version = {_SCHEMA_VERSION}; COMMIT;")
         elif version != _SCHEMA_VERSION:
             raise sqlite3.DatabaseError(f"its schema is version {version}, this library reads {_SCHEMA_VERSION}")
         _fail_the_stopped(db, now)

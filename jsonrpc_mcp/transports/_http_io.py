@@ -59,7 +59,7 @@ class Headers:
     reads ``Context.request_headers``. Names that are not all lower case take the slow path and are folded.
     """
 
-    __slots__ = ("_dict", "_first", "_raw", "auth", "raw", "repeats", "until")
+    __slots__ = ("_dict", "_first", "_raw", "auth", "peer", "raw", "repeats", "until")
 
     #: :meth:`get` without the decoding (``name`` in lower case): the first-values dict's own ``get``, so that a
     #: look-up, several per request, runs no Python frame.
@@ -82,6 +82,7 @@ class Headers:
         #: when the policy's admission of the request ends (``time.time()`` seconds; an access token's expiry): a
         #: stream of its response still open then is ended
         self.until: float | None = None
+        self.peer: Any = None  # the TCP connection it came on: the ASGI scope's ``client``, (host, port)
 
     def get(self, name: str) -> str | None:
         """The value of a header sent once; the first value when sent several times (``name`` in lower case)."""

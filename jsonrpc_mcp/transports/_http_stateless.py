@@ -69,6 +69,10 @@ class _OneRequestStream(MessageStream):
     def request_headers(self, request_id: RequestId) -> Mapping[str, str] | None:
         return self.headers.as_dict() if request_id == self.request_id else None
 
+    def request_peer(self, request_id: RequestId) -> str | None:
+        peer = self.headers.peer
+        return f"{peer[0]}:{peer[1]}" if peer and request_id == self.request_id else None
+
     def request_auth(self, request_id: RequestId) -> object | None:
         """The principal an HTTP policy authenticated this request as (read by ``Context.auth``)."""
         return self.headers.auth if request_id == self.request_id else None

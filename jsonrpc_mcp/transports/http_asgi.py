@@ -306,6 +306,7 @@ class McpAsgiApp:
                 return route(scope, receive, send)
             return send_bytes(send, 404, b"Not Found", content_type=b"text/plain; charset=utf-8")
         headers = Headers(scope.get("headers", ()))
+        headers.peer = scope.get("client")
         raw_host = headers.raw(b"host")
         host = raw_host.decode("latin-1") if raw_host is not None else None
         if not self.guard.host_ok(host):
