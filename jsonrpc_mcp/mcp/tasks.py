@@ -311,12 +311,27 @@ class Tasks(Extension):
 
     async def _create(self, ctx: Context, params: Any, call_next: WrapNext, message: str | None) -> dict[str, Any]:
         """Make the task (found by ``tasks/get`` from now on), start its work, answer with it."""
+        return ts.create_result(await self.start(ctx, params, call_next, message))
+
+    async def start(
+        self,
+        ctx: Context,
+        params: Any,
+        call_next: WrapNext,
+        message: str | None = None,
+        *,
+        ttl: float | None = None,
+        context: type[TaskContext] | None = None,
+    ) -> ts.TaskRecord:
+        """Make the task of this request, kept ``ttl`` seconds after it finished (at most the extension's own), and
+        start its work with a ``context`` (a :class:`TaskContext` by default): the record as it was created. The
+        2025-11-25 tasks of :mod:`.core_tasks` are made here too: one owner for a task's life."""
         record = ts.new_record(
             secrets.token_urlsafe(16),
             _owner_of(ctx),
             ctx.method,
             now=time.time(),
-            ttl=self.ttl,
+            ttl=self.ttl if ttl is None else min(ttl, self.ttl),
             poll_interval=self.poll_interval,
             status_message=message,
         )
@@ -326,7 +341,7 @@ class Tasks(Extension):
                 "finished ones expire"
             )
         run = _Run(record.task_id)
-        task_ctx = _task_context(ctx, self, run)
+        task_ctx = _task_context(ctx, self, run, context or TaskContext)
         self._runs[run.task_id] = run
         try:
             await ctx.session.start_detached(self._run, run, call_next, task_ctx, params)
@@ -334,7 +349,7 @@ class Tasks(Extension):
             self._runs.pop(run.task_id, None)
             await self._end(run, "failed", error=_error(ctx.method, InternalError(_STOPPED)), message=_STOPPED)
             raise
-        return ts.create_result(record)
+        return record
 
     # --- the work ------------------------------------------------------------------------------------------
 
@@ -489,17 +504,22 @@ class Tasks(Extension):
 
     # --- tasks/get, tasks/update, tasks/cancel -------------------------------------------------------------
 
-    async def _find(self, ctx: Context, task_id: str) -> ts.TaskRecord:
+    def owner_of(self, ctx: Context) -> str:
+        """Whom a task made by this request belongs to (see the module docstring)."""
+        return _owner_of(ctx)
+
+    async def find(self, ctx: Context, task_id: str) -> ts.TaskRecord:
+        """The task ``task_id`` of this request's client; -32602 when it is unknown, expired, or another's."""
         record = await self.store.get(task_id)
         if record is None or record.owner != _owner_of(ctx):
             raise InvalidParams("Failed to retrieve task: Task not found (unknown, or expired)")
         return record
 
     async def _get(self, ctx: Context, params: _TaskIdParams) -> dict[str, Any]:
-        return ts.detailed(await self._find(ctx, params.task_id))
+        return ts.detailed(await self.find(ctx, params.task_id))
 
     async def _update(self, ctx: Context, params: _UpdateParams) -> dict[str, Any]:
-        record = await self._find(ctx, params.task_id)
+        record = await self.find(ctx, params.task_id)
         now = time.time()
         changed = await self.store.modify(record.task_id, lambda r: ts.deliver(r, params.input_responses, now))
         if changed is not None and changed.status != record.status:
@@ -507,13 +527,36 @@ class Tasks(Extension):
         return {}
 
     async def _cancel(self, ctx: Context, params: _TaskIdParams) -> dict[str, Any]:
-        record = await self._find(ctx, params.task_id)
+        record = await self.find(ctx, params.task_id)
         now = time.time()
         asked = await self.store.modify(record.task_id, lambda r: ts.request_cancel(r, now))
         run = self._runs.get(record.task_id)
         if run is not None and asked is not None and asked.cancel_requested:
             _stop_now(run)  # (here at once: the work reads ctx.cancelled as true from this answer on)
         return {}
+
+    async def cancel_now(self, task_id: str, message: str = "The task was cancelled") -> ts.TaskRecord | None:
+        """Cancel the task at once (2025-11-25: it is ``cancelled`` before ``tasks/cancel`` is answered): asked to
+        stop, wherever it runs, and ended ``cancelled`` here. The record as it then is; ``None`` when it was gone
+        or had ended already."""
+        now = time.time()
+        ended: list[ts.TaskRecord] = []
+
+        def change(record: ts.TaskRecord) -> ts.TaskRecord | None:
+            asked = ts.request_cancel(record, now) or record
+            done = ts.finish(asked, "cancelled", now, message=message)
+            if done is not None:
+                ended.append(done)
+            return done
+
+        await self.store.modify(task_id, change)
+        run = self._runs.get(task_id)
+        if run is not None:
+            _stop_now(run)
+        if not ended:
+            return None
+        await self._publish(ended[-1])
+        return ended[-1]
 
     # --- subscriptions/listen ------------------------------------------------------------------------------
 
@@ -557,12 +600,12 @@ def _owner_of(ctx: Context) -> str:
     return json.dumps(auth.principal, separators=(",", ":"))
 
 
-def _task_context(ctx: Context, tasks: Tasks, run: _Run) -> TaskContext:
+def _task_context(ctx: Context, tasks: Tasks, run: _Run, kind: type[TaskContext]) -> TaskContext:
     """The context the tool gets in its task: the request's, with the answers of its input rounds."""
     ctx.auth  # noqa: B018 - (read now, from the request's transport: the task outlives the request)
     fields = {name: getattr(ctx, name) for name in Context.__struct_fields__}
     fields.update(_auto_keys=0, _progress_last=None, _starts_task=False, single_use_state=False)
-    return TaskContext(**fields, tasks=tasks, run=run)
+    return kind(**fields, tasks=tasks, run=run)
 
 
 def _error(method: str, exc: Exception) -> dict[str, Any]:
