@@ -18,7 +18,8 @@ from helpers import TIMEOUT
 
 from jsonrpc_mcp import Client, Context, RpcError, Server, ToolError, types
 from jsonrpc_mcp.errors import InvalidParams
-from jsonrpc_mcp.tasks import MemoryTaskStore, Tasks
+from jsonrpc_mcp.mcp.task_client import CoreTaskHandle
+from jsonrpc_mcp.tasks import MemoryTaskStore, TaskCancelled, Tasks
 
 pytestmark = pytest.mark.anyio
 
@@ -31,7 +32,9 @@ class App:
 
     def __init__(self, page_size: int | None = 100) -> None:
         self.store = MemoryTaskStore()
-        self.server = Server("core-tasks", version="1.0", extensions=[Tasks(self.store, ttl=60)], page_size=page_size)
+        self.server = Server(
+            "core-tasks", version="1.0", extensions=[Tasks(self.store, ttl=60, poll_interval=0.01)], page_size=page_size
+        )
         self.release = anyio.Event()
         self.started = anyio.Event()
         server = self.server
@@ -268,3 +271,53 @@ async def test_a_task_belongs_to_the_tasks_of_the_extension_too() -> None:
             await client.request("tasks/result", {"taskId": task["taskId"]})
     record = await app.store.get(task["taskId"])
     assert record is not None and record.status == "completed" and record.method == "tools/call"
+
+
+# --- our client following 2025-11-25 tasks -------------------------------------------------------------------
+
+
+async def test_call_tool_with_task_follows_the_task_to_its_result() -> None:
+    app = App()
+    shown: list[str | None] = []
+
+    def show(done: float, total: float | None, message: str | None) -> None:
+        shown.append(message)
+        app.release.set()  # (the task has been seen working, half way: let it end)
+
+    async with client_of(app) as client:
+        with anyio.fail_after(TIMEOUT):
+            result = await client.call_tool("slow", {"word": "w"}, task=True, progress=show)
+    assert result.content == [types.TextContent(text="slow w")]
+    assert shown and shown[-1] == "half way"
+
+
+async def test_a_tool_that_requires_a_task_is_called_as_one_once_listed() -> None:
+    app = App()
+    async with client_of(app) as client:
+        with anyio.fail_after(TIMEOUT):
+            assert await client.tool_requires_task("must")
+            assert not await client.tool_requires_task("slow")
+            result = await client.call_tool("must", {"word": "m"})
+            assert result.content == [types.TextContent(text="must m")]
+            failed = await client.call_tool("broken", {"kind": "tool"}, task=True)
+            assert failed.is_error is True
+            with pytest.raises(RpcError) as caught:
+                await client.call_tool("broken", {"kind": "rpc"}, task=True)
+            assert caught.value.code == -32602
+    async with Client.connect_server(app.server, protocol_version="2025-06-18") as older:
+        assert not await older.tool_requires_task("must")
+
+
+async def test_a_task_handle_cancels_its_task() -> None:
+    app = App()
+    async with client_of(app) as client:
+        with anyio.fail_after(TIMEOUT):
+            handle = await client.start_tool_task("slow", {"word": "c"})
+            assert isinstance(handle, CoreTaskHandle) and handle.status == "working"
+            await app.started.wait()
+            await handle.cancel()
+            assert handle.status == "cancelled"
+            with pytest.raises(TaskCancelled):
+                await handle.wait()
+            again = client.task(str(handle.task_id))
+            assert (await again.refresh())["status"] == "cancelled"
