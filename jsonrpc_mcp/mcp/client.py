@@ -696,7 +696,8 @@ class ClientSession:
         that the server offers it."""
         if not self.stateless or self.server_extension(TASKS_EXTENSION) is None:
             raise MethodNotFound(
-                "the server does not offer the tasks extension (io.modelcontextprotocol/tasks, 2026-07-28)"
+                "the server does not offer tasks: neither the tasks extension (io.modelcontextprotocol/tasks, "
+                "2026-07-28) nor 2025-11-25's tasks for tools/call"
             )
         return self.extensions.get(TASKS_EXTENSION) or ClientTasks()
 
