@@ -15,11 +15,14 @@ import anyio
 import msgspec
 import pytest
 from helpers import TIMEOUT
+from http_support import ServerThread
+from http_support import collect_garbage as collect_garbage
 
 from jsonrpc_mcp import Client, Context, RpcError, Server, ToolError, types
 from jsonrpc_mcp.errors import InvalidParams
 from jsonrpc_mcp.mcp.task_client import CoreTaskHandle
 from jsonrpc_mcp.tasks import MemoryTaskStore, TaskCancelled, Tasks
+from jsonrpc_mcp.transports.http_asgi import McpAsgiApp
 
 pytestmark = pytest.mark.anyio
 
@@ -321,3 +324,26 @@ async def test_a_task_handle_cancels_its_task() -> None:
                 await handle.wait()
             again = client.task(str(handle.task_id))
             assert (await again.refresh())["status"] == "cancelled"
+
+
+@pytest.mark.usefixtures("collect_garbage")
+async def test_a_task_over_streamable_http_is_followed_to_its_result() -> None:
+    """Over Streamable HTTP the task runs in the app's own tasks, past its request: our client follows it."""
+    app = App()
+
+    async def answer(params: types.ElicitRequestParams) -> types.ElicitResult:
+        return types.ElicitResult(action="accept", content={"name": "Ada"})
+
+    thread = ServerThread(McpAsgiApp(app.server))
+    try:
+        async with Client.connect_http(thread.url, protocol_version=V, elicitation=answer) as client:
+            with anyio.fail_after(TIMEOUT):
+                assert await client.tool_requires_task("must")
+                result = await client.call_tool("must", {"word": "h"})
+                assert result.content == [types.TextContent(text="must h")]
+                asked = await client.call_tool("asks", {}, task=True)  # (its elicitation: past the call's answer)
+                assert asked.content == [types.TextContent(text="hello Ada")]
+                listed = await client.request("tasks/list", {})
+                assert [task["status"] for task in listed["tasks"]] == ["completed", "completed"]
+    finally:
+        thread.stop()
