@@ -24,6 +24,7 @@ the call's token as well as setting the task's ``statusMessage``.
 
 from __future__ import annotations
 
+import logging
 from collections import OrderedDict
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Final
@@ -45,7 +46,9 @@ if TYPE_CHECKING:
     from .server import Server
     from .tools import ToolDef
 
-__all__ = ("CORE_TASKS_VERSION", "RELATED_TASK", "CoreTasks", "CoreTaskContext", "core_task")
+__all__ = ("RELATED_TASK", "CoreTasks", "CoreTaskContext", "core_task")
+
+logger = logging.getLogger(__name__)
 
 RELATED_TASK: Final = "io.modelcontextprotocol/related-task"
 _CANCELLED: Final = "The task was cancelled"
@@ -153,17 +156,18 @@ class CoreTasks:
         """The method table with 2025-11-25's ``tasks/*`` added, ``tasks/get`` and ``tasks/cancel`` answered by
         revision (the extension's at 2026-07-28), and ``tools/call`` taking ``params.task`` at 2025-11-25."""
         out = dict(table)
+        since = CORE_TASKS_VERSION
         for name, handler in (("tasks/get", self._get), ("tasks/cancel", self._cancel)):
             later = out.get(name)
-            out[name] = MethodSpec(
-                name, _by_revision(handler, later.handler if later else None), _TaskIdParams, None, eras=BOTH
-            )
-        out["tasks/result"] = MethodSpec("tasks/result", _by_revision(self._result, None), _TaskIdParams, None)
-        out["tasks/list"] = MethodSpec("tasks/list", _by_revision(self._list, None), _ListParams, None)
-        for name in ("tasks/get", "tasks/cancel", "tasks/result", "tasks/list"):
-            if name in ("tasks/result", "tasks/list"):
-                out[name] = msgspec.structs.replace(out[name], eras=HANDSHAKE_ONLY)
-            out[name] = msgspec.structs.replace(out[name], min_version=CORE_TASKS_VERSION)
+            dispatch = _by_revision(handler, later.handler if later is not None else None)
+            out[name] = MethodSpec(name, dispatch, _TaskIdParams, None, eras=BOTH, min_version=since)
+        only_here: dict[str, tuple[Any, type]] = {
+            "tasks/result": (self._result, _TaskIdParams),
+            "tasks/list": (self._list, _ListParams),
+        }
+        for name, (answer, params) in only_here.items():
+            dispatch = _by_revision(answer, None)
+            out[name] = MethodSpec(name, dispatch, params, None, eras=HANDSHAKE_ONLY, min_version=since)
         call = out["tools/call"]
         call_next = call.handler
 
@@ -188,9 +192,9 @@ class CoreTasks:
             return call_next(ctx, params)
         if entry.task == "forbidden":
             raise MethodNotFound(f"Method not found: tool {params.name} cannot be called as a task")
-        ttl = asked.get("ttl") if isinstance(asked, dict) else UNSET
+        ttl = asked.get("ttl") if isinstance(asked, dict) else None
         if not isinstance(asked, dict) or (
-            "ttl" in asked and (isinstance(ttl, bool) or not isinstance(ttl, int | float) or ttl < 0)
+            ttl is not None and (isinstance(ttl, bool) or not isinstance(ttl, int | float) or not ttl >= 0)
         ):
             raise InvalidParams('Invalid params: "task" must be an object, its "ttl" a number of milliseconds')
         return self._create(ctx, params, call_next, ttl / 1000 if isinstance(ttl, int | float) else None)
@@ -225,7 +229,7 @@ class CoreTasks:
         except ConnectionClosed:
             return
         except Exception:  # (a store that cannot be read: the client still polls with tasks/get)
-            return
+            logger.debug("task %s: its status could not be told", record.task_id, exc_info=True)
 
     # --- tasks/get, tasks/result, tasks/list, tasks/cancel -------------------------------------------------
 
