@@ -633,7 +633,9 @@ class Server:
         answered at once with the task, and the function runs in the server's own tasks. ``task_start="in_handler"``
         (an ``async def``): the function runs in the request until it calls ``await ctx.start_task()``, so it can
         ask for input first, or answer at once when there is little to do. Registering such a tool adds the tasks
-        extension (an in-memory store) unless the server offers it already.
+        extension (an in-memory store) unless the server offers it already. At 2025-11-25 it is that revision's
+        ``execution.taskSupport``: a call with ``params.task`` is the task (``"forbidden"``: -32601), and a
+        ``"required"`` tool called without it is -32601 (:mod:`.core_tasks`).
         """
 
         _called_first(name, "tool", "")

@@ -18,7 +18,9 @@ reads ``ctx.cancelled`` to stop early).
 
 Where the extension is not negotiated the tool answers its request as any other — except a ``"required"`` one,
 refused with -32021 ``requiredCapabilities: {"extensions": {"io.modelcontextprotocol/tasks": {}}}``. The
-extension is defined for 2026-07-28 only: a handshake-era session never sees a task.
+extension is defined for 2026-07-28 only; a 2025-11-25 session gets that revision's core tasks from this same
+extension (:mod:`.core_tasks`: its methods, over the records made, run and ended here), and an earlier one never
+sees a task.
 
 Tasks are kept in a :class:`~jsonrpc_mcp.mcp.task_store.TaskStore` (in memory by default; SQLite to survive a
 restart), bounded per client (``max_per_client``) and kept ``ttl`` seconds after they finish. A task belongs to
