@@ -269,7 +269,7 @@ async def _call(args: argparse.Namespace, client: Any, words: list[str], progres
         if len(more) != 1:
             raise text.UsageError(f"{method} takes its params as one JSON object")
         params = text.arguments_from_words(more, None, method)
-    if args.task and method == "tools/call":
+    if method == "tools/call" and (args.task or await client.tool_requires_task(params["name"])):
         return await _call_as_task(args, client, params, progress)
     try:
         value = await client.request(method, params or None, dict, progress=progress.update, timeout=None)

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from .mcp.task_client import ClientTasks, TaskCancelled, TaskHandle
+from .mcp.task_client import ClientTasks, CoreTaskHandle, TaskCancelled, TaskHandle
 from .mcp.task_state import EXTENSION_ID, TaskRecord
 from .mcp.task_store import MemoryTaskStore, TaskStore
 from .mcp.tasks import TaskContext, Tasks, TooManyTasks
@@ -42,6 +42,7 @@ __all__ = (
     "SqliteTaskStore",
     "ClientTasks",
     "TaskHandle",
+    "CoreTaskHandle",
     "TaskCancelled",
 )
 

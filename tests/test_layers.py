@@ -76,6 +76,7 @@ LAYERS: dict[str, int] = {
     "mcp.task_store": 5,  # where tasks are kept: the store interface and the in-memory store
     "mcp.tasks": 5,  # the tasks extension, server side
     "mcp.task_client": 5,  # the tasks extension, client side
+    "mcp.core_tasks": 5,  # 2025-11-25 core tasks, a face of the tasks extension
     # L7: on top of everything
     "": 7,  # the package __init__
     "__main__": 7,

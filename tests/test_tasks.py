@@ -219,11 +219,11 @@ async def test_without_the_extension_a_task_tool_answers_in_its_request_and_a_re
         assert listen["result"]["content"][0]["text"] == "plain"
 
 
-async def test_a_handshake_session_never_sees_a_task() -> None:
+async def test_a_handshake_session_before_2025_11_25_never_sees_a_task() -> None:
     gate = key()
     async with spawn(serve_command(APP)) as stream:
         raw = RawPeer(stream)
-        await raw.send(init_frame("2025-11-25", "init", {"extensions": {TASKS: {}}}))
+        await raw.send(init_frame("2025-06-18", "init", {"extensions": {TASKS: {}}}))
         init, _ = await raw.recv_until(lambda m: m.get("id") == "init")
         await raw.send(notification_frame("notifications/initialized"))
         assert "extensions" not in init["result"]["capabilities"]
@@ -237,7 +237,7 @@ async def test_a_handshake_session_never_sees_a_task() -> None:
 
 
 @TRANSPORTS
-async def test_the_2025_11_25_task_methods_do_not_exist(
+async def test_the_2025_11_25_task_methods_do_not_exist_at_2026_07_28(
     transport: str, http_app: ServerThread, http: httpx.AsyncClient
 ) -> None:
     async with peer_over(transport, http_app, http) as peer:

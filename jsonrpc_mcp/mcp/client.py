@@ -49,7 +49,7 @@ from .middleware import ClientMessage, ClientMiddleware, is_awaitable, run_chain
 from .output_schemas import InvalidToolOutput, OutputSchemas
 from .pydantic_support import dec_hook
 from .session import encode_cancellation
-from .task_client import ClientTasks, TaskHandle
+from .task_client import ClientTasks, CoreTaskHandle, TaskHandle
 from .task_state import EXTENSION_ID as TASKS_EXTENSION
 from .tracing import TracingSwitch, tracing_switch
 from .versions import (
@@ -233,6 +233,9 @@ class ClientSession:
         #: needs the ``validation`` extra): a mismatch raises :class:`InvalidToolOutput` from :meth:`call_tool`.
         self.validate_tool_output = validate_tool_output
         self._output_schemas = OutputSchemas()
+        #: ``execution.taskSupport`` of the tools last listed (2025-11-25; a tool that says none is left out;
+        #: ``None``: never listed).
+        self._task_support: dict[str, str] | None = None
         self._initialize_id: RequestId | None = None  # (never cancelled: the spec forbids it)
         self.dispatcher = Dispatcher(
             stream,
@@ -579,6 +582,11 @@ class ClientSession:
                 continue
             kept.append(tool)
         self._output_schemas.learn(kept)
+        self._task_support = {
+            tool.name: tool.execution.task_support
+            for tool in kept
+            if isinstance(tool.execution, t.ToolExecution) and isinstance(tool.execution.task_support, str)
+        }
         # The HTTP transport mirrors x-mcp-header parameters into Mcp-Param-* headers (SEP-2243).
         known = getattr(self.stream, "tool_headers", None)
         if isinstance(known, dict):
@@ -595,18 +603,30 @@ class ClientSession:
         timeout: float | object | None = ...,
         meta: Mapping[str, Any] | None = None,
         reset_timeout_on_progress: bool | None = None,
+        task: bool | Mapping[str, Any] | None = None,
     ) -> t.CallToolResult:
         """Call a tool. Tool failures come back as a result with ``is_error``; protocol errors raise, and so does
         a result that breaks the tool's ``outputSchema`` (:class:`InvalidToolOutput`, see
         ``validate_tool_output``).
 
         With ``progress``, each progress notification gives the call its whole ``timeout`` again (see
-        :meth:`request`)."""
+        :meth:`request`).
+
+        ``task`` (2025-11-25, that revision's core tasks): ``True`` (or ``{"ttl": ms}``) asks the server to run
+        the call as a task, and follows it to its end (``tasks/get`` at the server's interval, each new
+        ``statusMessage`` given to ``progress``, then ``tasks/result``); ``None`` (the default) does so when the
+        tools last listed say this one requires it; ``False`` never. A 2026-07-28 server's tasks are the
+        extension's: see :class:`~jsonrpc_mcp.tasks.ClientTasks`."""
         self._require("tools")
+        if self._core_tasks() and (task or (task is None and (self._task_support or {}).get(name) == "required")):
+            handle = await self._start_core_task(name, arguments, meta, {} if task is None or task is True else task)
+            result: t.CallToolResult = await handle.wait(progress=progress)
+            await self._check_tool_output(name, result)
+            return result
         params: dict[str, Any] = {"name": name, "arguments": dict(arguments or {})}
         if meta:
             params["_meta"] = dict(meta)
-        result: t.CallToolResult = await self.request(
+        result = await self.request(
             "tools/call",
             params,
             t.CallToolResult,
@@ -619,13 +639,16 @@ class ClientSession:
 
     async def start_tool_task(
         self, name: str, arguments: Mapping[str, Any] | None = None, *, meta: Mapping[str, Any] | None = None
-    ) -> TaskHandle:
+    ) -> TaskHandle | CoreTaskHandle:
         """Call a tool, declaring the tasks extension (``io.modelcontextprotocol/tasks``, 2026-07-28) for this call,
         and return at once with the :class:`~jsonrpc_mcp.mcp.task_client.TaskHandle` the server answered: follow
         it with ``await handle.wait(progress=...)``, stop it with ``await handle.cancel()``, keep
         ``handle.task_id`` to follow it again later (:meth:`task`). A server that answers the call at once gives a
-        handle that is done already. Needs a 2026-07-28 server that declares the extension."""
+        handle that is done already. Needs a 2026-07-28 server that declares the extension, or a 2025-11-25 one
+        that declares tasks for ``tools/call`` (a :class:`~jsonrpc_mcp.mcp.task_client.CoreTaskHandle` then)."""
         self._require("tools")
+        if self._core_tasks():
+            return await self._start_core_task(name, arguments, meta, {})
         tasks = self._tasks_extension()
         params: dict[str, Any] = {"name": name, "arguments": dict(arguments or {})}
         if meta:
@@ -633,9 +656,38 @@ class ClientSession:
         raw = await self._request_raw("tools/call", params, declare=[tasks], keep=frozenset({"task"}))
         return TaskHandle(self, msgspec.json.decode(raw), result_type=t.CallToolResult)
 
-    def task(self, task_id: str, *, result_type: Any = t.CallToolResult) -> TaskHandle:
+    async def tool_requires_task(self, name: str) -> bool:
+        """Must the tool ``name`` be called as a task (2025-11-25: ``execution.taskSupport`` is ``"required"``, on a
+        server that declares tasks for ``tools/call``)? Lists the tools when they have not been listed yet."""
+        if not self._core_tasks():
+            return False
+        if self._task_support is None:
+            await self.list_tools()
+        return (self._task_support or {}).get(name) == "required"
+
+    def _core_tasks(self) -> bool:
+        """Does the server run tool calls as 2025-11-25 tasks (``capabilities.tasks.requests.tools.call``)?"""
+        declared = self.server_capabilities.tasks
+        if self.stateless or self.protocol_version != "2025-11-25" or not isinstance(declared, t.ServerTasksCapability):
+            return False
+        requests = declared.requests
+        tools = requests.get("tools") if isinstance(requests, dict) else None
+        return isinstance(tools, dict) and isinstance(tools.get("call"), dict)
+
+    async def _start_core_task(
+        self, name: str, arguments: Mapping[str, Any] | None, meta: Mapping[str, Any] | None, task: Mapping[str, Any]
+    ) -> CoreTaskHandle:
+        params: dict[str, Any] = {"name": name, "arguments": dict(arguments or {}), "task": dict(task)}
+        if meta:
+            params["_meta"] = dict(meta)
+        raw = await self._request_raw("tools/call", params)
+        return CoreTaskHandle(self, msgspec.json.decode(raw), result_type=t.CallToolResult)
+
+    def task(self, task_id: str, *, result_type: Any = t.CallToolResult) -> TaskHandle | CoreTaskHandle:
         """A handle on a task this client (or another one, as the same principal) started earlier: ``await
         handle.refresh()`` reads it, ``wait()`` follows it to its result."""
+        if self._core_tasks():
+            return CoreTaskHandle(self, {"task": {"taskId": task_id, "status": "working"}}, result_type=result_type)
         self._tasks_extension()
         return TaskHandle(self, {"resultType": "task", "taskId": task_id, "status": "working"}, result_type=result_type)
 
@@ -644,7 +696,8 @@ class ClientSession:
         that the server offers it."""
         if not self.stateless or self.server_extension(TASKS_EXTENSION) is None:
             raise MethodNotFound(
-                "the server does not offer the tasks extension (io.modelcontextprotocol/tasks, 2026-07-28)"
+                "the server does not offer tasks: neither the tasks extension (io.modelcontextprotocol/tasks, "
+                "2026-07-28) nor 2025-11-25's tasks for tools/call"
             )
         return self.extensions.get(TASKS_EXTENSION) or ClientTasks()
 

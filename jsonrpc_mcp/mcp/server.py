@@ -43,11 +43,12 @@ from .session import ServerSession
 from .signature import describe_validation_error, inspect_function
 from .tools import TaskStart, TaskSupport, ToolDef, call_completer, make_tool, runner
 from .tracing import TracingSwitch, tracing_switch
-from .versions import META_SUBSCRIPTION_ID, SUPPORTED_VERSIONS
+from .versions import CORE_TASKS_VERSION, META_SUBSCRIPTION_ID, SUPPORTED_VERSIONS
 
 if TYPE_CHECKING:
     from ..backends import Backend
     from ..otel import Tracing
+    from .core_tasks import CoreTasks
     from .uri_template import UriTemplate
 
 __all__ = (
@@ -104,6 +105,7 @@ class _CallToolParams(msgspec.Struct, rename="camel"):
     arguments: Raw = _NO_ARGUMENTS
     input_responses: Any = UNSET  # (2026-07-28: the answers to an InputRequiredResult, and its state)
     request_state: Any = UNSET
+    task: Any = UNSET  # (2025-11-25: task augmentation, {ttl?}; see core_tasks)
     meta: dict[str, Any] | UnsetType = msgspec.field(default=UNSET, name="_meta")
 
 
@@ -273,6 +275,8 @@ class Server:
         #: Whether OpenTelemetry traces the messages (``None``: never).
         self.tracing: TracingSwitch | None = tracing_switch(tracing)
         self._extensions: dict[str, Extension] = {}
+        #: The 2025-11-25 face of the tasks extension, once the server has one (:mod:`.core_tasks`).
+        self._core_tasks: CoreTasks | None = None
         #: The core capabilities the extensions need declared (:meth:`_capability_map`).
         self._needed: frozenset[str] = frozenset()
         #: The capability maps :meth:`advertises` reads, by revision (``None``: any revision).
@@ -337,6 +341,12 @@ class Server:
                 hint = " (a tool registered with task= adds one: give Server(extensions=[Tasks(...)]) first)"
             raise ValueError(f"the server offers {extension.id} already{hint}")
         self._extensions[extension.id] = extension
+        if extension.id == TASKS_EXTENSION:
+            from .core_tasks import CoreTasks
+            from .tasks import Tasks
+
+            if isinstance(extension, Tasks):  # (its 2025-11-25 face: that revision's core tasks)
+                self._core_tasks = CoreTasks(extension, self)
         self._needed = needed_capabilities(self._extensions.values())
         self._declarations_changed()
         extension.attach(self)
@@ -486,6 +496,8 @@ class Server:
             declared = extensions_capability(self._extensions.values(), version)
             if declared:
                 caps["extensions"] = {**caps.get("extensions", {}), **declared}
+        if self._core_tasks is not None and version == CORE_TASKS_VERSION:
+            caps["tasks"] = self._core_tasks.capability()
         return caps
 
     # --- sessions ------------------------------------------------------------------------------------------
@@ -544,6 +556,8 @@ class Server:
         table.update(self._custom)
         if self._extensions:
             table = extension_methods(self._extensions.values(), table)
+        if self._core_tasks is not None:
+            table = self._core_tasks.methods(table)
         self.methods = table
 
     def method(
@@ -619,7 +633,9 @@ class Server:
         answered at once with the task, and the function runs in the server's own tasks. ``task_start="in_handler"``
         (an ``async def``): the function runs in the request until it calls ``await ctx.start_task()``, so it can
         ask for input first, or answer at once when there is little to do. Registering such a tool adds the tasks
-        extension (an in-memory store) unless the server offers it already.
+        extension (an in-memory store) unless the server offers it already. At 2025-11-25 it is that revision's
+        ``execution.taskSupport``: a call with ``params.task`` is the task (``"forbidden"``: -32601), and a
+        ``"required"`` tool called without it is -32601 (:mod:`.core_tasks`).
         """
 
         _called_first(name, "tool", "")
@@ -719,7 +735,10 @@ class Server:
 
     def _list_tools(self, ctx: Context, params: _CursorParams) -> Any:
         page, nxt = paginate(list(self._tools.values()), _cursor(params), self.page_size)
-        result = t.ListToolsResult(tools=[e.tool for e in page])
+        if self._core_tasks is not None and ctx.version == CORE_TASKS_VERSION:
+            result = t.ListToolsResult(tools=self._core_tasks.tools(page))
+        else:
+            result = t.ListToolsResult(tools=[e.tool for e in page])
         return self._finish_list(ctx, result, nxt)
 
     def _call_tool(self, ctx: Context, params: _CallToolParams) -> Any:

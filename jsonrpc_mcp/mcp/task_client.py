@@ -34,7 +34,7 @@ from .versions import STATELESS_VERSIONS
 if TYPE_CHECKING:
     from .client import ClientSession, ProgressCallback
 
-__all__ = ("ClientTasks", "TaskHandle", "TaskCancelled", "EXTENSION_ID")
+__all__ = ("ClientTasks", "TaskHandle", "CoreTaskHandle", "TaskCancelled", "EXTENSION_ID")
 
 logger = logging.getLogger(__name__)
 
@@ -249,3 +249,117 @@ def _error_of(task: Mapping[str, Any]) -> Exception:
     if not isinstance(error, dict) or not isinstance(error.get("code"), int):
         return ProtocolViolation(f"task {task.get('taskId')} failed without a JSON-RPC error")
     return error_for_code(error["code"], str(error.get("message", "")), error.get("data"))
+
+
+class CoreTaskHandle:
+    """A tool call a 2025-11-25 server runs as a task (that revision's core tasks): the same interface as
+    :class:`TaskHandle`. Its result comes from ``tasks/result``, its input requests as the session's own requests
+    (answered by the client's handlers as any other), its progress from the ``statusMessage`` of ``tasks/get``.
+
+    ``task_id`` is ``None`` when the server answered the call at once (the handle is then :attr:`done`)."""
+
+    def __init__(self, session: ClientSession, answer: Mapping[str, Any], *, result_type: Any = dict) -> None:
+        self.session = session
+        self.method = "tools/call"
+        self.result_type = result_type
+        task = answer.get("task")
+        self._result: dict[str, Any] | None = None
+        if isinstance(task, dict):
+            task_id = task.get("taskId")
+            if not isinstance(task_id, str) or not task_id:
+                raise ProtocolViolation("tools/call: the server answered with a task without a taskId")
+            self.task_id: str | None = task_id
+            self.last: dict[str, Any] = dict(task)
+        else:
+            self.task_id = None
+            self.last = {"status": "completed"}
+            self._result = dict(answer)
+
+    def __repr__(self) -> str:
+        return f"<CoreTaskHandle {self.task_id!r} {self.status}>"
+
+    @property
+    def status(self) -> str:
+        """``working``, ``input_required``, ``completed``, ``failed`` or ``cancelled``, as last seen."""
+        return str(self.last.get("status"))
+
+    @property
+    def status_message(self) -> str | None:
+        message = self.last.get("statusMessage")
+        return message if isinstance(message, str) else None
+
+    @property
+    def done(self) -> bool:
+        return self.status in TERMINAL
+
+    @property
+    def poll_interval(self) -> float:
+        """Seconds between two ``tasks/get``, as the server suggests (``pollInterval``, milliseconds)."""
+        interval = self.last.get("pollInterval")
+        if not isinstance(interval, (int, float)) or isinstance(interval, bool) or not interval > 0:
+            return _DEFAULT_POLL
+        return min(interval / 1000, MOST_POLL)
+
+    async def refresh(self) -> dict[str, Any]:
+        """``tasks/get``: the task as it is now."""
+        if self.task_id is not None:
+            self.last = await self._request("tasks/get", {"taskId": self.task_id})
+        return self.last
+
+    async def cancel(self) -> None:
+        """``tasks/cancel``: a 2025-11-25 server ends the task ``cancelled`` before it answers."""
+        if self.task_id is not None and not self.done:
+            self.last = await self._request("tasks/cancel", {"taskId": self.task_id})
+
+    async def wait(self, *, progress: ProgressCallback | None = None, timeout: float | None = None) -> Any:
+        """Follow the task to its end and return its result, decoded as a tool call's; see :meth:`TaskHandle.wait`."""
+        outcome = await self.outcome(progress=progress, timeout=timeout)
+        try:
+            return msgspec.convert(outcome, self.result_type)
+        except msgspec.ValidationError as exc:
+            raise ProtocolViolation(f"tools/call: task {self.task_id}'s result is not valid: {exc}") from None
+
+    async def outcome(
+        self, *, progress: ProgressCallback | None = None, timeout: float | None = None
+    ) -> dict[str, Any]:
+        """:meth:`wait`, its result as the dict the server sent. Polls ``tasks/get`` at the server's interval
+        until the task ends or needs input (``input_required``: the server asks through the session, while
+        ``tasks/result`` waits), then ``tasks/result``. A failed task raises its JSON-RPC error (a tool error is
+        a result with ``isError``), a cancelled one :class:`TaskCancelled`."""
+        if self._result is not None:
+            return self._result
+        shown: str | None = None
+        with anyio.fail_after(timeout):
+            while True:
+                status = self.last.get("status")
+                message = self.status_message
+                if progress is not None and message is not None and message != shown:
+                    shown = message
+                    out = progress(0.0, None, message)
+                    if out is not None:
+                        await out
+                if status == "cancelled":
+                    raise TaskCancelled(str(self.task_id), self.status_message)
+                if status in TERMINAL or status == "input_required":
+                    break
+                await anyio.sleep(self.poll_interval)
+                await self.refresh()
+            raw = await self.session._request_raw("tasks/result", {"taskId": self.task_id}, timeout=None)
+        result = msgspec.json.decode(raw)
+        if not isinstance(result, dict):
+            raise ProtocolViolation(f"tasks/result: task {self.task_id}'s result is not an object")
+        self._result = result
+        self.last = {**self.last, "status": "failed" if result.get("isError") is True else "completed"}
+        return result
+
+    async def abandon(self) -> None:
+        """The waiter is gone: cancel the task, briefly and whatever happens here."""
+        with anyio.CancelScope(shield=True), anyio.move_on_after(_CANCEL_TIMEOUT):
+            try:
+                await self.cancel()
+            except Exception as exc:  # (the connection may be what failed)
+                logger.debug("task %s could not be cancelled: %s", self.task_id, exc)
+
+    async def _request(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        answer = msgspec.json.decode(await self.session._request_raw(method, params))
+        return answer if isinstance(answer, dict) else {}

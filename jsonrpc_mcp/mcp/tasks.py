@@ -18,7 +18,9 @@ reads ``ctx.cancelled`` to stop early).
 
 Where the extension is not negotiated the tool answers its request as any other — except a ``"required"`` one,
 refused with -32021 ``requiredCapabilities: {"extensions": {"io.modelcontextprotocol/tasks": {}}}``. The
-extension is defined for 2026-07-28 only: a handshake-era session never sees a task.
+extension is defined for 2026-07-28 only; a 2025-11-25 session gets that revision's core tasks from this same
+extension (:mod:`.core_tasks`: its methods, over the records made, run and ended here), and an earlier one never
+sees a task.
 
 Tasks are kept in a :class:`~jsonrpc_mcp.mcp.task_store.TaskStore` (in memory by default; SQLite to survive a
 restart), bounded per client (``max_per_client``) and in all (``max_tasks``), and kept ``ttl`` seconds after they
@@ -88,6 +90,15 @@ class TooManyTasks(RpcError):
 
     code = BUSY
     default_message = "Too many tasks"
+
+
+def too_many_tasks() -> TooManyTasks:
+    """The refusal of a task that cannot be started: its client's quota (or the server's) is full of working
+    tasks."""
+    return TooManyTasks(
+        "Too many tasks: this client (or the server) has as many tasks working as it keeps; cancel some, or wait "
+        "until they finish"
+    )
 
 
 class _TaskIdParams(msgspec.Struct, rename="camel"):
@@ -338,30 +349,36 @@ class Tasks(Extension):
     async def _start(self, ctx: Context, params: Any, call_next: WrapNext, message: str | None, support: str) -> Any:
         """Answer with a new task; when none can be started (the quotas are full of working tasks), a
         ``"optional"`` tool runs in its request instead (from its start), a ``"required"`` one is refused."""
-        created = await self._create(ctx, params, call_next, message)
-        if created is not None:
-            return created
+        record = await self.start(ctx, params, call_next, message)
+        if record is not None:
+            return ts.create_result(record)
         if support != "optional":
-            raise TooManyTasks(
-                "Too many tasks: this client (or the server) has as many tasks working as it keeps; cancel some, "
-                "or wait until they finish"
-            )
+            raise too_many_tasks()
         logger.debug("no task could be started for %s: it runs in its request", params.name)
         ctx._starts_task = False
         out = call_next(ctx, params)
         return await out if inspect.isawaitable(out) else out
 
-    async def _create(
-        self, ctx: Context, params: Any, call_next: WrapNext, message: str | None
-    ) -> dict[str, Any] | None:
-        """Make the task (found by ``tasks/get`` from now on), start its work, answer with it; ``None`` when the
-        quotas leave no room."""
+    async def start(
+        self,
+        ctx: Context,
+        params: Any,
+        call_next: WrapNext,
+        message: str | None = None,
+        *,
+        ttl: float | None = None,
+        context: type[TaskContext] | None = None,
+    ) -> ts.TaskRecord | None:
+        """Make the task of this request, kept ``ttl`` seconds after it finished (at most the extension's own), and
+        start its work with a ``context`` (a :class:`TaskContext` by default): the record as it was created, or
+        ``None`` when the quotas leave no room. The 2025-11-25 tasks of :mod:`.core_tasks` are made here too: one
+        owner for a task's life."""
         record = ts.new_record(
             secrets.token_urlsafe(16),
             _owner_of(ctx),
             ctx.method,
             now=time.time(),
-            ttl=self.ttl,
+            ttl=self.ttl if ttl is None else min(ttl, self.ttl),
             poll_interval=self.poll_interval,
             status_message=message,
             client=self._client_of(ctx),
@@ -376,7 +393,7 @@ class Tasks(Extension):
                 self._runs.pop(run.task_id, None)
         if not created:
             return None
-        task_ctx = _task_context(ctx, self, run)
+        task_ctx = _task_context(ctx, self, run, context or TaskContext)
         try:
             await ctx.session.start_detached(self._run, run, call_next, task_ctx, params)
         except ConnectionClosed:
@@ -384,7 +401,7 @@ class Tasks(Extension):
             error = _error(ctx.method, InternalError(_STOPPED))
             await self._end(run, "failed", error=error, message=_STOPPED, patient=False)
             raise
-        return ts.create_result(record)
+        return record
 
     def _client_of(self, ctx: Context) -> str:
         """Whose quota a task counts against: the principal the transport authenticated; else the session; else
@@ -598,17 +615,22 @@ class Tasks(Extension):
 
     # --- tasks/get, tasks/update, tasks/cancel -------------------------------------------------------------
 
-    async def _find(self, ctx: Context, task_id: str) -> ts.TaskRecord:
+    def owner_of(self, ctx: Context) -> str:
+        """Whom a task made by this request belongs to (see the module docstring)."""
+        return _owner_of(ctx)
+
+    async def find(self, ctx: Context, task_id: str) -> ts.TaskRecord:
+        """The task ``task_id`` of this request's client; -32602 when it is unknown, expired, or another's."""
         record = await self.store.get(task_id)
         if record is None or record.owner != _owner_of(ctx):
             raise InvalidParams("Failed to retrieve task: Task not found (unknown, or expired)")
         return record
 
     async def _get(self, ctx: Context, params: _TaskIdParams) -> dict[str, Any]:
-        return ts.detailed(await self._find(ctx, params.task_id))
+        return ts.detailed(await self.find(ctx, params.task_id))
 
     async def _update(self, ctx: Context, params: _UpdateParams) -> dict[str, Any]:
-        record = await self._find(ctx, params.task_id)
+        record = await self.find(ctx, params.task_id)
         now = time.time()
         changed = await self.store.modify(record.task_id, lambda r: ts.deliver(r, params.input_responses, now))
         if changed is not None and changed.status != record.status:
@@ -616,13 +638,36 @@ class Tasks(Extension):
         return {}
 
     async def _cancel(self, ctx: Context, params: _TaskIdParams) -> dict[str, Any]:
-        record = await self._find(ctx, params.task_id)
+        record = await self.find(ctx, params.task_id)
         now = time.time()
         asked = await self.store.modify(record.task_id, lambda r: ts.request_cancel(r, now))
         run = self._runs.get(record.task_id)
         if run is not None and asked is not None and asked.cancel_requested:
             _stop_now(run)  # (here at once: the work reads ctx.cancelled as true from this answer on)
         return {}
+
+    async def cancel_now(self, task_id: str, message: str = "The task was cancelled") -> ts.TaskRecord | None:
+        """Cancel the task at once (2025-11-25: it is ``cancelled`` before ``tasks/cancel`` is answered): asked to
+        stop, wherever it runs, and ended ``cancelled`` here. The record as it then is; ``None`` when it was gone
+        or had ended already."""
+        now = time.time()
+        ended: list[ts.TaskRecord] = []
+
+        def change(record: ts.TaskRecord) -> ts.TaskRecord | None:
+            asked = ts.request_cancel(record, now) or record
+            done = ts.finish(asked, "cancelled", now, message=message)
+            if done is not None:
+                ended.append(done)
+            return done
+
+        await self.store.modify(task_id, change)
+        run = self._runs.get(task_id)
+        if run is not None:
+            _stop_now(run)
+        if not ended:
+            return None
+        await self._publish(ended[-1])
+        return ended[-1]
 
     # --- subscriptions/listen ------------------------------------------------------------------------------
 
@@ -675,12 +720,12 @@ def _owner_of(ctx: Context) -> str:
     return json.dumps(auth.principal, separators=(",", ":"))
 
 
-def _task_context(ctx: Context, tasks: Tasks, run: _Run) -> TaskContext:
+def _task_context(ctx: Context, tasks: Tasks, run: _Run, kind: type[TaskContext]) -> TaskContext:
     """The context the tool gets in its task: the request's, with the answers of its input rounds."""
     ctx.auth  # noqa: B018 - (read now, from the request's transport: the task outlives the request)
     fields = {name: getattr(ctx, name) for name in Context.__struct_fields__}
     fields.update(_auto_keys=0, _progress_last=None, _starts_task=False, single_use_state=False)
-    return TaskContext(**fields, tasks=tasks, run=run)
+    return kind(**fields, tasks=tasks, run=run)
 
 
 def _kind(exc: BaseException) -> str:

@@ -11,6 +11,7 @@ from enum import Enum
 from typing import Final
 
 __all__ = (
+    "CORE_TASKS_VERSION",
     "Era",
     "LATEST",
     "LATEST_HANDSHAKE",
@@ -41,6 +42,8 @@ SUPPORTED_VERSIONS: Final = STATELESS_VERSIONS + HANDSHAKE_VERSIONS
 LATEST: Final = STATELESS_VERSIONS[0]
 LATEST_HANDSHAKE: Final = HANDSHAKE_VERSIONS[0]
 #: JSON-RPC batches exist only on this revision's wire (added in 2025-03-26, removed in 2025-06-18).
+#: The one revision with tasks in its core protocol (2026-07-28 moved them to an extension).
+CORE_TASKS_VERSION: Final = "2025-11-25"
 BATCH_VERSIONS: Final = frozenset({"2025-03-26"})
 
 META_PROTOCOL_VERSION: Final = "io.modelcontextprotocol/protocolVersion"

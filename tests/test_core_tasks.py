@@ -1,0 +1,349 @@
+"""2025-11-25 tasks (that revision's core ``tasks``), server side: our Server over in-memory pairs, its tasks kept
+by the same ``Tasks()`` (and store) as the 2026-07-28 extension's.
+
+Nothing sleeps: a task's tool waits on an event the test sets; status changes are awaited through
+``notifications/tasks/status`` or ``tasks/result``, which blocks until the task ends.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import anyio
+import msgspec
+import pytest
+from helpers import TIMEOUT
+from http_support import ServerThread
+from http_support import collect_garbage as collect_garbage
+
+from jsonrpc_mcp import Client, Context, RpcError, Server, ToolError, types
+from jsonrpc_mcp.errors import InvalidParams
+from jsonrpc_mcp.mcp.task_client import CoreTaskHandle
+from jsonrpc_mcp.tasks import MemoryTaskStore, TaskCancelled, Tasks
+from jsonrpc_mcp.transports.http_asgi import McpAsgiApp
+
+pytestmark = pytest.mark.anyio
+
+V = "2025-11-25"
+RELATED = "io.modelcontextprotocol/related-task"
+
+
+class App:
+    """A server with task tools that wait for the test, and the store its tasks are kept in."""
+
+    def __init__(self, page_size: int | None = 100) -> None:
+        self.store = MemoryTaskStore()
+        self.server = Server(
+            "core-tasks", version="1.0", extensions=[Tasks(self.store, ttl=60, poll_interval=0.01)], page_size=page_size
+        )
+        self.release = anyio.Event()
+        self.started = anyio.Event()
+        server = self.server
+
+        @server.tool(task="optional")
+        async def slow(ctx: Context, word: str) -> str:
+            """Waits until released."""
+            self.started.set()
+            await ctx.report_progress(1, 2, "half way")
+            await self.release.wait()
+            return f"slow {word}"
+
+        @server.tool(task="required")
+        async def must(word: str) -> str:
+            """Only as a task."""
+            return f"must {word}"
+
+        @server.tool()
+        async def plain(word: str) -> str:
+            """Never a task."""
+            return f"plain {word}"
+
+        @server.tool(task="optional")
+        async def broken(kind: str) -> str:
+            """Fails, as a tool or as a protocol error."""
+            if kind == "tool":
+                raise ToolError("no luck")
+            raise InvalidParams("bad kind")
+
+        @server.tool(task="optional")
+        async def asks(ctx: Context) -> str:
+            """Asks the client for a name."""
+            schema = {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}
+            answer = await ctx.elicit("Your name?", schema)
+            return f"hello {(answer.content or {}).get('name')}"
+
+
+@asynccontextmanager
+async def client_of(app: App, **options: Any) -> AsyncIterator[Client]:
+    async with Client.connect_server(app.server, protocol_version=V, **options) as client:
+        yield client
+
+
+async def call_task(client: Client, name: str, arguments: dict[str, Any], **task: Any) -> dict[str, Any]:
+    created: dict[str, Any] = await client.request("tools/call", {"name": name, "arguments": arguments, "task": task})
+    return created
+
+
+async def error_of(client: Client, method: str, params: dict[str, Any]) -> RpcError:
+    with pytest.raises(RpcError) as caught:
+        await client.request(method, params)
+    return caught.value
+
+
+async def test_the_tasks_capability_and_task_support_are_declared_at_2025_11_25_only() -> None:
+    app = App()
+    async with client_of(app) as client:
+        assert msgspec.to_builtins(client.server_capabilities)["tasks"] == {
+            "list": {},
+            "cancel": {},
+            "requests": {"tools": {"call": {}}},
+        }
+        tools = {tool["name"]: tool for tool in (await client.request("tools/list"))["tools"]}
+        assert tools["slow"]["execution"] == {"taskSupport": "optional"}
+        assert tools["must"]["execution"] == {"taskSupport": "required"}
+        assert "execution" not in tools["plain"]
+    async with Client.connect_server(app.server, protocol_version="2025-06-18") as older:
+        assert "tasks" not in msgspec.to_builtins(older.server_capabilities)
+        assert all("execution" not in tool for tool in (await older.request("tools/list"))["tools"])
+        assert (await error_of(older, "tasks/get", {"taskId": "x"})).code == -32601
+        # (a task-augmented call to a revision without tasks is answered as an ordinary call)
+        answered = await older.request("tools/call", {"name": "must", "arguments": {"word": "a"}, "task": {}})
+        assert answered["content"][0]["text"] == "must a"
+    async with Client.connect_server(app.server, protocol_version="2026-07-28") as later:
+        assert (await error_of(later, "tasks/result", {"taskId": "x"})).code == -32601
+        assert (await error_of(later, "tasks/list", {})).code == -32601
+
+
+async def test_a_task_augmented_call_is_answered_with_its_task_and_tasks_result_waits_for_its_end() -> None:
+    app = App()
+    async with client_of(app) as client:
+        with anyio.fail_after(TIMEOUT):
+            created = await call_task(client, "slow", {"word": "go"}, ttl=30_000)
+            task = created["task"]
+            assert set(created) == {"task"}
+            assert task["status"] == "working"
+            assert isinstance(task["taskId"], str) and len(task["taskId"]) >= 20
+            assert task["createdAt"].endswith("Z") and task["lastUpdatedAt"].endswith("Z")
+            assert task["ttl"] == 30_000  # (the client's, under the server's 60 s)
+            assert await app.store.get(task["taskId"]) is not None  # (the extension's own store keeps it)
+            await app.started.wait()
+
+            results: list[dict[str, Any]] = []
+
+            async def wait_for_result() -> None:
+                results.append(await client.request("tasks/result", {"taskId": task["taskId"]}))
+
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(wait_for_result)
+                got = await client.request("tasks/get", {"taskId": task["taskId"]})
+                assert got["status"] == "working" and got["ttl"] == 30_000 and got["pollInterval"] >= 1
+                assert RELATED not in got.get("_meta", {})
+                await anyio.wait_all_tasks_blocked()
+                assert results == []  # (blocked while the task works)
+                app.release.set()
+            [result] = results
+            assert result["content"] == [{"type": "text", "text": "slow go"}]
+            assert "resultType" not in result
+            assert result["_meta"][RELATED] == {"taskId": task["taskId"]}
+            done = await client.request("tasks/get", {"taskId": task["taskId"]})
+            assert done["status"] == "completed"
+
+
+async def test_task_support_is_enforced_with_method_not_found() -> None:
+    app = App()
+    async with client_of(app) as client:
+        forbidden = await error_of(client, "tools/call", {"name": "plain", "arguments": {"word": "a"}, "task": {}})
+        assert forbidden.code == -32601
+        required = await error_of(client, "tools/call", {"name": "must", "arguments": {"word": "a"}})
+        assert required.code == -32601
+        assert (await client.request("tools/call", {"name": "plain", "arguments": {"word": "a"}}))["content"]
+        optional = await client.request("tools/call", {"name": "broken", "arguments": {"kind": "tool"}})
+        assert optional["isError"] is True  # (no task asked: answered in the request)
+        bad = await error_of(client, "tools/call", {"name": "slow", "arguments": {"word": "a"}, "task": {"ttl": "x"}})
+        assert bad.code == -32602
+
+
+async def test_a_failed_task_gives_its_tool_error_or_its_json_rpc_error() -> None:
+    app = App()
+    async with client_of(app) as client:
+        with anyio.fail_after(TIMEOUT):
+            as_tool = (await call_task(client, "broken", {"kind": "tool"}))["task"]
+            result = await client.request("tasks/result", {"taskId": as_tool["taskId"]})
+            assert result["isError"] is True and result["_meta"][RELATED] == {"taskId": as_tool["taskId"]}
+            assert (await client.request("tasks/get", {"taskId": as_tool["taskId"]}))["status"] == "failed"
+
+            as_rpc = (await call_task(client, "broken", {"kind": "rpc"}))["task"]
+            error = await error_of(client, "tasks/result", {"taskId": as_rpc["taskId"]})
+            assert (error.code, error.message) == (-32602, "bad kind")
+            got = await client.request("tasks/get", {"taskId": as_rpc["taskId"]})
+            assert got["status"] == "failed" and got["statusMessage"] == "bad kind"
+
+
+async def test_unknown_tasks_are_invalid_params() -> None:
+    app = App()
+    async with client_of(app) as client:
+        for method in ("tasks/get", "tasks/result", "tasks/cancel"):
+            assert (await error_of(client, method, {"taskId": "nope"})).code == -32602
+
+
+async def test_tasks_list_pages_through_the_clients_tasks() -> None:
+    app = App(page_size=2)
+    async with client_of(app) as client:
+        with anyio.fail_after(TIMEOUT):
+            made = [(await call_task(client, "must", {"word": str(i)}))["task"]["taskId"] for i in range(3)]
+            first = await client.request("tasks/list", {})
+            assert [task["taskId"] for task in first["tasks"]] == made[:2]
+            second = await client.request("tasks/list", {"cursor": first["nextCursor"]})
+            assert [task["taskId"] for task in second["tasks"]] == made[2:]
+            assert "nextCursor" not in second
+            assert (await error_of(client, "tasks/list", {"cursor": "not-ours"})).code == -32602
+
+
+async def test_a_cancelled_task_is_cancelled_when_answered_and_stays_so() -> None:
+    app = App()
+    async with client_of(app) as client:
+        with anyio.fail_after(TIMEOUT):
+            task = (await call_task(client, "slow", {"word": "stop"}))["task"]
+            await app.started.wait()
+            cancelled = await client.request("tasks/cancel", {"taskId": task["taskId"]})
+            assert cancelled["taskId"] == task["taskId"] and cancelled["status"] == "cancelled"
+            app.release.set()
+            error = await error_of(client, "tasks/result", {"taskId": task["taskId"]})
+            assert error.code == -32602
+            assert (await client.request("tasks/get", {"taskId": task["taskId"]}))["status"] == "cancelled"
+            again = await error_of(client, "tasks/cancel", {"taskId": task["taskId"]})
+            assert again.code == -32602
+            done = (await call_task(client, "must", {"word": "x"}))["task"]
+            await client.request("tasks/result", {"taskId": done["taskId"]})
+            assert (await error_of(client, "tasks/cancel", {"taskId": done["taskId"]})).code == -32602
+
+
+async def test_status_notifications_and_progress_reach_the_session_that_made_the_task() -> None:
+    app = App()
+    heard: list[tuple[str, dict[str, Any]]] = []
+    ended = anyio.Event()
+
+    def note(method: str, params: dict[str, Any]) -> None:
+        heard.append((method, params))
+        if method == "notifications/tasks/status" and params["status"] == "completed":
+            ended.set()
+
+    async with client_of(app, on_notification=note) as client:
+        with anyio.fail_after(TIMEOUT):
+            created = await client.request(
+                "tools/call",
+                {"name": "slow", "arguments": {"word": "p"}, "task": {}, "_meta": {"progressToken": "tok"}},
+            )
+            await app.started.wait()
+            app.release.set()
+            await ended.wait()
+    task_id = created["task"]["taskId"]
+    [status] = [params for method, params in heard if method == "notifications/tasks/status"]
+    assert status["taskId"] == task_id and RELATED not in status.get("_meta", {})
+    [progress] = [params for method, params in heard if method == "notifications/progress"]
+    assert progress["progressToken"] == "tok" and progress["message"] == "half way"
+    assert progress["_meta"][RELATED] == {"taskId": task_id}
+
+
+async def test_a_tasks_request_for_input_goes_to_the_session_with_the_task_id() -> None:
+    app = App()
+    asked: list[types.ElicitRequestParams] = []
+
+    async def answer(params: types.ElicitRequestParams) -> types.ElicitResult:
+        asked.append(params)
+        return types.ElicitResult(action="accept", content={"name": "Ada"})
+
+    async with client_of(app, elicitation=answer) as client:
+        with anyio.fail_after(TIMEOUT):
+            task = (await call_task(client, "asks", {}))["task"]
+            result = await client.request("tasks/result", {"taskId": task["taskId"]})
+    assert result["content"][0]["text"] == "hello Ada"
+    [params] = asked
+    assert params.meta[RELATED] == {"taskId": task["taskId"]}  # type: ignore[index]
+
+
+async def test_a_task_belongs_to_the_tasks_of_the_extension_too() -> None:
+    """One Tasks() serves both revisions: a task made at 2025-11-25 is a record of the extension's store, and a
+    2026-07-28 tasks/get still answers the extension's shape."""
+    app = App()
+    async with client_of(app) as client:
+        with anyio.fail_after(TIMEOUT):
+            task = (await call_task(client, "must", {"word": "y"}))["task"]
+            await client.request("tasks/result", {"taskId": task["taskId"]})
+    record = await app.store.get(task["taskId"])
+    assert record is not None and record.status == "completed" and record.method == "tools/call"
+
+
+# --- our client following 2025-11-25 tasks -------------------------------------------------------------------
+
+
+async def test_call_tool_with_task_follows_the_task_to_its_result() -> None:
+    app = App()
+    shown: list[str | None] = []
+
+    def show(done: float, total: float | None, message: str | None) -> None:
+        shown.append(message)
+        app.release.set()  # (the task has been seen working, half way: let it end)
+
+    async with client_of(app) as client:
+        with anyio.fail_after(TIMEOUT):
+            result = await client.call_tool("slow", {"word": "w"}, task=True, progress=show)
+    assert result.content == [types.TextContent(text="slow w")]
+    assert shown and shown[-1] == "half way"
+
+
+async def test_a_tool_that_requires_a_task_is_called_as_one_once_listed() -> None:
+    app = App()
+    async with client_of(app) as client:
+        with anyio.fail_after(TIMEOUT):
+            assert await client.tool_requires_task("must")
+            assert not await client.tool_requires_task("slow")
+            result = await client.call_tool("must", {"word": "m"})
+            assert result.content == [types.TextContent(text="must m")]
+            failed = await client.call_tool("broken", {"kind": "tool"}, task=True)
+            assert failed.is_error is True
+            with pytest.raises(RpcError) as caught:
+                await client.call_tool("broken", {"kind": "rpc"}, task=True)
+            assert caught.value.code == -32602
+    async with Client.connect_server(app.server, protocol_version="2025-06-18") as older:
+        assert not await older.tool_requires_task("must")
+
+
+async def test_a_task_handle_cancels_its_task() -> None:
+    app = App()
+    async with client_of(app) as client:
+        with anyio.fail_after(TIMEOUT):
+            handle = await client.start_tool_task("slow", {"word": "c"})
+            assert isinstance(handle, CoreTaskHandle) and handle.status == "working"
+            await app.started.wait()
+            await handle.cancel()
+            assert handle.status == "cancelled"
+            with pytest.raises(TaskCancelled):
+                await handle.wait()
+            again = client.task(str(handle.task_id))
+            assert (await again.refresh())["status"] == "cancelled"
+
+
+@pytest.mark.usefixtures("collect_garbage")
+async def test_a_task_over_streamable_http_is_followed_to_its_result() -> None:
+    """Over Streamable HTTP the task runs in the app's own tasks, past its request: our client follows it."""
+    app = App()
+
+    async def answer(params: types.ElicitRequestParams) -> types.ElicitResult:
+        return types.ElicitResult(action="accept", content={"name": "Ada"})
+
+    thread = ServerThread(McpAsgiApp(app.server))
+    try:
+        async with Client.connect_http(thread.url, protocol_version=V, elicitation=answer) as client:
+            with anyio.fail_after(TIMEOUT):
+                assert await client.tool_requires_task("must")
+                result = await client.call_tool("must", {"word": "h"})
+                assert result.content == [types.TextContent(text="must h")]
+                asked = await client.call_tool("asks", {}, task=True)  # (its elicitation: past the call's answer)
+                assert asked.content == [types.TextContent(text="hello Ada")]
+                listed = await client.request("tasks/list", {})
+                assert [task["status"] for task in listed["tasks"]] == ["completed", "completed"]
+    finally:
+        thread.stop()
