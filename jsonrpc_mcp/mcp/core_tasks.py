@@ -39,7 +39,7 @@ from .context import Context, _typed
 from .extensions import WrapNext
 from .methods import BOTH, HANDSHAKE_ONLY, MethodSpec
 from .pagination import paginate
-from .tasks import TaskContext, Tasks, _TaskIdParams, too_many_tasks
+from .tasks import TaskContext, Tasks, _TaskIdParams, _too_many_tasks
 from .versions import CORE_TASKS_VERSION
 
 if TYPE_CHECKING:
@@ -202,7 +202,7 @@ class CoreTasks:
     async def _create(self, ctx: Context, params: Any, call_next: WrapNext, ttl: float | None) -> dict[str, Any]:
         record = await self.tasks.start(ctx, params, call_next, ttl=ttl, context=CoreTaskContext)
         if record is None:
-            raise too_many_tasks()
+            raise _too_many_tasks()
         made = self._made.setdefault(record.owner, OrderedDict())
         made[record.task_id] = None
         while len(made) > self.tasks.max_per_client:

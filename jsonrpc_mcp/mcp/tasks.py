@@ -92,7 +92,7 @@ class TooManyTasks(RpcError):
     default_message = "Too many tasks"
 
 
-def too_many_tasks() -> TooManyTasks:
+def _too_many_tasks() -> TooManyTasks:
     """The refusal of a task that cannot be started: its client's quota (or the server's) is full of working
     tasks."""
     return TooManyTasks(
@@ -353,7 +353,7 @@ class Tasks(Extension):
         if record is not None:
             return ts.create_result(record)
         if support != "optional":
-            raise too_many_tasks()
+            raise _too_many_tasks()
         logger.debug("no task could be started for %s: it runs in its request", params.name)
         ctx._starts_task = False
         out = call_next(ctx, params)

@@ -27,6 +27,7 @@ from ..errors import RpcError
 from ..jsonrpc.streams import RESPONSE, MessageStream, Outgoing
 from ..jsonrpc.wire import Request, RequestId, read_message
 from ._http_io import HeaderList, Headers, Receive, Scope, Send, accepts, read_body_or_refuse, send_empty, send_error
+from .memory import receive_frames
 from .sse import encode_comment, encode_event
 
 if TYPE_CHECKING:
@@ -65,15 +66,7 @@ class LegacyStream(MessageStream):
         self.posted: dict[RequestId, Headers] = {}
 
     async def receive(self) -> Sequence[bytes]:
-        try:
-            frames = [await self._inbox.receive()]
-        except (anyio.EndOfStream, anyio.ClosedResourceError):
-            raise anyio.EndOfStream from None
-        while True:
-            try:
-                frames.append(self._inbox.receive_nowait())
-            except (anyio.WouldBlock, anyio.EndOfStream, anyio.ClosedResourceError):
-                return frames
+        return await receive_frames(self._inbox)
 
     async def send(self, frames: Sequence[Outgoing]) -> None:
         for out in frames:

@@ -752,6 +752,28 @@ def _reason(body: bytes, content_type: str) -> str:
     return f": {shown}" if shown else ""
 
 
+def _check_timeouts(timeout: float, sse_read_timeout: float | None) -> None:
+    """Refuse a timeout that is not a positive number of seconds (``sse_read_timeout`` may be ``None``: no limit),
+    naming it: with 0 nothing would ever be answered."""
+    for name, seconds in (("timeout", timeout), ("sse_read_timeout", sse_read_timeout)):
+        if seconds is not None and (
+            isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not seconds > 0
+        ):
+            raise ValueError(f"{name} must be a positive number of seconds, not {seconds!r}")
+
+
+def _new_http_client(url: str, timeout: float, sse_read_timeout: float | None) -> httpx.AsyncClient:
+    """The httpx client of a connection to ``url``: ``timeout`` for connecting, writing and JSON answers,
+    ``sse_read_timeout`` for the silence of a stream, redirects left to the caller. A plain ``http://`` URL never
+    uses TLS (redirects are followed within its origin only), so the CA bundle is not loaded for it."""
+    lib = _httpx()
+    tls = url.lower().startswith("https:")
+    client: httpx.AsyncClient = lib.AsyncClient(
+        timeout=lib.Timeout(timeout, read=sse_read_timeout), follow_redirects=False, verify=tls
+    )
+    return client
+
+
 @asynccontextmanager
 async def connect_http(
     url: str,
@@ -779,23 +801,11 @@ async def connect_http(
         JSON answer or SSE event read, bytes; 16 MiB), ``max_concurrent_posts`` (64)…
     """
     check_http_url(url)
-    for name, seconds in (("timeout", timeout), ("sse_read_timeout", sse_read_timeout)):
-        if seconds is not None and (
-            isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not seconds > 0
-        ):
-            raise ValueError(f"{name} must be a positive number of seconds, not {seconds!r}")  # (0: nothing answers)
+    _check_timeouts(timeout, sse_read_timeout)
     if isinstance(max_reconnects, bool) or not isinstance(max_reconnects, int) or max_reconnects < 0:
         raise ValueError(f"max_reconnects must be a whole number, zero or more, not {max_reconnects!r}")
-    httpx = _httpx()
     owned = http_client is None
-    client = http_client
-    if client is None:
-        # A plain http:// endpoint never uses TLS (redirects are followed within its origin only), so skip loading
-        # the CA bundle.
-        tls = url.lower().startswith("https:")
-        client = httpx.AsyncClient(
-            timeout=httpx.Timeout(timeout, read=sse_read_timeout), follow_redirects=False, verify=tls
-        )
+    client = http_client if http_client is not None else _new_http_client(url, timeout, sse_read_timeout)
     try:
         with unwrap_group():
             async with anyio.create_task_group() as tg:

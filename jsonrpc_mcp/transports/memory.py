@@ -10,7 +10,21 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 
 from ..jsonrpc.streams import MessageStream, Outgoing
 
-__all__ = ("memory_pair", "MemoryMessageStream")
+__all__ = ("memory_pair", "MemoryMessageStream", "receive_frames")
+
+
+async def receive_frames(inbox: MemoryObjectReceiveStream[bytes]) -> list[bytes]:
+    """What a stream whose frames arrive through ``inbox`` receives: the next frame (waited for), then every frame
+    already there; :class:`anyio.EndOfStream` once ``inbox`` is closed at either end and empty."""
+    try:
+        frames = [await inbox.receive()]
+    except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
+        raise anyio.EndOfStream from None
+    while True:
+        try:
+            frames.append(inbox.receive_nowait())
+        except (anyio.WouldBlock, anyio.EndOfStream, anyio.ClosedResourceError):
+            return frames
 
 
 class MemoryMessageStream(MessageStream):
@@ -21,16 +35,7 @@ class MemoryMessageStream(MessageStream):
         self._receive = receive
 
     async def receive(self) -> Sequence[bytes]:
-        try:
-            first = await self._receive.receive()
-        except (anyio.ClosedResourceError, anyio.BrokenResourceError):
-            raise anyio.EndOfStream from None
-        frames = [first]
-        while True:
-            try:
-                frames.append(self._receive.receive_nowait())
-            except (anyio.WouldBlock, anyio.EndOfStream, anyio.ClosedResourceError):
-                return frames
+        return await receive_frames(self._receive)
 
     async def send(self, frames: Sequence[Outgoing]) -> None:
         try:

@@ -33,7 +33,8 @@ from ..jsonrpc.streams import MessageStream, Outgoing
 from ..jsonrpc.wire import encode_error
 from ..mcp._groups import unwrap_group
 from .connect_errors import check_http_url, http_connect_failure
-from .http_client import _httpx, _inspect, _network, _read_limited, _reason
+from .http_client import _check_timeouts, _httpx, _inspect, _network, _new_http_client, _read_limited, _reason
+from .memory import receive_frames
 from .sse import SseParser, SseTooLarge
 
 if TYPE_CHECKING:
@@ -67,15 +68,7 @@ class SseClientStream(MessageStream):
         self.inbox, self._inbox = anyio.create_memory_object_stream[bytes](buffer)
 
     async def receive(self) -> Sequence[bytes]:
-        try:
-            frames = [await self._inbox.receive()]
-        except (anyio.EndOfStream, anyio.ClosedResourceError):
-            raise anyio.EndOfStream from None
-        while True:
-            try:
-                frames.append(self._inbox.receive_nowait())
-            except (anyio.WouldBlock, anyio.EndOfStream, anyio.ClosedResourceError):
-                return frames
+        return await receive_frames(self._inbox)
 
     async def send(self, frames: Sequence[Outgoing]) -> None:
         for out in frames:  # (one after the other: the server reads them in the order they were written)
@@ -169,14 +162,10 @@ async def connect_sse(
     event has come (within ``timeout`` seconds). The arguments are :func:`~.http_client.connect_http`'s;
     ``max_event``: the largest event read (bytes)."""
     check_http_url(url)
+    _check_timeouts(timeout, sse_read_timeout)
     httpx = _httpx()
     owned = http_client is None
-    client = http_client
-    if client is None:
-        tls = url.lower().startswith("https:")
-        client = httpx.AsyncClient(
-            timeout=httpx.Timeout(timeout, read=sse_read_timeout), follow_redirects=False, verify=tls
-        )
+    client = http_client if http_client is not None else _new_http_client(url, timeout, sse_read_timeout)
     try:
         request = client.build_request("GET", url, headers={**(headers or {}), "Accept": "text/event-stream"})
         try:
