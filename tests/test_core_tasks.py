@@ -19,10 +19,12 @@ from http_support import ServerThread
 from http_support import collect_garbage as collect_garbage
 
 from jsonrpc_mcp import Client, Context, RpcError, Server, ToolError, types
+from jsonrpc_mcp.auth import AccessToken
 from jsonrpc_mcp.errors import InvalidParams
 from jsonrpc_mcp.mcp.task_client import CoreTaskHandle
 from jsonrpc_mcp.tasks import MemoryTaskStore, TaskCancelled, Tasks
 from jsonrpc_mcp.transports.http_asgi import McpAsgiApp
+from jsonrpc_mcp.transports.memory import MemoryMessageStream
 
 pytestmark = pytest.mark.anyio
 
@@ -81,6 +83,30 @@ async def client_of(app: App, **options: Any) -> AsyncIterator[Client]:
         yield client
 
 
+class PrincipalStream(MemoryMessageStream):
+    """The server's end of an in-memory pair whose requests all come from one principal (as an authenticating
+    transport would say)."""
+
+    principal: AccessToken | None = None
+
+    def request_auth(self, request_id: Any) -> AccessToken | None:
+        return self.principal
+
+
+@asynccontextmanager
+async def client_as(app: App, subject: str, **options: Any) -> AsyncIterator[Client]:
+    """Our client, authenticated as ``subject`` by its transport."""
+    send_a, receive_a = anyio.create_memory_object_stream[bytes](64)
+    send_b, receive_b = anyio.create_memory_object_stream[bytes](64)
+    theirs = PrincipalStream(send_a, receive_b)
+    theirs.principal = AccessToken(subject=subject, client_id="c")
+    async with send_a, receive_a, send_b, receive_b, anyio.create_task_group() as tg:
+        tg.start_soon(app.server.serve, theirs)
+        async with Client.connect(MemoryMessageStream(send_b, receive_a), protocol_version=V, **options) as client:
+            yield client
+        tg.cancel_scope.cancel()
+
+
 async def call_task(client: Client, name: str, arguments: dict[str, Any], **task: Any) -> dict[str, Any]:
     created: dict[str, Any] = await client.request("tools/call", {"name": name, "arguments": arguments, "task": task})
     return created
@@ -95,8 +121,8 @@ async def error_of(client: Client, method: str, params: dict[str, Any]) -> RpcEr
 async def test_the_tasks_capability_and_task_support_are_declared_at_2025_11_25_only() -> None:
     app = App()
     async with client_of(app) as client:
+        # (this transport authenticates nobody: no tasks.list, see test_tasks_list_is_declared_...)
         assert msgspec.to_builtins(client.server_capabilities)["tasks"] == {
-            "list": {},
             "cancel": {},
             "requests": {"tools": {"call": {}}},
         }
@@ -188,9 +214,41 @@ async def test_unknown_tasks_are_invalid_params() -> None:
             assert (await error_of(client, method, {"taskId": "nope"})).code == -32602
 
 
+async def test_tasks_list_is_declared_and_answered_only_where_the_transport_authenticates_the_requestor() -> None:
+    app = App()
+    async with client_as(app, "alice") as alice:
+        assert msgspec.to_builtins(alice.server_capabilities)["tasks"] == {
+            "list": {},
+            "cancel": {},
+            "requests": {"tools": {"call": {}}},
+        }
+    async with client_of(app) as nobody:
+        assert "list" not in msgspec.to_builtins(nobody.server_capabilities)["tasks"]
+        with anyio.fail_after(TIMEOUT):
+            await call_task(nobody, "must", {"word": "x"})
+        assert (await error_of(nobody, "tasks/list", {})).code == -32601
+
+
+async def test_a_task_is_bound_to_the_principal_that_made_it() -> None:
+    app = App()
+    async with client_as(app, "alice") as alice, client_as(app, "bob") as bob:
+        with anyio.fail_after(TIMEOUT):
+            mine = (await call_task(alice, "slow", {"word": "a"}))["task"]["taskId"]
+            theirs = (await call_task(bob, "must", {"word": "b"}))["task"]["taskId"]
+            await app.started.wait()
+            for method in ("tasks/get", "tasks/result", "tasks/cancel"):
+                refused = await error_of(bob, method, {"taskId": mine})
+                assert refused.code == -32602  # (as if there were no such task)
+            assert [task["taskId"] for task in (await alice.request("tasks/list", {}))["tasks"]] == [mine]
+            assert [task["taskId"] for task in (await bob.request("tasks/list", {}))["tasks"]] == [theirs]
+            assert (await alice.request("tasks/get", {"taskId": mine}))["status"] == "working"  # (not cancelled)
+            app.release.set()
+            assert (await alice.request("tasks/result", {"taskId": mine}))["content"][0]["text"] == "slow a"
+
+
 async def test_tasks_list_pages_through_the_clients_tasks() -> None:
     app = App(page_size=2)
-    async with client_of(app) as client:
+    async with client_as(app, "alice") as client:
         with anyio.fail_after(TIMEOUT):
             made = [(await call_task(client, "must", {"word": str(i)}))["task"]["taskId"] for i in range(3)]
             first = await client.request("tasks/list", {})
@@ -343,7 +401,5 @@ async def test_a_task_over_streamable_http_is_followed_to_its_result() -> None:
                 assert result.content == [types.TextContent(text="must h")]
                 asked = await client.call_tool("asks", {}, task=True)  # (its elicitation: past the call's answer)
                 assert asked.content == [types.TextContent(text="hello Ada")]
-                listed = await client.request("tasks/list", {})
-                assert [task["status"] for task in listed["tasks"]] == ["completed", "completed"]
     finally:
         thread.stop()
