@@ -35,9 +35,9 @@ RELATED = "io.modelcontextprotocol/related-task"
 class App:
     """A server with task tools that wait for the test, and the store its tasks are kept in."""
 
-    def __init__(self, page_size: int | None = 100) -> None:
+    def __init__(self, page_size: int | None = 100, server: type[Server] = Server) -> None:
         self.store = MemoryTaskStore()
-        self.server = Server(
+        self.server = server(
             "core-tasks", version="1.0", extensions=[Tasks(self.store, ttl=60, poll_interval=0.01)], page_size=page_size
         )
         self.release = anyio.Event()
@@ -367,6 +367,38 @@ async def test_a_tool_that_requires_a_task_is_called_as_one_once_listed() -> Non
             assert caught.value.code == -32602
     async with Client.connect_server(app.server, protocol_version="2025-06-18") as older:
         assert not await older.tool_requires_task("must")
+
+
+class WithoutTheCapability(Server):
+    """A server that lists its tools' ``execution.taskSupport`` but does not declare ``tasks``."""
+
+    def capabilities(self, version: str, *, identified: bool = False) -> dict[str, Any]:
+        caps = super().capabilities(version, identified=identified)
+        caps.pop("tasks", None)
+        return caps
+
+
+async def test_our_client_asks_for_a_task_only_where_the_server_and_the_tool_allow_one() -> None:
+    app = App()
+    async with client_of(app) as client:
+        with anyio.fail_after(TIMEOUT):
+            # (a tool without execution.taskSupport: called in its request, not refused as a task)
+            plain = await client.call_tool("plain", {"word": "p"}, task=True)
+            assert plain.content == [types.TextContent(text="plain p")]
+            handle = await client.start_tool_task("plain", {"word": "q"})
+            assert handle.task_id is None and handle.done
+            assert (await handle.wait()).content == [types.TextContent(text="plain q")]
+            assert len(app.store) == 0
+    other = App(server=WithoutTheCapability)
+    async with client_of(other) as client:
+        with anyio.fail_after(TIMEOUT):
+            tools = {tool.name: tool for tool in await client.list_tools()}
+            assert tools["broken"].execution == types.ToolExecution(task_support="optional")
+            answered = await client.call_tool("broken", {"kind": "tool"}, task=True)
+            assert answered.is_error is True  # (answered in its request)
+            assert len(other.store) == 0  # (no task was asked for)
+            with pytest.raises(RpcError):
+                await client.start_tool_task("broken", {"kind": "tool"})
 
 
 async def test_a_task_handle_cancels_its_task() -> None:

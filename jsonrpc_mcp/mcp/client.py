@@ -614,12 +614,16 @@ class ClientSession:
 
         ``task`` (2025-11-25, that revision's core tasks): ``True`` (or ``{"ttl": ms}``) asks the server to run
         the call as a task, and follows it to its end (``tasks/get`` at the server's interval, each new
-        ``statusMessage`` given to ``progress``, then ``tasks/result``); ``None`` (the default) does so when the
-        tools last listed say this one requires it; ``False`` never. A 2026-07-28 server's tasks are the
-        extension's: see :class:`~jsonrpc_mcp.tasks.ClientTasks`."""
+        ``statusMessage`` given to ``progress``, then ``tasks/result``) where the server declares tasks for
+        ``tools/call`` and the tool's ``execution.taskSupport`` allows it (listing the tools when they have not
+        been listed yet), else calls it in its request; ``None`` (the default) does so when the tools last listed
+        say this one requires it; ``False`` never. A 2026-07-28 server's tasks are the extension's: see
+        :class:`~jsonrpc_mcp.tasks.ClientTasks`."""
         self._require("tools")
-        if self._core_tasks() and (task or (task is None and (self._task_support or {}).get(name) == "required")):
-            handle = await self._start_core_task(name, arguments, meta, {} if task is None or task is True else task)
+        required = task is None and self._core_tasks() and (self._task_support or {}).get(name) == "required"
+        if required or (task and await self._may_be_task(name)):
+            asked = task if isinstance(task, Mapping) else {}
+            handle = await self._start_core_task(name, arguments, meta, asked)
             result: t.CallToolResult = await handle.wait(progress=progress)
             await self._check_tool_output(name, result)
             return result
@@ -645,10 +649,11 @@ class ClientSession:
         it with ``await handle.wait(progress=...)``, stop it with ``await handle.cancel()``, keep
         ``handle.task_id`` to follow it again later (:meth:`task`). A server that answers the call at once gives a
         handle that is done already. Needs a 2026-07-28 server that declares the extension, or a 2025-11-25 one
-        that declares tasks for ``tools/call`` (a :class:`~jsonrpc_mcp.mcp.task_client.CoreTaskHandle` then)."""
+        that declares tasks for ``tools/call`` (a :class:`~jsonrpc_mcp.mcp.task_client.CoreTaskHandle` then; a
+        tool whose ``execution.taskSupport`` does not allow a task is called in its request, and is done)."""
         self._require("tools")
         if self._core_tasks():
-            return await self._start_core_task(name, arguments, meta, {})
+            return await self._start_core_task(name, arguments, meta, {} if await self._may_be_task(name) else None)
         tasks = self._tasks_extension()
         params: dict[str, Any] = {"name": name, "arguments": dict(arguments or {})}
         if meta:
@@ -665,6 +670,16 @@ class ClientSession:
             await self.list_tools()
         return (self._task_support or {}).get(name) == "required"
 
+    async def _may_be_task(self, name: str) -> bool:
+        """May the tool ``name`` be called as a 2025-11-25 task: the server declares tasks for ``tools/call`` and
+        the tool's ``execution.taskSupport`` is ``"optional"`` or ``"required"``? Lists the tools when they have
+        not been listed yet."""
+        if not self._core_tasks():
+            return False
+        if self._task_support is None:
+            await self.list_tools()
+        return (self._task_support or {}).get(name) in ("optional", "required")
+
     def _core_tasks(self) -> bool:
         """Does the server run tool calls as 2025-11-25 tasks (``capabilities.tasks.requests.tools.call``)?"""
         declared = self.server_capabilities.tasks
@@ -675,9 +690,15 @@ class ClientSession:
         return isinstance(tools, dict) and isinstance(tools.get("call"), dict)
 
     async def _start_core_task(
-        self, name: str, arguments: Mapping[str, Any] | None, meta: Mapping[str, Any] | None, task: Mapping[str, Any]
+        self,
+        name: str,
+        arguments: Mapping[str, Any] | None,
+        meta: Mapping[str, Any] | None,
+        task: Mapping[str, Any] | None,
     ) -> CoreTaskHandle:
-        params: dict[str, Any] = {"name": name, "arguments": dict(arguments or {}), "task": dict(task)}
+        params: dict[str, Any] = {"name": name, "arguments": dict(arguments or {})}
+        if task is not None:
+            params["task"] = dict(task)
         if meta:
             params["_meta"] = dict(meta)
         raw = await self._request_raw("tools/call", params)
