@@ -42,6 +42,8 @@ class App:
         )
         self.release = anyio.Event()
         self.started = anyio.Event()
+        #: What the client answered the tool's requests for input.
+        self.answers: list[types.ElicitResult] = []
         server = self.server
 
         @server.tool(task="optional")
@@ -74,6 +76,7 @@ class App:
             """Asks the client for a name."""
             schema = {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}
             answer = await ctx.elicit("Your name?", schema)
+            self.answers.append(answer)
             return f"hello {(answer.content or {}).get('name')}"
 
 
@@ -207,6 +210,36 @@ async def test_a_failed_task_gives_its_tool_error_or_its_json_rpc_error() -> Non
             assert got["status"] == "failed" and got["statusMessage"] == "bad kind"
 
 
+async def test_task_ids_are_the_servers_own_unique_and_unguessable() -> None:
+    """Made by the receiver (an id the requestor offers is not taken), distinct, and of 128 random bits: without
+    a principal to bind a task to, the id is its only key."""
+    app = App()
+    async with client_of(app) as client:
+        with anyio.fail_after(TIMEOUT):
+            made = [(await call_task(client, "must", {"word": "i"}, taskId="mine"))["task"]["taskId"] for _ in range(8)]
+    assert "mine" not in made and len(set(made)) == len(made)
+    assert all(len(task_id) >= 22 for task_id in made)  # (16 random bytes, base64url)
+
+
+async def test_the_task_id_parameter_names_the_task_whatever_the_related_task_meta_says() -> None:
+    app = App()
+    async with client_as(app, "alice") as client:
+        with anyio.fail_after(TIMEOUT):
+            slow = (await call_task(client, "slow", {"word": "s"}))["task"]["taskId"]
+            done = (await call_task(client, "must", {"word": "d"}))["task"]["taskId"]
+            await app.started.wait()
+            other = {"_meta": {RELATED: {"taskId": slow}}}
+            assert (await client.request("tasks/result", {"taskId": done, **other}))["content"][0]["text"] == "must d"
+            assert (await client.request("tasks/get", {"taskId": done, **other}))["status"] == "completed"
+            refused = await error_of(client, "tasks/cancel", {"taskId": done, **other})
+            assert refused.code == -32602  # (the finished one named by taskId, not the working one in _meta)
+            assert (await client.request("tasks/get", {"taskId": slow}))["status"] == "working"
+            # (each task tasks/get finds is in tasks/list for the same requestor)
+            listed = {task["taskId"] for task in (await client.request("tasks/list", {}))["tasks"]}
+            assert listed == {slow, done}
+            app.release.set()
+
+
 async def test_unknown_tasks_are_invalid_params() -> None:
     app = App()
     async with client_of(app) as client:
@@ -320,6 +353,8 @@ async def test_a_tasks_request_for_input_goes_to_the_session_with_the_task_id() 
     assert result["content"][0]["text"] == "hello Ada"
     [params] = asked
     assert params.meta[RELATED] == {"taskId": task["taskId"]}  # type: ignore[index]
+    [answered] = app.answers  # (our client's answer names the task too)
+    assert answered.meta[RELATED] == {"taskId": task["taskId"]}  # type: ignore[index]
 
 
 async def test_a_task_belongs_to_the_tasks_of_the_extension_too() -> None:

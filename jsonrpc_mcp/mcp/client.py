@@ -51,6 +51,7 @@ from .pydantic_support import dec_hook
 from .session import encode_cancellation
 from .task_client import ClientTasks, CoreTaskHandle, TaskHandle
 from .task_state import EXTENSION_ID as TASKS_EXTENSION
+from .task_state import RELATED_TASK
 from .tracing import TracingSwitch, tracing_switch
 from .versions import (
     BATCH_VERSIONS,
@@ -958,6 +959,14 @@ class ClientSession:
         return run_chain(self.middleware, message, _take_notification)
 
     def _on_request(self, req: Request, context: Any = None) -> bytes | Any:
+        """The answer to a server's request; one made for a task (2025-11-25: ``_meta`` names it) names it too."""
+        answer = self._answer_request(req)
+        related = _related_task(req)
+        if related is None:
+            return answer
+        return _relate(answer, related)
+
+    def _answer_request(self, req: Request) -> bytes | Any:
         method = req.method
         if method == "ping":
             return b"{}"
@@ -1155,6 +1164,31 @@ async def _send_request(message: ClientMessage) -> Raw:
 async def _send_notification(message: ClientMessage) -> None:
     body = message.params
     await message.session.dispatcher.notify(message.method, _encode(body) if body else None)
+
+
+_RELATED_KEY: Final = RELATED_TASK.encode()
+
+
+def _related_task(req: Request) -> Any:
+    """``_meta["io.modelcontextprotocol/related-task"]`` of a server's request, if it names a task."""
+    raw = req.params
+    if raw is None or _RELATED_KEY not in bytes(raw):
+        return None
+    params = _params_of(raw)
+    meta = params.get("_meta") if params is not None else None
+    related = meta.get(RELATED_TASK) if isinstance(meta, dict) else None
+    return related if isinstance(related, dict) and isinstance(related.get("taskId"), str) else None
+
+
+async def _relate(answer: Any, related: dict[str, Any]) -> bytes:
+    """The answer (bytes, or an awaitable of them) with ``related`` in its ``_meta``, as the task's messages
+    carry it."""
+    raw: bytes = await answer if is_awaitable(answer) else answer
+    result = msgspec.json.decode(raw)
+    if not isinstance(result, dict):
+        return raw
+    result["_meta"] = {**(result.get("_meta") or {}), RELATED_TASK: related}
+    return msgspec.json.encode(result)
 
 
 def _answer_request(message: ClientMessage) -> Any:

@@ -50,7 +50,7 @@ __all__ = ("RELATED_TASK", "CoreTasks", "CoreTaskContext", "core_task")
 
 logger = logging.getLogger(__name__)
 
-RELATED_TASK: Final = "io.modelcontextprotocol/related-task"
+RELATED_TASK: Final = ts.RELATED_TASK
 _CANCELLED: Final = "The task was cancelled"
 #: How long a wait for a task's change re-reads the store at the latest.
 _RECHECK: Final = 30.0
