@@ -79,6 +79,13 @@ class App:
             self.answers.append(answer)
             return f"hello {(answer.content or {}).get('name')}"
 
+        @server.tool(task="optional")
+        async def asks_then_waits(ctx: Context) -> str:
+            """Asks the client to confirm, then waits until released."""
+            await ctx.elicit("Go on?", {"type": "object", "properties": {}})
+            await self.release.wait()
+            return "went on"
+
 
 @asynccontextmanager
 async def client_of(app: App, **options: Any) -> AsyncIterator[Client]:
@@ -244,7 +251,11 @@ async def test_unknown_tasks_are_invalid_params() -> None:
     app = App()
     async with client_of(app) as client:
         for method in ("tasks/get", "tasks/result", "tasks/cancel"):
-            assert (await error_of(client, method, {"taskId": "nope"})).code == -32602
+            error = await error_of(client, method, {"taskId": "nope"})
+            assert (error.code, error.message) == (
+                -32602,
+                "Failed to retrieve task: Task not found (unknown, or expired)",
+            )
 
 
 async def test_tasks_list_is_declared_and_answered_only_where_the_transport_authenticates_the_requestor() -> None:
@@ -286,6 +297,7 @@ async def test_tasks_list_pages_through_the_clients_tasks() -> None:
             made = [(await call_task(client, "must", {"word": str(i)}))["task"]["taskId"] for i in range(3)]
             first = await client.request("tasks/list", {})
             assert [task["taskId"] for task in first["tasks"]] == made[:2]
+            assert RELATED not in first.get("_meta", {})
             second = await client.request("tasks/list", {"cursor": first["nextCursor"]})
             assert [task["taskId"] for task in second["tasks"]] == made[2:]
             assert "nextCursor" not in second
@@ -300,6 +312,7 @@ async def test_a_cancelled_task_is_cancelled_when_answered_and_stays_so() -> Non
             await app.started.wait()
             cancelled = await client.request("tasks/cancel", {"taskId": task["taskId"]})
             assert cancelled["taskId"] == task["taskId"] and cancelled["status"] == "cancelled"
+            assert RELATED not in cancelled.get("_meta", {})  # (the taskId is in the message already)
             app.release.set()
             error = await error_of(client, "tasks/result", {"taskId": task["taskId"]})
             assert error.code == -32602
@@ -357,6 +370,34 @@ async def test_a_tasks_request_for_input_goes_to_the_session_with_the_task_id() 
     assert answered.meta[RELATED] == {"taskId": task["taskId"]}  # type: ignore[index]
 
 
+async def test_a_task_waiting_for_the_clients_answer_is_input_required_then_working_again() -> None:
+    app = App()
+    seen: list[str] = []
+    statuses: list[str] = []
+    holder: list[Client] = []
+
+    async def answer(params: types.ElicitRequestParams) -> types.ElicitResult:
+        task_id = params.meta[RELATED]["taskId"]  # type: ignore[index]
+        seen.append((await holder[0].request("tasks/get", {"taskId": task_id}))["status"])
+        return types.ElicitResult(action="accept", content={"name": "Ada"})
+
+    def note(method: str, params: dict[str, Any]) -> None:
+        if method == "notifications/tasks/status":
+            statuses.append(params["status"])
+
+    async with client_of(app, elicitation=answer, on_notification=note) as client:
+        holder.append(client)
+        with anyio.fail_after(TIMEOUT):
+            task_id = (await call_task(client, "asks_then_waits", {}))["task"]["taskId"]
+            while (await client.request("tasks/get", {"taskId": task_id}))["status"] != "working" or not seen:
+                await anyio.wait_all_tasks_blocked()  # (until the answer has been taken: working again)
+            app.release.set()
+            result = await client.request("tasks/result", {"taskId": task_id})
+            assert result["content"][0]["text"] == "went on"
+    assert seen == ["input_required"]
+    assert statuses[0] == "input_required" and statuses[-1] == "completed"
+
+
 async def test_a_task_belongs_to_the_tasks_of_the_extension_too() -> None:
     """One Tasks() serves both revisions: a task made at 2025-11-25 is a record of the extension's store, and a
     2026-07-28 tasks/get still answers the extension's shape."""
@@ -385,6 +426,33 @@ async def test_call_tool_with_task_follows_the_task_to_its_result() -> None:
             result = await client.call_tool("slow", {"word": "w"}, task=True, progress=show)
     assert result.content == [types.TextContent(text="slow w")]
     assert shown and shown[-1] == "half way"
+
+
+async def test_our_client_polls_tasks_get_at_the_tasks_interval_and_needs_no_status_notification() -> None:
+    """The client follows a task with tasks/get at its pollInterval until it ends (or needs input), then reads
+    tasks/result: with every notifications/tasks/status dropped on its way in, the call still ends."""
+    app = App()
+    sent: list[str] = []
+
+    def observe(message: Any, call_next: Any) -> Any:
+        if message.direction == "incoming" and message.method == "notifications/tasks/status":
+            return None
+        if message.direction == "outgoing":
+            sent.append(message.method)
+        return call_next(message)
+
+    def show(done: float, total: float | None, message: str | None) -> None:
+        app.release.set()  # (seen half way, through tasks/get: let it end)
+
+    async with client_of(app, middleware=[observe]) as client:
+        with anyio.fail_after(TIMEOUT):
+            handle = await client.start_tool_task("slow", {"word": "p"})
+            assert handle.poll_interval == handle.last["pollInterval"] / 1000 == 0.01
+            result = await handle.wait(progress=show)
+    assert result.content == [types.TextContent(text="slow p")]
+    asked = [method for method in sent if method.startswith(("tools/call", "tasks/"))]
+    assert asked[0] == "tools/call" and asked[-1] == "tasks/result"
+    assert "tasks/get" in asked and asked.count("tasks/result") == 1
 
 
 async def test_a_tool_that_requires_a_task_is_called_as_one_once_listed() -> None:

@@ -18,8 +18,9 @@ a thin layer that reads and changes its records through the extension and shows 
 
 Inside such a task the tool's :class:`~jsonrpc_mcp.Context` is a :class:`CoreTaskContext`: the session is still
 there, so what the tool asks (``ctx.elicit()``, ``ctx.sample()``, ...) goes to the client as the session's own
-requests, with the task's id in their ``_meta``, and ``ctx.report_progress()`` sends ``notifications/progress`` on
-the call's token as well as setting the task's ``statusMessage``.
+requests, with the task's id in their ``_meta`` (the task is ``input_required`` until they are answered), and
+``ctx.report_progress()`` sends ``notifications/progress`` on the call's token as well as setting the task's
+``statusMessage``.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from collections import OrderedDict
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Final
 
+import anyio
 import msgspec
 from msgspec import UNSET
 
@@ -116,7 +118,12 @@ class CoreTaskContext(TaskContext, kw_only=True):
         sub: str | None = None,
     ) -> Any:
         self._check_capability(method, sub)
-        raw = await self.session.send_request(method, self._related(params), timeout=timeout)
+        key = await self.tasks.waiting(self.run, method, params)  # (input_required while the client answers)
+        try:
+            raw = await self.session.send_request(method, self._related(params), timeout=timeout)
+        finally:
+            with anyio.CancelScope(shield=True):
+                await self.tasks.answered(self.run, key)
         return _typed(method, msgspec.json.decode(raw))
 
     async def request_inputs(
