@@ -12,10 +12,11 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 import anyio
+import httpx
 import msgspec
 import pytest
 from helpers import TIMEOUT
-from http_support import ServerThread
+from http_support import ServerThread, open_session, response_of
 from http_support import collect_garbage as collect_garbage
 
 from jsonrpc_mcp import Client, Context, RpcError, Server, ToolError, types
@@ -536,5 +537,23 @@ async def test_a_task_over_streamable_http_is_followed_to_its_result() -> None:
                 assert result.content == [types.TextContent(text="must h")]
                 asked = await client.call_tool("asks", {}, task=True)  # (its elicitation: past the call's answer)
                 assert asked.content == [types.TextContent(text="hello Ada")]
+    finally:
+        thread.stop()
+
+
+@pytest.mark.usefixtures("collect_garbage")
+async def test_tasks_get_over_streamable_http_is_answered_in_json_not_on_a_stream() -> None:
+    """A client that polls with tasks/get has said it wants no stream: its answer is a JSON body."""
+    app = App()
+    thread = ServerThread(McpAsgiApp(app.server))
+    try:
+        async with httpx.AsyncClient(timeout=TIMEOUT) as http:
+            session = await open_session(http, thread.url, V)
+            call = {"name": "must", "arguments": {"word": "j"}, "task": {}}
+            created = await session.post({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": call})
+            task_id = response_of(created, 1)["result"]["task"]["taskId"]
+            got = await session.post({"jsonrpc": "2.0", "id": 2, "method": "tasks/get", "params": {"taskId": task_id}})
+            assert got.status_code == 200 and got.headers["content-type"].startswith("application/json")
+            assert got.json()["result"]["taskId"] == task_id
     finally:
         thread.stop()
