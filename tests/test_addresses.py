@@ -84,3 +84,20 @@ def test_serving_beyond_loopback_without_allowed_hosts_is_warned_of(
 
     make_uvicorn_server(make_server(), host, 0)
     assert any("only loopback Host names are accepted" in r.getMessage() for r in caplog.records) is warned
+
+
+def test_http_serving_listens_on_loopback_unless_told_otherwise() -> None:
+    """What serves HTTP binds 127.0.0.1 when no host is named (all network interfaces only when asked)."""
+    import inspect
+
+    from jsonrpc_mcp.transports import http_serve
+
+    for function in (
+        http_serve.serve_http,
+        http_serve.serve_http_async,
+        http_serve.make_uvicorn_server,
+        http_serve.bind_socket,
+    ):
+        assert inspect.signature(function).parameters["host"].default == "127.0.0.1", function
+    with http_serve.bind_socket(port=0) as sock:
+        assert sock.getsockname()[0] == "127.0.0.1"

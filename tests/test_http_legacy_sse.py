@@ -8,6 +8,7 @@ import json
 import threading
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -87,6 +88,25 @@ async def test_the_stream_opens_with_an_endpoint_event_and_posted_requests_are_a
         assert posted.status_code == 202 and posted.content == b""
         answer = await stream.next_message()
         assert answer["id"] == 2 and answer["result"]["structuredContent"] == {"result": 2}
+
+
+async def test_the_exchange_docs_deploy_md_documents_is_the_one_served(
+    legacy: ServerThread, http: httpx.AsyncClient
+) -> None:
+    """docs/deploy.md says how a session of this transport is set up and how its messages go; the routes do
+    what it says."""
+    deploy = (Path(__file__).parent.parent / "docs" / "deploy.md").read_text(encoding="utf-8")
+    section = deploy.split("## Older clients: the HTTP+SSE transport", 1)[1].split("\n## ", 1)[0]
+    said = " ".join(section.split())
+    for step in (
+        "`GET /sse` opens the session's stream, whose first event, `endpoint`, names the URL the client POSTs its "
+        "messages to (`/messages/?session_id=...`); every answer comes back on the stream",
+        "When the connection drops, the session is gone",
+    ):
+        assert step in said
+    async with open_stream(http, root(legacy)) as stream:  # (its first event: endpoint)
+        assert stream.messages_url.startswith(root(legacy) + "/messages/?session_id=")
+        await initialized(http, stream)  # (POSTed, 202, answered on the stream)
 
 
 async def test_notifications_and_progress_of_a_request_come_on_the_stream_before_its_answer(

@@ -380,3 +380,30 @@ async def test_a_stdio_server_starts_its_event_loop_only_when_something_needs_it
             assert (await client.call_tool("loop_started")).structured_content == {"result": True}
             assert (await client.call_tool("wait_a_little")).content[0].text == "waited"  # type: ignore[union-attr]
             assert (await client.call_tool("was_cancelled")).structured_content == {"result": False}
+
+
+@pytest.mark.skipif(shutil.which("tee") is None, reason="needs tee")
+async def test_our_client_speaks_stdio_and_writes_only_messages_to_the_servers_stdin() -> None:
+    """What our client writes on a server's stdin, copied by ``tee`` on its way to the server, is JSON-RPC
+    messages, one a line, and nothing else: the handshake, requests, notifications, answers to the server's
+    requests, a cancellation."""
+    with tempfile.TemporaryDirectory() as folder:
+        copy = os.path.join(folder, "stdin")
+        command = ["sh", "-c", 'copy=$1; shift; tee "$copy" | "$@"', "sh", copy, *serve_command()]
+        async with Client.connect_stdio(command, stderr=subprocess.DEVNULL, **HANDSHAKE) as client:
+            with anyio.fail_after(TIMEOUT):
+                added = await client.call_tool("add", {"a": 2, "b": 40})
+                assert added.structured_content == {"result": 42}
+                await client.set_logging_level("debug")
+                async with anyio.create_task_group() as tg:  # (a call given up on: notifications/cancelled)
+                    tg.start_soon(client.call_tool, "wait_for", {"key": "never"})
+                    await anyio.wait_all_tasks_blocked()
+                    tg.cancel_scope.cancel()
+                await client.ping()
+        data = await anyio.Path(copy).read_bytes()
+    assert data.endswith(b"\n")
+    messages = [json.loads(line) for line in data.split(b"\n")[:-1]]
+    assert all(isinstance(m, dict) and m.get("jsonrpc") == "2.0" for m in messages), messages
+    methods = [m.get("method") for m in messages]
+    assert methods[:2] == ["initialize", "notifications/initialized"]
+    assert {"tools/call", "logging/setLevel", "notifications/cancelled", "ping"} <= set(methods)

@@ -51,6 +51,7 @@ from .pydantic_support import dec_hook
 from .session import encode_cancellation
 from .task_client import ClientTasks, CoreTaskHandle, TaskHandle
 from .task_state import EXTENSION_ID as TASKS_EXTENSION
+from .task_state import RELATED_TASK
 from .tracing import TracingSwitch, tracing_switch
 from .versions import (
     BATCH_VERSIONS,
@@ -614,12 +615,16 @@ class ClientSession:
 
         ``task`` (2025-11-25, that revision's core tasks): ``True`` (or ``{"ttl": ms}``) asks the server to run
         the call as a task, and follows it to its end (``tasks/get`` at the server's interval, each new
-        ``statusMessage`` given to ``progress``, then ``tasks/result``); ``None`` (the default) does so when the
-        tools last listed say this one requires it; ``False`` never. A 2026-07-28 server's tasks are the
-        extension's: see :class:`~jsonrpc_mcp.tasks.ClientTasks`."""
+        ``statusMessage`` given to ``progress``, then ``tasks/result``) where the server declares tasks for
+        ``tools/call`` and the tool's ``execution.taskSupport`` allows it (listing the tools when they have not
+        been listed yet), else calls it in its request; ``None`` (the default) does so when the tools last listed
+        say this one requires it; ``False`` never. A 2026-07-28 server's tasks are the extension's: see
+        :class:`~jsonrpc_mcp.tasks.ClientTasks`."""
         self._require("tools")
-        if self._core_tasks() and (task or (task is None and (self._task_support or {}).get(name) == "required")):
-            handle = await self._start_core_task(name, arguments, meta, {} if task is None or task is True else task)
+        required = task is None and self._core_tasks() and (self._task_support or {}).get(name) == "required"
+        if required or (task and await self._may_be_task(name)):
+            asked = task if isinstance(task, Mapping) else {}
+            handle = await self._start_core_task(name, arguments, meta, asked)
             result: t.CallToolResult = await handle.wait(progress=progress)
             await self._check_tool_output(name, result)
             return result
@@ -645,10 +650,11 @@ class ClientSession:
         it with ``await handle.wait(progress=...)``, stop it with ``await handle.cancel()``, keep
         ``handle.task_id`` to follow it again later (:meth:`task`). A server that answers the call at once gives a
         handle that is done already. Needs a 2026-07-28 server that declares the extension, or a 2025-11-25 one
-        that declares tasks for ``tools/call`` (a :class:`~jsonrpc_mcp.mcp.task_client.CoreTaskHandle` then)."""
+        that declares tasks for ``tools/call`` (a :class:`~jsonrpc_mcp.mcp.task_client.CoreTaskHandle` then; a
+        tool whose ``execution.taskSupport`` does not allow a task is called in its request, and is done)."""
         self._require("tools")
         if self._core_tasks():
-            return await self._start_core_task(name, arguments, meta, {})
+            return await self._start_core_task(name, arguments, meta, {} if await self._may_be_task(name) else None)
         tasks = self._tasks_extension()
         params: dict[str, Any] = {"name": name, "arguments": dict(arguments or {})}
         if meta:
@@ -665,6 +671,16 @@ class ClientSession:
             await self.list_tools()
         return (self._task_support or {}).get(name) == "required"
 
+    async def _may_be_task(self, name: str) -> bool:
+        """May the tool ``name`` be called as a 2025-11-25 task: the server declares tasks for ``tools/call`` and
+        the tool's ``execution.taskSupport`` is ``"optional"`` or ``"required"``? Lists the tools when they have
+        not been listed yet."""
+        if not self._core_tasks():
+            return False
+        if self._task_support is None:
+            await self.list_tools()
+        return (self._task_support or {}).get(name) in ("optional", "required")
+
     def _core_tasks(self) -> bool:
         """Does the server run tool calls as 2025-11-25 tasks (``capabilities.tasks.requests.tools.call``)?"""
         declared = self.server_capabilities.tasks
@@ -675,9 +691,15 @@ class ClientSession:
         return isinstance(tools, dict) and isinstance(tools.get("call"), dict)
 
     async def _start_core_task(
-        self, name: str, arguments: Mapping[str, Any] | None, meta: Mapping[str, Any] | None, task: Mapping[str, Any]
+        self,
+        name: str,
+        arguments: Mapping[str, Any] | None,
+        meta: Mapping[str, Any] | None,
+        task: Mapping[str, Any] | None,
     ) -> CoreTaskHandle:
-        params: dict[str, Any] = {"name": name, "arguments": dict(arguments or {}), "task": dict(task)}
+        params: dict[str, Any] = {"name": name, "arguments": dict(arguments or {})}
+        if task is not None:
+            params["task"] = dict(task)
         if meta:
             params["_meta"] = dict(meta)
         raw = await self._request_raw("tools/call", params)
@@ -937,6 +959,14 @@ class ClientSession:
         return run_chain(self.middleware, message, _take_notification)
 
     def _on_request(self, req: Request, context: Any = None) -> bytes | Any:
+        """The answer to a server's request; one made for a task (2025-11-25: ``_meta`` names it) names it too."""
+        answer = self._answer_request(req)
+        related = _related_task(req)
+        if related is None:
+            return answer
+        return _relate(answer, related)
+
+    def _answer_request(self, req: Request) -> bytes | Any:
         method = req.method
         if method == "ping":
             return b"{}"
@@ -1134,6 +1164,31 @@ async def _send_request(message: ClientMessage) -> Raw:
 async def _send_notification(message: ClientMessage) -> None:
     body = message.params
     await message.session.dispatcher.notify(message.method, _encode(body) if body else None)
+
+
+_RELATED_KEY: Final = RELATED_TASK.encode()
+
+
+def _related_task(req: Request) -> Any:
+    """``_meta["io.modelcontextprotocol/related-task"]`` of a server's request, if it names a task."""
+    raw = req.params
+    if raw is None or _RELATED_KEY not in bytes(raw):
+        return None
+    params = _params_of(raw)
+    meta = params.get("_meta") if params is not None else None
+    related = meta.get(RELATED_TASK) if isinstance(meta, dict) else None
+    return related if isinstance(related, dict) and isinstance(related.get("taskId"), str) else None
+
+
+async def _relate(answer: Any, related: dict[str, Any]) -> bytes:
+    """The answer (bytes, or an awaitable of them) with ``related`` in its ``_meta``, as the task's messages
+    carry it."""
+    raw: bytes = await answer if is_awaitable(answer) else answer
+    result = msgspec.json.decode(raw)
+    if not isinstance(result, dict):
+        return raw
+    result["_meta"] = {**(result.get("_meta") or {}), RELATED_TASK: related}
+    return msgspec.json.encode(result)
 
 
 def _answer_request(message: ClientMessage) -> Any:

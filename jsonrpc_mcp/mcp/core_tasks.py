@@ -5,21 +5,22 @@ extension. Both are served by one :class:`~jsonrpc_mcp.mcp.tasks.Tasks`: the ext
 work, keeps it in its store and ends it (one owner for a task's life); this module is the 2025-11-25 face of it,
 a thin layer that reads and changes its records through the extension and shows them in that revision's shapes:
 
-* the server declares ``tasks: {list, cancel, requests: {tools: {call}}}`` at 2025-11-25 (only), and a tool's
-  ``execution.taskSupport`` in ``tools/list``;
+* the server declares ``tasks: {list, cancel, requests: {tools: {call}}}`` at 2025-11-25 (only; ``list`` only to
+  a session whose transport authenticated a principal), and a tool's ``execution.taskSupport`` in ``tools/list``;
 * a ``tools/call`` with ``params.task`` (``{ttl?}``) on a tool registered with ``task="optional"`` or
   ``"required"`` is answered with a ``CreateTaskResult`` (``{"task": Task}``); one with ``params.task`` on a
   tool that forbids it, or without it on a tool that requires it, is refused with -32601;
 * ``tasks/get`` answers the ``Task``; ``tasks/result`` blocks until the task ends and answers what the call would
   have (its result, with ``_meta["io.modelcontextprotocol/related-task"]``, or its JSON-RPC error);
-  ``tasks/list`` pages through the client's tasks; ``tasks/cancel`` ends the task ``cancelled`` before it
-  answers (a finished one is refused with -32602); ``notifications/tasks/status`` tells the session that made a
-  task of each change of its status.
+  ``tasks/list`` pages through the principal's tasks (-32601 without one); ``tasks/cancel`` ends the task
+  ``cancelled`` before it answers (a finished one is refused with -32602); ``notifications/tasks/status`` tells
+  the session that made a task of each change of its status.
 
 Inside such a task the tool's :class:`~jsonrpc_mcp.Context` is a :class:`CoreTaskContext`: the session is still
 there, so what the tool asks (``ctx.elicit()``, ``ctx.sample()``, ...) goes to the client as the session's own
-requests, with the task's id in their ``_meta``, and ``ctx.report_progress()`` sends ``notifications/progress`` on
-the call's token as well as setting the task's ``statusMessage``.
+requests, with the task's id in their ``_meta`` (the task is ``input_required`` until they are answered), and
+``ctx.report_progress()`` sends ``notifications/progress`` on the call's token as well as setting the task's
+``statusMessage``.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from collections import OrderedDict
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Final
 
+import anyio
 import msgspec
 from msgspec import UNSET
 
@@ -50,7 +52,7 @@ __all__ = ("RELATED_TASK", "CoreTasks", "CoreTaskContext", "core_task")
 
 logger = logging.getLogger(__name__)
 
-RELATED_TASK: Final = "io.modelcontextprotocol/related-task"
+RELATED_TASK: Final = ts.RELATED_TASK
 _CANCELLED: Final = "The task was cancelled"
 #: How long a wait for a task's change re-reads the store at the latest.
 _RECHECK: Final = 30.0
@@ -116,7 +118,12 @@ class CoreTaskContext(TaskContext, kw_only=True):
         sub: str | None = None,
     ) -> Any:
         self._check_capability(method, sub)
-        raw = await self.session.send_request(method, self._related(params), timeout=timeout)
+        key = await self.tasks.waiting(self.run, method, params)  # (input_required while the client answers)
+        try:
+            raw = await self.session.send_request(method, self._related(params), timeout=timeout)
+        finally:
+            with anyio.CancelScope(shield=True):
+                await self.tasks.answered(self.run, key)
         return _typed(method, msgspec.json.decode(raw))
 
     async def request_inputs(
@@ -138,9 +145,13 @@ class CoreTasks:
 
     # --- what the server declares --------------------------------------------------------------------------
 
-    def capability(self) -> dict[str, Any]:
-        """``capabilities.tasks`` of a 2025-11-25 server."""
-        return {"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}}
+    def capability(self, identified: bool) -> dict[str, Any]:
+        """``capabilities.tasks`` of a 2025-11-25 server: ``list`` only for a session whose transport authenticated
+        a principal at ``initialize`` (``identified``), as one that cannot tell requestors apart would list the
+        tasks of every unauthenticated client to any of them."""
+        caps: dict[str, Any] = {"list": {}} if identified else {}
+        caps.update({"cancel": {}, "requests": {"tools": {"call": {}}}})
+        return caps
 
     def tools(self, entries: list[ToolDef]) -> list[t.Tool]:
         """The tools as 2025-11-25 lists them: ``execution.taskSupport`` on those that may run as tasks."""
@@ -255,6 +266,8 @@ class CoreTasks:
         raise RpcError(str(error.get("message") or "Internal error"), error.get("data"), code=error.get("code", -32603))
 
     async def _list(self, ctx: Context, params: _ListParams) -> dict[str, Any]:
+        if ctx.auth is None:
+            raise MethodNotFound("Method not found: tasks/list needs an authenticated requestor (not declared)")
         owner = self.tasks.owner_of(ctx)
         made = self._made.get(owner, OrderedDict())
         records: list[ts.TaskRecord] = []

@@ -485,8 +485,9 @@ class Server:
         caps.update(extra)
         return caps
 
-    def capabilities(self, version: str) -> dict[str, Any]:
-        """Server capabilities as sent to a client speaking ``version``."""
+    def capabilities(self, version: str, *, identified: bool = False) -> dict[str, Any]:
+        """Server capabilities as sent to a client speaking ``version``; ``identified``: the transport
+        authenticated the client's principal (at ``initialize``), which 2025-11-25's ``tasks.list`` needs."""
         caps = self._capability_map(version)
         if version < "2025-03-26":
             caps.pop("completions", None)  # the capability flag arrived in 2025-03-26
@@ -497,7 +498,7 @@ class Server:
             if declared:
                 caps["extensions"] = {**caps.get("extensions", {}), **declared}
         if self._core_tasks is not None and version == CORE_TASKS_VERSION:
-            caps["tasks"] = self._core_tasks.capability()
+            caps["tasks"] = self._core_tasks.capability(identified)
         return caps
 
     # --- sessions ------------------------------------------------------------------------------------------

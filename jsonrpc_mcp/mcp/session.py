@@ -89,7 +89,7 @@ class ServerApp(Protocol):
 
     def server_info(self) -> dict[str, Any]: ...
 
-    def capabilities(self, version: str) -> dict[str, Any]: ...
+    def capabilities(self, version: str, *, identified: bool = False) -> dict[str, Any]: ...
 
     def advertises(self, capability: str, sub: str | None = None, *, version: str | None = None) -> bool: ...
 
@@ -174,6 +174,8 @@ class ServerSession:
         self.client_capabilities: dict[str, Any] = {}
         self.client_info: dict[str, Any] = {}
         self.initialized = False  # initialize answered
+        #: The transport authenticated a principal for ``initialize`` (what the capabilities may depend on).
+        self.identified = False
         self.ready = False  # notifications/initialized received
         self.log_level: str | None = "info"
         #: The content block types the negotiated revision defines, when it lacks some (see :mod:`.compat`).
@@ -298,6 +300,7 @@ class ServerSession:
         self.content_types = content_types(version)
         self.client_capabilities = params.capabilities
         self.client_info = params.client_info
+        self.identified = self.dispatcher.stream.request_auth(req.id) is not None
         self.initialized = True
         self.app.attach(self)
         return self._initialize_result()
@@ -320,7 +323,7 @@ class ServerSession:
         assert self.version is not None
         result: dict[str, Any] = {
             "protocolVersion": self.version,
-            "capabilities": self.app.capabilities(self.version),
+            "capabilities": self.app.capabilities(self.version, identified=self.identified),
             "serverInfo": self.app.server_info(),
         }
         if self.app.instructions:

@@ -18,6 +18,7 @@ import msgspec
 
 __all__ = (
     "EXTENSION_ID",
+    "RELATED_TASK",
     "TaskRecord",
     "TaskStatus",
     "TERMINAL",
@@ -35,6 +36,8 @@ __all__ = (
 )
 
 EXTENSION_ID: Final = "io.modelcontextprotocol/tasks"
+#: The ``_meta`` key of a 2025-11-25 message related to a task (its value: ``{"taskId": ...}``).
+RELATED_TASK: Final = "io.modelcontextprotocol/related-task"
 
 TaskStatus = Literal["working", "input_required", "completed", "failed", "cancelled"]
 TERMINAL: Final = frozenset({"completed", "failed", "cancelled"})

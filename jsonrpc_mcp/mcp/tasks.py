@@ -590,6 +590,25 @@ class Tasks(Extension):
         await self.store.modify(run.task_id, lambda r: ts.take_answers(r, wanted, later))
         return answers
 
+    async def waiting(self, run: _Run, method: str, params: dict[str, Any] | None) -> str:
+        """A 2025-11-25 task's request for input, sent as the session's own request: the task is
+        ``input_required`` until :meth:`answered` (the key it waits under) says the client answered."""
+        unique, n = f"session-{method}", 1
+        while unique in run.keys:
+            n += 1
+            unique = f"session-{method}#{n}"
+        run.keys.add(unique)
+        now = time.time()
+        await self.store.modify(run.task_id, lambda r: ts.ask(r, {unique: _input_request(method, params)}, now))
+        return unique
+
+    async def answered(self, run: _Run, key: str) -> None:
+        """The client answered (or will not answer) the request :meth:`waiting` named: ``working`` again once
+        nothing else is waited for."""
+        now = time.time()
+        await self.store.modify(run.task_id, lambda r: ts.deliver(r, {key: None}, now))
+        await self.store.modify(run.task_id, lambda r: ts.take_answers(r, {key}, now))
+
     async def _publish(self, record: ts.TaskRecord) -> None:
         """``notifications/tasks`` on every listen stream that asked for this task: on every worker, with a
         backend (:meth:`deliver` tells each worker's streams)."""
