@@ -20,8 +20,8 @@ from typing import Any, Final, TypeVar
 import anyio
 
 from .errors import RpcError, ServerUnreachable
-from .mcp._groups import unwrap_group
 from .mcp.client import ClientSession
+from .mcp.groups import unwrap_group
 from .mcp.server import Server
 from .transports.memory import memory_pair
 

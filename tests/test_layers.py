@@ -65,7 +65,7 @@ LAYERS: dict[str, int] = {
     "mcp.middleware": 4,  # what a middleware sees of a message, and the chain
     "mcp.tracing": 4,  # whether OpenTelemetry tracing runs (imports nothing of it until the application has)
     "otel": 4,  # OpenTelemetry spans and metrics: a middleware of L4 messages (the otel extra)
-    "mcp._groups": 4,
+    "mcp.groups": 4,
     # L5: the public API
     "mcp.server": 5,
     "mcp.client": 5,

@@ -10,7 +10,7 @@ import anyio
 import anyio.abc
 
 from .._version import __version__
-from ..mcp._groups import unwrap_group
+from ..mcp.groups import unwrap_group
 from ..mcp.versions import (
     HANDSHAKE_VERSIONS,
     META_CLIENT_CAPABILITIES,

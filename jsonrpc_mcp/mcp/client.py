@@ -42,8 +42,8 @@ from ..jsonrpc.dispatch import Dispatcher
 from ..jsonrpc.streams import MessageStream
 from ..jsonrpc.wire import Notification, Request, RequestId
 from . import types as t
-from ._groups import unwrap_group
 from .extensions import Extension, ExtensionResult, extensions_capability
+from .groups import unwrap_group
 from .headers import InvalidHeaderAnnotation, tool_header_params
 from .middleware import ClientMessage, ClientMiddleware, is_awaitable, run_chain
 from .output_schemas import InvalidToolOutput, OutputSchemas

@@ -67,7 +67,7 @@ from ..errors import AuthorizationError, ConnectionClosed, MissingExtra, RpcErro
 from ..jsonrpc import codes
 from ..jsonrpc.streams import MessageStream, Network, Outgoing
 from ..jsonrpc.wire import RequestId, decode_frame, encode_error, is_batch
-from ..mcp._groups import unwrap_group
+from ..mcp.groups import unwrap_group
 from ..mcp.headers import param_headers, standard_headers
 from ..mcp.versions import META_PROTOCOL_VERSION
 from .connect_errors import check_http_url, http_connect_failure

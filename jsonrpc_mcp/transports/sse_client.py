@@ -31,7 +31,7 @@ from ..errors import ConnectionClosed, ServerUnreachable
 from ..jsonrpc import codes
 from ..jsonrpc.streams import MessageStream, Outgoing
 from ..jsonrpc.wire import encode_error
-from ..mcp._groups import unwrap_group
+from ..mcp.groups import unwrap_group
 from .connect_errors import check_http_url, http_connect_failure
 from .http_client import _check_timeouts, _httpx, _inspect, _network, _new_http_client, _read_limited, _reason
 from .memory import receive_frames
