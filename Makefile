@@ -43,13 +43,18 @@ $(DOCS_STAMP): pyproject.toml
 
 install: $(STAMP)
 
+# The suite is spread over the machine's cores by pytest-xdist (TEST_JOBS=auto: one process per core; TEST_JOBS=0
+# runs it in this process, as plain pytest does). The `once` leg stays in one process: its faults and workers time
+# leases and restarts against each other.
+TEST_JOBS ?= auto
+
 # .ci/system-packages: what the tests start that PyPI does not ship (a Redis server), installed when missing.
 test: $(STAMP)
 	.ci/system-packages
-	$(BIN)/python -m pytest -q -p no:cacheprovider -m 'not once' $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -q -p no:cacheprovider -n $(TEST_JOBS) -m 'not once' $(PYTEST_ARGS)
 
-# The tests marked `once`: real peers, Node, an OpenID provider, Redis faults, several workers. They do not depend
-# on the interpreter's version, so .ci/run runs them once, in a leg of their own.
+# The tests marked `once`: real peers, Node, an OpenID provider, a browser, Redis faults, several workers, the site's
+# build. They do not depend on the interpreter's version, so .ci/run runs them once, in a leg of their own.
 test-once: $(STAMP)
 	.ci/system-packages
 	$(BIN)/python -m pytest -q -p no:cacheprovider -m once $(PYTEST_ARGS)
@@ -71,7 +76,7 @@ test-min:
 	$(MIN_VENV)/bin/python -m pip install -q -c $(MIN_VENV)/constraints.txt -e ".[$$($(MIN_VENV)/bin/python .ci/lowest.py extras)]" \
 		-r $(MIN_VENV)/test-requirements.txt
 	$(MIN_VENV)/bin/python .ci/lowest.py check
-	$(MIN_VENV)/bin/python -m pytest -q -p no:cacheprovider -m 'not once' $(PYTEST_ARGS)
+	$(MIN_VENV)/bin/python -m pytest -q -p no:cacheprovider -n $(TEST_JOBS) -m 'not once' $(PYTEST_ARGS)
 
 # Build, check and smoke-test the sdist and wheel with every extra, and write the release notes (.ci/release).
 release: $(STAMP)

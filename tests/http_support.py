@@ -324,14 +324,20 @@ async def open_session(http: httpx.AsyncClient, url: str, version: str = "2025-1
 
 
 def response_of(response: httpx.Response, ident: Any) -> dict[str, Any]:
-    if response.headers["content-type"].startswith("application/json"):
-        return response.json()  # type: ignore[no-any-return]
-    for event in parse_sse(response.content):
+    return reply_of(response.headers["content-type"], response.content, ident)
+
+
+def reply_of(content_type: str, body: bytes, ident: Any) -> dict[str, Any]:
+    """The answer to ``ident`` in a body of either kind a client that accepts both may get: JSON, or an SSE stream
+    (a handler that takes longer than the server's patience is answered on one)."""
+    if content_type.startswith("application/json"):
+        return json.loads(body)  # type: ignore[no-any-return]
+    for event in parse_sse(body):
         if event.data:
             msg = json.loads(event.data)
             if msg.get("id") == ident and ("result" in msg or "error" in msg):
                 return msg  # type: ignore[no-any-return]
-    raise AssertionError(f"no response to {ident!r} in {response.text!r}")
+    raise AssertionError(f"no response to {ident!r} in {body!r}")
 
 
 def parse_sse(data: bytes) -> list[SseEvent]:
@@ -410,7 +416,20 @@ async def raw_post(
     for line in header_lines:
         name, _, value = line.partition(":")
         response_headers[name.strip().lower()] = value.strip()
+    if response_headers.get("transfer-encoding") == "chunked":
+        rest = _unchunked(rest)
     return int(status_line.split()[1]), response_headers, rest
+
+
+def _unchunked(data: bytes) -> bytes:
+    """The body of an HTTP/1.1 chunked transfer coding (RFC 9112 section 7.1), without trailers."""
+    body = b""
+    while True:
+        size_line, _, data = data.partition(b"\r\n")
+        size = int(size_line.split(b";")[0], 16)
+        if size == 0:
+            return body
+        body, data = body + data[:size], data[size + 2 :]
 
 
 # --- driving the ASGI app in-process (no server: for trio and the no-lifespan path) -------------------------

@@ -26,7 +26,8 @@ from browser_host import hosted_view, until, view_frame
 from jsonrpc_mcp import Client
 from jsonrpc_mcp.apps import UI_EXTENSION, UI_MIME_TYPE, csp_header, host_extension
 
-pytestmark = pytest.mark.anyio
+# A real Chromium, which does not depend on the interpreter's version: once, in its own leg of .ci/run.
+pytestmark = [pytest.mark.anyio, pytest.mark.once]
 
 SERVE = [sys.executable, "-m", "jsonrpc_mcp", "serve"]
 TIMEOUT = 120

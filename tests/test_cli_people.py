@@ -468,6 +468,11 @@ def test_version(runs: dict[str, subprocess.CompletedProcess[str]]) -> None:
             f"jsonrpc-mcp: cannot connect to 127.0.0.1:{CLOSED}: connection refused (is the server running?)\n",
         ),
     ],
+    ids=[
+        "timeout",
+        "refused",
+        "refused-tcp",
+    ],
 )
 def test_errors_are_one_line_naming_the_cause(
     runs: dict[str, subprocess.CompletedProcess[str]], name: str, code: int, message: str
@@ -515,6 +520,15 @@ def test_errors_are_one_line_naming_the_cause(
             "jsonrpc-mcp check: cannot start '/nonexistent/jsonrpc-mcp-test-program': No such file or directory\n",
         ),
         ("check-silent", 5, "jsonrpc-mcp check: no answer to initialize within 2 s (--startup SECONDS waits longer)\n"),
+    ],
+    ids=[
+        "check-refused",
+        "check-exits",
+        "check-exits-0",
+        "list-exits-0",
+        "list-a-file",
+        "check-cannot-start",
+        "check-silent",
     ],
 )
 def test_a_server_that_cannot_be_reached_is_one_line_saying_why(

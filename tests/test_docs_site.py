@@ -22,6 +22,8 @@ CONFIG = ROOT / "mkdocs.yml"
 DOCS = ROOT / "docs"
 #: Material prints a banner about MkDocs 2.0 on every build unless told not to.
 BUILD_ENV = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
+#: Building the site does not depend on the interpreter's version: once, in its own leg of .ci/run.
+pytestmark = pytest.mark.once
 
 
 def mkdocs_build(config: Path, site: Path, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:

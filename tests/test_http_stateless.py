@@ -25,6 +25,7 @@ from http_support import (
     messages,
     parse_sse,
     raw_post,
+    reply_of,
     start_app,
     stateless_body,
     stateless_headers,
@@ -190,9 +191,9 @@ async def test_whitespace_around_header_values_is_trimmed(server: ServerThread) 
         ("Mcp-Method", "\ttools/call "),
         ("Mcp-Name", "  add  "),
     ]
-    status, _, reply = await raw_post(server.url, headers, body)
+    status, response_headers, reply = await raw_post(server.url, headers, body)
     assert status == 200, reply
-    assert json.loads(reply)["result"]["structuredContent"] == {"result": 2}
+    assert reply_of(response_headers["content-type"], reply, 1)["result"]["structuredContent"] == {"result": 2}
 
 
 async def test_non_ascii_header_value_is_refused(server: ServerThread) -> None:
