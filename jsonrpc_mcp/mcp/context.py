@@ -30,6 +30,7 @@ from ..jsonrpc.wire import RequestId
 from . import types as t
 from .eras import LOG_LEVELS
 from .methods import CLIENT_METHOD_CAPABILITY, require_defined
+from .output_schemas import schema_problems
 from .versions import Era
 
 if TYPE_CHECKING:
@@ -241,7 +242,10 @@ class Context(msgspec.Struct, kw_only=True):
         if system_prompt is not None:
             params["systemPrompt"] = system_prompt
         params.update(extra)
-        # Tools in sampling (2025-11-25): only to a client that declared sampling.tools.
+        # Tools in sampling (2025-11-25): only to a client that declared sampling.tools. Since 2025-11-25 a context
+        # other than "none" only to one that declared sampling.context.
+        if extra.get("includeContext") not in (None, "none") and self.version >= "2025-11-25":
+            self._check_capability("sampling/createMessage", "context")
         sub = "tools" if "tools" in extra or "toolChoice" in extra else None
         result: t.CreateMessageResult = await self._ask("sampling/createMessage", params, key, timeout, sub=sub)
         return result
@@ -253,12 +257,26 @@ class Context(msgspec.Struct, kw_only=True):
         *,
         key: str | None = None,
         timeout: float | None = None,
+        validate: bool = True,
     ) -> t.ElicitResult:
-        """Ask the user for structured input (form-mode ``elicitation/create``); ``schema`` is a flat object schema."""
+        """Ask the user for structured input (form-mode ``elicitation/create``); ``schema`` is a flat object schema.
+        Accepted content that does not match it is refused (-32602 naming what is wrong; with the validation extra
+        installed): servers SHOULD validate received data against the requested schema. ``validate=False``: the
+        caller checks the answer itself (and may ask again)."""
         params: dict[str, Any] = {"message": message, "requestedSchema": dict(schema)}
         if self.version >= "2025-11-25":
             params = {"mode": "form", **params}
         result: t.ElicitResult = await self._ask("elicitation/create", params, key, timeout, sub="form")
+        if validate and result.action == "accept":
+            problems = schema_problems(
+                params["requestedSchema"], {} if result.content is msgspec.UNSET else result.content
+            )
+            if problems:
+                raise RpcError(
+                    "Invalid params: the elicitation answer does not match the requested schema: "
+                    + "; ".join(problems),
+                    code=codes.INVALID_PARAMS,
+                )
         return result
 
     async def elicit_url(
