@@ -9,11 +9,12 @@ from typing import Any
 
 import anyio
 import pytest
-from helpers import raw_server, request_frame
+from helpers import RawPeer, raw_server, request_frame
 
 from jsonrpc_mcp import Client, Context, InternalError, InvalidParams, Server
 from jsonrpc_mcp import types as t
 from jsonrpc_mcp.errors import MissingClientCapability, RpcError, UrlElicitationRequired
+from jsonrpc_mcp.transports.memory import memory_pair
 
 pytestmark = pytest.mark.anyio
 
@@ -324,10 +325,20 @@ def url_server() -> Server:
     @server.tool()
     async def login(ctx: Context) -> str:
         result = await ctx.elicit_url("Log in", "https://example.com/login", elicitation_id="e-1")
-        await ctx.send_notification("notifications/elicitation/complete", {"elicitationId": "e-2"})
-        await ctx.send_notification("notifications/elicitation/complete", {"elicitationId": "e-1"})
-        await ctx.send_notification("notifications/elicitation/complete", {"elicitationId": "e-1"})
-        return result.action
+        refused = []
+        try:
+            await ctx.complete_elicitation("e-2")
+        except ValueError:
+            refused.append("e-2")
+        complete = "notifications/elicitation/complete"
+        await ctx.send_notification(complete, {"elicitationId": "e-2"})  # (past the check: the client ignores it)
+        await ctx.complete_elicitation("e-1")
+        try:
+            await ctx.complete_elicitation("e-1")
+        except ValueError:
+            refused.append("e-1 again")
+        await ctx.send_notification(complete, {"elicitationId": "e-1"})  # (a repeat past the check, ignored too)
+        return f"{result.action} {refused}"
 
     @server.tool()
     def needs_login() -> str:
@@ -346,8 +357,10 @@ async def accept(params: t.ElicitRequestParams) -> t.ElicitResult:
 async def test_a_completion_reaches_only_its_client_once_and_unknown_ids_are_ignored() -> None:
     """2025-11-25: "Servers MUST bind elicitation requests to the client and user identity" and the completion
     notification "MUST only be sent to the client that initiated the elicitation request" (the request's own
-    session); the client "MUST ignore notifications referencing unknown or already-completed IDs": of a completion
-    for an unknown id, and one repeated, the application hears nothing."""
+    session) and "MUST include the elicitationId established in the original elicitation/create request"
+    (``complete_elicitation`` refuses any other, and a second time); the client "MUST ignore notifications
+    referencing unknown or already-completed IDs": of a completion for an unknown id, and one repeated, the
+    application hears nothing."""
     heard: dict[str, list[Any]] = {"one": [], "other": []}
     done = anyio.Event()
 
@@ -374,7 +387,7 @@ async def test_a_completion_reaches_only_its_client_once_and_unknown_ids_are_ign
         out = await one.call_tool("login")
         await one.ping()
         await other.ping()
-    assert out.content[0].text == "accept"  # type: ignore[union-attr]
+    assert out.content[0].text == "accept ['e-2', 'e-1 again']"  # type: ignore[union-attr]
     assert done.is_set()
     assert heard == {"one": ["e-1"], "other": []}
 
@@ -432,3 +445,45 @@ async def test_the_server_checks_for_the_roots_capability_before_asking(version:
         listed = await client.call_tool("roots")
     assert refused.content[0].text == "Missing required client capability: roots"  # type: ignore[union-attr]
     assert listed.content[0].text == "file:///w"  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize("version", ["2025-06-18", "2025-11-25"])
+async def test_the_client_bounds_the_server_requests_it_works_on_at_once(version: str) -> None:
+    """ "Clients SHOULD implement rate limiting" (sampling, elicitation): at most 128 server requests reach the
+    handlers at once; the next waits, unread, until one is answered (the server's flood fills its own pipe)."""
+    ours, theirs = memory_pair()
+    peer = RawPeer(theirs)
+    release = anyio.Event()
+    full = anyio.Event()
+    early: list[bool] = []
+
+    async def slow(params: t.CreateMessageRequestParams) -> t.CreateMessageResult:
+        early.append(not release.is_set())
+        if len(early) == 128:
+            full.set()
+        await release.wait()
+        return await sample(params)
+
+    async def serve() -> None:
+        init = await peer.recv_json()
+        result = {"protocolVersion": version, "capabilities": {}, "serverInfo": {"name": "raw", "version": "1"}}
+        await peer.send(json.dumps({"jsonrpc": "2.0", "id": init["id"], "result": result}).encode())
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(serve)
+        async with Client.connect(ours, protocol_version=version, sampling=slow):
+            for ident in range(130):
+                await peer.send(request_frame(ident, "sampling/createMessage", SAMPLE))
+            with anyio.fail_after(5):
+                await full.wait()
+            release.set()
+            answers = set()
+            while len(answers) < 130:
+                message = await peer.recv_json()
+                if "result" in message:
+                    answers.add(message["id"])
+        tg.cancel_scope.cancel()
+    await ours.aclose()
+    await theirs.aclose()
+    assert early == [True] * 128 + [False] * 2
+    assert answers == set(range(130))

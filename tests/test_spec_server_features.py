@@ -423,3 +423,84 @@ async def test_the_client_discovers_first_and_serverinfo_changes_nothing_it_send
     await session("someone-else")
     assert seen["official"][0][0] == "server/discover"
     assert seen["official"] == seen["someone-else"]
+
+
+# --- tools: x-mcp-header, input rounds (2026-07-28) -----------------------------------------------------------
+
+
+def header_server() -> Server:
+    server = Server("headers", "1")
+
+    def region(count: int) -> str:
+        return str(count)
+
+    def bad(**kwargs: Any) -> str:
+        return "never"
+
+    schema = {"type": "object", "properties": {"count": {"type": "integer", "x-mcp-header": "Count"}}}
+    server.add_tool(region, name="region", input_schema=schema)
+    bad_schema = {"type": "object", "properties": {"x": {"type": "number", "x-mcp-header": "X"}}}
+    server.add_tool(bad, name="bad", input_schema=bad_schema)
+    return server
+
+
+async def test_an_integer_mirrored_in_a_header_stays_in_the_safe_range(caplog: pytest.LogCaptureFixture) -> None:
+    """2026-07-28 x-mcp-header: "Integer values MUST be within the safe range for integers represented using IEEE754
+    double-precision floating point numbers": a call whose mirrored integer is beyond ±(2**53 - 1) is refused before
+    anything is sent; "Clients SHOULD log a warning when rejecting a tool definition, including the tool name and
+    the reason for rejection"."""
+    ours, theirs = memory_pair()
+    ours.tool_headers = {}  # type: ignore[attr-defined]  # (what the HTTP transport keeps, as it does)
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(header_server().serve, theirs)
+        async with Client.connect(ours) as client:
+            with caplog.at_level("WARNING", logger="jsonrpc_mcp.mcp.client"):
+                names = [tool.name for tool in await client.list_tools()]
+            fine = await client.call_tool("region", {"count": 2**53 - 1})
+            with pytest.raises(ValueError, match=r"within ±\(2\*\*53 - 1\), not 9007199254740992"):
+                await client.call_tool("region", {"count": 2**53})
+            negative = await client.call_tool("region", {"count": -(2**53) + 1})
+        tg.cancel_scope.cancel()
+    await ours.aclose()
+    await theirs.aclose()
+    assert names == ["region"]
+    warnings = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert len(warnings) == 1 and warnings[0].startswith("ignoring tool 'bad': ") and "number" in warnings[0]
+    assert fine.content[0].text == str(2**53 - 1)  # type: ignore[union-attr]
+    assert negative.content[0].text == str(-(2**53) + 1)  # type: ignore[union-attr]
+
+
+async def test_each_retry_of_an_input_round_has_an_id_of_its_own() -> None:
+    """2026-07-28: "Note that the JSON-RPC id MUST be different between the initial request and the retry"."""
+    ours, theirs = memory_pair()
+    peer = RawPeer(theirs)
+    ids: list[Any] = []
+
+    async def serve() -> None:
+        while True:
+            request = await peer.recv_json(timeout=30)
+            if "id" not in request:
+                continue
+            method = request["method"]
+            if method == "server/discover":
+                result: dict[str, Any] = {"supportedVersions": ["2026-07-28"], "capabilities": {"tools": {}}}
+            elif method == "tools/list":
+                result = {"resultType": "complete", "tools": []}
+            elif "inputResponses" not in request["params"]:
+                ids.append(request["id"])
+                ask = {"method": "roots/list", "params": {}}
+                result = {"resultType": "input_required", "inputRequests": {"r": ask}, "requestState": "s"}
+            else:
+                ids.append(request["id"])
+                result = {"resultType": "complete", "content": [{"type": "text", "text": "done"}]}
+            await peer.send(json.dumps({"jsonrpc": "2.0", "id": request["id"], "result": result}).encode())
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(serve)
+        async with Client.connect(ours, roots=[t.Root(uri="file:///w")]) as client:
+            out = await client.call_tool("anything")
+        tg.cancel_scope.cancel()
+    await ours.aclose()
+    await theirs.aclose()
+    assert out.content[0].text == "done"  # type: ignore[union-attr]
+    assert len(ids) == 2 and ids[0] != ids[1]

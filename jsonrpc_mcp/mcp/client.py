@@ -45,7 +45,7 @@ from ..jsonrpc.wire import Notification, Request, RequestId
 from . import types as t
 from .extensions import Extension, ExtensionResult, extensions_capability
 from .groups import unwrap_group
-from .headers import InvalidHeaderAnnotation, tool_header_params
+from .headers import InvalidHeaderAnnotation, param_headers, tool_header_params
 from .middleware import ClientMessage, ClientMiddleware, is_awaitable, run_chain
 from .output_schemas import InvalidToolOutput, OutputSchemas, schema_problems
 from .pydantic_support import dec_hook
@@ -641,6 +641,9 @@ class ClientSession:
         params: dict[str, Any] = {"name": name, "arguments": dict(arguments or {})}
         if meta:
             params["_meta"] = dict(meta)
+        mirrored = getattr(self.stream, "tool_headers", None)
+        if isinstance(mirrored, dict) and name in mirrored:
+            param_headers(mirrored[name], params["arguments"])  # (a value no header may carry: ValueError, unsent)
         result = await self.request(
             "tools/call",
             params,

@@ -300,8 +300,24 @@ class Context(msgspec.Struct, kw_only=True):
             import secrets
 
             params["elicitationId"] = elicitation_id or secrets.token_urlsafe(16)
+            sent = self.session.url_elicitations
+            sent[params["elicitationId"]] = None
+            if len(sent) > _URL_ELICITATIONS_KEPT:
+                del sent[next(iter(sent))]
         result: t.ElicitResult = await self._ask("elicitation/create", params, key, timeout, sub="url")
         return result
+
+    async def complete_elicitation(self, elicitation_id: str) -> None:
+        """Tell the client that the URL-mode elicitation ``elicitation_id`` is complete
+        (``notifications/elicitation/complete``, 2025-11-25): one :meth:`elicit_url` sent on this session (the
+        client that initiated it), once; any other id is a ``ValueError`` and nothing is sent."""
+        sent = self.session.url_elicitations
+        if not isinstance(elicitation_id, str) or elicitation_id not in sent:
+            raise ValueError(f"no URL-mode elicitation {elicitation_id!r} waits on this session to be completed")
+        require_defined("notifications/elicitation/complete", self.version)
+        del sent[elicitation_id]
+        params = {"elicitationId": elicitation_id}
+        await self.session.send_notification("notifications/elicitation/complete", params, related=self.request_id)
 
     async def list_roots(self, *, key: str | None = None, timeout: float | None = None) -> t.ListRootsResult:
         """The client's roots (``roots/list``)."""
@@ -389,6 +405,10 @@ class Context(msgspec.Struct, kw_only=True):
         """Send any notification related to this request (one the request's revision defines)."""
         require_defined(method, self.version)
         await self.session.send_notification(method, params, related=self.request_id)
+
+
+#: How many URL-mode elicitations a session remembers while they wait to be completed.
+_URL_ELICITATIONS_KEPT: Final = 1024
 
 
 def _input_request(method: str, params: Mapping[str, Any] | None) -> dict[str, Any]:
