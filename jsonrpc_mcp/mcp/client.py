@@ -502,6 +502,10 @@ class ClientSession:
                 if rounds > self.max_input_rounds:
                     raise RpcError(f"{method}: the server kept asking for input ({rounds} rounds)", code=-32603)
                 needed: _InputRequired = _result_of(method, raw, _InputRequired)
+                if not needed.input_requests and needed.request_state is None:
+                    raise ProtocolViolation(
+                        f"{method}: the server answered input_required with neither inputRequests nor requestState"
+                    )
                 retry = {k: v for k, v in body.items() if k not in ("inputResponses", "requestState")}
                 if needed.input_requests:
                     retry["inputResponses"] = await self._answer_inputs(needed.input_requests)
