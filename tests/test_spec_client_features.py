@@ -8,6 +8,7 @@ import json
 from typing import Any
 
 import anyio
+import msgspec
 import pytest
 from helpers import RawPeer, raw_server, request_frame
 
@@ -487,3 +488,177 @@ async def test_the_client_bounds_the_server_requests_it_works_on_at_once(version
     await theirs.aclose()
     assert early == [True] * 128 + [False] * 2
     assert answers == set(range(130))
+
+
+# --- sampling conversations with tools ------------------------------------------------------------------------
+
+
+def use(ident: str) -> dict[str, Any]:
+    return {"type": "tool_use", "id": ident, "name": "lookup", "input": {}}
+
+
+def result(ident: str) -> dict[str, Any]:
+    return {"type": "tool_result", "toolUseId": ident, "content": [{"type": "text", "text": "42"}]}
+
+
+TEXT = {"type": "text", "text": "Hi"}
+GOOD = [
+    {"role": "user", "content": TEXT},
+    {"role": "assistant", "content": [use("a"), use("b")]},
+    {"role": "user", "content": [result("b"), result("a")]},
+]
+BROKEN = {
+    "missing": [GOOD[0], GOOD[1], {"role": "user", "content": [result("a")]}],
+    "mixed": [GOOD[0], GOOD[1], {"role": "user", "content": [result("a"), result("b"), TEXT]}],
+    "unasked": [GOOD[0], {"role": "user", "content": [result("z")]}],
+    "last": [GOOD[0], GOOD[1]],
+}
+
+
+@pytest.mark.parametrize("case", sorted(BROKEN))
+async def test_the_client_refuses_tool_results_that_break_the_conversation_rules(case: str) -> None:
+    """2025-11-25: "every assistant message containing ToolUseContent blocks MUST be followed by a user message that
+    consists entirely of ToolResultContent blocks, with each tool use matched"; "When a user message contains tool
+    results, it MUST contain ONLY tool results"; ToolResultContent.toolUseId: "This MUST match the ID from a
+    previous ToolUseContent"; the error table: "Tool result missing in request: -32602; Tool results mixed with other
+    content: -32602"; the handler never sees such a request."""
+    called: list[Any] = []
+
+    async def handler(params: t.CreateMessageRequestParams) -> t.CreateMessageResult:
+        called.append(params)
+        return await sample(params)
+
+    declared = {"sampling": {"tools": {}}}
+    async with Client.connect_server(
+        relay(), protocol_version="2025-11-25", sampling=handler, capabilities=declared
+    ) as client:
+        refused = await relayed(client, "sampling/createMessage", {"messages": BROKEN[case], "maxTokens": 5})
+        taken = await relayed(client, "sampling/createMessage", {"messages": GOOD, "maxTokens": 5})
+    assert refused["code"] == -32602, refused
+    assert len(called) == 1 and taken["result"]["model"] == "m"
+
+
+@pytest.mark.parametrize("version", ["2025-11-25", "2026-07-28"])
+async def test_the_server_sends_no_conversation_that_breaks_the_tool_rules(version: str) -> None:
+    """2025-11-25: "Servers MUST ensure that when replying to a stopReason toolUse, each ToolUseContent item is
+    responded to with a ToolResultContent item with a matching toolUseId, and that the user message contains only
+    tool results": ``ctx.sample`` refuses such messages before anything is sent."""
+    server = Server("conversation", "1")
+
+    @server.tool()
+    async def ask(ctx: Context, case: str) -> str:
+        messages = [msgspec.convert(m, t.SamplingMessage) for m in (GOOD if case == "good" else BROKEN[case])]
+        try:
+            await ctx.sample(messages, tools=[LOOKUP], key="s")
+        except ValueError as exc:
+            return str(exc)
+        return "sent"
+
+    declared = {"sampling": {"tools": {}}}
+    async with Client.connect_server(
+        server, protocol_version=version, sampling=sample, capabilities=declared
+    ) as client:
+        outcomes = {case: (await client.call_tool("ask", {"case": case})).content[0].text for case in BROKEN}
+        good = await client.call_tool("ask", {"case": "good"})
+    assert outcomes == {
+        "last": "sample: the last message asks for tools: a user message of their results must follow it",
+        "missing": "sample: message 2: no tool result for b",
+        "mixed": "sample: message 2: the tool uses before it need a user message of their results only",
+        "unasked": "sample: message 1: the tool result for 'z' answers no tool use",
+    }
+    assert good.content[0].text == "sent"  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize("version", EVERY)
+async def test_model_preferences_reach_the_sampling_handler_as_the_server_sent_them(version: str) -> None:
+    """ "Clients SHOULD respect model preference hints": the library client hands the handler the hints in their
+    order and the priorities as sent (choosing the model is the host's)."""
+    seen: list[Any] = []
+
+    async def handler(params: t.CreateMessageRequestParams) -> t.CreateMessageResult:
+        seen.append(msgspec.to_builtins(params.model_preferences))
+        return await sample(params)
+
+    server = Server("preferences", "1")
+    preferences = {
+        "hints": [{"name": "claude-3-5-sonnet"}, {"name": "sonnet"}, {"name": "claude"}],
+        "costPriority": 0.3,
+        "speedPriority": 0.8,
+        "intelligencePriority": 0.5,
+    }
+
+    @server.tool()
+    async def ask(ctx: Context) -> str:
+        return (await ctx.sample("Hi", modelPreferences=preferences, key="s")).model
+
+    async with Client.connect_server(server, protocol_version=version, sampling=handler) as client:
+        out = await client.call_tool("ask")
+    assert out.content[0].text == "m"  # type: ignore[union-attr]
+    assert seen == [preferences]
+
+
+@pytest.mark.parametrize("version", ["2025-06-18", "2025-11-25", "2026-07-28"])
+async def test_a_user_declines_or_cancels_an_elicitation_and_the_server_hears_which(version: str) -> None:
+    """ "Clients SHOULD allow users to decline elicitation requests at any time": the handler's decline or cancel
+    goes back as that action (no content), and the server's handler gets it as an answer."""
+    server = Server("decline", "1")
+
+    @server.tool()
+    async def ask(ctx: Context) -> str:
+        answer = await ctx.elicit("Your age?", AGE, key="age")
+        return f"{answer.action} {answer.content is msgspec.UNSET}"
+
+    outcomes = []
+    for action in ("decline", "cancel"):
+
+        async def handler(params: t.ElicitRequestParams, action: Any = action) -> t.ElicitResult:
+            return t.ElicitResult(action=action)
+
+        async with Client.connect_server(server, protocol_version=version, elicitation=handler) as client:
+            outcomes.append((await client.call_tool("ask")).content[0].text)  # type: ignore[union-attr]
+    assert outcomes == ["decline True", "cancel True"]
+
+
+async def test_a_url_elicitation_goes_to_an_https_url() -> None:
+    """2025-11-25 URL mode: servers "SHOULD use HTTPS URLs for non-development environments": ``elicit_url``
+    refuses a plain http:// URL to another host (this host's, for development, goes out)."""
+    server = Server("https", "1")
+
+    @server.tool()
+    async def ask(ctx: Context, url: str) -> str:
+        try:
+            return (await ctx.elicit_url("Log in", url)).action
+        except ValueError as exc:
+            return str(exc)
+
+    async with Client.connect_server(server, protocol_version="2025-11-25", elicitation=accept) as client:
+        plain = await client.call_tool("ask", {"url": "http://example.com/login"})
+        local = await client.call_tool("ask", {"url": "http://127.0.0.1:8000/login"})
+        secure = await client.call_tool("ask", {"url": "https://example.com/login"})
+    assert plain.content[0].text == (  # type: ignore[union-attr]
+        "elicit_url sends the user to an https:// URL (http:// only to this host), not 'http://example.com/login'"
+    )
+    assert local.content[0].text == secure.content[0].text == "accept"  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize("uri", ["file:///w/../etc", "file:///w/%2E%2E/etc", "file:///./w", "file://../w"])
+async def test_a_root_with_a_dot_segment_is_refused(uri: str) -> None:
+    """Roots: "Clients MUST: ... Validate all root URIs to prevent path traversal": a root whose path has a . or ..
+    segment (percent-encoded too) is refused, given as a list or by a provider."""
+    ours, theirs = memory_pair()
+    try:
+        with pytest.raises(ValueError, match=r"without \. or \.\. segments"):
+            Client(ours, roots=[t.Root(uri=uri)])
+    finally:
+        await ours.aclose()
+        await theirs.aclose()
+
+    async def provider() -> list[t.Root]:
+        return [t.Root(uri="file:///ok"), t.Root(uri=uri)]
+
+    async with Client.connect_server(relay(), protocol_version="2025-06-18", roots=provider) as client:
+        refused = await relayed(client, "roots/list", {})
+    async with Client.connect_server(relay(), protocol_version="2025-06-18", roots=[t.Root(uri="file:///w/a.b")]) as c:
+        kept = await relayed(c, "roots/list", {})
+    assert refused["code"] == -32603
+    assert kept == {"result": {"roots": [{"uri": "file:///w/a.b"}]}}

@@ -49,6 +49,7 @@ from .headers import InvalidHeaderAnnotation, param_headers, tool_header_params
 from .middleware import ClientMessage, ClientMiddleware, is_awaitable, run_chain
 from .output_schemas import InvalidToolOutput, OutputSchemas, schema_problems
 from .pydantic_support import dec_hook
+from .sampling import conversation_problem
 from .session import encode_cancellation
 from .task_client import ClientTasks, CoreTaskHandle, TaskHandle
 from .task_state import EXTENSION_ID as TASKS_EXTENSION
@@ -143,10 +144,16 @@ def structured_data(result: t.CallToolResult, type: Any = Any) -> Any:
 
 
 def _file_roots(roots: Sequence[t.Root]) -> list[t.Root]:
-    """``roots`` as a list, each a ``file://`` URI as every revision requires; else ``ValueError`` naming it."""
+    """``roots`` as a list, each a ``file://`` URI as every revision requires, whose path has no ``.`` or ``..``
+    segment (clients MUST validate root URIs to prevent path traversal); else ``ValueError`` naming it."""
+    from urllib.parse import unquote, urlsplit
+
     for root in roots:
         if not root.uri.startswith("file://"):
             raise ValueError(f"a root is a file:// URI, not {root.uri!r}")
+        parts = urlsplit(root.uri)
+        if any(segment in (".", "..") for segment in unquote(f"{parts.netloc}/{parts.path}").split("/")):
+            raise ValueError(f"a root names its folder without . or .. segments, not {root.uri!r}")
     return list(roots)
 
 
@@ -1001,11 +1008,15 @@ class ClientSession:
 
     async def _sample(self, params: t.CreateMessageRequestParams) -> t.CreateMessageResult:
         """The sampling handler's answer; a request with tools (or a tool choice) is refused unless this client
-        declared ``sampling.tools``, as the schema requires (2025-11-25)."""
+        declared ``sampling.tools``, as the schema requires (2025-11-25), and one whose tool results do not follow
+        the rules of :mod:`.sampling` (missing, mixed with other content, answering no tool use) is -32602."""
         if params.tools is not UNSET or params.tool_choice is not UNSET:
             declared = self.capabilities().get("sampling")
             if not isinstance(declared, Mapping) or not isinstance(declared.get("tools"), Mapping):
                 raise InvalidParams("Invalid params: tools in sampling, but this client did not declare sampling.tools")
+        problem = conversation_problem(msgspec.to_builtins(params.messages))
+        if problem is not None:
+            raise InvalidParams(f"Invalid params: {problem}")
         assert self.sampling is not None
         return await self.sampling(params)
 

@@ -31,6 +31,7 @@ from . import types as t
 from .eras import LOG_LEVELS
 from .methods import CLIENT_METHOD_CAPABILITY, require_defined
 from .output_schemas import schema_problems
+from .sampling import conversation_problem
 from .versions import Era
 
 if TYPE_CHECKING:
@@ -235,10 +236,14 @@ class Context(msgspec.Struct, kw_only=True):
         timeout: float | None = None,
         **extra: Any,
     ) -> t.CreateMessageResult:
-        """Ask the client's model for a completion (``sampling/createMessage``)."""
+        """Ask the client's model for a completion (``sampling/createMessage``); messages that break the tool-use
+        rules (a tool use without its result, results mixed with other content) are a ``ValueError``, unsent."""
         if isinstance(messages, str):
             messages = [t.SamplingMessage(role="user", content=t.TextContent(text=messages))]
         params: dict[str, Any] = {"messages": msgspec.to_builtins(messages), "maxTokens": max_tokens}
+        problem = conversation_problem(params["messages"])
+        if problem is not None:  # (servers MUST answer each tool use with its result, and with results only)
+            raise ValueError(f"sample: {problem}")
         if system_prompt is not None:
             params["systemPrompt"] = system_prompt
         params.update(extra)
@@ -288,13 +293,19 @@ class Context(msgspec.Struct, kw_only=True):
         key: str | None = None,
         timeout: float | None = None,
     ) -> t.ElicitResult:
-        """Send the user to ``url`` (URL-mode elicitation, 2025-11-25 and later): an absolute URL, else
-        ``ValueError``."""
+        """Send the user to ``url`` (URL-mode elicitation, 2025-11-25 and later): an absolute ``https://`` URL
+        (``http://`` only to this host, for development), else ``ValueError``."""
         from urllib.parse import urlsplit
+
+        from ..addresses import is_loopback_host
 
         parts = urlsplit(url)
         if not parts.scheme or not parts.netloc:
             raise ValueError(f"elicit_url needs an absolute URL (a scheme and a host), not {url!r}")
+        if parts.scheme.lower() != "https" and not (
+            parts.scheme.lower() == "http" and is_loopback_host(parts.hostname)
+        ):
+            raise ValueError(f"elicit_url sends the user to an https:// URL (http:// only to this host), not {url!r}")
         params: dict[str, Any] = {"mode": "url", "message": message, "url": url}
         if not self.stateless:
             import secrets
