@@ -13,7 +13,7 @@ import pytest
 from helpers import RawPeer, raw_server, request_frame
 from msgspec import UNSET
 
-from jsonrpc_mcp import CacheHint, Client, Server
+from jsonrpc_mcp import CacheHint, Client, Server, ToolError
 from jsonrpc_mcp import types as t
 from jsonrpc_mcp.errors import RpcError
 from jsonrpc_mcp.transports.memory import memory_pair
@@ -504,3 +504,24 @@ async def test_each_retry_of_an_input_round_has_an_id_of_its_own() -> None:
     await theirs.aclose()
     assert out.content[0].text == "done"  # type: ignore[union-attr]
     assert len(ids) == 2 and ids[0] != ids[1]
+
+
+@pytest.mark.parametrize("version", ("2025-11-25", "2026-07-28"))
+async def test_a_tool_execution_error_comes_back_as_a_result_the_model_can_read(version: str) -> None:
+    """2025-11-25: "Clients SHOULD provide tool execution errors to language models to enable self-correction": a
+    tool's own failure is no exception in the client but a result with isError and the tool's message, ready to be
+    handed to the model as any other result; a protocol error (an unknown tool) raises."""
+    server = Server("failing", "1")
+
+    @server.tool()
+    def divide(a: int, b: int) -> float:
+        if b == 0:
+            raise ToolError("cannot divide by zero: pass another b")
+        return a / b
+
+    async with Client.connect_server(server, protocol_version=version) as client:
+        failed = await client.call_tool("divide", {"a": 1, "b": 0})
+        with pytest.raises(RpcError):
+            await client.call_tool("nope")
+    assert failed.is_error is True
+    assert failed.content[0].text == "cannot divide by zero: pass another b"  # type: ignore[union-attr]
