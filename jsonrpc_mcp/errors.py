@@ -10,7 +10,7 @@ Besides them, :class:`InputRequired` is how a 2026-07-28 handler asks the client
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, Self
 
 from .jsonrpc import codes
@@ -33,6 +33,7 @@ __all__ = (
     "ToolError",
     "Unavailable",
     "MissingClientCapability",
+    "UrlElicitationRequired",
     "InputRequired",
     "ProtocolViolation",
     "error_for_code",
@@ -246,6 +247,33 @@ class MissingClientCapability(RpcError):
         return error
 
 
+class UrlElicitationRequired(RpcError):
+    """The request cannot be processed until the user completes URL-mode elicitations (-32042, 2025-11-25):
+    ``data.elicitations`` lists them, each with ``mode: "url"``, an ``elicitationId``, a ``message`` and the ``url``
+    (else ``ValueError``: the error is for URL-mode elicitation only, and names one at least)."""
+
+    code = codes.URL_ELICITATION_REQUIRED
+    default_message = "URL elicitation required"
+
+    def __init__(self, elicitations: Sequence[Mapping[str, Any]], message: str | None = None) -> None:
+        if not elicitations:
+            raise ValueError("UrlElicitationRequired lists the URL-mode elicitations to complete, one at least")
+        for item in elicitations:
+            if item.get("mode") != "url" or not all(
+                isinstance(item.get(key), str) and item.get(key) for key in ("elicitationId", "message", "url")
+            ):
+                raise ValueError(
+                    'each elicitation of UrlElicitationRequired is URL mode: mode "url", elicitationId, message, url'
+                )
+        super().__init__(message, {"elicitations": [dict(item) for item in elicitations]})
+
+    @property
+    def elicitations(self) -> list[dict[str, Any]]:
+        """The elicitations to complete before the request is retried (as the error's data lists them)."""
+        listed = self.data.get("elicitations") if isinstance(self.data, dict) else None
+        return [item for item in listed if isinstance(item, dict)] if isinstance(listed, list) else []
+
+
 class InputRequired(Exception):
     """Raised inside a stateless-era handler: these inputs must come from the client before it can go on.
 
@@ -289,6 +317,7 @@ _RECEIVED: dict[int, type[RpcError]] = {
         InsufficientScope,
         Unavailable,
         MissingClientCapability,
+        UrlElicitationRequired,
     )
 }
 

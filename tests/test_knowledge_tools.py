@@ -178,7 +178,9 @@ async def test_an_answer_outside_the_offered_choices_is_refused_and_asked_again(
         choices = schema["properties"]["id"]["enum"]
         return types.ElicitResult(action="accept", content={"id": "1" if len(asked) == 1 else choices[0]})
 
-    async with knowledge(db, protocol_version=version, elicitation=first_wrong_then_right) as kb:
+    async with knowledge(
+        db, protocol_version=version, elicitation=first_wrong_then_right, validate_elicitation=False
+    ) as kb:
         for i in range(9):
             await kb.store(f"topic {i + 1}", f"fact {i + 1}")
         await kb.call("delete", id=7)  # tx 10
@@ -201,7 +203,7 @@ async def test_answers_that_stay_outside_the_choices_end_in_the_needs_input_payl
         asked.append(params)
         return types.ElicitResult(action="accept", content={"id": "1"})
 
-    async with knowledge(db, protocol_version=version, elicitation=always_wrong) as kb:
+    async with knowledge(db, protocol_version=version, elicitation=always_wrong, validate_elicitation=False) as kb:
         for topic in ("a", "b", "c"):
             await kb.store(topic, f"{topic} fact")
         await kb.call("delete", id=1)

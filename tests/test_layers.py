@@ -52,6 +52,7 @@ LAYERS: dict[str, int] = {
     "mcp.pydantic_support": 2,  # pydantic models through msgspec hooks: "L2: pure functions" (its docstring)
     "auth.oauth_wire": 2,  # the OAuth client's documents, challenges, discovery URLs: sans-I/O (its docstring)
     "mcp.output_schemas": 2,  # the client's outputSchema checks: "L2: no I/O" (its docstring)
+    "mcp.sampling": 2,  # the rules of a sampling conversation with tools: "L2: pure functions" (its docstring)
     "transports.framing": 2,
     "auth.principal": 2,  # the authenticated principal and the scope/audience rules: "L2: no I/O" (its docstring)
     # L3: the first anyio import

@@ -30,6 +30,7 @@ from .._version import __version__
 from ..errors import (
     AuthorizationError,
     ConnectionClosed,
+    InternalError,
     InvalidParams,
     MethodNotFound,
     ProtocolViolation,
@@ -44,10 +45,11 @@ from ..jsonrpc.wire import Notification, Request, RequestId
 from . import types as t
 from .extensions import Extension, ExtensionResult, extensions_capability
 from .groups import unwrap_group
-from .headers import InvalidHeaderAnnotation, tool_header_params
+from .headers import InvalidHeaderAnnotation, param_headers, tool_header_params
 from .middleware import ClientMessage, ClientMiddleware, is_awaitable, run_chain
-from .output_schemas import InvalidToolOutput, OutputSchemas
+from .output_schemas import InvalidToolOutput, OutputSchemas, schema_problems
 from .pydantic_support import dec_hook
+from .sampling import conversation_problem
 from .session import encode_cancellation
 from .task_client import ClientTasks, CoreTaskHandle, TaskHandle
 from .task_state import EXTENSION_ID as TASKS_EXTENSION
@@ -94,6 +96,8 @@ NotificationCallback = Callable[[str, dict[str, Any]], Awaitable[None] | None]
 ProgressCallback = Callable[[float, float | None, str | None], Awaitable[None] | None]
 
 _TYPE_OF_RESULT: Final[dict[str, Any]] = {}
+#: How many accepted URL-mode elicitations a client remembers while it waits for their completion notifications.
+_URL_ELICITATIONS_KEPT: Final = 1024
 
 
 class NoStructuredData(ValueError):
@@ -140,10 +144,16 @@ def structured_data(result: t.CallToolResult, type: Any = Any) -> Any:
 
 
 def _file_roots(roots: Sequence[t.Root]) -> list[t.Root]:
-    """``roots`` as a list, each a ``file://`` URI as every revision requires; else ``ValueError`` naming it."""
+    """``roots`` as a list, each a ``file://`` URI as every revision requires, whose path has no ``.`` or ``..``
+    segment (clients MUST validate root URIs to prevent path traversal); else ``ValueError`` naming it."""
+    from urllib.parse import unquote, urlsplit
+
     for root in roots:
         if not root.uri.startswith("file://"):
             raise ValueError(f"a root is a file:// URI, not {root.uri!r}")
+        parts = urlsplit(root.uri)
+        if any(segment in (".", "..") for segment in unquote(f"{parts.netloc}/{parts.path}").split("/")):
+            raise ValueError(f"a root names its folder without . or .. segments, not {root.uri!r}")
     return list(roots)
 
 
@@ -190,6 +200,7 @@ class ClientSession:
         max_total_timeout: float | None = 3600.0,
         capabilities: Mapping[str, Any] | None = None,
         validate_tool_output: bool = True,
+        validate_elicitation: bool = True,
         middleware: Sequence[ClientMiddleware] = (),
         extensions: Sequence[Extension] = (),
         tracing: Tracing | bool | None = None,
@@ -233,6 +244,9 @@ class ClientSession:
         #: Check each tool result's ``structuredContent`` against the tool's ``outputSchema`` (the spec's SHOULD;
         #: needs the ``validation`` extra): a mismatch raises :class:`InvalidToolOutput` from :meth:`call_tool`.
         self.validate_tool_output = validate_tool_output
+        #: Whether an accepted form-mode elicitation answer is checked against its ``requestedSchema`` before it is
+        #: sent (decision 93; with the validation extra).
+        self.validate_elicitation = validate_elicitation
         self._output_schemas = OutputSchemas()
         #: ``execution.taskSupport`` of the tools last listed (2025-11-25; a tool that says none is left out;
         #: ``None``: never listed).
@@ -259,6 +273,9 @@ class ClientSession:
         self.instructions: str | None = None
         self._progress: dict[str | int, _ProgressWatch] = {}
         self._acks: dict[RequestId, tuple[anyio.Event, dict[str, Any]]] = {}
+        #: The URL-mode elicitations accepted and not completed yet (2025-11-25), oldest first, at most
+        #: _URL_ELICITATIONS_KEPT: a completion notification for any other id is ignored.
+        self._url_elicitations: dict[str, None] = {}
         self._tokens = itertools.count(1)
         self._subscriptions: set[str] = set()  # resources/subscribe'd in this session: renewed with a new one
         stream.restart_session = self._restart_session
@@ -492,6 +509,10 @@ class ClientSession:
                 if rounds > self.max_input_rounds:
                     raise RpcError(f"{method}: the server kept asking for input ({rounds} rounds)", code=-32603)
                 needed: _InputRequired = _result_of(method, raw, _InputRequired)
+                if not needed.input_requests and needed.request_state is None:
+                    raise ProtocolViolation(
+                        f"{method}: the server answered input_required with neither inputRequests nor requestState"
+                    )
                 retry = {k: v for k, v in body.items() if k not in ("inputResponses", "requestState")}
                 if needed.input_requests:
                     retry["inputResponses"] = await self._answer_inputs(needed.input_requests)
@@ -550,9 +571,9 @@ class ClientSession:
             method = item.get("method")
             params = item.get("params") or {}
             if method == "sampling/createMessage" and self.sampling is not None:
-                result: Any = await self.sampling(msgspec.convert(params, t.CreateMessageRequestParams))
+                result: Any = await self._sample(_convert_params(params, t.CreateMessageRequestParams))
             elif method == "elicitation/create" and self.elicitation is not None:
-                result = await self.elicitation(msgspec.convert(params, t.ElicitRequestParams))
+                result = await self._elicit(_convert_params(params, t.ElicitRequestParams))
             elif method == "roots/list" and self.roots is not None:
                 roots = self.roots
                 items = list(roots) if isinstance(roots, Sequence) else await roots()
@@ -631,6 +652,9 @@ class ClientSession:
         params: dict[str, Any] = {"name": name, "arguments": dict(arguments or {})}
         if meta:
             params["_meta"] = dict(meta)
+        mirrored = getattr(self.stream, "tool_headers", None)
+        if isinstance(mirrored, dict) and name in mirrored:
+            param_headers(mirrored[name], params["arguments"])  # (a value no header may carry: ValueError, unsent)
         result = await self.request(
             "tools/call",
             params,
@@ -971,19 +995,50 @@ class ClientSession:
         if method == "ping":
             return b"{}"
         if method == "sampling/createMessage" and self.sampling is not None:
-            return self._answer(req, t.CreateMessageRequestParams, self.sampling)
+            return self._run(self._sample, _decode_params(req, t.CreateMessageRequestParams))
         if method == "elicitation/create" and self.elicitation is not None:
             params = _decode_params(req, t.ElicitRequestParams)
             mode = params.mode if isinstance(params.mode, str) else "form"
             if mode not in self.elicitation_modes:
                 raise InvalidParams(f"Invalid params: elicitation mode {mode!r} was not declared")
-            return self._run(self.elicitation, params)
+            return self._run(self._elicit, params)
         if method == "roots/list" and self.roots is not None:
             return self._list_roots()
         raise MethodNotFound(f"Method not found: {method}")
 
-    def _answer(self, req: Request, kind: Any, handler: Callable[[Any], Awaitable[Any]]) -> Any:
-        return self._run(handler, _decode_params(req, kind))
+    async def _sample(self, params: t.CreateMessageRequestParams) -> t.CreateMessageResult:
+        """The sampling handler's answer; a request with tools (or a tool choice) is refused unless this client
+        declared ``sampling.tools``, as the schema requires (2025-11-25), and one whose tool results do not follow
+        the rules of :mod:`.sampling` (missing, mixed with other content, answering no tool use) is -32602."""
+        if params.tools is not UNSET or params.tool_choice is not UNSET:
+            declared = self.capabilities().get("sampling")
+            if not isinstance(declared, Mapping) or not isinstance(declared.get("tools"), Mapping):
+                raise InvalidParams("Invalid params: tools in sampling, but this client did not declare sampling.tools")
+        problem = conversation_problem(msgspec.to_builtins(params.messages))
+        if problem is not None:
+            raise InvalidParams(f"Invalid params: {problem}")
+        assert self.sampling is not None
+        return await self.sampling(params)
+
+    async def _elicit(self, params: t.ElicitRequestParams) -> t.ElicitResult:
+        """The elicitation handler's answer; an accepted form whose content does not match the requested schema is
+        not sent (an internal error naming what is wrong instead): clients SHOULD validate responses against it. An
+        accepted URL-mode one is remembered until its completion notification."""
+        assert self.elicitation is not None
+        result = await self.elicitation(params)
+        if params.mode == "url" and isinstance(params.elicitation_id, str) and result.action == "accept":
+            waiting = self._url_elicitations
+            waiting[params.elicitation_id] = None
+            if len(waiting) > _URL_ELICITATIONS_KEPT:
+                del waiting[next(iter(waiting))]
+        if self.validate_elicitation and params.mode in ("form", UNSET) and result.action == "accept":
+            content = {} if result.content is UNSET else result.content
+            problems = schema_problems(params.requested_schema, content)
+            if problems:
+                raise InternalError(
+                    "Internal error: the answer does not match the requested schema: " + "; ".join(problems)
+                )
+        return result
 
     async def _run(self, handler: Callable[[Any], Awaitable[Any]], params: Any) -> bytes:
         result = await handler(params)
@@ -993,6 +1048,14 @@ class ClientSession:
         roots = self.roots
         items = list(roots) if isinstance(roots, Sequence) else await roots()  # type: ignore[misc]
         return _encode(t.ListRootsResult(roots=_file_roots(items)))
+
+    def _completes(self, elicitation_id: Any) -> bool:
+        """Does a completion notification for ``elicitation_id`` end a URL-mode elicitation this client accepted
+        (then it is completed and forgotten)?"""
+        if not isinstance(elicitation_id, str) or elicitation_id not in self._url_elicitations:
+            return False
+        del self._url_elicitations[elicitation_id]
+        return True
 
     def _on_notification(self, note: Notification) -> Any:
         method = note.method
@@ -1007,6 +1070,8 @@ class ClientSession:
             return None
         if method == "notifications/tools/list_changed":
             self._output_schemas.forget()
+        if method == "notifications/elicitation/complete" and not self._completes(params.get("elicitationId")):
+            return None  # clients MUST ignore notifications referencing unknown or already-completed ids
         if method == "notifications/subscriptions/acknowledged":
             meta = params.get("_meta") or {}
             sub_id = meta.get(META_SUBSCRIPTION_ID) if isinstance(meta, dict) else None
@@ -1124,6 +1189,14 @@ def _require_logging(capabilities: t.ServerCapabilities) -> None:
 def _decode_params(req: Request, kind: type[T]) -> T:
     try:
         return msgspec.json.decode(req.params or b"{}", type=kind)
+    except msgspec.ValidationError as exc:
+        raise InvalidParams(f"Invalid params: {exc}") from None
+
+
+def _convert_params(params: Any, kind: type[T]) -> T:
+    """The params of an input request (2026-07-28) as ``kind``, else :class:`InvalidParams` as for a request."""
+    try:
+        return msgspec.convert(params, kind)
     except msgspec.ValidationError as exc:
         raise InvalidParams(f"Invalid params: {exc}") from None
 

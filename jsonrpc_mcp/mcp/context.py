@@ -30,6 +30,8 @@ from ..jsonrpc.wire import RequestId
 from . import types as t
 from .eras import LOG_LEVELS
 from .methods import CLIENT_METHOD_CAPABILITY, require_defined
+from .output_schemas import schema_problems
+from .sampling import conversation_problem
 from .versions import Era
 
 if TYPE_CHECKING:
@@ -234,14 +236,21 @@ class Context(msgspec.Struct, kw_only=True):
         timeout: float | None = None,
         **extra: Any,
     ) -> t.CreateMessageResult:
-        """Ask the client's model for a completion (``sampling/createMessage``)."""
+        """Ask the client's model for a completion (``sampling/createMessage``); messages that break the tool-use
+        rules (a tool use without its result, results mixed with other content) are a ``ValueError``, unsent."""
         if isinstance(messages, str):
             messages = [t.SamplingMessage(role="user", content=t.TextContent(text=messages))]
         params: dict[str, Any] = {"messages": msgspec.to_builtins(messages), "maxTokens": max_tokens}
+        problem = conversation_problem(params["messages"])
+        if problem is not None:  # (servers MUST answer each tool use with its result, and with results only)
+            raise ValueError(f"sample: {problem}")
         if system_prompt is not None:
             params["systemPrompt"] = system_prompt
         params.update(extra)
-        # Tools in sampling (2025-11-25): only to a client that declared sampling.tools.
+        # Tools in sampling (2025-11-25): only to a client that declared sampling.tools. Since 2025-11-25 a context
+        # other than "none" only to one that declared sampling.context.
+        if extra.get("includeContext") not in (None, "none") and self.version >= "2025-11-25":
+            self._check_capability("sampling/createMessage", "context")
         sub = "tools" if "tools" in extra or "toolChoice" in extra else None
         result: t.CreateMessageResult = await self._ask("sampling/createMessage", params, key, timeout, sub=sub)
         return result
@@ -253,12 +262,26 @@ class Context(msgspec.Struct, kw_only=True):
         *,
         key: str | None = None,
         timeout: float | None = None,
+        validate: bool = True,
     ) -> t.ElicitResult:
-        """Ask the user for structured input (form-mode ``elicitation/create``); ``schema`` is a flat object schema."""
+        """Ask the user for structured input (form-mode ``elicitation/create``); ``schema`` is a flat object schema.
+        Accepted content that does not match it is refused (-32602 naming what is wrong; with the validation extra
+        installed): servers SHOULD validate received data against the requested schema. ``validate=False``: the
+        caller checks the answer itself (and may ask again)."""
         params: dict[str, Any] = {"message": message, "requestedSchema": dict(schema)}
         if self.version >= "2025-11-25":
             params = {"mode": "form", **params}
         result: t.ElicitResult = await self._ask("elicitation/create", params, key, timeout, sub="form")
+        if validate and result.action == "accept":
+            problems = schema_problems(
+                params["requestedSchema"], {} if result.content is msgspec.UNSET else result.content
+            )
+            if problems:
+                raise RpcError(
+                    "Invalid params: the elicitation answer does not match the requested schema: "
+                    + "; ".join(problems),
+                    code=codes.INVALID_PARAMS,
+                )
         return result
 
     async def elicit_url(
@@ -270,20 +293,42 @@ class Context(msgspec.Struct, kw_only=True):
         key: str | None = None,
         timeout: float | None = None,
     ) -> t.ElicitResult:
-        """Send the user to ``url`` (URL-mode elicitation, 2025-11-25 and later): an absolute URL, else
-        ``ValueError``."""
+        """Send the user to ``url`` (URL-mode elicitation, 2025-11-25 and later): an absolute ``https://`` URL
+        (``http://`` only to this host, for development), else ``ValueError``."""
         from urllib.parse import urlsplit
+
+        from ..addresses import is_loopback_host
 
         parts = urlsplit(url)
         if not parts.scheme or not parts.netloc:
             raise ValueError(f"elicit_url needs an absolute URL (a scheme and a host), not {url!r}")
+        if parts.scheme.lower() != "https" and not (
+            parts.scheme.lower() == "http" and is_loopback_host(parts.hostname)
+        ):
+            raise ValueError(f"elicit_url sends the user to an https:// URL (http:// only to this host), not {url!r}")
         params: dict[str, Any] = {"mode": "url", "message": message, "url": url}
         if not self.stateless:
             import secrets
 
             params["elicitationId"] = elicitation_id or secrets.token_urlsafe(16)
+            sent = self.session.url_elicitations
+            sent[params["elicitationId"]] = None
+            if len(sent) > _URL_ELICITATIONS_KEPT:
+                del sent[next(iter(sent))]
         result: t.ElicitResult = await self._ask("elicitation/create", params, key, timeout, sub="url")
         return result
+
+    async def complete_elicitation(self, elicitation_id: str) -> None:
+        """Tell the client that the URL-mode elicitation ``elicitation_id`` is complete
+        (``notifications/elicitation/complete``, 2025-11-25): one :meth:`elicit_url` sent on this session (the
+        client that initiated it), once; any other id is a ``ValueError`` and nothing is sent."""
+        sent = self.session.url_elicitations
+        if not isinstance(elicitation_id, str) or elicitation_id not in sent:
+            raise ValueError(f"no URL-mode elicitation {elicitation_id!r} waits on this session to be completed")
+        require_defined("notifications/elicitation/complete", self.version)
+        del sent[elicitation_id]
+        params = {"elicitationId": elicitation_id}
+        await self.session.send_notification("notifications/elicitation/complete", params, related=self.request_id)
 
     async def list_roots(self, *, key: str | None = None, timeout: float | None = None) -> t.ListRootsResult:
         """The client's roots (``roots/list``)."""
@@ -371,6 +416,10 @@ class Context(msgspec.Struct, kw_only=True):
         """Send any notification related to this request (one the request's revision defines)."""
         require_defined(method, self.version)
         await self.session.send_notification(method, params, related=self.request_id)
+
+
+#: How many URL-mode elicitations a session remembers while they wait to be completed.
+_URL_ELICITATIONS_KEPT: Final = 1024
 
 
 def _input_request(method: str, params: Mapping[str, Any] | None) -> dict[str, Any]:

@@ -129,7 +129,8 @@ def _needs_base64(text: str) -> bool:
 
 
 def encode_header_value(value: Any) -> str | None:
-    """A parameter value as a header value; ``None`` (omit the header) for null."""
+    """A parameter value as a header value; ``None`` (omit the header) for null. An integer beyond the IEEE 754
+    double's safe range (±(2**53 - 1)) is a ``ValueError``: SEP-2243 allows only those."""
     if value is None:
         return None
     if value is True:
@@ -137,6 +138,8 @@ def encode_header_value(value: Any) -> str | None:
     if value is False:
         return "false"
     if isinstance(value, int):
+        if abs(value) > _MAX_SAFE_INT:
+            raise ValueError(f"an integer sent in a header is within ±(2**53 - 1), not {value}")
         return str(value)
     if isinstance(value, float) and value.is_integer() and abs(value) <= _MAX_SAFE_INT:
         return str(int(value))

@@ -19,7 +19,7 @@ from msgspec import UNSET
 from ..errors import ProtocolViolation
 from . import types as t
 
-__all__ = ("OutputSchemas", "InvalidToolOutput", "schema_validator")
+__all__ = ("OutputSchemas", "InvalidToolOutput", "schema_problems", "schema_validator")
 
 logger = logging.getLogger(__name__)
 
@@ -129,3 +129,26 @@ def schema_validator(engine: Any, schema: Mapping[str, Any]) -> Any:
 
 def _not_fetched(uri: str) -> Any:
     raise ValueError(f"a $ref to {uri} is not fetched: only references within the schema are resolved")
+
+
+def schema_problems(schema: Any, data: Any) -> list[str] | None:
+    """What is wrong with ``data`` against ``schema`` (at most five problems; ``[]``: nothing), or ``None`` where it
+    cannot be checked: jsonschema-rs missing, or a schema that is not one (it does not compile). For schemas used
+    once, such as an elicitation's ``requestedSchema``."""
+    try:
+        import jsonschema_rs
+    except ImportError:
+        return None
+    if not isinstance(schema, Mapping):
+        return None
+    try:
+        validator = schema_validator(jsonschema_rs, schema)
+    except Exception:  # the peer's schema itself is broken: nothing to check against
+        return None
+    problems = []
+    for error in validator.iter_errors(data):
+        path = "/".join(str(part) for part in error.instance_path)
+        problems.append(f"{path or 'content'}: {error.message}")
+        if len(problems) == _PROBLEMS_SHOWN:
+            break
+    return problems

@@ -70,6 +70,9 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 #: SEP-986: 1-128 characters of A-Z a-z 0-9 _ - . (the official suite also fails names over 64 characters).
 TOOL_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,128}$")
+#: A resource URI (or template): an RFC 3986 scheme (a letter, then letters, digits, + - .), a colon, and no
+#: whitespace or control character anywhere.
+RESOURCE_URI = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:[^\s\x00-\x1f\x7f]*$")
 _encode = msgspec.json.Encoder().encode
 TASKS_EXTENSION: Final = "io.modelcontextprotocol/tasks"
 
@@ -819,6 +822,11 @@ class Server:
     ) -> None:
         import inspect
 
+        if not isinstance(uri, str) or not RESOURCE_URI.match(uri):
+            raise ValueError(
+                f"invalid resource URI {uri!r}: an RFC 3986 URI with a scheme (letters, digits, + - .) and a colon, "
+                "without spaces"
+            )
         sig = inspect.signature(fn)
         read = runner(fn, inline=inline, what=f"resource {uri}")
         hints = _hints(fn)

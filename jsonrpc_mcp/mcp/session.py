@@ -181,6 +181,9 @@ class ServerSession:
         #: The content block types the negotiated revision defines, when it lacks some (see :mod:`.compat`).
         self.content_types: frozenset[str] | None = None
         self.subscriptions: set[str] = set()
+        #: The ids of the URL-mode elicitations sent on this session and not completed yet (2025-11-25), oldest
+        #: first, at most 1,024: what ``Context.complete_elicitation`` may complete.
+        self.url_elicitations: dict[str, None] = {}
         # Stateless-era listen streams: subscription id -> filter
         self.listeners: dict[RequestId, dict[str, Any]] = {}
         self.closed = False

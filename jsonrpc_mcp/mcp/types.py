@@ -59,7 +59,9 @@ creates 24 Structs; the rest costs nothing until it is used.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, ClassVar, Final, Literal, TypeAlias, TypeVar, dataclass_transform, overload
+import base64
+import re
+from typing import TYPE_CHECKING, Any, ClassVar, Final, Literal, Self, TypeAlias, TypeVar, dataclass_transform, overload
 
 import msgspec
 from msgspec import UNSET, UnsetType
@@ -347,12 +349,29 @@ class TextContent(MCPModel, tag_field="type", tag="text", kw_only=True):
     meta: Meta | UnsetType = msgspec.field(default=UNSET, name="_meta")
 
 
+#: A MIME type: ``type/subtype`` of RFC 6838's restricted names (parameters after ``;`` allowed).
+_MIME_TYPE: Final = re.compile(r"^[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]{0,126}/[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]{0,126}(;.*)?$")
+
+
+def _base64_of(data: bytes, mime_type: str) -> str:
+    """``data`` base64-encoded, once ``mime_type`` is checked to be one (else ``ValueError``): the spec's "MUST be
+    base64-encoded and include a valid MIME type" for images, audio and blobs."""
+    if not isinstance(mime_type, str) or not _MIME_TYPE.match(mime_type):
+        raise ValueError(f"not a MIME type (type/subtype, such as image/png): {mime_type!r}")
+    return base64.b64encode(bytes(data)).decode("ascii")
+
+
 class ImageContent(MCPModel, tag_field="type", tag="image", kw_only=True):
     type: ClassVar[Literal["image"]] = "image"
     data: str
     mime_type: str
     annotations: Annotations | UnsetType = UNSET
     meta: Meta | UnsetType = msgspec.field(default=UNSET, name="_meta")
+
+    @classmethod
+    def from_bytes(cls, data: bytes, mime_type: str) -> Self:
+        """An image of these bytes, base64-encoded, with its MIME type (checked: ``ValueError`` if it is none)."""
+        return cls(data=_base64_of(data, mime_type), mime_type=mime_type)
 
 
 class AudioContent(MCPModel, tag_field="type", tag="audio", kw_only=True):
@@ -361,6 +380,11 @@ class AudioContent(MCPModel, tag_field="type", tag="audio", kw_only=True):
     mime_type: str
     annotations: Annotations | UnsetType = UNSET
     meta: Meta | UnsetType = msgspec.field(default=UNSET, name="_meta")
+
+    @classmethod
+    def from_bytes(cls, data: bytes, mime_type: str) -> Self:
+        """Audio of these bytes, base64-encoded, with its MIME type (checked: ``ValueError`` if it is none)."""
+        return cls(data=_base64_of(data, mime_type), mime_type=mime_type)
 
 
 class Resource(BaseMetadata, kw_only=True):
@@ -412,6 +436,11 @@ class TextResourceContents(ResourceContents, kw_only=True):
 
 class BlobResourceContents(ResourceContents, kw_only=True):
     blob: str
+
+    @classmethod
+    def from_bytes(cls, uri: str, data: bytes, mime_type: str) -> Self:
+        """The contents of resource ``uri``: these bytes, base64-encoded, with their MIME type (checked)."""
+        return cls(uri=uri, blob=_base64_of(data, mime_type), mime_type=mime_type)
 
 
 class EmbeddedResource(MCPModel, tag_field="type", tag="resource", kw_only=True):

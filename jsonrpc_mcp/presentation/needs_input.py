@@ -73,7 +73,7 @@ async def ask(
     text = message or need.reason
     for attempt in range(1, max(1, attempts) + 1):
         round_key = key if key is None or attempt == 1 else f"{key}#{attempt}"
-        result = await ctx.elicit(text, schema, key=round_key)
+        result = await ctx.elicit(text, schema, key=round_key, validate=False)  # (checked here, and asked again)
         if result.action != "accept" or not isinstance(result.content, dict):
             _note(need, result.action if result.action in ("decline", "cancel") else "cancel")
             return None
