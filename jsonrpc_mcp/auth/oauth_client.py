@@ -884,11 +884,12 @@ class OAuth(httpx.Auth):
                 f"the authorization server {issuer} is neither HTTPS nor on the loopback interface: refused",
             )
         metadata = await self._as_metadata(http, issuer, legacy=False)
+        resource = canonical_resource(prm.resource)  # (as RFC 8707 §2 writes it, whatever case the server used)
         return _Target(
             issuer=issuer,
             metadata=metadata,
-            url=prm.resource,
-            resource=prm.resource,
+            url=resource,
+            resource=resource,
             scopes_supported=prm.scopes_supported,
             legacy=False,
         )
