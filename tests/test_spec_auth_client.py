@@ -14,6 +14,7 @@ from oauth_support import AuthServer, ProtectedMcp, Request, s256
 
 from jsonrpc_mcp import Client
 from jsonrpc_mcp.auth import HeadlessConsent, OAuth, client_metadata_document
+from jsonrpc_mcp.auth.oauth_wire import parse_www_authenticate
 from jsonrpc_mcp.errors import AuthorizationError
 
 pytestmark = pytest.mark.anyio
@@ -307,3 +308,30 @@ async def test_a_2025_03_26_client_registers_uses_pkce_and_sends_the_token_in_th
         assert all(r.headers.get("authorization") == f"Bearer {token}" for r in app.requests[1:])
     finally:
         app.stop()
+
+
+@pytest.mark.parametrize(
+    ("values", "expected"),
+    [
+        (
+            ['Bearer realm="a, b", resource_metadata="https://x.example/m", scope="a b"'],
+            [("bearer", {"realm": "a, b", "resource_metadata": "https://x.example/m", "scope": "a b"})],
+        ),
+        (  # two challenges in one header, the parameter names in any case
+            ['Basic realm="x", bearer Resource_Metadata="https://x.example/m"'],
+            [("basic", {"realm": "x"}), ("bearer", {"resource_metadata": "https://x.example/m"})],
+        ),
+        (  # quoted-pair escapes, tokens unquoted, spaces around "=", no space after ","
+            ['Bearer error=insufficient_scope,scope = "r w", error_description="say \\"hi\\", ok"'],
+            [("bearer", {"error": "insufficient_scope", "scope": "r w", "error_description": 'say "hi", ok'})],
+        ),
+        (  # a token68 challenge and a bare scheme, then one in a second header
+            ["Negotiate abc==, Bearer", 'DPoP algs="ES256", error="use_dpop_nonce"'],
+            [("negotiate", {}), ("bearer", {}), ("dpop", {"algs": "ES256", "error": "use_dpop_nonce"})],
+        ),
+    ],
+)
+def test_www_authenticate_headers_are_read_as_rfc_9110_writes_them(
+    values: list[str], expected: list[tuple[str, dict[str, str]]]
+) -> None:
+    assert [(c.scheme, c.params) for c in parse_www_authenticate(values)] == expected
