@@ -335,3 +335,20 @@ def test_www_authenticate_headers_are_read_as_rfc_9110_writes_them(
     values: list[str], expected: list[tuple[str, dict[str, str]]]
 ) -> None:
     assert [(c.scheme, c.params) for c in parse_www_authenticate(values)] == expected
+
+
+async def test_a_step_up_that_gave_up_is_not_tried_again_for_the_same_scopes(auth_server: AuthServer) -> None:
+    app = ProtectedMcp(auth_server, scopes={"tools/list": ["admin"]}, challenge_scope="read")
+    auth_server.overrides["scopes_supported"] = ["read"]  # it never grants admin
+    try:
+        async with Client.connect_http(app.url, auth=oauth(max_step_ups=1), **HANDSHAKE) as client:
+            with pytest.raises(AuthorizationError, match="after 1 step-up authorizations"):
+                await client.list_tools()
+            assert len(auth_server.seen("/authorize")) == 2  # the first authorization and one step-up
+            with pytest.raises(AuthorizationError, match="not asking the user again yet") as caught:
+                await client.list_tools()
+            assert caught.value.step == "step-up authorization"
+            assert len(auth_server.seen("/authorize")) == 2  # the user was not sent to consent again
+            await client.ping()  # an operation that needs no more scope goes on
+    finally:
+        app.stop()
