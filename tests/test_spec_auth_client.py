@@ -238,16 +238,25 @@ async def test_a_registration_refused_for_its_redirect_uri_is_a_clear_error_nami
         server.stop()
 
 
-@pytest.mark.parametrize("application_type", ["native", "web"])
+@pytest.mark.parametrize(
+    ("given", "redirect_uri", "application_type"),
+    [
+        (None, REDIRECT, "native"),  # a loopback redirect: a native client
+        (None, "https://app.example.com/callback", "web"),  # served from another host: a web one
+        ("native", "https://app.example.com/callback", "native"),  # what the application says wins
+        ("web", REDIRECT, "web"),
+    ],
+)
 async def test_dynamic_registration_names_the_application_type_and_the_refresh_token_grant(
-    auth_server: AuthServer, mcp: ProtectedMcp, application_type: str
+    auth_server: AuthServer, mcp: ProtectedMcp, given: str | None, redirect_uri: str, application_type: str
 ) -> None:
-    async with Client.connect_http(mcp.url, auth=oauth(application_type=application_type), **HANDSHAKE) as client:
+    auth = oauth(application_type=given, consent=HeadlessConsent(redirect_uri=redirect_uri))
+    async with Client.connect_http(mcp.url, auth=auth, **HANDSHAKE) as client:
         await client.list_tools()
     [registration] = auth_server.seen("/register")
     assert registration.json["application_type"] == application_type
     assert "refresh_token" in registration.json["grant_types"]
-    assert registration.json["redirect_uris"] == [REDIRECT]
+    assert registration.json["redirect_uris"] == [redirect_uri]
 
 
 CIMD_URL = "https://app.example.com/oauth/client.json"

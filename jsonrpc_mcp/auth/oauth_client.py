@@ -378,6 +378,12 @@ def _check_authorization_response(answer: Mapping[str, str], state: str, target:
         raise AuthorizationError("authorization", "the redirect back carries no authorization code")
 
 
+def _application_type(redirect_uri: str) -> str:
+    """The OpenID Connect ``application_type`` a redirect URI calls for (MCP 2026-07-28): ``native`` for a
+    loopback one (desktop and command-line clients, local web apps), ``web`` for one served from another host."""
+    return "native" if is_loopback_host(urlsplit(redirect_uri).hostname or "") else "web"
+
+
 def _with_query(url: str, params: Mapping[str, str]) -> str:
     parts = urlsplit(url)
     query = parse_qsl(parts.query, keep_blank_values=True) + list(params.items())
@@ -402,7 +408,8 @@ class OAuth(httpx.Auth):
     :param client_metadata_url: the HTTPS URL where your client ID metadata document is served (see
         :func:`~jsonrpc_mcp.auth.client_metadata_document`); used as the ``client_id`` by servers that support it.
     :param client_metadata: extra fields for dynamic client registration (``client_uri``, ``logo_uri``…).
-    :param application_type: ``"native"`` (desktop, CLI, local apps; the default) or ``"web"``.
+    :param application_type: ``"native"`` (desktop, CLI, local apps) or ``"web"`` (served from a host that is not
+        local); by default the one the consent's redirect URI calls for: native for a loopback one, web otherwise.
     :param scopes: ask for these scopes (with any scope the server's challenge names) instead of the spec's choice.
     :param offline_access: ask for ``offline_access`` (a refresh token) when the authorization server lists it.
     :param store: where tokens and registrations are kept (:class:`~jsonrpc_mcp.auth.MemoryTokenStore` by default).
@@ -436,7 +443,7 @@ class OAuth(httpx.Auth):
         token_endpoint_auth_method: str | None = None,
         client_metadata_url: str | None = None,
         client_metadata: Mapping[str, Any] | None = None,
-        application_type: str = "native",
+        application_type: str | None = None,
         scopes: Sequence[str] | None = None,
         offline_access: bool = True,
         store: TokenStore | None = None,
@@ -456,7 +463,7 @@ class OAuth(httpx.Auth):
             raise ValueError(f"token_endpoint_auth_method must be one of {', '.join(_USABLE_METHODS)}")
         if client_metadata_url is not None and not is_client_metadata_url(client_metadata_url):
             raise ValueError(f"client_metadata_url must be an HTTPS URL with a path, not {client_metadata_url!r}")
-        if application_type not in ("native", "web"):
+        if application_type not in (None, "native", "web"):
             raise ValueError("application_type must be 'native' or 'web'")
         if isinstance(scopes, str):  # (its letters would be asked for, one scope each)
             raise TypeError(f"scopes is a list of scopes, not a string: scopes={scopes.split()!r}")
@@ -1096,7 +1103,7 @@ class OAuth(httpx.Auth):
             "redirect_uris": [redirect_uri],
             "grant_types": ["authorization_code", "refresh_token"],
             "response_types": ["code"],
-            "application_type": self.application_type,
+            "application_type": self.application_type or _application_type(redirect_uri),
         }
         if asked is not None:
             body["token_endpoint_auth_method"] = asked
