@@ -29,8 +29,9 @@ What happens on a 401 (MCP authorization, revisions 2025-03-26 to 2026-07-28):
 5. **Tokens** are kept per server in a :class:`~jsonrpc_mcp.auth.TokenStore`, refreshed before they expire and
    before authorizing again, sent only to URLs their resource covers, and never logged. A 403
    ``insufficient_scope`` steps up (the union of what was asked before and the challenge), at most
-   ``max_step_ups`` times per request. When the resource names another authorization server, nothing obtained
-   from the previous one is used with it.
+   ``max_step_ups`` times per request; once that gives up, a request challenged for the same scopes fails at once
+   for five minutes instead of asking the user again. When the resource names another authorization server,
+   nothing obtained from the previous one is used with it.
 
 Against a server that is not to be trusted: every connection made to authorize goes only where the server's own
 address allows (:mod:`~jsonrpc_mcp.auth.oauth_reach`, widened by ``allow_networks``), a token never travels in
@@ -96,6 +97,10 @@ logger = logging.getLogger(__name__)
 _MAX_BODY: Final = 1024 * 1024
 _EXPIRY_MARGIN: Final = 30.0  # seconds before expiry a token counts as expired (clock skew, time in flight)
 _MAX_NONCE_RETRIES: Final = 2
+#: After a step-up gave up on a scope set, requests challenged for the same set fail at once for this long (seconds)
+#: instead of sending the user to consent again (MCP 2025-11-25: track scope upgrade attempts).
+_STEP_UP_PAUSE: Final = 300.0
+_MAX_FAILED_STEP_UPS: Final = 64
 _SECRET_METHODS: Final = ("client_secret_basic", "client_secret_post")
 _USABLE_METHODS: Final = ("none", *_SECRET_METHODS)
 #: The last MCP revision whose server is its own authorization server (no protected resource metadata; its origin
@@ -200,6 +205,14 @@ class _ServerState:
         self.target: _Target | None = None
         self.requested: list[str] = []
         self.dpop_nonce: str | None = None  # the last DPoP-Nonce the server gave (RFC 9449 §9)
+        #: the scope sets a step-up gave up on, and when (``time.monotonic()``): not asked for again meanwhile
+        self.failed_step_ups: dict[frozenset[str], float] = {}
+
+    def gave_up_stepping_up(self, scopes: frozenset[str]) -> None:
+        self.failed_step_ups.pop(scopes, None)
+        self.failed_step_ups[scopes] = time.monotonic()
+        while len(self.failed_step_ups) > _MAX_FAILED_STEP_UPS:  # (the oldest first)
+            del self.failed_step_ups[next(iter(self.failed_step_ups))]
 
 
 class GrantContext:
@@ -365,6 +378,12 @@ def _check_authorization_response(answer: Mapping[str, str], state: str, target:
         raise AuthorizationError("authorization", "the redirect back carries no authorization code")
 
 
+def _application_type(redirect_uri: str) -> str:
+    """The OpenID Connect ``application_type`` a redirect URI calls for (MCP 2026-07-28): ``native`` for a
+    loopback one (desktop and command-line clients, local web apps), ``web`` for one served from another host."""
+    return "native" if is_loopback_host(urlsplit(redirect_uri).hostname or "") else "web"
+
+
 def _with_query(url: str, params: Mapping[str, str]) -> str:
     parts = urlsplit(url)
     query = parse_qsl(parts.query, keep_blank_values=True) + list(params.items())
@@ -389,13 +408,15 @@ class OAuth(httpx.Auth):
     :param client_metadata_url: the HTTPS URL where your client ID metadata document is served (see
         :func:`~jsonrpc_mcp.auth.client_metadata_document`); used as the ``client_id`` by servers that support it.
     :param client_metadata: extra fields for dynamic client registration (``client_uri``, ``logo_uri``…).
-    :param application_type: ``"native"`` (desktop, CLI, local apps; the default) or ``"web"``.
+    :param application_type: ``"native"`` (desktop, CLI, local apps) or ``"web"`` (served from a host that is not
+        local); by default the one the consent's redirect URI calls for: native for a loopback one, web otherwise.
     :param scopes: ask for these scopes (with any scope the server's challenge names) instead of the spec's choice.
     :param offline_access: ask for ``offline_access`` (a refresh token) when the authorization server lists it.
     :param store: where tokens and registrations are kept (:class:`~jsonrpc_mcp.auth.MemoryTokenStore` by default).
     :param consent: how the user's consent is obtained (:class:`~jsonrpc_mcp.auth.LoopbackConsent` by default).
     :param grant: how tokens are obtained (:class:`AuthorizationCode` by default; see the extensions).
-    :param max_step_ups: new authorizations for more scope (403 ``insufficient_scope``) per request.
+    :param max_step_ups: new authorizations for more scope (403 ``insufficient_scope``) per request; after they
+        are spent, the same scopes are not asked for again for five minutes (such requests fail at once).
     :param dpop: DPoP-bound tokens (RFC 9449; needs the ``auth`` extra): by default (None) when the resource asks
         for them and its authorization server supports them; ``True`` whenever the authorization server supports
         them (an error if it does not); ``False`` never. ``dpop_algorithm``: the proofs' JWS algorithm (ES256).
@@ -422,7 +443,7 @@ class OAuth(httpx.Auth):
         token_endpoint_auth_method: str | None = None,
         client_metadata_url: str | None = None,
         client_metadata: Mapping[str, Any] | None = None,
-        application_type: str = "native",
+        application_type: str | None = None,
         scopes: Sequence[str] | None = None,
         offline_access: bool = True,
         store: TokenStore | None = None,
@@ -442,7 +463,7 @@ class OAuth(httpx.Auth):
             raise ValueError(f"token_endpoint_auth_method must be one of {', '.join(_USABLE_METHODS)}")
         if client_metadata_url is not None and not is_client_metadata_url(client_metadata_url):
             raise ValueError(f"client_metadata_url must be an HTTPS URL with a path, not {client_metadata_url!r}")
-        if application_type not in ("native", "web"):
+        if application_type not in (None, "native", "web"):
             raise ValueError("application_type must be 'native' or 'web'")
         if isinstance(scopes, str):  # (its letters would be asked for, one scope each)
             raise TypeError(f"scopes is a list of scopes, not a string: scopes={scopes.split()!r}")
@@ -643,9 +664,18 @@ class OAuth(httpx.Auth):
             ):
                 return current  # renewed by another request while this one waited
             if problem == "insufficient_scope":
+                needed = challenge.get("scope") if challenge else None
+                wanted = frozenset(split_scopes(needed))
+                gave_up = state.failed_step_ups.get(wanted)
+                if gave_up is not None and time.monotonic() - gave_up < _STEP_UP_PAUSE:
+                    raise AuthorizationError(
+                        "step-up authorization",
+                        f"stepping up for the scope {needed or 'not said'} failed less than {_STEP_UP_PAUSE:.0f} s "
+                        "ago; not asking the user again yet",
+                    )
                 tries.step_ups += 1
                 if tries.step_ups > self.max_step_ups:
-                    needed = challenge.get("scope") if challenge else None
+                    state.gave_up_stepping_up(wanted)
                     raise AuthorizationError(
                         "step-up authorization",
                         f"the server still answers 403 insufficient_scope (scope needed: {needed or 'not said'}) "
@@ -884,11 +914,12 @@ class OAuth(httpx.Auth):
                 f"the authorization server {issuer} is neither HTTPS nor on the loopback interface: refused",
             )
         metadata = await self._as_metadata(http, issuer, legacy=False)
+        resource = canonical_resource(prm.resource)  # (as RFC 8707 §2 writes it, whatever case the server used)
         return _Target(
             issuer=issuer,
             metadata=metadata,
-            url=prm.resource,
-            resource=prm.resource,
+            url=resource,
+            resource=resource,
             scopes_supported=prm.scopes_supported,
             legacy=False,
         )
@@ -1072,7 +1103,7 @@ class OAuth(httpx.Auth):
             "redirect_uris": [redirect_uri],
             "grant_types": ["authorization_code", "refresh_token"],
             "response_types": ["code"],
-            "application_type": self.application_type,
+            "application_type": self.application_type or _application_type(redirect_uri),
         }
         if asked is not None:
             body["token_endpoint_auth_method"] = asked

@@ -138,7 +138,8 @@ def parse_www_authenticate(values: Iterable[str]) -> list[Challenge]:
     """Every challenge of the given ``WWW-Authenticate`` header values (RFC 9110 §11.6.1).
 
     The comma-separated list is split with the standard library (quoted strings kept whole); an element whose
-    first word is followed by a space starts a new challenge. A token68 challenge keeps no params.
+    first word is followed by a space, and not by ``=``, starts a new challenge (``scope = "a b"``, with the
+    optional whitespace RFC 9110 allows around ``=``, is a parameter). A token68 challenge keeps no params.
     """
     challenges: list[Challenge] = []
     for value in values:
@@ -147,7 +148,8 @@ def parse_www_authenticate(values: Iterable[str]) -> list[Challenge]:
         for item in parse_http_list(value):
             item = item.strip()
             head, space, rest = item.partition(" ")
-            if space and "=" not in head:  # "Scheme name=value" (or "Scheme token68"): a new challenge
+            if space and "=" not in head and not rest.lstrip().startswith("="):
+                # "Scheme name=value" (or "Scheme token68"): a new challenge; "name = value" (RFC 9110's BWS) is not
                 if scheme is not None:
                     challenges.append(Challenge(scheme, params))
                 scheme, params = head.lower(), {}

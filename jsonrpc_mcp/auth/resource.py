@@ -138,7 +138,8 @@ class ProtectedResource(HttpPolicy):
     :param authorization_servers: issuer identifiers of the authorization servers clients may use (at least one).
     :param verifier: checks each bearer token (:class:`~jsonrpc_mcp.auth.JwtVerifier`,
         :class:`~jsonrpc_mcp.auth.IntrospectionVerifier`, or your own :class:`~jsonrpc_mcp.auth.TokenVerifier`).
-    :param scopes_supported: the scopes to advertise (what a client asks for when a challenge names none).
+    :param scopes_supported: the scopes to advertise (what a client asks for when a challenge names none); never
+        ``offline_access``, which is between the client and its authorization server (as in ``required_scopes``).
     :param required_scopes: scopes every request needs (named in every 401 challenge).
     :param resource_name: a human-readable name for the metadata.
     :param resource_documentation: a URL of documentation for developers.
@@ -173,6 +174,13 @@ class ProtectedResource(HttpPolicy):
                 raise TypeError(f"{name} is a list, not a string: {name}=[{names!r}]")
         if not authorization_servers:
             raise ValueError("name at least one authorization server")
+        required_scopes = tuple(required_scopes)
+        for name, names in (("scopes_supported", scopes_supported), ("required_scopes", required_scopes)):
+            if "offline_access" in (names or ()):  # (MCP 2026-07-28: a refresh token is no resource requirement)
+                raise ValueError(
+                    f"{name} cannot hold offline_access: refresh tokens are between the client and the "
+                    "authorization server, not something the resource requires"
+                )
         for issuer in authorization_servers:  # (what clients discover the server from: a host name alone is not)
             try:
                 canonical_resource(issuer)
@@ -190,7 +198,7 @@ class ProtectedResource(HttpPolicy):
         self.resource = canonical_resource(resource)
         self.verifier = verifier
         self.dpop = dpop
-        self.required_scopes = tuple(required_scopes)
+        self.required_scopes = required_scopes
         parts = urlsplit(self.resource)
         self.metadata_url = urlunsplit((parts.scheme, parts.netloc, metadata_path(self.resource), "", ""))
         document: dict[str, Any] = {
