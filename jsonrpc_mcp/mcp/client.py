@@ -249,6 +249,9 @@ class ClientSession:
         self.protocol_version: str | None = None
         #: True when the server is spoken to in the 2026-07-28 stateless era (every request carries ``_meta``).
         self.stateless = False
+        # 2026-07-28: "The client MUST NOT send JSON-RPC responses" (a server of that era sends no requests): in the
+        # stateless era a request from the server is dropped unanswered, and logged.
+        self.dispatcher.answers = lambda: not self.stateless
         self.log_level: str | None = None
         self.max_input_rounds = 16
         #: The most pages ``list_tools`` and the other listings read before giving up on a server that never stops
