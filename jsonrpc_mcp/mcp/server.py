@@ -19,6 +19,7 @@ import base64
 import logging
 import os
 import re
+import time
 import weakref
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from enum import Enum
@@ -144,6 +145,10 @@ class _CompleteParams(msgspec.Struct, rename="camel"):
 class _ListenParams(msgspec.Struct, rename="camel"):
     notifications: dict[str, Any] = {}
     meta: dict[str, Any] | UnsetType = msgspec.field(default=UNSET, name="_meta")
+
+
+#: How long before the transport ends a listen stream by itself (its access token expiring) the server ends it.
+_ENDS_EARLY: Final = 0.1
 
 
 class _Listen:
@@ -1261,7 +1266,13 @@ class Server:
                 {"notifications": honoured, "_meta": {META_SUBSCRIPTION_ID: ctx.request_id}},
                 related=ctx.request_id,
             )
-            await listen.stop.wait()
+            ends_at = session.dispatcher.stream.request_ends_at(ctx.request_id)
+            if ends_at is None:
+                await listen.stop.wait()
+            else:  # (the transport ends the stream then, the access token expired: it is ended a moment before)
+                with anyio.move_on_after(max(0.0, ends_at - _ENDS_EARLY - time.time())):
+                    await listen.stop.wait()
+                listen.end("The access token expired")
             # Torn down by the server: "A server MUST send notifications/cancelled referencing a
             # subscriptions/listen request ID when it tears down that subscription stream", then (graceful
             # closure, a SHOULD) the listen request's result, which ends its stream.
@@ -1279,7 +1290,8 @@ class Server:
         stops: each gets ``notifications/cancelled`` referencing its request id (with ``reason``), then the listen
         request's result (its graceful closure), which ends its stream. Waits until each has sent them, at most
         ``timeout`` seconds; returns how many were ended. :class:`~jsonrpc_mcp.transports.http_asgi.McpAsgiApp`
-        calls it when it closes (and ``jsonrpc-mcp serve`` when it stops, on every transport)."""
+        calls it when it closes, and ``jsonrpc-mcp serve --http``, ``--tcp`` and ``--unix`` when stopped (on stdio
+        the client ends the session, closing its end of the pipe)."""
         import anyio
 
         ending = list(self._listens)
