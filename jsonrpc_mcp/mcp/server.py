@@ -148,7 +148,7 @@ class _ListenParams(msgspec.Struct, rename="camel"):
 
 
 #: How long before the transport ends a listen stream by itself (its access token expiring) the server ends it.
-_ENDS_EARLY: Final = 0.1
+_ENDS_EARLY: Final = 0.5
 
 
 class _Listen:
