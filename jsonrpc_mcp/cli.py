@@ -589,7 +589,7 @@ def _serve_socket(args: argparse.Namespace, server: Any) -> int:
             else:
                 _banner(args, f"unix:{address}", f"--unix {address}")
 
-    stopped = run_until_stopped(listen_then_announce)
+    stopped = run_until_stopped(listen_then_announce, stopping=server.end_listens)
     if failure:
         raise SystemExit(failure[0])
     return _stopped_by(stopped)

@@ -36,6 +36,8 @@ __all__ = (
     "by_session",
     "by_client",
     "by_header",
+    "by_principal",
+    "TASK_OPERATIONS",
 )
 
 BUSY: Final = -32010
@@ -115,6 +117,22 @@ def by_client(message: Message) -> Hashable:
         info = message.session.client_info
     name = info.get("name") if isinstance(info, dict) else None
     return ("client", name if isinstance(name, str) else None)
+
+
+def by_principal(message: Message) -> Hashable:
+    """The principal the transport authenticated for the request (an HTTP authorization policy: its issuer,
+    subject and client), what a client cannot choose for itself; :func:`by_session` where none was."""
+    ident = message.request_id
+    auth = message.session.dispatcher.stream.request_auth(ident) if ident is not None else None
+    principal = getattr(auth, "principal", None)
+    if isinstance(principal, tuple):
+        return ("principal", principal)
+    return by_session(message)
+
+
+#: The requests that read or change a task once it is made (2025-11-25's, and the tasks extension's): the methods
+#: of ``RateLimiter(..., methods=TASK_OPERATIONS)`` for a limit on polling and on guessing task ids.
+TASK_OPERATIONS: Final = frozenset({"tasks/get", "tasks/result", "tasks/list", "tasks/cancel", "tasks/update"})
 
 
 def by_header(name: str) -> Callable[[Message], Hashable]:

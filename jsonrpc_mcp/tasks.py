@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from .mcp.task_client import ClientTasks, CoreTaskHandle, TaskCancelled, TaskHandle
 from .mcp.task_state import EXTENSION_ID, TaskRecord
-from .mcp.task_store import MemoryTaskStore, TaskStore
+from .mcp.task_store import ListsTasks, MemoryTaskStore, TaskStore
 from .mcp.tasks import TaskContext, Tasks, TooManyTasks
 
 if TYPE_CHECKING:
@@ -37,6 +37,7 @@ __all__ = (
     "TaskContext",
     "TooManyTasks",
     "TaskStore",
+    "ListsTasks",
     "TaskRecord",
     "MemoryTaskStore",
     "SqliteTaskStore",

@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 
 from jsonrpc_mcp.mcp import task_state as ts
-from jsonrpc_mcp.tasks import TaskStore
+from jsonrpc_mcp.tasks import ListsTasks, TaskStore
 
 
 def record(task_id: str, client: str, now: float) -> ts.TaskRecord:
@@ -32,3 +32,9 @@ async def bounded(store: TaskStore) -> None:
     assert await store.get("a1") is None
     assert not await store.create(record("d1", "d", now), max_per_client=2, max_total=3)  # all three working
     assert [await store.get(t) is not None for t in ("a3", "b1", "c1", "d1")] == [True, True, True, False]
+    # A client's tasks, as 2025-11-25's tasks/list reads them: those kept (not those that gave way), oldest first.
+    assert isinstance(store, ListsTasks)
+    assert await store.create(record("b0", "b", now - 1), max_per_client=2, max_total=None)
+    assert [(r.task_id, r.client) for r in await store.owned("b")] == [("b0", "b"), ("b1", "b")]
+    assert [r.task_id for r in await store.owned("a")] == ["a3"]
+    assert await store.owned("d") == []

@@ -380,3 +380,36 @@ def test_serve_legacy_sse_is_refused_where_it_cannot_work(where: list[str], mess
         [*SERVE, *where, "--legacy-sse"], capture_output=True, text=True, timeout=60, cwd=ROOT, stdin=subprocess.DEVNULL
     )
     assert proc.returncode != 0 and message in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_serve_tcp_stopped_ends_a_listen_stream_with_its_cancellation_and_result() -> None:
+    """2026-07-28: stopped by SIGTERM, ``serve --tcp`` tears down each ``subscriptions/listen`` stream as that
+    revision asks (``notifications/cancelled`` referencing it, then its result) before its connections close."""
+    import socket
+
+    served = Served("--tcp", "127.0.0.1:0")
+    try:
+        port = int(served.wait_for(r"serving MCP on tcp://127\.0\.0\.1:(\d+)").group(1))
+        meta = {
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {},
+            "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "1"},
+        }
+        listen = {"jsonrpc": "2.0", "id": "l", "method": "subscriptions/listen"}
+        listen["params"] = {"notifications": {"toolsListChanged": True}, "_meta": meta}
+        with socket.create_connection(("127.0.0.1", port), timeout=30) as conn, conn.makefile("rwb") as wire:
+            wire.write(json.dumps(listen).encode() + b"\n")
+            wire.flush()
+            assert json.loads(wire.readline())["method"] == "notifications/subscriptions/acknowledged"
+            served.proc.send_signal(signal.SIGTERM)
+            rest = [json.loads(line) for line in wire]  # (until the server closes the connection)
+        assert served.proc.wait(timeout=30) == -signal.SIGTERM
+    finally:
+        served.kill()
+    assert rest[0] == {
+        "jsonrpc": "2.0",
+        "method": "notifications/cancelled",
+        "params": {"requestId": "l", "reason": "The server is shutting down"},
+    }
+    assert rest[1]["id"] == "l" and rest[1]["result"]["_meta"]["io.modelcontextprotocol/subscriptionId"] == "l"
+    assert len(rest) == 2

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -23,6 +24,7 @@ from jsonrpc_mcp import Client, Context, RpcError, Server, ToolError, types
 from jsonrpc_mcp.auth import AccessToken
 from jsonrpc_mcp.errors import InvalidParams
 from jsonrpc_mcp.mcp.task_client import CoreTaskHandle
+from jsonrpc_mcp.middleware import TASK_OPERATIONS, RateLimiter, by_principal
 from jsonrpc_mcp.tasks import MemoryTaskStore, TaskCancelled, Tasks
 from jsonrpc_mcp.transports.http_asgi import McpAsgiApp
 from jsonrpc_mcp.transports.memory import MemoryMessageStream
@@ -557,3 +559,59 @@ async def test_tasks_get_over_streamable_http_is_answered_in_json_not_on_a_strea
             assert got.json()["result"]["taskId"] == task_id
     finally:
         thread.stop()
+
+
+async def test_task_operations_are_rate_limited_per_principal() -> None:
+    """ "receivers SHOULD implement rate limiting on task operations": RateLimiter(methods=TASK_OPERATIONS,
+    key=by_principal) refuses a principal's tasks/get, tasks/result, tasks/list and tasks/cancel past its burst with
+    -32010 and data.retryAfter, until its bucket refills, on any of its sessions; another principal's bucket is its
+    own, and making tasks
+    is bounded by the tasks kept per client instead (tests/test_task_quotas.py)."""
+    app = App()
+    now = [0.0]
+    limiter = RateLimiter(rate=0.5, burst=2, key=by_principal, methods=TASK_OPERATIONS, clock=lambda: now[0])
+    app.server.add_middleware(limiter)
+
+    async def code_of(client: Client, method: str, params: dict[str, Any]) -> int | None:
+        try:
+            await client.request(method, params)
+        except RpcError as exc:
+            if exc.code == -32010:
+                assert exc.data == {"retryAfter": 2}
+            return exc.code
+        return None
+
+    async with client_as(app, "alice") as alice, client_as(app, "alice") as again, client_as(app, "bob") as bob:
+        with anyio.fail_after(TIMEOUT):
+            task_id = (await call_task(alice, "must", {"word": "r"}))["task"]["taskId"]
+            by_task = {"taskId": task_id}
+            operations = [
+                ("tasks/get", by_task),
+                ("tasks/result", by_task),
+                ("tasks/list", {}),
+                ("tasks/cancel", by_task),
+            ]
+            for method, params in operations:
+                now[0] += 10  # (the bucket is full again)
+                codes = [await code_of(alice, method, params) for _ in range(3)]
+                answered = -32602 if method == "tasks/cancel" else None  # (a finished task cannot be cancelled)
+                assert codes == [answered, answered, -32010], method
+                assert await code_of(bob, "tasks/list", {}) is None
+            now[0] += 2  # (one token back)
+            assert await code_of(alice, "tasks/get", by_task) is None
+            assert await code_of(again, "tasks/get", by_task) == -32010  # (the principal's bucket, not the session's)
+
+
+def test_where_no_requestor_is_identified_the_limitation_is_documented_with_what_holds_then() -> None:
+    """ "receivers SHOULD document this limitation clearly": docs/tasks.md says where tasks are made without an
+    identified requestor and what follows (anyone with the id can read or cancel the task), with what the server
+    does then, each pinned here: no tasks.list and -32601 for tasks/list
+    (test_tasks_list_is_declared_and_answered_only_where_the_transport_authenticates_the_requestor), ids of 128
+    random bits (test_task_ids_are_the_servers_own_unique_and_unguessable)."""
+    text = " ".join((Path(__file__).parent.parent / "docs" / "tasks.md").read_text(encoding="utf-8").split())
+    assert (
+        "Where tasks are made without an identified requestor (stdio, sockets, HTTP without an authorization policy),"
+        " nothing binds a task to whoever made it: anyone who learns a task's id can read its result or cancel it."
+    ) in text
+    assert "The server then declares no `tasks.list` and refuses `tasks/list` (-32601)" in text
+    assert "each id is 128 random bits" in text

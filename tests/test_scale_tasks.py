@@ -7,6 +7,8 @@ from __future__ import annotations
 import itertools
 import threading
 import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any
 
 import anyio
@@ -19,13 +21,15 @@ from scale_support import TIMEOUT, Workers, redis_app, workers_fixture
 from scale_support import http as http
 from task_support import bounded
 
-from jsonrpc_mcp import Context, Server
+from jsonrpc_mcp import Client, Context, Server
+from jsonrpc_mcp.auth import AccessToken
 from jsonrpc_mcp.backends.redis import RedisBackend
 from jsonrpc_mcp.backends.redis_tasks import STOPPED_MESSAGE, RedisTaskStore
 from jsonrpc_mcp.errors import Unavailable
 from jsonrpc_mcp.mcp import task_state as ts
 from jsonrpc_mcp.tasks import MemoryTaskStore, Tasks
 from jsonrpc_mcp.transports.http_asgi import McpAsgiApp
+from jsonrpc_mcp.transports.memory import MemoryMessageStream
 
 pytestmark = pytest.mark.anyio
 
@@ -235,3 +239,64 @@ async def test_a_sweep_while_redis_is_away_is_logged_and_the_worker_sweeps_again
     lines = [r for r in caplog.records if r.name.startswith("jsonrpc_mcp")]
     assert any("cannot be reached" in r.getMessage() for r in lines)
     assert all(r.exc_info is None for r in lines)  # (one line per outage, no traceback)
+
+
+class _PrincipalStream(MemoryMessageStream):
+    """The server's end of an in-memory pair whose requests all come from one principal."""
+
+    principal: AccessToken | None = None
+
+    def request_auth(self, request_id: Any) -> AccessToken | None:
+        return self.principal
+
+
+@asynccontextmanager
+async def _client_as(server: Server, subject: str) -> AsyncIterator[Client]:
+    """Our 2025-11-25 client, authenticated as ``subject`` by its transport, served by ``server``."""
+    send_a, receive_a = anyio.create_memory_object_stream[bytes](64)
+    send_b, receive_b = anyio.create_memory_object_stream[bytes](64)
+    theirs = _PrincipalStream(send_a, receive_b)
+    theirs.principal = AccessToken(subject=subject, client_id="c")
+    async with send_a, receive_a, send_b, receive_b, anyio.create_task_group() as tg:
+        tg.start_soon(server.serve, theirs)
+        async with Client.connect(MemoryMessageStream(send_b, receive_a), protocol_version="2025-11-25") as client:
+            yield client
+        tg.cancel_scope.cancel()
+
+
+async def test_tasks_list_holds_the_requestors_tasks_made_by_every_worker(redis_url: str, prefix: str) -> None:  # noqa: F811
+    """2025-11-25: two servers sharing one Redis (two workers, in one process): ``tasks/list`` on either lists
+    every task of the requestor's principal, whichever made it, page by page, and nobody else's."""
+
+    async def scenario() -> None:  # redis-py's asyncio client: on an asyncio loop of its own
+        backends = [RedisBackend(redis_url, prefix=prefix) for _ in range(2)]
+        stores = [RedisTaskStore(backend) for backend in backends]
+        servers = [Server(f"worker-{i}", "1", extensions=[Tasks(store)], page_size=1) for i, store in enumerate(stores)]
+        for server in servers:
+
+            @server.tool(task="required")
+            async def must(word: str) -> str:
+                return word
+
+        try:
+            with anyio.fail_after(TIMEOUT):
+                async with (
+                    _client_as(servers[0], "alice") as alice_0,
+                    _client_as(servers[1], "alice") as alice_1,
+                    _client_as(servers[1], "bob") as bob_1,
+                ):
+                    made = [(await alice_0.start_tool_task("must", {"word": "zero"})).task_id]
+                    made.append((await alice_1.start_tool_task("must", {"word": "one"})).task_id)
+                    theirs = (await bob_1.start_tool_task("must", {"word": "bob"})).task_id
+                    assert [t.task_id async for t in alice_0.iter_tasks()] == made
+                    assert [t.task_id async for t in alice_1.iter_tasks()] == made
+                    assert [t.task_id async for t in bob_1.iter_tasks()] == [theirs]
+                    first = await alice_1.list_tasks()
+                    assert [t.task_id for t in first.tasks] == made[:1] and isinstance(first.next_cursor, str)
+        finally:
+            for store in stores:
+                await store.aclose()
+            for backend in backends:
+                await backend.aclose()
+
+    await anyio.to_thread.run_sync(lambda: anyio.run(scenario, backend="asyncio"))

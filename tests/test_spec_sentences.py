@@ -14,6 +14,7 @@ from helpers import CLIENT_INFO, RawPeer, raw_server, request_frame
 
 from jsonrpc_mcp import Client, Context, MissingClientCapability, Server
 from jsonrpc_mcp import types as t
+from jsonrpc_mcp.jsonrpc.streams import RESPONSE
 from jsonrpc_mcp.transports.memory import memory_pair
 
 pytestmark = pytest.mark.anyio
@@ -617,3 +618,62 @@ async def test_log_messages_never_go_to_a_listen_stream() -> None:
         await handshake.call_tool("add", {"a": 1, "b": 1})  # answered after the log message: it has arrived
     assert "notifications/message" not in got
     assert logs == ["to the handshake sessions"]
+
+
+async def test_the_client_never_answers_a_request_of_a_stateless_server(caplog: pytest.LogCaptureFixture) -> None:
+    """2026-07-28: "The client MUST NOT send JSON-RPC responses" (Streamable HTTP) and "The client MUST NOT write
+    JSON-RPC responses" (stdio): a server of that era that sends a request anyway (a ping, an elicitation, a frame
+    that is no message, a batch) gets no answer of any kind; the client logs and drops each, and goes on."""
+    ours, theirs = memory_pair()
+    peer = RawPeer(theirs)
+    sent_kinds: list[int] = []
+    send = ours.send
+
+    async def recording(frames: Any) -> None:
+        sent_kinds.extend(out.kind for out in frames)
+        await send(frames)
+
+    ours.send = recording  # type: ignore[method-assign]
+    unwanted = [
+        request_frame("s1", "ping"),
+        request_frame("s2", "elicitation/create", {"message": "?", "requestedSchema": {"type": "object"}}),
+        b'{"jsonrpc":"2.0","id":"s3","method":7}',
+        b'[{"jsonrpc":"2.0","id":"s4","method":"ping"}]',
+    ]
+    seen: list[dict[str, Any]] = []
+
+    async def serve() -> None:
+        while True:
+            request = await peer.recv_json(timeout=30)
+            seen.append(request)
+            result: dict[str, Any] = {"supportedVersions": ["2026-07-28"], "capabilities": {"tools": {}}}
+            if request.get("method") == "tools/list":
+                result = {"tools": []}
+                for frame in unwanted if len(seen) == 2 else ():  # (read before the answer that follows them)
+                    await peer.send(frame)
+            await peer.send(json.dumps({"jsonrpc": "2.0", "id": request["id"], "result": result}).encode())
+
+    caplog.set_level("WARNING", logger="jsonrpc_mcp.jsonrpc.dispatch")
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(serve)
+        async with Client.connect(ours, protocol_version="2026-07-28", elicitation=_accept) as client:
+            assert client.stateless
+            assert await client.list_tools() == []
+            assert await client.list_tools() == []  # (a read later: whatever the first one made has been written)
+        tg.cancel_scope.cancel()
+    await ours.aclose()
+    await theirs.aclose()
+    assert [m.get("method") for m in seen] == ["server/discover", "tools/list", "tools/list"]
+    assert all("result" not in m and "error" not in m for m in seen)
+    assert RESPONSE not in sent_kinds
+    dropped = [r.getMessage() for r in caplog.records if "must not answer" in r.getMessage()]
+    assert [m.split(" of the peer")[0] for m in dropped] == [
+        "dropped a request ('ping')",
+        "dropped a request ('elicitation/create')",
+        "dropped an invalid message",
+        "dropped a batch",
+    ]
+
+
+async def _accept(params: Any) -> t.ElicitResult:
+    return t.ElicitResult(action="accept", content={})  # pragma: no cover - never asked

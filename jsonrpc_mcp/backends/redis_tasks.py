@@ -54,7 +54,7 @@ from ..jsonrpc.codes import INTERNAL_ERROR
 from ..mcp import task_state as ts
 from ..mcp.bus import TaskChanged
 from ..mcp.task_state import TaskRecord, is_expired
-from ..mcp.task_store import Change, ChangeSignals
+from ..mcp.task_store import Change, ChangeSignals, listed_order
 
 if TYPE_CHECKING:
     from .redis import RedisBackend
@@ -268,6 +268,33 @@ class RedisTaskStore:
 
     async def wait(self, task_id: str, after_version: int, timeout: float) -> TaskRecord | None:
         return await self._signals.wait(lambda: self.get(task_id), task_id, after_version, timeout)
+
+    async def owned(self, client: str) -> list[TaskRecord]:
+        """The client's tasks from its set (those not expired: working ones score ``inf``), whichever worker made
+        them; two round trips. A task running on another worker is read as :meth:`get` reads it (failed if its
+        worker died)."""
+        redis = self.backend.client
+        now = self._clock()
+        ids = [
+            i.decode()
+            for i in await self.backend._call(redis.zrangebyscore, self._owned_key(client), f"({now!r}", "+inf")
+        ]
+        if not ids:
+            return []
+        raws = await self.backend._call(redis.mget, [self._key(task_id) for task_id in ids])
+        records: list[TaskRecord] = []
+        for task_id, raw in zip(ids, raws, strict=True):
+            if raw is None:
+                continue
+            stored = _decode(raw)
+            record: TaskRecord | None = stored.record
+            if is_expired(stored.record, now):
+                continue
+            if stored.record.status in _ACTIVE and stored.runner != self.runner:
+                record = await self.get(task_id)
+            if record is not None and record.client == client:
+                records.append(record)
+        return sorted(records, key=listed_order)
 
     async def aclose(self) -> None:
         """Stop listening and let this worker's lease lapse (its tasks still running read as failed after it)."""

@@ -265,6 +265,10 @@ class Dispatcher:
         self.max_queued_bytes = max_queued_bytes
         self.drain_timeout = drain_timeout
         self.request_timeout = request_timeout
+        #: Asked for each request and each frame that would be answered with an error: ``False`` drops it unanswered
+        #: (logged), for a peer that must not send us requests (a 2026-07-28 client never answers its server). ``None``:
+        #: every one is answered.
+        self.answers: Callable[[], bool] | None = None
         #: Prefixed to the ids of our outgoing requests (strings then): ids unique across processes that speak to one
         #: peer (workers serving one session).
         self.id_prefix: str | None = None
@@ -315,6 +319,9 @@ class Dispatcher:
         """Take any inbound message: a request goes to :meth:`begin`; a notification to its handler; a response
         or error response to the outgoing request it answers. ``None`` when there is nothing to answer."""
         if type(msg) is Request:
+            if self.answers is not None and not self.answers():
+                self._unanswered(f"a request ({msg.method[:80]!r})")
+                return None
             return self.begin(msg, context)
         if type(msg) is Notification:
             self._notification(msg)
@@ -332,8 +339,14 @@ class Dispatcher:
         """Take one frame as read from the wire (a batch included): what :meth:`take` returns, or the error reply
         to a frame that is not a message (``None`` when it must not be answered). Never raises."""
         if not frame.startswith(b"{") and is_batch(frame):
+            if self.answers is not None and not self.answers():
+                self._unanswered("a batch")
+                return None
             return self._feed_batch(frame)
         return self._feed(frame)
+
+    def _unanswered(self, what: str) -> None:
+        logger.warning("dropped %s of the peer unanswered: this side must not answer it", what)
 
     def _feed(self, frame: bytes, batch: _Batch | None = None, slot: int = 0) -> bytes | Pending | None:
         try:
@@ -349,8 +362,14 @@ class Dispatcher:
                 # An answer to one of our own requests we cannot read (too big, too deep): fail that call now.
                 self._resolve(ident, None, RpcError(exc.message, code=codes.INVALID_REQUEST))
                 return None
+            if self.answers is not None and not self.answers():
+                self._unanswered("an invalid message")
+                return None
             return _error_reply(ident, exc.code, exc.message, exc.data)
         if type(msg) is Request:
+            if self.answers is not None and not self.answers():
+                self._unanswered(f"a request ({msg.method[:80]!r})")
+                return None
             return self.begin(msg, None, batch, slot)
         return self.take(msg)
 

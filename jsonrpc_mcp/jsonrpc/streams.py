@@ -91,6 +91,11 @@ class MessageStream(ABC):
         """What the transport authenticated about the sender of ``request_id`` (``None``: nothing)."""
         return None
 
+    def request_ends_at(self, request_id: RequestId) -> float | None:
+        """When the transport will end the stream carrying ``request_id``'s answer by itself, in ``time.time()``
+        seconds (Streamable HTTP under an authorization policy: the access token's expiry), or ``None``."""
+        return None
+
     def request_peer(self, request_id: RequestId) -> str | None:
         """The connection ``request_id`` came on, where one stream carries the requests of many (an HTTP
         request's TCP connection, ``host:port``); ``None``: the stream is the connection."""

@@ -251,6 +251,8 @@ class ClientSession:
         #: ``execution.taskSupport`` of the tools last listed (2025-11-25; a tool that says none is left out;
         #: ``None``: never listed).
         self._task_support: dict[str, str] | None = None
+        #: 2025-11-25 tasks followed now, by id: set at the next notifications/tasks/status for it.
+        self._task_events: dict[str, anyio.Event] = {}
         self._initialize_id: RequestId | None = None  # (never cancelled: the spec forbids it)
         self.dispatcher = Dispatcher(
             stream,
@@ -263,6 +265,9 @@ class ClientSession:
         self.protocol_version: str | None = None
         #: True when the server is spoken to in the 2026-07-28 stateless era (every request carries ``_meta``).
         self.stateless = False
+        # 2026-07-28: "The client MUST NOT send JSON-RPC responses" (a server of that era sends no requests): in the
+        # stateless era a request from the server is dropped unanswered, and logged.
+        self.dispatcher.answers = lambda: not self.stateless
         self.log_level: str | None = None
         self.max_input_rounds = 16
         #: The most pages ``list_tools`` and the other listings read before giving up on a server that never stops
@@ -729,6 +734,44 @@ class ClientSession:
         raw = await self._request_raw("tools/call", params)
         return CoreTaskHandle(self, msgspec.json.decode(raw), result_type=t.CallToolResult)
 
+    async def list_tasks(self, cursor: str | None = None) -> t.ListTasksResult:
+        """One page of ``tasks/list`` (2025-11-25): the tasks the server keeps for this client's principal, and
+        ``next_cursor`` for the next page (unset at the end), to pass back as it came (a cursor is opaque). Needs
+        a server that declares ``tasks.list`` (one that authenticates its requestors); :meth:`iter_tasks` reads
+        every page."""
+        self._require_tasks_list()
+        params = {"cursor": cursor} if cursor is not None else None
+        page: t.ListTasksResult = await self.request("tasks/list", params, t.ListTasksResult)
+        return page
+
+    async def iter_tasks(self) -> AsyncIterator[t.Task]:
+        """Every task of ``tasks/list``, page after page (see :meth:`list_tasks`)."""
+        self._require_tasks_list()
+        async for page in self._pages("tasks/list", t.ListTasksResult):
+            for task in page.tasks:
+                yield task
+
+    def _require_tasks_list(self) -> None:
+        declared = self.server_capabilities.tasks
+        if (
+            self.stateless
+            or self.protocol_version != "2025-11-25"
+            or not isinstance(declared, t.ServerTasksCapability)
+            or not isinstance(declared.list, dict)
+        ):
+            raise MethodNotFound("the server did not declare tasks.list (2025-11-25)")
+
+    def _task_changed_event(self, task_id: str) -> anyio.Event:
+        """An event set at the next ``notifications/tasks/status`` for ``task_id`` (shared by its followers)."""
+        event = self._task_events.get(task_id)
+        if event is None:
+            event = self._task_events[task_id] = anyio.Event()
+        return event
+
+    def _forget_task_event(self, task_id: str, event: anyio.Event) -> None:
+        if self._task_events.get(task_id) is event:
+            del self._task_events[task_id]
+
     def task(self, task_id: str, *, result_type: Any = t.CallToolResult) -> TaskHandle | CoreTaskHandle:
         """A handle on a task this client (or another one, as the same principal) started earlier: ``await
         handle.refresh()`` reads it, ``wait()`` follows it to its result."""
@@ -905,6 +948,14 @@ class ClientSession:
 
     async def _all_pages(self, method: str, kind: Any, attr: str) -> list[Any]:
         items: list[Any] = []
+        async for page in self._pages(method, kind):
+            items.extend(getattr(page, attr))
+        return items
+
+    async def _pages(self, method: str, kind: Any) -> AsyncIterator[Any]:
+        """Each page of a paginated listing, its ``nextCursor`` sent back as it came (cursors are opaque: never
+        parsed, never changed); it ends at a page without one, or with one seen already, and raises
+        :class:`ProtocolViolation` past :attr:`max_pages`."""
         cursor: str | None = None
         seen: set[str] = set()
         while True:
@@ -914,10 +965,10 @@ class ClientSession:
                 )
             params = {"cursor": cursor} if cursor is not None else None
             page = await self.request(method, params, kind)
-            items.extend(getattr(page, attr))
+            yield page
             nxt = page.next_cursor
             if not isinstance(nxt, str) or nxt in seen:
-                return items
+                return
             seen.add(nxt)
             cursor = nxt
 
@@ -1072,6 +1123,10 @@ class ClientSession:
             self._output_schemas.forget()
         if method == "notifications/elicitation/complete" and not self._completes(params.get("elicitationId")):
             return None  # clients MUST ignore notifications referencing unknown or already-completed ids
+        if method == "notifications/tasks/status":
+            changed = self._task_events.pop(params.get("taskId"), None)  # type: ignore[arg-type]
+            if changed is not None:
+                changed.set()  # (a CoreTaskHandle following that task reads it now)
         if method == "notifications/subscriptions/acknowledged":
             meta = params.get("_meta") or {}
             sub_id = meta.get(META_SUBSCRIPTION_ID) if isinstance(meta, dict) else None

@@ -41,6 +41,7 @@ from .context import Context, _typed
 from .extensions import WrapNext
 from .methods import BOTH, HANDSHAKE_ONLY, MethodSpec
 from .pagination import paginate
+from .task_store import ListsTasks
 from .tasks import TaskContext, Tasks, _TaskIdParams, _too_many_tasks
 from .versions import CORE_TASKS_VERSION
 
@@ -139,8 +140,8 @@ class CoreTasks:
     def __init__(self, tasks: Tasks, server: Server) -> None:
         self.tasks = tasks
         self.server = server
-        #: The tasks made for 2025-11-25 sessions, by owner, oldest first (what ``tasks/list`` pages through; as
-        #: many per owner as the extension keeps for one).
+        #: The tasks made for 2025-11-25 sessions, by owner, oldest first: what ``tasks/list`` pages through when
+        #: the store cannot list a client's tasks (every store here can: :class:`~.task_store.ListsTasks`).
         self._made: dict[str, OrderedDict[str, None]] = {}
 
     # --- what the server declares --------------------------------------------------------------------------
@@ -214,10 +215,11 @@ class CoreTasks:
         record = await self.tasks.start(ctx, params, call_next, ttl=ttl, context=CoreTaskContext)
         if record is None:
             raise _too_many_tasks()
-        made = self._made.setdefault(record.owner, OrderedDict())
-        made[record.task_id] = None
-        while len(made) > self.tasks.max_per_client:
-            made.popitem(last=False)
+        if not isinstance(self.tasks.store, ListsTasks):
+            made = self._made.setdefault(record.owner, OrderedDict())
+            made[record.task_id] = None
+            while len(made) > self.tasks.max_per_client:
+                made.popitem(last=False)
         try:
             await ctx.session.start_detached(self._tell, ctx.session, record)
         except ConnectionClosed:
@@ -269,14 +271,18 @@ class CoreTasks:
         if ctx.auth is None:
             raise MethodNotFound("Method not found: tasks/list needs an authenticated requestor (not declared)")
         owner = self.tasks.owner_of(ctx)
-        made = self._made.get(owner, OrderedDict())
+        store = self.tasks.store
         records: list[ts.TaskRecord] = []
-        for task_id in list(made):
-            record = await self.tasks.store.get(task_id)
-            if record is None or record.owner != owner:
-                made.pop(task_id, None)  # (expired)
-            else:
-                records.append(record)
+        if isinstance(store, ListsTasks):  # (every process's tasks of this principal, in a shared store)
+            records = [r for r in await store.owned(self.tasks.client_of(ctx)) if r.owner == owner]
+        else:
+            made = self._made.get(owner, OrderedDict())
+            for task_id in list(made):
+                record = await store.get(task_id)
+                if record is None or record.owner != owner:
+                    made.pop(task_id, None)  # (expired)
+                else:
+                    records.append(record)
         page, nxt = paginate(records, params.cursor, self.server.page_size)
         out: dict[str, Any] = {"tasks": [core_task(r) for r in page]}
         if nxt is not None:

@@ -19,6 +19,7 @@ import base64
 import logging
 import os
 import re
+import time
 import weakref
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from enum import Enum
@@ -149,6 +150,27 @@ class _ListenParams(msgspec.Struct, rename="camel"):
     meta: dict[str, Any] | UnsetType = msgspec.field(default=UNSET, name="_meta")
 
 
+#: How long before the transport ends a listen stream by itself (its access token expiring) the server ends it.
+_ENDS_EARLY: Final = 0.5
+
+
+class _Listen:
+    """A ``subscriptions/listen`` stream being served: ``stop`` is set when the server tears it down (``reason``),
+    ``done`` once its handler has sent its end."""
+
+    __slots__ = ("done", "reason", "stop")
+
+    def __init__(self, stop: Any, done: Any) -> None:
+        self.stop = stop
+        self.done = done
+        self.reason = ""
+
+    def end(self, reason: str) -> None:
+        if not self.stop.is_set():
+            self.reason = reason
+            self.stop.set()
+
+
 # --- registry entries (Structs, not dataclasses: cheaper to define at import) ----------------------------------
 
 
@@ -271,6 +293,7 @@ class Server:
         #: OAuth scopes each tool, resource (or template), prompt and custom method needs, by (kind, name).
         self._scopes: dict[tuple[str, str], tuple[str, ...]] = {}
         self._sessions: weakref.WeakSet[ServerSession] = weakref.WeakSet()
+        self._listens: set[_Listen] = set()  # the subscriptions/listen streams served now (2026-07-28)
         self._notification_handlers: dict[str, list[Callable[[ServerSession, dict[str, Any]], Any]]] = {}
         self._info_cache: dict[str, Any] | None = None
         self.methods: Mapping[str, MethodSpec] = {}
@@ -1243,16 +1266,49 @@ class Server:
         session = ctx.session
         self.attach(session)
         session.listeners[ctx.request_id] = honoured
+        listen = _Listen(anyio.Event(), anyio.Event())
+        self._listens.add(listen)
         try:
             await session.send_notification(
                 "notifications/subscriptions/acknowledged",
                 {"notifications": honoured, "_meta": {META_SUBSCRIPTION_ID: ctx.request_id}},
                 related=ctx.request_id,
             )
-            await anyio.sleep_forever()
+            ends_at = session.dispatcher.stream.request_ends_at(ctx.request_id)
+            if ends_at is None:
+                await listen.stop.wait()
+            else:  # (the transport ends the stream then, the access token expired: it is ended a moment before)
+                with anyio.move_on_after(max(0.0, ends_at - _ENDS_EARLY - time.time())):
+                    await listen.stop.wait()
+                listen.end("The access token expired")
+            # Torn down by the server: "A server MUST send notifications/cancelled referencing a
+            # subscriptions/listen request ID when it tears down that subscription stream", then (graceful
+            # closure, a SHOULD) the listen request's result, which ends its stream.
+            session.listeners.pop(ctx.request_id, None)
+            cancelled = {"requestId": ctx.request_id, "reason": listen.reason}
+            await _safe_notify(session, "notifications/cancelled", cancelled, related=ctx.request_id)
         finally:
             session.listeners.pop(ctx.request_id, None)
-        return {"_meta": {META_SUBSCRIPTION_ID: ctx.request_id}}  # pragma: no cover - sleep_forever never returns
+            self._listens.discard(listen)
+            listen.done.set()
+        return {"_meta": {META_SUBSCRIPTION_ID: ctx.request_id}}
+
+    async def end_listens(self, reason: str = "The server is shutting down", *, timeout: float = 1.0) -> int:
+        """End every ``subscriptions/listen`` stream this server serves (2026-07-28), as the server does when it
+        stops: each gets ``notifications/cancelled`` referencing its request id (with ``reason``), then the listen
+        request's result (its graceful closure), which ends its stream. Waits until each has sent them, at most
+        ``timeout`` seconds; returns how many were ended. :class:`~jsonrpc_mcp.transports.http_asgi.McpAsgiApp`
+        calls it when it closes, and ``jsonrpc-mcp serve --http``, ``--tcp`` and ``--unix`` when stopped (on stdio
+        the client ends the session, closing its end of the pipe)."""
+        import anyio
+
+        ending = list(self._listens)
+        for listen in ending:
+            listen.end(reason)
+        with anyio.move_on_after(timeout):
+            for listen in ending:
+                await listen.done.wait()
+        return len(ending)
 
     # --- authorization -------------------------------------------------------------------------------------
 

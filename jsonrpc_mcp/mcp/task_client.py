@@ -270,6 +270,7 @@ class CoreTaskHandle:
                 raise ProtocolViolation("tools/call: the server answered with a task without a taskId")
             self.task_id: str | None = task_id
             self.last: dict[str, Any] = dict(task)
+            logger.debug("task %s of tools/call: %s", task_id, self.status)
         else:
             self.task_id = None
             self.last = {"status": "completed"}
@@ -303,13 +304,20 @@ class CoreTaskHandle:
     async def refresh(self) -> dict[str, Any]:
         """``tasks/get``: the task as it is now."""
         if self.task_id is not None:
-            self.last = await self._request("tasks/get", {"taskId": self.task_id})
+            self._seen(await self._request("tasks/get", {"taskId": self.task_id}))
         return self.last
 
     async def cancel(self) -> None:
         """``tasks/cancel``: a 2025-11-25 server ends the task ``cancelled`` before it answers."""
         if self.task_id is not None and not self.done:
-            self.last = await self._request("tasks/cancel", {"taskId": self.task_id})
+            self._seen(await self._request("tasks/cancel", {"taskId": self.task_id}))
+
+    def _seen(self, task: dict[str, Any]) -> None:
+        """The task as the server last told it; each change of its status is logged (DEBUG), by its id."""
+        before = self.status
+        self.last = task
+        if self.status != before:
+            logger.debug("task %s: %s -> %s", self.task_id, before, self.status)
 
     async def wait(self, *, progress: ProgressCallback | None = None, timeout: float | None = None) -> Any:
         """Follow the task to its end and return its result, decoded as a tool call's; see :meth:`TaskHandle.wait`."""
@@ -329,27 +337,36 @@ class CoreTaskHandle:
         if self._result is not None:
             return self._result
         shown: str | None = None
-        with anyio.fail_after(timeout):
-            while True:
-                status = self.last.get("status")
-                message = self.status_message
-                if progress is not None and message is not None and message != shown:
-                    shown = message
-                    out = progress(0.0, None, message)
-                    if out is not None:
-                        await out
-                if status == "cancelled":
-                    raise TaskCancelled(str(self.task_id), self.status_message)
-                if status in TERMINAL or status == "input_required":
-                    break
-                await anyio.sleep(self.poll_interval)
-                await self.refresh()
-            raw = await self.session._request_raw("tasks/result", {"taskId": self.task_id}, timeout=None)
+        task_id = str(self.task_id)
+        changed = self.session._task_changed_event(task_id)
+        try:
+            with anyio.fail_after(timeout):
+                while True:
+                    status = self.last.get("status")
+                    message = self.status_message
+                    if progress is not None and message is not None and message != shown:
+                        shown = message
+                        out = progress(0.0, None, message)
+                        if out is not None:
+                            await out
+                    if status == "cancelled":
+                        raise TaskCancelled(task_id, self.status_message)
+                    if status in TERMINAL or status == "input_required":
+                        break
+                    # The next tasks/get at the task's interval, or as soon as the server tells of a change of
+                    # its status (notifications/tasks/status, optional: the poll is what the client counts on).
+                    with anyio.move_on_after(self.poll_interval):
+                        await changed.wait()
+                    changed = self.session._task_changed_event(task_id)  # (before the read: none is missed)
+                    await self.refresh()
+                raw = await self.session._request_raw("tasks/result", {"taskId": self.task_id}, timeout=None)
+        finally:
+            self.session._forget_task_event(task_id, changed)
         result = msgspec.json.decode(raw)
         if not isinstance(result, dict):
             raise ProtocolViolation(f"tasks/result: task {self.task_id}'s result is not an object")
         self._result = result
-        self.last = {**self.last, "status": "failed" if result.get("isError") is True else "completed"}
+        self._seen({**self.last, "status": "failed" if result.get("isError") is True else "completed"})
         return result
 
     async def abandon(self) -> None:

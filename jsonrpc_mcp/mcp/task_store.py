@@ -13,7 +13,9 @@ interface as the in-memory one:
   after it finished, then it is gone);
 * :meth:`~TaskStore.modify` — apply a change atomically;
 * :meth:`~TaskStore.wait` — until the record changes (an answer arrived, a cancellation was asked), or a timeout;
-* :meth:`~TaskStore.aclose`.
+* :meth:`~TaskStore.aclose`;
+
+and, as :class:`ListsTasks`, :meth:`~ListsTasks.owned` (a client's tasks, for 2025-11-25's ``tasks/list``).
 
 :class:`MemoryTaskStore` is the default: bounded by the clients' and the total limits, expired tasks dropped as
 they are met and swept as new ones are made. It lives and dies with the process. The SQLite store
@@ -31,7 +33,7 @@ import anyio
 
 from .task_state import TaskRecord, is_expired
 
-__all__ = ("TaskStore", "TellsStopped", "MemoryTaskStore", "Change", "ChangeSignals")
+__all__ = ("TaskStore", "ListsTasks", "TellsStopped", "MemoryTaskStore", "Change", "ChangeSignals", "listed_order")
 
 #: A change of a record: the new record, or ``None`` to leave it as it is.
 Change = Callable[[TaskRecord], "TaskRecord | None"]
@@ -66,6 +68,22 @@ class TaskStore(Protocol):
     async def aclose(self) -> None:
         """Release what the store holds (a file, a connection)."""
         ...
+
+
+@runtime_checkable
+class ListsTasks(Protocol):
+    """A store that lists a client's tasks (every store here does): what 2025-11-25's ``tasks/list`` reads, from
+    every process sharing the store. Without it, ``tasks/list`` lists the tasks this process made."""
+
+    async def owned(self, client: str) -> list[TaskRecord]:
+        """The tasks kept for ``client`` (:attr:`TaskRecord.client`) that have not expired, oldest first (by
+        :func:`listed_order`); at most the ``max_per_client`` of their :meth:`TaskStore.create`."""
+        ...
+
+
+def listed_order(record: TaskRecord) -> tuple[float, str]:
+    """The order in which a client's tasks are listed: by creation (the task id settling a tie)."""
+    return (record.created_at, record.task_id)
 
 
 @runtime_checkable
@@ -187,6 +205,10 @@ class MemoryTaskStore:
         finally:
             self._signals.forget(task_id, event)
         return self._live(task_id)
+
+    async def owned(self, client: str) -> list[TaskRecord]:
+        found = (self._live(task_id) for task_id in list(self._owned.get(client, ())))
+        return sorted((record for record in found if record is not None), key=listed_order)
 
     async def aclose(self) -> None:
         self._signals.release_all()

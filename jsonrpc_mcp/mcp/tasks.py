@@ -381,7 +381,7 @@ class Tasks(Extension):
             ttl=self.ttl if ttl is None else min(ttl, self.ttl),
             poll_interval=self.poll_interval,
             status_message=message,
-            client=self._client_of(ctx),
+            client=self.client_of(ctx),
         )
         run = _Run(record.task_id)
         self._runs[run.task_id] = run  # (before the store holds it: a sweep never takes it for one run nowhere)
@@ -403,7 +403,7 @@ class Tasks(Extension):
             raise
         return record
 
-    def _client_of(self, ctx: Context) -> str:
+    def client_of(self, ctx: Context) -> str:
         """Whose quota a task counts against: the principal the transport authenticated; else the session; else
         the connection (a key of its own, made here for a connection that names none)."""
         auth = ctx.auth

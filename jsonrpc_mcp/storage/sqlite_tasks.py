@@ -40,7 +40,7 @@ import msgspec
 from ..jsonrpc.codes import INTERNAL_ERROR
 from ..mcp import task_state as ts
 from ..mcp.task_state import TaskRecord, is_expired
-from ..mcp.task_store import Change, ChangeSignals
+from ..mcp.task_store import Change, ChangeSignals, listed_order
 
 __all__ = ("SqliteTaskStore", "TaskStoreInUse", "STOPPED_MESSAGE")
 
@@ -109,6 +109,9 @@ class SqliteTaskStore:
     async def wait(self, task_id: str, after_version: int, timeout: float) -> TaskRecord | None:
         return await self._signals.wait(lambda: self.get(task_id), task_id, after_version, timeout)
 
+    async def owned(self, client: str) -> list[TaskRecord]:
+        return await self._run(self._owned, client)
+
     async def aclose(self) -> None:
         self._signals.release_all()
         await anyio.to_thread.run_sync(self.close)
@@ -152,6 +155,14 @@ class SqliteTaskStore:
                 (record.task_id, record.owner, record.client, record.status, record.expires_at, _encode(record)),
             )
         return True
+
+    def _owned(self, db: sqlite3.Connection, client: str) -> list[TaskRecord]:
+        now = self._clock()
+        rows = db.execute(
+            "SELECT record FROM tasks WHERE client = ? AND (expires_at IS NULL OR expires_at > ?)", (client, now)
+        ).fetchall()
+        found = (_decode(row[0]) for row in rows)
+        return sorted((record for record in found if not is_expired(record, now)), key=listed_order)
 
     def _get(self, db: sqlite3.Connection, task_id: str) -> TaskRecord | None:
         row = db.execute("SELECT record FROM tasks WHERE task_id = ?", (task_id,)).fetchone()

@@ -77,6 +77,10 @@ class _OneRequestStream(MessageStream):
         """The principal an HTTP policy authenticated this request as (read by ``Context.auth``)."""
         return self.headers.auth if request_id == self.request_id else None
 
+    def request_ends_at(self, request_id: RequestId) -> float | None:
+        """When the policy's admission of this request ends its stream (``Headers.until``)."""
+        return self.headers.until if request_id == self.request_id else None
+
     async def receive(self) -> Sequence[bytes]:
         raise anyio.EndOfStream  # (its one request is handed to the dispatcher directly)
 

@@ -33,7 +33,10 @@ def run(fn: Callable[..., Awaitable[T]], *args: Any, backend: str = "asyncio") -
 
 
 def run_until_stopped(
-    fn: Callable[..., Awaitable[object]], *args: Any, backend: str = "asyncio"
+    fn: Callable[..., Awaitable[object]],
+    *args: Any,
+    backend: str = "asyncio",
+    stopping: Callable[[], Awaitable[object]] | None = None,
 ) -> signal.Signals | None:
     """Run a server, ``fn(*args)``, until it returns or SIGINT or SIGTERM asks the process to stop; return that
     signal (``None`` when ``fn`` returned).
@@ -42,23 +45,29 @@ def run_until_stopped(
     handlers are installed whatever the process inherited: a shell without job control starts a background job
     with SIGINT ignored, and a server started that way would otherwise never stop on ``kill -INT`` (uvicorn, which
     serves ``--http``, takes both signals the same way). The handlers are removed as soon as one signal arrives,
-    so a second Ctrl-C while the server stops interrupts at once. Off the main thread, or where the event loop
-    cannot take signals (not POSIX), it is :func:`run`, and Ctrl-C is ``KeyboardInterrupt`` as usual.
+    so a second Ctrl-C while the server stops interrupts at once. ``stopping()`` is awaited when a signal arrives,
+    before ``fn`` is cancelled (what the server says to its peers as it stops: ``Server.end_listens``). Off the
+    main thread, or where the event loop cannot take signals (not POSIX), it is :func:`run`, and Ctrl-C is
+    ``KeyboardInterrupt`` as usual.
     """
     if os.name != "posix" or threading.current_thread() is not threading.main_thread():
         run(fn, *args, backend=backend)
         return None
     stopped: list[signal.Signals] = []
-    run(_serve_until_signal, fn, args, stopped, backend=backend)
+    run(_serve_until_signal, fn, args, stopped, stopping, backend=backend)
     return stopped[0] if stopped else None
 
 
 async def _serve_until_signal(
-    fn: Callable[..., Awaitable[object]], args: Sequence[Any], stopped: list[signal.Signals]
+    fn: Callable[..., Awaitable[object]],
+    args: Sequence[Any],
+    stopped: list[signal.Signals],
+    stopping: Callable[[], Awaitable[object]] | None,
 ) -> None:
     failure: Exception | None = None
     async with anyio.create_task_group() as tg:
-        await tg.start(_cancel_on_signal, tg.cancel_scope, stopped)  # listening before the server says it is ready
+        # (listening before the server says it is ready)
+        await tg.start(_cancel_on_signal, tg.cancel_scope, stopped, stopping)
         try:
             await fn(*args)
         except Exception as exc:
@@ -71,6 +80,7 @@ async def _serve_until_signal(
 async def _cancel_on_signal(
     scope: anyio.CancelScope,
     stopped: list[signal.Signals],
+    stopping: Callable[[], Awaitable[object]] | None = None,
     *,
     task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
 ) -> None:
@@ -79,5 +89,11 @@ async def _cancel_on_signal(
         async for signum in signals:
             logger.info("stopping on %s", signum.name)
             stopped.append(signum)
-            scope.cancel()
-            return
+            break
+    # (the handlers are gone: a second signal interrupts at once, whatever ``stopping`` does)
+    if stopping is not None:
+        try:
+            await stopping()
+        except Exception:
+            logger.exception("stopping failed")
+    scope.cancel()

@@ -45,6 +45,8 @@ from collections.abc import AsyncIterator, Awaitable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any, Final
 
+import anyio
+
 from ..errors import RpcError
 from ..jsonrpc import codes
 from ..jsonrpc.wire import Message, Notification, Request, is_batch, read_message
@@ -239,16 +241,28 @@ class McpAsgiApp:
         ``Starlette(..., lifespan=mcp.lifespan)``, ``FastAPI(lifespan=mcp.lifespan)``."""
         try:
             async with self.table.run():
-                yield
+                try:
+                    yield
+                finally:
+                    await self.end_streams()
         finally:
             if self.legacy is not None:
                 self.legacy.close_all()
 
     async def aclose(self) -> None:
         """End every session, and stop the task group if it was started lazily (waiting until it has)."""
+        await self.end_streams()
         if self.legacy is not None:
             self.legacy.close_all()
         await self.table.aclose()
+
+    async def end_streams(self) -> None:
+        """The server is stopping: its 2026-07-28 ``subscriptions/listen`` streams are ended as that revision says
+        (``notifications/cancelled`` referencing each, then its result; :meth:`~jsonrpc_mcp.Server.end_listens`).
+        Called when the app closes, and by :func:`~jsonrpc_mcp.transports.http_serve.serve_http` as soon as uvicorn
+        begins its shutdown (which waits for open streams before the lifespan ends)."""
+        with anyio.CancelScope(shield=True):
+            await self.server.end_listens()
 
     # --- ASGI ----------------------------------------------------------------------------------------------
 

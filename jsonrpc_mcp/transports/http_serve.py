@@ -103,7 +103,27 @@ def make_uvicorn_server(
         ssl_certfile=ssl_certfile,
         ssl_keyfile=ssl_keyfile,
     )
-    return uvicorn.Server(config), app
+    return _stopping_server(uvicorn)(config, app), app
+
+
+def _stopping_server(uvicorn: Any) -> Any:
+    """``uvicorn.Server`` that ends the app's long-lived streams as its shutdown begins (uvicorn waits for open
+    connections, ``graceful_timeout`` at most, before the ASGI lifespan ends: a ``subscriptions/listen`` stream
+    would be cut off there, without the end that revision asks for)."""
+
+    class StoppingServer(uvicorn.Server):  # type: ignore[misc]
+        def __init__(self, config: Any, app: McpAsgiApp) -> None:
+            super().__init__(config)
+            self.mcp_app = app
+
+        async def shutdown(self, sockets: Any = None) -> None:
+            try:
+                await self.mcp_app.end_streams()
+            except Exception:
+                logger.exception("ending the streams at shutdown failed")
+            await super().shutdown(sockets)
+
+    return StoppingServer
 
 
 def bind_socket(host: str = "127.0.0.1", port: int = 8000) -> socket.socket:
