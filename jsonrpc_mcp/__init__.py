@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ._version import __version__
 from .errors import (
     AuthorizationError,
     ConnectionClosed,
@@ -28,6 +27,7 @@ from .errors import (
 from .mcp import types
 from .mcp.context import Context, InputRequired, MissingClientCapability
 from .mcp.server import CacheHint, Server
+from .version import __version__
 
 __all__ = (
     "Server",

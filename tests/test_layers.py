@@ -31,7 +31,7 @@ LAYERS: dict[str, int] = {
     # L0: standard library only
     "errors": 0,
     "addresses": 0,  # what kind of address a host is (loopback, private, public...): "L0" (its docstring)
-    "_version": 0,
+    "version": 0,
     "jsonrpc.codes": 0,
     # L1: + msgspec
     "jsonrpc.wire": 1,
@@ -56,7 +56,7 @@ LAYERS: dict[str, int] = {
     "auth.principal": 2,  # the authenticated principal and the scope/audience rules: "L2: no I/O" (its docstring)
     # L3: the first anyio import
     "jsonrpc.dispatch": 3,
-    "jsonrpc._concurrency": 3,
+    "jsonrpc.concurrency": 3,
     "jsonrpc.streams": 3,
     "jsonrpc.workers": 3,  # plain functions on worker threads: a pool with a queue of its own
     # L4: typed requests over a MessageStream
@@ -96,9 +96,9 @@ LAYERS: dict[str, int] = {
     "checker.citations": 7,  # what a case cites, and the level that follows
     "checker.citation_table": 7,  # the cited sentences (generated)
     "middleware": 7,  # the middleware that ships (logging, rate limit, response size)
-    "_cli_client": 7,  # jsonrpc-mcp list and call
+    "cli_client": 7,  # jsonrpc-mcp list and call
     "_cli_text": 7,  # what jsonrpc-mcp prints, and key=value arguments
-    "_cli_help": 7,  # the layout of jsonrpc-mcp's --help
+    "cli_help": 7,  # the layout of jsonrpc-mcp's --help
     "extensions": 7,  # the public face of mcp.extensions
     "tasks": 7,  # the public face of the tasks extension (server side, stores)
 }

@@ -26,7 +26,6 @@ import anyio.abc
 import msgspec
 from msgspec import UNSET, Raw
 
-from .._version import __version__
 from ..errors import (
     AuthorizationError,
     ConnectionClosed,
@@ -41,6 +40,7 @@ from ..jsonrpc.codes import UNSUPPORTED_PROTOCOL_VERSION
 from ..jsonrpc.dispatch import Dispatcher
 from ..jsonrpc.streams import MessageStream
 from ..jsonrpc.wire import Notification, Request, RequestId
+from ..version import __version__
 from . import types as t
 from .extensions import Extension, ExtensionResult, extensions_capability
 from .groups import unwrap_group

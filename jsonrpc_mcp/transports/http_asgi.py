@@ -213,7 +213,7 @@ class McpAsgiApp:
                 self.legacy.policy = http_policy
         self.backend: Backend | None = None
         if backend is not None:
-            from ..backends._sessions import share
+            from ..transports._http_shared_sessions import share
 
             self.backend = share(self, backend)
 

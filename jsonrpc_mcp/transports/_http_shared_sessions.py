@@ -24,6 +24,7 @@ import anyio
 import anyio.abc
 import msgspec
 
+from ..backends import Backend
 from ..errors import Unavailable
 from ..jsonrpc.wire import (
     ErrorResponse,
@@ -37,12 +38,11 @@ from ..jsonrpc.wire import (
 )
 from ..mcp.bus import BusEvent, ClientMessage, SessionChanged, SessionEnded, SessionRecord
 from ..mcp.session import ServerSession
-from ..transports._http_handshake_session import HttpSession
-from ..transports._http_session_table import SessionTable
-from . import Backend
+from ._http_handshake_session import HttpSession
+from ._http_session_table import SessionTable
 
 if TYPE_CHECKING:
-    from ..transports.http_asgi import McpAsgiApp
+    from .http_asgi import McpAsgiApp
 
 __all__ = ("SharedSessions", "record_of", "share")
 
@@ -67,7 +67,7 @@ def share(app: McpAsgiApp, backend: Backend | str) -> Backend:
     It runs while the app's sessions' task group does: bus events for shared sessions act on them, the others go
     to the server."""
     if isinstance(backend, str):
-        from .redis import RedisBackend
+        from ..backends.redis import RedisBackend
 
         backend = RedisBackend(backend)
     shared = backend
