@@ -27,6 +27,7 @@ from .errors import (
 from .mcp import types
 from .mcp.context import Context, InputRequired, MissingClientCapability
 from .mcp.server import CacheHint, Server
+from .mcp.tracing import TracingHook, use_global_tracing
 from .version import __version__
 
 __all__ = (
@@ -83,6 +84,17 @@ def __getattr__(name: str) -> Any:
     value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
     globals()[name] = value
     return value
+
+
+def _otel_tracing() -> TracingHook | None:
+    """The tracing of OpenTelemetry's global providers, once configured: :mod:`jsonrpc_mcp.otel`, imported the
+    first time OpenTelemetry is (the core asks through :func:`~jsonrpc_mcp.mcp.tracing.use_global_tracing`)."""
+    from .otel import global_tracing
+
+    return global_tracing()
+
+
+use_global_tracing(_otel_tracing)
 
 
 def __dir__() -> list[str]:

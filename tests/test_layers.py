@@ -47,7 +47,8 @@ LAYERS: dict[str, int] = {
     "mcp.uri_template": 2,
     "mcp.headers": 2,  # SEP-2243 header helpers: "L2: pure functions" (its docstring)
     "mcp.eras": 2,  # which era a request belongs to, and what a stateless request must carry
-    "mcp.bus": 2,  # the events workers pass each other, and a session's record: msgspec Structs only
+    "mcp.bus": 2,  # the events workers pass each other, a session's record, and what a server asks of the bus
+    "mcp.principal": 2,  # the authenticated principal and the scope rule the core applies: "L2: no I/O"
     "mcp.compat": 2,  # results fitted to an older revision: "L2: pure functions" (its docstring)
     "mcp.pydantic_support": 2,  # pydantic models through msgspec hooks: "L2: pure functions" (its docstring)
     "auth.oauth_wire": 2,  # the OAuth client's documents, challenges, discovery URLs: sans-I/O (its docstring)

@@ -33,7 +33,7 @@ from .methods import CLIENT_METHOD_CAPABILITY, require_defined
 from .versions import Era
 
 if TYPE_CHECKING:
-    from ..auth.principal import AccessToken
+    from .principal import AccessToken
     from .session import ServerSession
 
 __all__ = (

@@ -28,26 +28,24 @@ from typing import TYPE_CHECKING, Annotated, Any, Final, Literal, TypeVar, get_a
 import msgspec
 from msgspec import UNSET, Raw, UnsetType
 
-from ..auth.principal import missing_scopes
 from ..errors import InsufficientScope, InvalidParams, ResourceNotFound, RpcError, Unavailable
 from ..jsonrpc.dispatch import Dispatcher
 from ..jsonrpc.streams import MessageStream
 from . import types as t
-from .bus import BusEvent, ExtensionEvent, ListChanged, LogMessage, ResourceUpdated
+from .bus import Bus, BusEvent, ExtensionEvent, ListChanged, LogMessage, ResourceUpdated
 from .context import LOG_LEVELS, Context
 from .extensions import Extension, extension_methods, extensions_capability, needed_capabilities
 from .methods import BOTH, HANDSHAKE_ONLY, STATELESS_ONLY, MethodSpec
 from .middleware import Middleware, checked_chain
 from .pagination import paginate
+from .principal import missing_scopes
 from .session import ServerSession
 from .signature import describe_validation_error, inspect_function
 from .tools import TaskStart, TaskSupport, ToolDef, call_completer, make_tool, runner
-from .tracing import TracingSwitch, tracing_switch
+from .tracing import TracingHook, TracingSwitch, tracing_switch
 from .versions import CORE_TASKS_VERSION, META_SUBSCRIPTION_ID, SUPPORTED_VERSIONS
 
 if TYPE_CHECKING:
-    from ..backends import Backend
-    from ..otel import Tracing
     from .core_tasks import CoreTasks
     from .uri_template import UriTemplate
 
@@ -222,7 +220,7 @@ class Server:
         middleware: Iterable[Middleware] = (),
         scope_hierarchy: Mapping[str, Iterable[str]] | None = None,
         extensions: Iterable[Extension] = (),
-        tracing: Tracing | bool | None = None,
+        tracing: TracingHook | bool | None = None,
     ) -> None:
         if page_size is not None and page_size < 1:
             raise ValueError("page_size must be positive or None")
@@ -252,7 +250,7 @@ class Server:
         self.request_state_ttl = request_state_ttl
         self._spent_states: Any = None
         #: What this server shares with its other workers (:meth:`use_backend`), or ``None``: nothing to share.
-        self.backend: Backend | None = None
+        self.backend: Bus | None = None
         self._extra_capabilities = dict(capabilities or {})
         self._tools: dict[str, ToolDef] = {}
         self._resources: dict[str, ResourceDef] = {}
@@ -363,7 +361,7 @@ class Server:
             return self.backend.claim(nonce, expires)
         return bool(self.spent_states.claim(nonce, expires, now=now))
 
-    def use_backend(self, backend: Backend | None) -> None:
+    def use_backend(self, backend: Bus | None) -> None:
         """Share notifications, ``requestState`` keys and single-use claims with the other workers through
         ``backend`` (see :mod:`jsonrpc_mcp.backends`); the HTTP app given it runs it. ``None``: share nothing.
         Each extension is told (:meth:`Extension.use_backend`): the tasks extension keeps its tasks there."""

@@ -30,7 +30,7 @@ from .events import EventStore
 
 if TYPE_CHECKING:
     from ..mcp.session import ServerApp
-    from ..transports._http_shared_sessions import SharedSessions
+    from ._http_shared_sessions import SharedSessions
     from .http_policy import HttpPolicy
 
 __all__ = ("HandshakeEndpoint",)

@@ -1,4 +1,4 @@
-"""Several workers of one Streamable HTTP app behind one URL, sharing a backend (L6).
+"""Several workers of one Streamable HTTP app behind one URL, sharing a backend (L6 helper).
 
 :func:`share` makes an app one of them (``McpAsgiApp(backend=...)``): the server's notifications, its
 ``requestState`` keys and single-use claims go through the backend, which runs beside the app's sessions; and
@@ -24,7 +24,6 @@ import anyio
 import anyio.abc
 import msgspec
 
-from ..backends import Backend
 from ..errors import Unavailable
 from ..jsonrpc.wire import (
     ErrorResponse,
@@ -40,6 +39,7 @@ from ..mcp.bus import BusEvent, ClientMessage, SessionChanged, SessionEnded, Ses
 from ..mcp.session import ServerSession
 from ._http_handshake_session import HttpSession
 from ._http_session_table import SessionTable
+from .session_store import SharedBackend
 
 if TYPE_CHECKING:
     from .http_asgi import McpAsgiApp
@@ -62,11 +62,11 @@ class _Cancelled(msgspec.Struct):
 _cancelled = msgspec.json.Decoder(_Cancelled).decode
 
 
-def share(app: McpAsgiApp, backend: Backend | str) -> Backend:
+def share(app: McpAsgiApp, backend: SharedBackend | str) -> SharedBackend:
     """Make ``app`` one of the workers sharing ``backend`` (an object, or a ``redis://`` URL); returns the backend.
     It runs while the app's sessions' task group does: bus events for shared sessions act on them, the others go
     to the server."""
-    if isinstance(backend, str):
+    if isinstance(backend, str):  # a URL names the backend that ships (its public module, loaded only for it)
         from ..backends.redis import RedisBackend
 
         backend = RedisBackend(backend)
@@ -119,7 +119,9 @@ def _apply(session: ServerSession, record: SessionRecord) -> None:
 class SharedSessions:
     """The sessions of one HTTP app as every worker sees them (``make`` builds a fresh local session)."""
 
-    def __init__(self, backend: Backend, table: SessionTable, make: Callable[[str], Awaitable[HttpSession]]) -> None:
+    def __init__(
+        self, backend: SharedBackend, table: SessionTable, make: Callable[[str], Awaitable[HttpSession]]
+    ) -> None:
         self.backend = backend
         self.table = table
         self.make = make

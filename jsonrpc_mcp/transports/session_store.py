@@ -1,0 +1,55 @@
+"""What the Streamable HTTP app needs from a backend its workers share (L6): the store of the handshake-era
+sessions (:class:`SessionStore`), and with the server's :class:`~jsonrpc_mcp.mcp.bus.Bus` the whole of what
+``McpAsgiApp(backend=...)`` takes (:class:`SharedBackend`).
+
+A session lives where ``initialize`` made it, and in the store as the bytes of its
+:class:`~jsonrpc_mcp.mcp.bus.SessionRecord`: any worker serves its next request from there.
+:class:`~jsonrpc_mcp.backends.redis.RedisBackend` implements both.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Protocol
+
+from ..mcp.bus import Bus, BusEvent
+
+if TYPE_CHECKING:
+    import anyio.abc
+
+__all__ = ("SessionStore", "SharedBackend")
+
+
+class SessionStore(Protocol):
+    """The handshake-era sessions of every worker. Each method raises :class:`~jsonrpc_mcp.errors.Unavailable`
+    when the store cannot be reached (never hang: each has a deadline)."""
+
+    async def load_session(self, sid: str, ttl: float) -> bytes | None:
+        """A session's record (and ``ttl`` more seconds of life for it), or ``None`` when it does not exist."""
+
+    async def save_session(
+        self, sid: str, record: bytes, ttl: float, *, changed: bool, most: int | None = None
+    ) -> None:
+        """Store a session's record for ``ttl`` seconds; ``changed``: tell the workers holding a copy. ``most``
+        (a new session): the most sessions kept across the workers — past it, the least recently used ones give
+        way (ended, and every worker told, :class:`~jsonrpc_mcp.mcp.bus.SessionEnded`)."""
+
+    async def end_session(self, sid: str) -> None:
+        """Forget a session, and tell every worker (:class:`~jsonrpc_mcp.mcp.bus.SessionEnded`)."""
+
+
+class SharedBackend(Bus, SessionStore, Protocol):
+    """What ``McpAsgiApp(backend=...)`` takes: the server's bus and the sessions' store, run by the app while its
+    sessions' task group runs."""
+
+    async def run(
+        self,
+        deliver: Callable[[BusEvent], Awaitable[None]],
+        *,
+        task_status: anyio.abc.TaskStatus[None] = ...,
+    ) -> None:
+        """Receive the bus until cancelled, each event handed to ``deliver`` (this worker's own included);
+        reconnects after a failure. Started once it has connected (or failed to, the first time)."""
+
+    async def aclose(self) -> None:
+        """Let go of the connections."""
