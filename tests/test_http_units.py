@@ -430,3 +430,35 @@ def test_status_of() -> None:
 
 def _raise(code: str) -> bytes:
     raise RpcError("x", code=int(code))
+
+
+# --- bounded body reads ------------------------------------------------------------------------------------------
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(
+    ("chunks", "read", "whole", "pulled"),
+    [
+        ((b"abc", b"de"), b"abcde", True, 2),  # exactly the bound: whole
+        ((b"abc", b"def", b"never read"), b"abcde", False, 2),  # one byte more: not whole, the rest never read
+        ((b"abcdef",), b"abcde", False, 1),
+    ],
+)
+async def test_an_answer_of_exactly_the_bound_is_read_whole_and_one_byte_more_is_not(
+    chunks: tuple[bytes, ...], read: bytes, whole: bool, pulled: int
+) -> None:
+    """The one bounded read of a peer's answer (the HTTP and SSE clients, the OAuth client): ``limit`` bytes are
+    allowed, the byte past them is not, and nothing after the chunk that passed the bound is read."""
+    import httpx
+
+    from jsonrpc_mcp.transports.http_bodies import read_limited
+
+    taken: list[bytes] = []
+
+    async def body() -> Any:
+        for chunk in chunks:
+            taken.append(chunk)
+            yield chunk
+
+    assert await read_limited(httpx.Response(200, content=body()), 5) == (read, whole)
+    assert len(taken) == pulled
