@@ -73,14 +73,16 @@ def test_split_host() -> None:
 
 
 def test_host_guard_defaults_to_loopback() -> None:
+    """Loopback as jsonrpc_mcp.addresses tells it (a page whose Host is one of these is on this host already)."""
     guard = HostGuard()
-    for ok in ("localhost", "localhost:1", "127.0.0.1:8000", "[::1]:8000", None):
+    for ok in ("localhost", "localhost:1", "127.0.0.1:8000", "[::1]:8000", "127.0.0.2", "app.localhost:3000", None):
         assert guard.host_ok(ok)
-    for bad in ("evil.example.com", "evil.example.com:8000", "127.0.0.2", "localhost.evil.com"):
+    for bad in ("evil.example.com", "evil.example.com:8000", "localhost.evil.com", "0.0.0.0:8000", "[::ffff:10.0.0.1]"):
         assert not guard.host_ok(bad)
     assert guard.origin_ok(None, "localhost:1")
     assert guard.origin_ok("http://localhost:3000", "localhost:8000")
     assert guard.origin_ok("http://[::1]:3000", "[::1]:8000")
+    assert guard.origin_ok("http://app.localhost:5173", "localhost:8000")
     for bad in ("http://evil.example.com", "null", "file://", "javascript:alert(1)", "http://user@localhost"):
         assert not guard.origin_ok(bad, "localhost:8000")
 
