@@ -28,6 +28,7 @@ from .mcp import types
 from .mcp.context import Context, InputRequired, MissingClientCapability
 from .mcp.server import CacheHint, Server
 from .mcp.tracing import TracingHook, use_global_tracing
+from .transports.session_store import SharedBackend, open_backends_with
 from .version import __version__
 
 __all__ = (
@@ -94,7 +95,15 @@ def _otel_tracing() -> TracingHook | None:
     return global_tracing()
 
 
+def _redis_backend(url: str) -> SharedBackend:
+    """A backend given as a URL (``McpAsgiApp(backend="redis://...")``): the one that ships, imported then."""
+    from .backends.redis import RedisBackend
+
+    return RedisBackend(url)
+
+
 use_global_tracing(_otel_tracing)
+open_backends_with(_redis_backend)
 
 
 def __dir__() -> list[str]:

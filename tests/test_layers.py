@@ -5,9 +5,10 @@ sans-I/O and import no anyio (checked statically and by importing them in a subp
 imported). Imports inside ``if TYPE_CHECKING:`` blocks are annotations only and may point to any layer. Imports
 inside functions are real imports and count.
 
-Two rules hold for every import, at the top, under ``TYPE_CHECKING`` or inside a function: a private module
+Three rules hold for every import, at the top, under ``TYPE_CHECKING`` or inside a function: a private module
 (``_x``) is imported only from its own package; the protocol core (``jsonrpc/``, ``mcp/``) imports nothing of
-``backends/``, ``otel`` or ``auth/`` (they plug into the protocols it defines).
+``backends/``, ``otel`` or ``auth/`` (they plug into the protocols it defines); ``transports/`` imports nothing of
+``backends/`` (a backend implements the transport's session store).
 
 A new module must be given a layer in :data:`LAYERS` (or fall under a prefix in :data:`PREFIX_LAYERS`); an entry
 that names no module fails too.
@@ -121,6 +122,8 @@ SANS_IO = 2  # L0 to L2: no anyio
 #: The protocol core, and what plugs into it (never imported by it, in any form).
 CORE: tuple[str, ...] = ("jsonrpc", "mcp")
 PLUG_INS: tuple[str, ...] = ("backends", "otel", "auth")
+#: What the transports define for a backend to implement (``transports.session_store``): they import none.
+BACKENDS: tuple[str, ...] = ("backends",)
 
 #: Known violations of the table: module -> why the test is expected to fail (strict: fixing it turns them red).
 KNOWN_UPWARD: dict[str, str] = {}
@@ -260,6 +263,16 @@ def plug_in_imports(module: str) -> list[str]:
     ]
 
 
+def backend_imports(module: str) -> list[str]:
+    if not _within(module, ("transports",)):
+        return []
+    return [
+        f"{module} line {imp.line} imports {imp.target}{' (TYPE_CHECKING)' if imp.type_checking else ''}"
+        for imp in imports_of(module)
+        if not imp.target.startswith("!") and _within(imp.target, BACKENDS)
+    ]
+
+
 def upward_imports(module: str) -> list[str]:
     own = layer_of(module)
     assert own is not None
@@ -309,6 +322,14 @@ def test_the_core_imports_nothing_that_plugs_into_it() -> None:
     assert offenders == []
 
 
+def test_the_transports_import_no_backend() -> None:
+    """The HTTP app defines what it asks of a shared backend (``transports.session_store``) and a backend given as
+    a URL comes from the opener the package gives it: ``backends/`` implements the transport's protocol, never the
+    other way round."""
+    offenders = [problem for name in modules() for problem in backend_imports(name)]
+    assert offenders == []
+
+
 def test_the_rules_would_catch_what_they_forbid() -> None:
     """The two rules' predicates on the imports they exist for (so a green result above means something)."""
     assert is_foreign_private("auth.resource", "transports._http_io")
@@ -322,6 +343,7 @@ def test_the_rules_would_catch_what_they_forbid() -> None:
     assert not is_foreign_private("auth.resource", "transports.asgi")
     assert _within("backends.redis", PLUG_INS) and _within("otel", PLUG_INS) and _within("auth.principal", PLUG_INS)
     assert _within("mcp.server", CORE) and _within("jsonrpc.dispatch", CORE) and not _within("transports.stdio", CORE)
+    assert _within("backends.redis", BACKENDS) and not _within("transports.session_store", BACKENDS)
 
 
 def _module_params() -> list[object]:

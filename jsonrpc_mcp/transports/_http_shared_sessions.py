@@ -39,7 +39,7 @@ from ..mcp.bus import BusEvent, ClientMessage, SessionChanged, SessionEnded, Ses
 from ..mcp.session import ServerSession
 from ._http_handshake_session import HttpSession
 from ._http_session_table import SessionTable
-from .session_store import SharedBackend
+from .session_store import SharedBackend, open_backend
 
 if TYPE_CHECKING:
     from .http_asgi import McpAsgiApp
@@ -66,11 +66,7 @@ def share(app: McpAsgiApp, backend: SharedBackend | str) -> SharedBackend:
     """Make ``app`` one of the workers sharing ``backend`` (an object, or a ``redis://`` URL); returns the backend.
     It runs while the app's sessions' task group does: bus events for shared sessions act on them, the others go
     to the server."""
-    if isinstance(backend, str):  # a URL names the backend that ships (its public module, loaded only for it)
-        from ..backends.redis import RedisBackend
-
-        backend = RedisBackend(backend)
-    shared = backend
+    shared = open_backend(backend)
     app.server.use_backend(shared)
     sessions = None
     if app.handshake.sessions:

@@ -5,6 +5,10 @@ sessions (:class:`SessionStore`), and with the server's :class:`~jsonrpc_mcp.mcp
 A session lives where ``initialize`` made it, and in the store as the bytes of its
 :class:`~jsonrpc_mcp.mcp.bus.SessionRecord`: any worker serves its next request from there.
 :class:`~jsonrpc_mcp.backends.redis.RedisBackend` implements both.
+
+A backend given as a URL (``McpAsgiApp(backend="redis://...")``) is opened by the opener given to
+:func:`open_backends_with` (the package gives one that makes a ``RedisBackend``, importing it then): the transport
+never imports a backend.
 """
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ from ..mcp.bus import Bus, BusEvent
 if TYPE_CHECKING:
     import anyio.abc
 
-__all__ = ("SessionStore", "SharedBackend")
+__all__ = ("SessionStore", "SharedBackend", "open_backend", "open_backends_with")
 
 
 class SessionStore(Protocol):
@@ -53,3 +57,22 @@ class SharedBackend(Bus, SessionStore, Protocol):
 
     async def aclose(self) -> None:
         """Let go of the connections."""
+
+
+#: What makes a backend of a URL (:func:`open_backends_with`).
+_opener: Callable[[str], SharedBackend] | None = None
+
+
+def open_backends_with(opener: Callable[[str], SharedBackend] | None) -> None:
+    """Where a backend given as a URL comes from: ``opener(url)`` makes it (``None``: URLs are refused)."""
+    global _opener
+    _opener = opener
+
+
+def open_backend(backend: SharedBackend | str) -> SharedBackend:
+    """``backend`` itself, or the backend its URL names; :class:`ValueError` when no opener makes one of a URL."""
+    if not isinstance(backend, str):
+        return backend
+    if _opener is None:
+        raise ValueError("a backend given as a URL needs an opener (open_backends_with); give a backend object")
+    return _opener(backend)
