@@ -27,8 +27,8 @@ from .errors import (
 from .mcp import types
 from .mcp.context import Context, InputRequired, MissingClientCapability
 from .mcp.server import CacheHint, Server
-from .mcp.tracing import TracingHook, use_global_tracing
-from .transports.session_store import SharedBackend, open_backends_with
+from .mcp.tracing import use_global_tracing
+from .transports.session_store import open_backends_with
 from .version import __version__
 
 __all__ = (
@@ -64,6 +64,8 @@ __all__ = (
 if TYPE_CHECKING:
     from .client import Client
     from .mcp.client import ClientSession, InvalidToolOutput, NoStructuredData, ToolResultError, structured_data
+    from .mcp.tracing import TracingHook
+    from .transports.session_store import SharedBackend
 
 #: The client side is imported on first use, so a server process never loads it (start-up time and memory).
 _LAZY = {

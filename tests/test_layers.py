@@ -68,7 +68,7 @@ LAYERS: dict[str, int] = {
     "mcp.context": 4,
     "mcp.session": 4,
     "mcp.middleware": 4,  # what a middleware sees of a message, and the chain
-    "mcp.tracing": 4,  # whether OpenTelemetry tracing runs (imports nothing of it until the application has)
+    "mcp.tracing": 4,  # whether tracing runs, and the hook a tracing implements (imports nothing of OpenTelemetry)
     "otel": 4,  # OpenTelemetry spans and metrics: a middleware of L4 messages (the otel extra)
     "mcp.groups": 4,
     # L5: the public API
