@@ -41,7 +41,7 @@ def cut(version: str, date: str, root: Path = ROOT) -> None:
     )
     for path, pattern, replacement in (
         (root / "pyproject.toml", r'^version = "[^"]*"$', f'version = "{version}"'),
-        (root / "jsonrpc_mcp" / "_version.py", r'^__version__ = "[^"]*"$', f'__version__ = "{version}"'),
+        (root / "jsonrpc_mcp" / "version.py", r'^__version__ = "[^"]*"$', f'__version__ = "{version}"'),
     ):
         source = path.read_text()
         updated, count = re.subn(pattern, replacement, source, count=1, flags=re.M)

@@ -18,7 +18,7 @@ from typing import Any
 _CLI_HELP = re.compile(r"^<!-- cli-help:(?P<words>[^>]*)-->[ \t]*$", re.MULTILINE)
 _ROLE = re.compile(r":(?:class|func|meth|mod|attr|data|exc|obj|ref):<code>(?P<tilde>~?)(?P<target>[^<]+)</code>")
 _LITERAL_COLONS = re.compile(r"::</p>")
-_HELP_WIDTH = "102"  # (less the margin of two argparse keeps: jsonrpc_mcp._cli_help.HELP_WIDTH)
+_HELP_WIDTH = "102"  # (less the margin of two argparse keeps: jsonrpc_mcp.cli_help.HELP_WIDTH)
 
 
 def cli_help(words: list[str]) -> str:

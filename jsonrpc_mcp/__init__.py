@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ._version import __version__
 from .errors import (
     AuthorizationError,
     ConnectionClosed,
@@ -28,6 +27,9 @@ from .errors import (
 from .mcp import types
 from .mcp.context import Context, InputRequired, MissingClientCapability
 from .mcp.server import CacheHint, Server
+from .mcp.tracing import use_global_tracing
+from .transports.session_store import open_backends_with
+from .version import __version__
 
 __all__ = (
     "Server",
@@ -62,6 +64,8 @@ __all__ = (
 if TYPE_CHECKING:
     from .client import Client
     from .mcp.client import ClientSession, InvalidToolOutput, NoStructuredData, ToolResultError, structured_data
+    from .mcp.tracing import TracingHook
+    from .transports.session_store import SharedBackend
 
 #: The client side is imported on first use, so a server process never loads it (start-up time and memory).
 _LAZY = {
@@ -83,6 +87,25 @@ def __getattr__(name: str) -> Any:
     value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
     globals()[name] = value
     return value
+
+
+def _otel_tracing() -> TracingHook | None:
+    """The tracing of OpenTelemetry's global providers, once configured: :mod:`jsonrpc_mcp.otel`, imported the
+    first time OpenTelemetry is (the core asks through :func:`~jsonrpc_mcp.mcp.tracing.use_global_tracing`)."""
+    from .otel import global_tracing
+
+    return global_tracing()
+
+
+def _redis_backend(url: str) -> SharedBackend:
+    """A backend given as a URL (``McpAsgiApp(backend="redis://...")``): the one that ships, imported then."""
+    from .backends.redis import RedisBackend
+
+    return RedisBackend(url)
+
+
+use_global_tracing(_otel_tracing)
+open_backends_with(_redis_backend)
 
 
 def __dir__() -> list[str]:

@@ -37,7 +37,7 @@ from typing import Any, Final
 import anyio
 import msgspec
 
-from ._cli_help import HelpFormatter, help_width, paragraph, section
+from .cli_help import HelpFormatter, help_width, paragraph, section
 
 __all__ = ("main", "load_app", "EXIT_STATUS")
 
@@ -433,11 +433,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             return run_check_command(args)
         if args.header and not args.url:
             parser.error("--header goes with --url (an HTTP endpoint)")
-        from . import _cli_client
+        from . import cli_client
         from ._cli_text import UsageError
 
         try:
-            return _cli_client.run(args, command, list(getattr(args, "words", [])))
+            return cli_client.run(args, command, list(getattr(args, "words", [])))
         except UsageError as exc:
             sys.stderr.write(f"jsonrpc-mcp {args.command}: {exc}\n")
             return 2
@@ -564,7 +564,7 @@ def _serve(args: argparse.Namespace) -> int:
 def _serve_socket(args: argparse.Namespace, server: Any) -> int:
     """``--tcp`` and ``--unix``: listen, then say how to connect (the port is known even for port 0), then serve
     until stopped. An address that cannot be listened on is one line, as for ``--http``."""
-    from .transports._run import run_until_stopped
+    from .transports.runner import run_until_stopped
     from .transports.socket import serve_tcp, serve_unix
 
     serve: Any

@@ -297,7 +297,7 @@ def test_tcp_server_served_every_call_and_stops_on_interrupt(
 #: (argv[2] == "fail") one that cannot start.
 UNTIL_STOPPED = """
 import sys, anyio
-from jsonrpc_mcp.transports._run import run_until_stopped
+from jsonrpc_mcp.transports.runner import run_until_stopped
 
 async def serve(fail):
     if fail:

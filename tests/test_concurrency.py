@@ -8,7 +8,7 @@ from typing import Any
 import anyio
 import pytest
 
-from jsonrpc_mcp.jsonrpc._concurrency import BoundedQueue, WriteLock, open_handler_tasks
+from jsonrpc_mcp.jsonrpc.concurrency import BoundedQueue, WriteLock, open_handler_tasks
 
 pytestmark = pytest.mark.anyio
 

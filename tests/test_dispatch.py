@@ -17,7 +17,7 @@ from helpers import RawPeer, raw_server, request_frame, send_raw
 
 from jsonrpc_mcp import Client, ConnectionClosed, RequestTimeout, RpcError, Server
 from jsonrpc_mcp.errors import InvalidParams
-from jsonrpc_mcp.jsonrpc._concurrency import open_handler_tasks
+from jsonrpc_mcp.jsonrpc.concurrency import open_handler_tasks
 from jsonrpc_mcp.jsonrpc.dispatch import BUSY, Dispatcher, ErrorReply, Pending
 from jsonrpc_mcp.jsonrpc.streams import MessageStream, Outgoing
 from jsonrpc_mcp.jsonrpc.wire import Request

@@ -73,14 +73,16 @@ def test_split_host() -> None:
 
 
 def test_host_guard_defaults_to_loopback() -> None:
+    """Loopback as jsonrpc_mcp.addresses tells it (a page whose Host is one of these is on this host already)."""
     guard = HostGuard()
-    for ok in ("localhost", "localhost:1", "127.0.0.1:8000", "[::1]:8000", None):
+    for ok in ("localhost", "localhost:1", "127.0.0.1:8000", "[::1]:8000", "127.0.0.2", "app.localhost:3000", None):
         assert guard.host_ok(ok)
-    for bad in ("evil.example.com", "evil.example.com:8000", "127.0.0.2", "localhost.evil.com"):
+    for bad in ("evil.example.com", "evil.example.com:8000", "localhost.evil.com", "0.0.0.0:8000", "[::ffff:10.0.0.1]"):
         assert not guard.host_ok(bad)
     assert guard.origin_ok(None, "localhost:1")
     assert guard.origin_ok("http://localhost:3000", "localhost:8000")
     assert guard.origin_ok("http://[::1]:3000", "[::1]:8000")
+    assert guard.origin_ok("http://app.localhost:5173", "localhost:8000")
     for bad in ("http://evil.example.com", "null", "file://", "javascript:alert(1)", "http://user@localhost"):
         assert not guard.origin_ok(bad, "localhost:8000")
 
@@ -430,3 +432,35 @@ def test_status_of() -> None:
 
 def _raise(code: str) -> bytes:
     raise RpcError("x", code=int(code))
+
+
+# --- bounded body reads ------------------------------------------------------------------------------------------
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(
+    ("chunks", "read", "whole", "pulled"),
+    [
+        ((b"abc", b"de"), b"abcde", True, 2),  # exactly the bound: whole
+        ((b"abc", b"def", b"never read"), b"abcde", False, 2),  # one byte more: not whole, the rest never read
+        ((b"abcdef",), b"abcde", False, 1),
+    ],
+)
+async def test_an_answer_of_exactly_the_bound_is_read_whole_and_one_byte_more_is_not(
+    chunks: tuple[bytes, ...], read: bytes, whole: bool, pulled: int
+) -> None:
+    """The one bounded read of a peer's answer (the HTTP and SSE clients, the OAuth client): ``limit`` bytes are
+    allowed, the byte past them is not, and nothing after the chunk that passed the bound is read."""
+    import httpx
+
+    from jsonrpc_mcp.transports.http_bodies import read_limited
+
+    taken: list[bytes] = []
+
+    async def body() -> Any:
+        for chunk in chunks:
+            taken.append(chunk)
+            yield chunk
+
+    assert await read_limited(httpx.Response(200, content=body()), 5) == (read, whole)
+    assert len(taken) == pulled

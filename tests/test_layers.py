@@ -2,10 +2,16 @@
 
 Imports point down (or sideways, within one layer) only; ``jsonrpc/`` never imports ``mcp/``; layers L0-L2 are
 sans-I/O and import no anyio (checked statically and by importing them in a subprocess where ``anyio`` cannot be
-imported). Imports inside ``if TYPE_CHECKING:`` blocks are annotations only and may point anywhere. Imports inside
-functions are real imports and count.
+imported). Imports inside ``if TYPE_CHECKING:`` blocks are annotations only and may point to any layer. Imports
+inside functions are real imports and count.
 
-A new module must be given a layer in :data:`LAYERS` (or fall under a prefix in :data:`PREFIX_LAYERS`).
+Three rules hold for every import, at the top, under ``TYPE_CHECKING`` or inside a function: a private module
+(``_x``) is imported only from its own package; the protocol core (``jsonrpc/``, ``mcp/``) imports nothing of
+``backends/``, ``otel`` or ``auth/`` (they plug into the protocols it defines); ``transports/`` imports nothing of
+``backends/`` (a backend implements the transport's session store).
+
+A new module must be given a layer in :data:`LAYERS` (or fall under a prefix in :data:`PREFIX_LAYERS`); an entry
+that names no module fails too.
 """
 
 from __future__ import annotations
@@ -31,23 +37,22 @@ LAYERS: dict[str, int] = {
     # L0: standard library only
     "errors": 0,
     "addresses": 0,  # what kind of address a host is (loopback, private, public...): "L0" (its docstring)
-    "_version": 0,
+    "version": 0,
     "jsonrpc.codes": 0,
     # L1: + msgspec
     "jsonrpc.wire": 1,
     # L2: sans-I/O
-    "jsonrpc.protocol": 2,
     "mcp.types": 2,
     "mcp._types_lazy": 2,  # the rarely used part of mcp.types, created on first use
     "mcp.methods": 2,
     "mcp.versions": 2,
-    "mcp.lifecycle": 2,
     "mcp.request_state": 2,
     "mcp.pagination": 2,
     "mcp.uri_template": 2,
     "mcp.headers": 2,  # SEP-2243 header helpers: "L2: pure functions" (its docstring)
     "mcp.eras": 2,  # which era a request belongs to, and what a stateless request must carry
-    "mcp.bus": 2,  # the events workers pass each other, and a session's record: msgspec Structs only
+    "mcp.bus": 2,  # the events workers pass each other, a session's record, and what a server asks of the bus
+    "mcp.principal": 2,  # the authenticated principal and the scope rule the core applies: "L2: no I/O"
     "mcp.compat": 2,  # results fitted to an older revision: "L2: pure functions" (its docstring)
     "mcp.pydantic_support": 2,  # pydantic models through msgspec hooks: "L2: pure functions" (its docstring)
     "auth.oauth_wire": 2,  # the OAuth client's documents, challenges, discovery URLs: sans-I/O (its docstring)
@@ -57,14 +62,14 @@ LAYERS: dict[str, int] = {
     "auth.principal": 2,  # the authenticated principal and the scope/audience rules: "L2: no I/O" (its docstring)
     # L3: the first anyio import
     "jsonrpc.dispatch": 3,
-    "jsonrpc._concurrency": 3,
+    "jsonrpc.concurrency": 3,
     "jsonrpc.streams": 3,
     "jsonrpc.workers": 3,  # plain functions on worker threads: a pool with a queue of its own
     # L4: typed requests over a MessageStream
     "mcp.context": 4,
     "mcp.session": 4,
     "mcp.middleware": 4,  # what a middleware sees of a message, and the chain
-    "mcp.tracing": 4,  # whether OpenTelemetry tracing runs (imports nothing of it until the application has)
+    "mcp.tracing": 4,  # whether tracing runs, and the hook a tracing implements (imports nothing of OpenTelemetry)
     "otel": 4,  # OpenTelemetry spans and metrics: a middleware of L4 messages (the otel extra)
     "mcp.groups": 4,
     # L5: the public API
@@ -97,9 +102,9 @@ LAYERS: dict[str, int] = {
     "checker.citations": 7,  # what a case cites, and the level that follows
     "checker.citation_table": 7,  # the cited sentences (generated)
     "middleware": 7,  # the middleware that ships (logging, rate limit, response size)
-    "_cli_client": 7,  # jsonrpc-mcp list and call
+    "cli_client": 7,  # jsonrpc-mcp list and call
     "_cli_text": 7,  # what jsonrpc-mcp prints, and key=value arguments
-    "_cli_help": 7,  # the layout of jsonrpc-mcp's --help
+    "cli_help": 7,  # the layout of jsonrpc-mcp's --help
     "extensions": 7,  # the public face of mcp.extensions
     "tasks": 7,  # the public face of the tasks extension (server side, stores)
 }
@@ -113,9 +118,13 @@ PREFIX_LAYERS: list[tuple[str, int]] = [
     ("examples", 7),
     ("apps", 7),  # MCP Apps views (io.modelcontextprotocol/ui): on the server API
     ("skills", 7),  # skills (SEP-2640): on the server and client APIs
-    ("testing", 7),
 ]
 SANS_IO = 2  # L0 to L2: no anyio
+#: The protocol core, and what plugs into it (never imported by it, in any form).
+CORE: tuple[str, ...] = ("jsonrpc", "mcp")
+PLUG_INS: tuple[str, ...] = ("backends", "otel", "auth")
+#: What the transports define for a backend to implement (``transports.session_store``): they import none.
+BACKENDS: tuple[str, ...] = ("backends",)
 
 #: Known violations of the table: module -> why the test is expected to fail (strict: fixing it turns them red).
 KNOWN_UPWARD: dict[str, str] = {}
@@ -208,6 +217,63 @@ def imports_of(module: str) -> tuple[Import, ...]:
     return tuple(found)
 
 
+def _within(module: str, prefixes: tuple[str, ...]) -> bool:
+    return any(module == prefix or module.startswith(prefix + ".") for prefix in prefixes)
+
+
+def package_of(module: str) -> str:
+    """The package a module is in ("" for the package's top level); a package is in itself."""
+    return module if modules()[module].name == "__init__.py" else module.rpartition(".")[0]
+
+
+def private_owner(target: str) -> str | None:
+    """The package whose private module ``target`` is (``"transports"`` for ``transports._http_io``, ``""`` for
+    ``_version``), or ``None`` for a public module."""
+    parts = target.split(".")
+    for index, part in enumerate(parts):
+        if part.startswith("_") and not part.startswith("__"):
+            return ".".join(parts[:index])
+    return None
+
+
+def is_foreign_private(importer: str, target: str) -> bool:
+    """Whether ``importer`` reaches into another package's private module (its own package's, and those of the
+    packages it is inside, are its own; the top level's are only the top level's)."""
+    owner = private_owner(target)
+    if owner is None:
+        return False
+    mine = package_of(importer) if importer in modules() else importer.rpartition(".")[0]
+    return mine != owner and not (owner and mine.startswith(owner + "."))
+
+
+def foreign_private_imports(module: str) -> list[str]:
+    return [
+        f"{module} line {imp.line} imports {imp.target}, a private module of another package"
+        for imp in imports_of(module)
+        if not imp.target.startswith("!") and is_foreign_private(module, imp.target)
+    ]
+
+
+def plug_in_imports(module: str) -> list[str]:
+    if not _within(module, CORE):
+        return []
+    return [
+        f"{module} line {imp.line} imports {imp.target}{' (TYPE_CHECKING)' if imp.type_checking else ''}"
+        for imp in imports_of(module)
+        if not imp.target.startswith("!") and (_within(imp.target, PLUG_INS) or imp.target == "")
+    ]
+
+
+def backend_imports(module: str) -> list[str]:
+    if not _within(module, ("transports",)):
+        return []
+    return [
+        f"{module} line {imp.line} imports {imp.target}{' (TYPE_CHECKING)' if imp.type_checking else ''}"
+        for imp in imports_of(module)
+        if not imp.target.startswith("!") and _within(imp.target, BACKENDS)
+    ]
+
+
 def upward_imports(module: str) -> list[str]:
     own = layer_of(module)
     assert own is not None
@@ -236,6 +302,49 @@ def test_the_import_walker_sees_what_it_should() -> None:
 def test_every_module_has_a_layer() -> None:
     unplaced = [name or "(package)" for name in modules() if layer_of(name) is None]
     assert not unplaced, f"give these modules a layer in tests/test_layers.py (ARCHITECTURE §3): {unplaced}"
+
+
+def test_every_entry_of_the_table_names_a_module() -> None:
+    stale = [name for name in (*LAYERS, *KNOWN_UPWARD) if name not in modules()]
+    stale += [prefix for prefix, _ in PREFIX_LAYERS if not any(_within(name, (prefix,)) for name in modules())]
+    assert stale == [], f"tests/test_layers.py names modules that do not exist: {stale}"
+
+
+def test_no_module_imports_another_packages_private_module() -> None:
+    offenders = [problem for name in modules() for problem in foreign_private_imports(name)]
+    assert offenders == []
+
+
+def test_the_core_imports_nothing_that_plugs_into_it() -> None:
+    """Not at the top, not under ``TYPE_CHECKING``, not inside a function: the core defines the protocols it needs
+    (the bus, the task store, the tracing hook, the principal), and ``backends/``, ``otel`` and ``auth/`` meet
+    them. (Nor the package's ``__init__``, which imports everything.)"""
+    offenders = [problem for name in modules() for problem in plug_in_imports(name)]
+    assert offenders == []
+
+
+def test_the_transports_import_no_backend() -> None:
+    """The HTTP app defines what it asks of a shared backend (``transports.session_store``) and a backend given as
+    a URL comes from the opener the package gives it: ``backends/`` implements the transport's protocol, never the
+    other way round."""
+    offenders = [problem for name in modules() for problem in backend_imports(name)]
+    assert offenders == []
+
+
+def test_the_rules_would_catch_what_they_forbid() -> None:
+    """The two rules' predicates on the imports they exist for (so a green result above means something)."""
+    assert is_foreign_private("auth.resource", "transports._http_io")
+    assert is_foreign_private("backends.redis", "transports._http_session_table")
+    assert is_foreign_private("transports.http_asgi", "jsonrpc._concurrency")
+    assert is_foreign_private("checker.cli", "_cli_help")
+    assert is_foreign_private("mcp.client", "_version")
+    assert not is_foreign_private("transports.http_asgi", "transports._http_io")
+    assert not is_foreign_private("cli", "_cli_text")
+    assert not is_foreign_private("mcp.types", "mcp._types_lazy")
+    assert not is_foreign_private("auth.resource", "transports.asgi")
+    assert _within("backends.redis", PLUG_INS) and _within("otel", PLUG_INS) and _within("auth.principal", PLUG_INS)
+    assert _within("mcp.server", CORE) and _within("jsonrpc.dispatch", CORE) and not _within("transports.stdio", CORE)
+    assert _within("backends.redis", BACKENDS) and not _within("transports.session_store", BACKENDS)
 
 
 def _module_params() -> list[object]:

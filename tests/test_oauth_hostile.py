@@ -527,6 +527,23 @@ async def test_token_and_registration_answers_are_bounded(endpoint: str) -> None
     assert endless.gone  # the client went, rather than reading on
 
 
+async def test_a_verifiers_key_set_or_introspection_answer_is_bounded_while_it_arrives() -> None:
+    """What a token verifier fetches (a key set, an introspection answer) is read up to 1 MiB, not buffered whole
+    first: an answer without end is refused once past the bound, and the verifier goes."""
+    from jsonrpc_mcp.auth._fetch import fetch_json
+    from jsonrpc_mcp.auth.principal import VerifierUnavailable
+
+    endless = Endless()
+    url = f"http://127.0.0.1:{endless.thread.port}/jwks"
+    try:
+        with anyio.fail_after(30), pytest.raises(VerifierUnavailable) as caught:
+            await fetch_json("GET", url, client=None, timeout=30)
+    finally:
+        endless.stop()
+    assert caught.value.reason == f"{url} answered more than 1048576 bytes"
+    assert endless.gone
+
+
 @pytest.mark.parametrize("openid", [True, False], ids=["OpenID provider", "OAuth server"])
 async def test_offline_access_asked_of_an_openid_provider_comes_with_prompt_consent(openid: bool) -> None:
     """OpenID Connect Core §11: without ``prompt=consent`` an OpenID provider ignores ``offline_access`` and issues

@@ -31,7 +31,7 @@ def changelog_tool() -> ModuleType:
 def checkout(tmp_path: Path) -> Path:
     (tmp_path / "jsonrpc_mcp").mkdir()
     shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
-    shutil.copy(ROOT / "jsonrpc_mcp" / "_version.py", tmp_path / "jsonrpc_mcp" / "_version.py")
+    shutil.copy(ROOT / "jsonrpc_mcp" / "version.py", tmp_path / "jsonrpc_mcp" / "version.py")
     (tmp_path / "CHANGELOG.md").write_text(
         "# Changelog\n\nIntro.\n\n## Unreleased\n\n### Added\n- A thing.\n\n### Fixed\n- A bug.\n\n"
         "## 0.0.9 - 2026-01-01\n\n### Added\n- Older.\n"
@@ -52,7 +52,7 @@ def test_cutting_a_release_moves_the_notes_under_the_version_and_sets_it(checkou
         "### Fixed\n- A bug.\n\n## 0.0.9 - 2026-01-01\n\n### Added\n- Older.\n"
     )
     assert tomllib.loads((checkout / "pyproject.toml").read_text())["project"]["version"] == "1.0.0rc1"
-    assert '__version__ = "1.0.0rc1"' in (checkout / "jsonrpc_mcp" / "_version.py").read_text()
+    assert '__version__ = "1.0.0rc1"' in (checkout / "jsonrpc_mcp" / "version.py").read_text()
     with pytest.raises(SystemExit, match="nothing to release"):  # the new Unreleased section is empty
         tool.notes(checkout)
     with pytest.raises(SystemExit, match="not a version"):

@@ -104,6 +104,18 @@ def text_of(message: dict[str, Any]) -> str:
 # --- handshake-era sessions ------------------------------------------------------------------------------------
 
 
+def test_a_backend_given_as_a_url_is_the_redis_backend_the_package_opens() -> None:
+    """``McpAsgiApp(backend="redis://...")``: the transport imports no backend; the opener the package gives it
+    makes a RedisBackend of the URL (nothing connects until the app runs), and a URL it cannot serve is refused."""
+    from jsonrpc_mcp.transports.http_asgi import McpAsgiApp
+
+    server = Server("s")
+    app = McpAsgiApp(server, backend="redis://127.0.0.1:1/0")
+    assert isinstance(app.backend, RedisBackend) and server.backend is app.backend
+    with pytest.raises(ValueError, match=r"^url must be redis://host:port/db"):
+        McpAsgiApp(Server("s"), backend="memcached://127.0.0.1/")
+
+
 async def test_a_session_started_on_one_worker_is_served_by_the_other(workers: Workers, http: Any) -> None:
     session = await open_session(http, workers.url(0))
     session.url = workers.url(1)  # every request from now on goes to the other worker

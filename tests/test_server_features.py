@@ -577,6 +577,35 @@ def test_valid_tool_names(caplog: pytest.LogCaptureFixture) -> None:
     assert any("longer than 64" in r.getMessage() for r in caplog.records)  # warned, still accepted
 
 
+def test_the_decorators_and_add_methods_share_one_options_type_each_and_refuse_a_keyword_it_lacks() -> None:
+    """``tool``/``add_tool``, ``resource``/``add_resource``, ``prompt``/``add_prompt`` take the same keywords (one
+    options type each); one they do not have is a TypeError naming it, at once (not when the function comes)."""
+    server = Server("s")
+    server.tool("t", title="T", scopes=["a"], inline=True)(lambda: "x")
+    server.add_tool(lambda: "x", name="u", title="U", task="optional")
+    server.resource("r://x", name="rx", mime_type="text/plain", size=3, scopes=["a"])(lambda: "abc")
+    server.add_resource(lambda: "abc", "r://y", title="Y", cache=CacheHint(ttl_ms=5))
+    server.prompt("p", description="P", scopes=["a"])(lambda: "hi")
+    server.add_prompt(lambda: "hi", name="q", title="Q")
+    assert [(x.name, x.title) for x in server.list_tools()] == [("t", "T"), ("u", "U")]
+    entry = server.tool_definition("u")
+    assert entry is not None and entry.task == "optional"
+    refused = [
+        ("tool", lambda: server.tool("t", titel="T")),  # type: ignore[call-arg]
+        ("add_tool", lambda: server.add_tool(lambda: "x", titel="T")),  # type: ignore[call-arg]
+        ("resource", lambda: server.resource("r://z", mime="text/plain")),  # type: ignore[call-arg]
+        ("add_resource", lambda: server.add_resource(lambda: "x", "r://z", mime="text/plain")),  # type: ignore[call-arg]
+        ("prompt", lambda: server.prompt("p", completer={})),  # type: ignore[call-arg]
+        ("add_prompt", lambda: server.add_prompt(lambda: "x", completer={})),  # type: ignore[call-arg]
+    ]
+    for what, call in refused:
+        with pytest.raises(
+            TypeError, match=rf"^{what}\(\) got an unexpected keyword argument '(titel|mime|completer)'$"
+        ):
+            call()
+    assert [x.name for x in server.list_tools()] == ["t", "u"]  # nothing registered by a refused call
+
+
 async def test_tools_added_and_removed_at_runtime_notify_clients() -> None:
     server = Server("s")
     server.add_tool(lambda: "one", name="one")

@@ -15,12 +15,12 @@ def main(server: Any, argv: list[str]) -> None:
 
         run_stdio(server)
     elif mode == "tcp":
-        from jsonrpc_mcp.transports._run import run
+        from jsonrpc_mcp.transports.runner import run
         from jsonrpc_mcp.transports.socket import serve_tcp
 
         run(serve_tcp, server, "127.0.0.1", int(argv[1]))
     elif mode == "unix":
-        from jsonrpc_mcp.transports._run import run
+        from jsonrpc_mcp.transports.runner import run
         from jsonrpc_mcp.transports.socket import serve_unix
 
         run(serve_unix, server, argv[1])

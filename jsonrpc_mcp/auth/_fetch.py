@@ -17,6 +17,7 @@ import httpx
 import msgspec
 
 from ..addresses import is_loopback_host
+from ..transports.http_bodies import read_limited
 from .principal import VerifierUnavailable
 
 __all__ = ("check_number", "check_url", "fetch_json", "MAX_ANSWER")
@@ -60,19 +61,19 @@ async def fetch_json(
 ) -> dict[str, Any]:
     """One request answered by a JSON object. Any failure (network, status, size, shape) is
     :class:`VerifierUnavailable` naming ``url`` and what went wrong, never the request's content."""
+    if client is None:
+        async with httpx.AsyncClient(timeout=timeout, follow_redirects=False) as own:
+            return await fetch_json(method, url, client=own, timeout=timeout, data=data, auth=auth)
     headers = {"Accept": "application/json"}
     try:
-        if client is None:
-            async with httpx.AsyncClient(timeout=timeout, follow_redirects=False) as own:
-                response = await own.request(method, url, data=data, auth=auth, headers=headers)
-        else:
-            response = await client.request(method, url, data=data, auth=auth, headers=headers, timeout=timeout)
+        async with client.stream(method, url, data=data, auth=auth, headers=headers, timeout=timeout) as response:
+            status = response.status_code
+            body, whole = await read_limited(response, MAX_ANSWER) if status == 200 else (b"", True)
     except httpx.HTTPError as exc:
         raise VerifierUnavailable(f"{url} could not be reached ({type(exc).__name__})") from None
-    if response.status_code != 200:
-        raise VerifierUnavailable(f"{url} answered HTTP {response.status_code}")
-    body = response.content
-    if len(body) > MAX_ANSWER:
+    if status != 200:
+        raise VerifierUnavailable(f"{url} answered HTTP {status}")
+    if not whole:
         raise VerifierUnavailable(f"{url} answered more than {MAX_ANSWER} bytes")
     try:
         value = msgspec.json.decode(body)

@@ -62,6 +62,7 @@ except ImportError:  # pragma: no cover - the http extra is missing
     raise ImportError(f"jsonrpc_mcp.auth needs httpx: {MissingExtra.install('http')}") from None
 
 from ..addresses import is_loopback_host
+from ..transports.http_bodies import read_limited
 
 if TYPE_CHECKING:
     from .oauth_dpop import DPoPKey
@@ -791,10 +792,10 @@ class OAuth(httpx.Auth):
         """GET a JSON document: (status, the object or None, a short note for errors). No redirect is followed."""
         try:
             async with http.stream("GET", url, headers={"Accept": "application/json", **(headers or {})}) as response:
-                body = await _read_limited(response)
+                body, whole = await read_limited(response, _MAX_BODY)
         except httpx.HTTPError as exc:
             return None, None, f"{url} could not be reached ({type(exc).__name__})"
-        if body is None:
+        if not whole:
             return response.status_code, None, _too_long(url)
         document = decode_json_object(body) if response.status_code == 200 else None
         note = f"{url} answered HTTP {response.status_code}"
@@ -1228,18 +1229,6 @@ def _problem(response: httpx.Response) -> str | None:
     return None
 
 
-async def _read_limited(response: httpx.Response) -> bytes | None:
-    """The body of a streamed answer; None when it is longer than :data:`_MAX_BODY` (not read further)."""
-    chunks: list[bytes] = []
-    size = 0
-    async for chunk in response.aiter_bytes():
-        chunks.append(chunk)
-        size += len(chunk)
-        if size > _MAX_BODY:
-            return None
-    return b"".join(chunks)
-
-
 def _too_long(url: str) -> str:
     return f"{url} answered more than {_MAX_BODY} bytes: not read further"
 
@@ -1251,10 +1240,10 @@ async def _post(
     read up to :data:`_MAX_BODY` bytes; :class:`AuthorizationError` when it is unreachable or answers more."""
     try:
         async with http.stream("POST", endpoint, **options) as response:
-            body = await _read_limited(response)
+            body, whole = await read_limited(response, _MAX_BODY)
     except httpx.HTTPError as exc:
         raise AuthorizationError(step, f"{endpoint} could not be reached ({type(exc).__name__})") from None
-    if body is None:
+    if not whole:
         raise AuthorizationError(step, _too_long(endpoint))
     return response, decode_json_object(body)
 

@@ -68,7 +68,7 @@ from urllib.parse import parse_qsl, urlsplit, urlunsplit
 import msgspec
 
 from ..jsonrpc.wire import Request
-from ..transports._http_io import HeaderList, Headers, Receive, Scope, Send, send_bytes, send_error
+from ..transports.asgi import HeaderList, Headers, Receive, Scope, Send, send_bytes, send_error
 from ..transports.http_policy import Handler, HttpPolicy
 from .dpop import DPoP, ProofRefused, access_token_hash
 from .principal import (

@@ -20,10 +20,7 @@ What stays with one worker: a request in flight, its SSE stream, and the request
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Protocol
-
-import anyio.abc
+from typing import Protocol
 
 from ..mcp.bus import (
     BusEvent,
@@ -39,9 +36,7 @@ from ..mcp.bus import (
     decode_event,
     encode_event,
 )
-
-if TYPE_CHECKING:
-    from ..mcp.task_store import TaskStore
+from ..transports.session_store import SharedBackend
 
 __all__ = (
     "Backend",
@@ -60,46 +55,11 @@ __all__ = (
 )
 
 
-class Backend(Protocol):
-    """What a :class:`~jsonrpc_mcp.Server` and its HTTP app need from the service their workers share.
+class Backend(SharedBackend, Protocol):
+    """What a :class:`~jsonrpc_mcp.Server` and its HTTP app need from the service their workers share: the
+    server's :class:`~jsonrpc_mcp.mcp.bus.Bus` (``publish``, ``state_keys``, ``claim``, ``task_store``) and the
+    app's :class:`~jsonrpc_mcp.transports.session_store.SessionStore` (``load_session``, ``save_session``,
+    ``end_session``), with ``run`` and ``aclose`` (:class:`~jsonrpc_mcp.transports.session_store.SharedBackend`).
 
     Methods that reach the service raise :class:`~jsonrpc_mcp.errors.Unavailable` when it cannot be reached
     (never hang: each has a deadline)."""
-
-    async def run(
-        self,
-        deliver: Callable[[BusEvent], Awaitable[None]],
-        *,
-        task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
-    ) -> None:
-        """Receive the bus until cancelled, each event handed to ``deliver`` (this worker's own included);
-        reconnects after a failure. Started once it has connected (or failed to, the first time)."""
-
-    async def publish(self, event: BusEvent) -> None:
-        """Send ``event`` to every worker (this one included, through :meth:`run`)."""
-
-    def state_keys(self) -> tuple[bytes, ...]:
-        """The keys that open ``requestState``, the one that seals first (empty before :meth:`run` connected)."""
-
-    async def claim(self, nonce: str, expires: float) -> bool:
-        """Spend a single-use state's nonce (valid until ``expires``, a UNIX time): True the first time only."""
-
-    async def load_session(self, sid: str, ttl: float) -> bytes | None:
-        """A session's record (and ``ttl`` more seconds of life for it), or ``None`` when it does not exist."""
-
-    async def save_session(
-        self, sid: str, record: bytes, ttl: float, *, changed: bool, most: int | None = None
-    ) -> None:
-        """Store a session's record for ``ttl`` seconds; ``changed``: tell the workers holding a copy. ``most``
-        (a new session): the most sessions kept across the workers — past it, the least recently used ones give
-        way (ended, and every worker told, :class:`SessionEnded`)."""
-
-    async def end_session(self, sid: str) -> None:
-        """Forget a session, and tell every worker (:class:`SessionEnded`)."""
-
-    def task_store(self) -> TaskStore:
-        """A task store that every worker sharing this backend reads and changes (the tasks extension takes it
-        when it was given no store of its own)."""
-
-    async def aclose(self) -> None:
-        """Let go of the connections."""

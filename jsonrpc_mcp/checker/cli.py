@@ -14,7 +14,7 @@ from typing import Final
 import anyio
 import anyio.abc
 
-from .._cli_help import HELP_WIDTH, HelpFormatter, help_width, section
+from ..cli_help import HELP_WIDTH, HelpFormatter, help_width, section
 from ..mcp.versions import (
     HANDSHAKE_VERSIONS,
     STATELESS_VERSIONS,
@@ -217,7 +217,7 @@ def run_check_command(args: argparse.Namespace) -> int:
         import importlib.util
 
         if importlib.util.find_spec("httpx") is None:
-            from .._cli_client import EXIT_UNREACHABLE, HTTP_EXTRA_MISSING
+            from ..cli_client import EXIT_UNREACHABLE, HTTP_EXTRA_MISSING
 
             sys.stderr.write(f"jsonrpc-mcp check: {HTTP_EXTRA_MISSING}\n")
             return EXIT_UNREACHABLE
@@ -247,7 +247,7 @@ def run_check_command(args: argparse.Namespace) -> int:
             )
         )
     except Unreachable as exc:
-        from .._cli_client import EXIT_TIMEOUT, EXIT_UNREACHABLE, exit_hint
+        from ..cli_client import EXIT_TIMEOUT, EXIT_UNREACHABLE, exit_hint
 
         hint = exit_hint(command, exc.reason)
         if not hint and command and not args.stderr and "exited with status" in exc.reason:

@@ -9,7 +9,6 @@ from typing import Any, Final
 import anyio
 import anyio.abc
 
-from .._version import __version__
 from ..mcp.groups import unwrap_group
 from ..mcp.versions import (
     HANDSHAKE_VERSIONS,
@@ -17,6 +16,7 @@ from ..mcp.versions import (
     META_PROTOCOL_VERSION,
     STATELESS_VERSIONS,
 )
+from ..version import __version__
 from .channels import Channel, Target, Unreachable
 from .frames import NOT_JSON, loads, short
 from .transcripts import Session

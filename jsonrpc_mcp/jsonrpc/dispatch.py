@@ -36,7 +36,7 @@ from msgspec import Raw
 
 from ..errors import ConnectionClosed, RequestTimeout, RpcError, error_for_code
 from . import codes
-from ._concurrency import HandlerTasks, WriteLock, continue_in_task, open_handler_tasks
+from .concurrency import HandlerTasks, WriteLock, continue_in_task, open_handler_tasks
 from .streams import NOTIFICATION, REQUEST, RESPONSE, MessageStream, Outgoing
 from .wire import (
     ErrorResponse,

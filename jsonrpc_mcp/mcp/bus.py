@@ -1,15 +1,20 @@
-"""The messages the workers of one server pass each other through their backend, and a session's record (L2).
+"""The messages the workers of one server pass each other through their backend, a session's record, and what a
+:class:`~jsonrpc_mcp.Server` asks of that backend (:class:`Bus`) (L2).
 
 See :mod:`jsonrpc_mcp.backends` for what is shared and why. Events travel as JSON with a ``type`` tag.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import msgspec
 
+if TYPE_CHECKING:
+    from .task_store import TaskStore
+
 __all__ = (
+    "Bus",
     "BusEvent",
     "ResourceUpdated",
     "ListChanged",
@@ -23,6 +28,27 @@ __all__ = (
     "encode_event",
     "decode_event",
 )
+
+
+class Bus(Protocol):
+    """What a :class:`~jsonrpc_mcp.Server` needs from the service its workers share (``Server.use_backend``;
+    :class:`~jsonrpc_mcp.backends.Backend` is the whole of it, the HTTP app's part included).
+
+    Methods that reach the service raise :class:`~jsonrpc_mcp.errors.Unavailable` when it cannot be reached
+    (never hang: each has a deadline)."""
+
+    async def publish(self, event: BusEvent) -> None:
+        """Send ``event`` to every worker (this one included)."""
+
+    def state_keys(self) -> tuple[bytes, ...]:
+        """The keys that open ``requestState``, the one that seals first (empty before it connected)."""
+
+    async def claim(self, nonce: str, expires: float) -> bool:
+        """Spend a single-use state's nonce (valid until ``expires``, a UNIX time): True the first time only."""
+
+    def task_store(self) -> TaskStore:
+        """A task store that every worker sharing this backend reads and changes (the tasks extension takes it
+        when it was given no store of its own)."""
 
 
 class ResourceUpdated(msgspec.Struct, tag="resource-updated"):

@@ -19,14 +19,13 @@ import logging
 import math
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Mapping, Sequence
 from contextlib import asynccontextmanager
-from typing import TYPE_CHECKING, Any, Final, Self, TypeVar, cast
+from typing import Any, Final, Self, TypeVar, cast
 
 import anyio
 import anyio.abc
 import msgspec
 from msgspec import UNSET, Raw
 
-from .._version import __version__
 from ..errors import (
     AuthorizationError,
     ConnectionClosed,
@@ -42,6 +41,7 @@ from ..jsonrpc.codes import UNSUPPORTED_PROTOCOL_VERSION
 from ..jsonrpc.dispatch import Dispatcher
 from ..jsonrpc.streams import MessageStream
 from ..jsonrpc.wire import Notification, Request, RequestId
+from ..version import __version__
 from . import types as t
 from .extensions import Extension, ExtensionResult, extensions_capability
 from .groups import unwrap_group
@@ -54,7 +54,7 @@ from .session import encode_cancellation
 from .task_client import ClientTasks, CoreTaskHandle, TaskHandle
 from .task_state import EXTENSION_ID as TASKS_EXTENSION
 from .task_state import RELATED_TASK
-from .tracing import TracingSwitch, tracing_switch
+from .tracing import TracingHook, TracingSwitch, tracing_switch
 from .versions import (
     BATCH_VERSIONS,
     HANDSHAKE_VERSIONS,
@@ -67,9 +67,6 @@ from .versions import (
     META_SUBSCRIPTION_ID,
     STATELESS_VERSIONS,
 )
-
-if TYPE_CHECKING:
-    from ..otel import Tracing
 
 __all__ = (
     "ClientSession",
@@ -203,7 +200,7 @@ class ClientSession:
         validate_elicitation: bool = True,
         middleware: Sequence[ClientMiddleware] = (),
         extensions: Sequence[Extension] = (),
-        tracing: Tracing | bool | None = None,
+        tracing: TracingHook | bool | None = None,
     ) -> None:
         _check_options(protocol_version, elicitation_modes, request_timeout, max_total_timeout)
         if isinstance(roots, Sequence) and not all(isinstance(root, t.Root) for root in roots):  # (str: its letters)

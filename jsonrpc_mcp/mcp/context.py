@@ -35,7 +35,7 @@ from .sampling import conversation_problem
 from .versions import Era
 
 if TYPE_CHECKING:
-    from ..auth.principal import AccessToken
+    from .principal import AccessToken
     from .session import ServerSession
 
 __all__ = (
@@ -345,11 +345,10 @@ class Context(msgspec.Struct, kw_only=True):
         """
         for method, _ in requests.values():
             self._check_capability(method, None)
-        if self.stateless:
+        if self._asks_in_rounds:
             missing = {k: _input_request(m, p) for k, (m, p) in requests.items() if k not in self.answers}
-            if missing:
-                raise InputRequired(missing)
-            return {k: _typed(requests[k][0], self.answers[k]) for k in requests}
+            answers = {**self.answers, **(await self._input_round(missing, timeout))} if missing else self.answers
+            return {k: _typed(requests[k][0], answers[k]) for k in requests}
         results: dict[str, Any] = {}
 
         async def one(key: str, method: str, params: Mapping[str, Any] | None) -> None:
@@ -368,14 +367,30 @@ class Context(msgspec.Struct, kw_only=True):
         timeout: float | None,
         sub: str | None = None,
     ) -> Any:
+        """The one way a handler asks the client for something: in input rounds (the answer given in an earlier
+        round by its ``key``, else a round asking for it), or as a request of the session."""
         self._check_capability(method, sub)
-        if self.stateless:
-            if key is None:
-                self._auto_keys += 1
-                key = f"{method.split('/')[0]}-{self._auto_keys}"
-            if key in self.answers:
-                return _typed(method, self.answers[key])
-            raise InputRequired({key: _input_request(method, params)})
+        if not self._asks_in_rounds:
+            return await self._send_input_request(method, params, timeout)
+        if key is None:
+            self._auto_keys += 1
+            key = f"{method.split('/')[0]}-{self._auto_keys}"
+        if key in self.answers:
+            return _typed(method, self.answers[key])
+        answers = await self._input_round({key: _input_request(method, params)}, timeout)
+        return _typed(method, answers[key])
+
+    @property
+    def _asks_in_rounds(self) -> bool:
+        """Whether input is asked for in rounds of the request (2026-07-28) rather than as requests of the session."""
+        return self.stateless
+
+    async def _input_round(self, missing: dict[str, dict[str, Any]], timeout: float | None) -> dict[str, Any]:
+        """Ask for ``missing`` (by key) in an input round; the answers by key. Here, the request's own round: it is
+        answered with them (``InputRequired``), and the client retries with the answers."""
+        raise InputRequired(missing)
+
+    async def _send_input_request(self, method: str, params: dict[str, Any] | None, timeout: float | None) -> Any:
         raw = await self.session.send_request(method, params, related=self.request_id, timeout=timeout)
         return msgspec.json.decode(raw, type=getattr(t, _RESULT_TYPE_OF[method]))
 

@@ -110,15 +110,11 @@ class CoreTaskContext(TaskContext, kw_only=True):
         except ConnectionClosed:
             pass
 
-    async def _ask(
-        self,
-        method: str,
-        params: dict[str, Any] | None,
-        key: str | None,
-        timeout: float | None,
-        sub: str | None = None,
-    ) -> Any:
-        self._check_capability(method, sub)
+    @property
+    def _asks_in_rounds(self) -> bool:
+        return False  # (a request of the session, as in any handshake-era handler)
+
+    async def _send_input_request(self, method: str, params: dict[str, Any] | None, timeout: float | None) -> Any:
         key = await self.tasks.waiting(self.run, method, params)  # (input_required while the client answers)
         try:
             raw = await self.session.send_request(method, self._related(params), timeout=timeout)
@@ -126,12 +122,6 @@ class CoreTaskContext(TaskContext, kw_only=True):
             with anyio.CancelScope(shield=True):
                 await self.tasks.answered(self.run, key)
         return _typed(method, msgspec.json.decode(raw))
-
-    async def request_inputs(
-        self, requests: Mapping[str, tuple[str, Mapping[str, Any] | None]], *, timeout: float | None = None
-    ) -> dict[str, Any]:
-        """Several inputs at once: concurrent requests of the session, as in any handshake-era handler."""
-        return await Context.request_inputs(self, requests, timeout=timeout)
 
 
 class CoreTasks:

@@ -24,31 +24,29 @@ import weakref
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from enum import Enum
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Annotated, Any, Final, Literal, TypeVar, get_args, get_origin
+from typing import TYPE_CHECKING, Annotated, Any, Final, Literal, TypedDict, TypeVar, Unpack, get_args, get_origin
 
 import msgspec
 from msgspec import UNSET, Raw, UnsetType
 
-from ..auth.principal import missing_scopes
 from ..errors import InsufficientScope, InvalidParams, ResourceNotFound, RpcError, Unavailable
 from ..jsonrpc.dispatch import Dispatcher
 from ..jsonrpc.streams import MessageStream
 from . import types as t
-from .bus import BusEvent, ExtensionEvent, ListChanged, LogMessage, ResourceUpdated
+from .bus import Bus, BusEvent, ExtensionEvent, ListChanged, LogMessage, ResourceUpdated
 from .context import LOG_LEVELS, Context
 from .extensions import Extension, extension_methods, extensions_capability, needed_capabilities
 from .methods import BOTH, HANDSHAKE_ONLY, STATELESS_ONLY, MethodSpec
 from .middleware import Middleware, checked_chain
 from .pagination import paginate
+from .principal import missing_scopes
 from .session import ServerSession
 from .signature import describe_validation_error, inspect_function
-from .tools import TaskStart, TaskSupport, ToolDef, call_completer, make_tool, runner
-from .tracing import TracingSwitch, tracing_switch
+from .tools import ToolDef, ToolOptions, call_completer, check_options, make_tool, runner
+from .tracing import TracingHook, TracingSwitch, tracing_switch
 from .versions import CORE_TASKS_VERSION, META_SUBSCRIPTION_ID, SUPPORTED_VERSIONS
 
 if TYPE_CHECKING:
-    from ..backends import Backend
-    from ..otel import Tracing
     from .core_tasks import CoreTasks
     from .uri_template import UriTemplate
 
@@ -59,6 +57,9 @@ __all__ = (
     "ResourceTemplateDef",
     "PromptDef",
     "CacheHint",
+    "ToolOptions",
+    "ResourceOptions",
+    "PromptOptions",
     "TOOL_NAME",
     "resource_contents",
     "prompt_result",
@@ -199,6 +200,36 @@ class PromptDef(msgspec.Struct):
     complete: dict[str, Callable[..., Any]] = msgspec.field(default_factory=dict)
 
 
+class ResourceOptions(TypedDict, total=False):
+    """How a resource (or a resource template) is registered besides its function and URI: the keywords of
+    :meth:`Server.resource` and :meth:`Server.add_resource` (described there; each may be left out)."""
+
+    name: str | None
+    title: str | None
+    description: str | None
+    mime_type: str | None
+    size: int | None
+    annotations: t.Annotations | None
+    icons: list[t.Icon] | None
+    cache: CacheHint | None
+    meta: Mapping[str, Any] | None
+    inline: bool  # default False
+    scopes: Iterable[str] | None
+
+
+class PromptOptions(TypedDict, total=False):
+    """How a prompt is registered besides its function and name: the keywords of :meth:`Server.prompt` and
+    :meth:`Server.add_prompt` (described there; each may be left out)."""
+
+    title: str | None
+    description: str | None
+    icons: list[t.Icon] | None
+    complete: Mapping[str, Callable[..., Any]] | None
+    meta: Mapping[str, Any] | None
+    inline: bool  # default False
+    scopes: Iterable[str] | None
+
+
 def _called_first(argument: Any, decorator: str, example: str) -> None:
     """Refuse a decorator used without its call (``@server.tool``): the function would be registered as nothing
     and replaced by the decorator itself."""
@@ -247,7 +278,7 @@ class Server:
         middleware: Iterable[Middleware] = (),
         scope_hierarchy: Mapping[str, Iterable[str]] | None = None,
         extensions: Iterable[Extension] = (),
-        tracing: Tracing | bool | None = None,
+        tracing: TracingHook | bool | None = None,
     ) -> None:
         if page_size is not None and page_size < 1:
             raise ValueError("page_size must be positive or None")
@@ -277,7 +308,7 @@ class Server:
         self.request_state_ttl = request_state_ttl
         self._spent_states: Any = None
         #: What this server shares with its other workers (:meth:`use_backend`), or ``None``: nothing to share.
-        self.backend: Backend | None = None
+        self.backend: Bus | None = None
         self._extra_capabilities = dict(capabilities or {})
         self._tools: dict[str, ToolDef] = {}
         self._resources: dict[str, ResourceDef] = {}
@@ -389,7 +420,7 @@ class Server:
             return self.backend.claim(nonce, expires)
         return bool(self.spent_states.claim(nonce, expires, now=now))
 
-    def use_backend(self, backend: Backend | None) -> None:
+    def use_backend(self, backend: Bus | None) -> None:
         """Share notifications, ``requestState`` keys and single-use claims with the other workers through
         ``backend`` (see :mod:`jsonrpc_mcp.backends`); the HTTP app given it runs it. ``None``: share nothing.
         Each extension is told (:meth:`Extension.use_backend`): the tasks extension keeps its tasks there."""
@@ -626,24 +657,7 @@ class Server:
 
     # --- tools ---------------------------------------------------------------------------------------------
 
-    def tool(
-        self,
-        name: str | None = None,
-        *,
-        title: str | None = None,
-        description: str | None = None,
-        annotations: t.ToolAnnotations | None = None,
-        icons: list[t.Icon] | None = None,
-        input_schema: Mapping[str, Any] | None = None,
-        output_schema: Mapping[str, Any] | None = None,
-        structured_output: bool | None = None,
-        meta: Mapping[str, Any] | None = None,
-        inline: bool = False,
-        single_use_state: bool = False,
-        scopes: Iterable[str] | None = None,
-        task: TaskSupport = "forbidden",
-        task_start: TaskStart = "at_call",
-    ) -> Callable[[F], F]:
+    def tool(self, name: str | None = None, **options: Unpack[ToolOptions]) -> Callable[[F], F]:
         """Register a function as a tool. Its typed parameters become ``inputSchema``, its docstring the
         ``description``, its return annotation ``outputSchema`` (structured data) or plain content.
 
@@ -666,49 +680,17 @@ class Server:
         """
 
         _called_first(name, "tool", "")
+        check_options(options, ToolOptions, "tool")
 
         def register(fn: F) -> F:
-            self.add_tool(
-                fn,
-                name=name,
-                title=title,
-                description=description,
-                annotations=annotations,
-                icons=icons,
-                input_schema=input_schema,
-                output_schema=output_schema,
-                structured_output=structured_output,
-                meta=meta,
-                inline=inline,
-                single_use_state=single_use_state,
-                scopes=scopes,
-                task=task,
-                task_start=task_start,
-            )
+            self.add_tool(fn, name=name, **options)
             return fn
 
         return register
 
-    def add_tool(
-        self,
-        fn: Callable[..., Any],
-        *,
-        name: str | None = None,
-        title: str | None = None,
-        description: str | None = None,
-        annotations: t.ToolAnnotations | None = None,
-        icons: list[t.Icon] | None = None,
-        input_schema: Mapping[str, Any] | None = None,
-        output_schema: Mapping[str, Any] | None = None,
-        structured_output: bool | None = None,
-        meta: Mapping[str, Any] | None = None,
-        inline: bool = False,
-        single_use_state: bool = False,
-        scopes: Iterable[str] | None = None,
-        task: TaskSupport = "forbidden",
-        task_start: TaskStart = "at_call",
-    ) -> ToolDef:
+    def add_tool(self, fn: Callable[..., Any], *, name: str | None = None, **options: Unpack[ToolOptions]) -> ToolDef:
         """Register (or replace) a tool at any time; connected clients get ``notifications/tools/list_changed``."""
+        check_options(options, ToolOptions, "add_tool")
         tool_name = name or fn.__name__
         if not TOOL_NAME.match(tool_name):
             raise ValueError(
@@ -716,22 +698,8 @@ class Server:
             )
         if len(tool_name) > 64:
             logger.warning("tool name %r is longer than 64 characters; some clients refuse it", tool_name)
-        entry = make_tool(
-            fn,
-            name=tool_name,
-            title=title,
-            description=description,
-            annotations=annotations,
-            icons=icons,
-            input_schema=input_schema,
-            output_schema=output_schema,
-            structured_output=structured_output,
-            meta=meta,
-            inline=inline,
-            single_use_state=single_use_state,
-            task=task,
-            task_start=task_start,
-        )
+        scopes = options.pop("scopes", None)
+        entry = make_tool(fn, name=tool_name, **options)
         if entry.task != "forbidden" and TASKS_EXTENSION not in self._extensions:
             from .tasks import Tasks
 
@@ -779,22 +747,7 @@ class Server:
 
     # --- resources -----------------------------------------------------------------------------------------
 
-    def resource(
-        self,
-        uri: str,
-        *,
-        name: str | None = None,
-        title: str | None = None,
-        description: str | None = None,
-        mime_type: str | None = None,
-        size: int | None = None,
-        annotations: t.Annotations | None = None,
-        icons: list[t.Icon] | None = None,
-        cache: CacheHint | None = None,
-        meta: Mapping[str, Any] | None = None,
-        inline: bool = False,
-        scopes: Iterable[str] | None = None,
-    ) -> Callable[[F], F]:
+    def resource(self, uri: str, **options: Unpack[ResourceOptions]) -> Callable[[F], F]:
         """Register a resource (``uri``) or a resource template (a URI with ``{variables}``, RFC 6570 level 1).
 
         The function returns ``str`` (text), ``bytes`` (a blob), resource contents, or JSON-able data (sent as
@@ -805,44 +758,16 @@ class Server:
         """
 
         _called_first(uri, "resource", '"notes://{id}"')
+        check_options(options, ResourceOptions, "resource")
 
         def register(fn: F) -> F:
-            self.add_resource(
-                fn,
-                uri,
-                name=name,
-                title=title,
-                description=description,
-                mime_type=mime_type,
-                size=size,
-                annotations=annotations,
-                icons=icons,
-                cache=cache,
-                meta=meta,
-                inline=inline,
-                scopes=scopes,
-            )
+            self.add_resource(fn, uri, **options)
             return fn
 
         return register
 
-    def add_resource(
-        self,
-        fn: Callable[..., Any],
-        uri: str,
-        *,
-        name: str | None = None,
-        title: str | None = None,
-        description: str | None = None,
-        mime_type: str | None = None,
-        size: int | None = None,
-        annotations: t.Annotations | None = None,
-        icons: list[t.Icon] | None = None,
-        cache: CacheHint | None = None,
-        meta: Mapping[str, Any] | None = None,
-        inline: bool = False,
-        scopes: Iterable[str] | None = None,
-    ) -> None:
+    def add_resource(self, fn: Callable[..., Any], uri: str, **options: Unpack[ResourceOptions]) -> None:
+        check_options(options, ResourceOptions, "add_resource")
         import inspect
 
         if not isinstance(uri, str) or not RESOURCE_URI.match(uri):
@@ -851,20 +776,22 @@ class Server:
                 "without spaces"
             )
         sig = inspect.signature(fn)
-        read = runner(fn, inline=inline, what=f"resource {uri}")
+        read = runner(fn, inline=options.get("inline", False), what=f"resource {uri}")
         hints = _hints(fn)
         wants_ctx = next((p for p in sig.parameters if hints.get(p) is Context), None)
         wants_query = "query" in sig.parameters
         doc = inspect.getdoc(fn)
+        meta = options.get("meta")
         common: dict[str, Any] = {
-            "name": name or fn.__name__,
-            "title": title or UNSET,
-            "description": description or (doc.strip() if doc else UNSET),
-            "mime_type": mime_type or UNSET,
-            "annotations": annotations or UNSET,
-            "icons": icons or UNSET,
+            "name": options.get("name") or fn.__name__,
+            "title": options.get("title") or UNSET,
+            "description": options.get("description") or (doc.strip() if doc else UNSET),
+            "mime_type": options.get("mime_type") or UNSET,
+            "annotations": options.get("annotations") or UNSET,
+            "icons": options.get("icons") or UNSET,
             "meta": dict(meta) if meta else UNSET,
         }
+        cache, size = options.get("cache"), options.get("size")
         from .uri_template import UriTemplate, is_template  # only servers with resources need it
 
         if is_template(uri):
@@ -883,7 +810,7 @@ class Server:
                 wants_ctx,
                 wants_query,
             )
-        self._set_scopes("resource", uri, scopes)
+        self._set_scopes("resource", uri, options.get("scopes"))
         self._changed("resources")
 
     def remove_resource(self, uri: str) -> None:
@@ -1051,18 +978,7 @@ class Server:
 
     # --- prompts -------------------------------------------------------------------------------------------
 
-    def prompt(
-        self,
-        name: str | None = None,
-        *,
-        title: str | None = None,
-        description: str | None = None,
-        icons: list[t.Icon] | None = None,
-        complete: Mapping[str, Callable[..., Any]] | None = None,
-        meta: Mapping[str, Any] | None = None,
-        inline: bool = False,
-        scopes: Iterable[str] | None = None,
-    ) -> Callable[[F], F]:
+    def prompt(self, name: str | None = None, **options: Unpack[PromptOptions]) -> Callable[[F], F]:
         """Register a prompt. Its parameters are the prompt's arguments (required unless they have a default);
         it returns a string (one user message), messages, content blocks, or a ``GetPromptResult``.
         ``complete`` maps an argument name to a function ``(value, context_arguments) -> list[str]`` (a plain
@@ -1070,36 +986,16 @@ class Server:
         :meth:`tool`). ``scopes``: the OAuth scopes a caller's token needs to get it (or complete its arguments)."""
 
         _called_first(name, "prompt", "")
+        check_options(options, PromptOptions, "prompt")
 
         def register(fn: F) -> F:
-            self.add_prompt(
-                fn,
-                name=name,
-                title=title,
-                description=description,
-                icons=icons,
-                complete=complete,
-                meta=meta,
-                inline=inline,
-                scopes=scopes,
-            )
+            self.add_prompt(fn, name=name, **options)
             return fn
 
         return register
 
-    def add_prompt(
-        self,
-        fn: Callable[..., Any],
-        *,
-        name: str | None = None,
-        title: str | None = None,
-        description: str | None = None,
-        icons: list[t.Icon] | None = None,
-        complete: Mapping[str, Callable[..., Any]] | None = None,
-        meta: Mapping[str, Any] | None = None,
-        inline: bool = False,
-        scopes: Iterable[str] | None = None,
-    ) -> None:
+    def add_prompt(self, fn: Callable[..., Any], *, name: str | None = None, **options: Unpack[PromptOptions]) -> None:
+        check_options(options, PromptOptions, "add_prompt")
         prompt_name = name or fn.__name__
         sig = inspect_function(fn, name=prompt_name, structured_output=False)
         arguments = [
@@ -1110,7 +1006,7 @@ class Server:
             )
             for p in sig.params
         ]
-        auto = dict(complete or {})
+        auto = dict(options.get("complete") or {})
         for p in sig.params:
             choices = _choices(sig.args_type.__annotations__.get(p))
             if choices and p not in auto:
@@ -1118,17 +1014,17 @@ class Server:
         self._prompts[prompt_name] = PromptDef(
             t.Prompt(
                 name=prompt_name,
-                title=title or UNSET,
-                description=description or sig.description or UNSET,
+                title=options.get("title") or UNSET,
+                description=options.get("description") or sig.description or UNSET,
                 arguments=arguments or UNSET,
-                icons=icons or UNSET,
-                meta=dict(meta) if meta else UNSET,
+                icons=options.get("icons") or UNSET,
+                meta=dict(meta) if (meta := options.get("meta")) else UNSET,
             ),
-            runner(fn, inline=inline, what=f"prompt {prompt_name}"),
+            runner(fn, inline=options.get("inline", False), what=f"prompt {prompt_name}"),
             sig,
             auto,
         )
-        self._set_scopes("prompt", prompt_name, scopes)
+        self._set_scopes("prompt", prompt_name, options.get("scopes"))
         self._changed("prompts")
 
     def remove_prompt(self, name: str) -> None:

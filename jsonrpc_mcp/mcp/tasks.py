@@ -57,7 +57,7 @@ from ..errors import (
 )
 from ..jsonrpc.dispatch import BUSY, failure_error
 from . import task_state as ts
-from .context import Context, StartTask, _input_request, _typed, on_worker_thread
+from .context import Context, StartTask, _input_request, on_worker_thread
 from .extensions import Extension, WrapNext
 from .session import encode_stateless_result
 from .task_store import MemoryTaskStore, TaskStore, TellsStopped
@@ -212,34 +212,14 @@ class TaskContext(Context, kw_only=True):
     async def close_sse_stream(self) -> bool:
         return False
 
-    async def _ask(
-        self,
-        method: str,
-        params: dict[str, Any] | None,
-        key: str | None,
-        timeout: float | None,
-        sub: str | None = None,
-    ) -> Any:
-        self._check_capability(method, sub)
-        if key is None:
-            self._auto_keys += 1
-            key = f"{method.split('/')[0]}-{self._auto_keys}"
-        if key in self.answers:  # (answered in an input round of the request, before the task began)
-            return _typed(method, self.answers[key])
-        answers = await self.tasks.ask(self.run, {key: _input_request(method, params)}, timeout)
-        return _typed(method, answers[key])
+    @property
+    def _asks_in_rounds(self) -> bool:
+        return True  # (the answers of the request's own rounds, before the task began, are its first answers)
 
-    async def request_inputs(
-        self, requests: Mapping[str, tuple[str, Mapping[str, Any] | None]], *, timeout: float | None = None
-    ) -> dict[str, Any]:
-        """Several inputs at once: the task waits for all of them (the client may answer them one at a time)."""
-        for method, _ in requests.values():
-            self._check_capability(method, None)
-        missing = {k: _input_request(m, p) for k, (m, p) in requests.items() if k not in self.answers}
-        answers = dict(self.answers)
-        if missing:
-            answers.update(await self.tasks.ask(self.run, missing, timeout))
-        return {k: _typed(requests[k][0], answers[k]) for k in requests}
+    async def _input_round(self, missing: dict[str, dict[str, Any]], timeout: float | None) -> dict[str, Any]:
+        """The task waits in ``input_required`` until the client answered them all."""
+        answers: dict[str, Any] = await self.tasks.ask(self.run, missing, timeout)
+        return answers
 
 
 class Tasks(Extension):

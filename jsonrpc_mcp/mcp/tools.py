@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Awaitable, Callable, Mapping
-from typing import Any, Final, Literal, TypeVar
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from typing import Any, Final, Literal, TypedDict, TypeVar, Unpack
 
 import msgspec
 from msgspec import UNSET, Raw
@@ -33,9 +33,11 @@ from .signature import Signature, describe_validation_error, inspect_function
 
 __all__ = (
     "ToolDef",
+    "ToolOptions",
     "TaskSupport",
     "TaskStart",
     "make_tool",
+    "check_options",
     "tool_result",
     "error_result",
     "RawSchemaValidator",
@@ -233,23 +235,40 @@ def _type_ok(expected: str, value: Any) -> bool:
     return True if check is None else check(value)
 
 
-def make_tool(
-    fn: Callable[..., Any],
-    *,
-    name: str,
-    title: str | None,
-    description: str | None,
-    annotations: t.ToolAnnotations | None,
-    icons: list[t.Icon] | None,
-    input_schema: Mapping[str, Any] | None,
-    output_schema: Mapping[str, Any] | None,
-    structured_output: bool | None,
-    meta: Mapping[str, Any] | None,
-    inline: bool = False,
-    single_use_state: bool = False,
-    task: TaskSupport = "forbidden",
-    task_start: TaskStart = "at_call",
-) -> ToolDef:
+class ToolOptions(TypedDict, total=False):
+    """How a tool is registered besides its function and name: the keywords of :meth:`~jsonrpc_mcp.Server.tool`
+    and :meth:`~jsonrpc_mcp.Server.add_tool` (described there; each may be left out), and of :func:`make_tool`
+    (``scopes`` is the server's: it leaves it out)."""
+
+    title: str | None
+    description: str | None
+    annotations: t.ToolAnnotations | None
+    icons: list[t.Icon] | None
+    input_schema: Mapping[str, Any] | None
+    output_schema: Mapping[str, Any] | None
+    structured_output: bool | None
+    meta: Mapping[str, Any] | None
+    inline: bool  # default False
+    single_use_state: bool  # default False
+    scopes: Iterable[str] | None
+    task: TaskSupport  # default "forbidden"
+    task_start: TaskStart  # default "at_call"
+
+
+def check_options(options: Mapping[str, object], allowed: Any, what: str) -> None:
+    """A keyword that the options type ``allowed`` (a ``TypedDict``) does not have is a ``TypeError`` naming it, as
+    for a function's own keywords (the type checker says so before it runs)."""
+    unknown = options.keys() - allowed.__optional_keys__ - allowed.__required_keys__
+    if unknown:
+        raise TypeError(f"{what}() got an unexpected keyword argument {min(unknown)!r}")
+
+
+def make_tool(fn: Callable[..., Any], *, name: str, **options: Unpack[ToolOptions]) -> ToolDef:
+    check_options(options, ToolOptions, "make_tool")
+    input_schema, output_schema = options.get("input_schema"), options.get("output_schema")
+    inline = options.get("inline", False)
+    task, task_start = options.get("task", "forbidden"), options.get("task_start", "at_call")
+    structured_output = options.get("structured_output")
     sig = inspect_function(fn, name=name, structured_output=structured_output, raw_schema=input_schema is not None)
     if output_schema is not None:
         sig.output_schema = dict(output_schema)
@@ -258,13 +277,13 @@ def make_tool(
     schema = dict(input_schema) if input_schema is not None else sig.input_schema
     tool = t.Tool(
         name=name,
-        title=title or UNSET,
-        description=description or sig.description or name,
+        title=options.get("title") or UNSET,
+        description=options.get("description") or sig.description or name,
         input_schema=schema,
         output_schema=sig.output_schema if sig.output_schema is not None else UNSET,
-        annotations=annotations or UNSET,
-        icons=icons or UNSET,
-        meta=dict(meta) if meta else UNSET,
+        annotations=options.get("annotations") or UNSET,
+        icons=options.get("icons") or UNSET,
+        meta=dict(meta) if (meta := options.get("meta")) else UNSET,
     )
     if inline and sig.is_async:
         raise TypeError(f"tool {name}: inline=True is for plain functions; an async function runs in its task")
@@ -272,7 +291,7 @@ def make_tool(
         call = _raw_schema_caller(fn, sig, RawSchemaValidator(input_schema, name), name, inline)
     else:
         call = _typed_caller(fn, sig, name, inline)
-    if single_use_state:
+    if options.get("single_use_state", False):
         call = _single_use(call)
     if task not in ("forbidden", "optional", "required"):
         raise ValueError(f'tool {name}: task must be "forbidden", "optional" or "required", not {task!r}')

@@ -5,6 +5,10 @@ provider of an SDK): no code of theirs changes. Until then nothing of OpenTeleme
 the user's own. ``Server(tracing=False)`` / ``ClientSession(tracing=False)`` turn it off; a
 :class:`jsonrpc_mcp.otel.Tracing` given as ``tracing=`` traces with its own providers instead of the global ones.
 
+What the core asks of a tracing is :class:`TracingHook` (:mod:`jsonrpc_mcp.otel` implements it); the global one is
+found through the lookup given to :func:`use_global_tracing` (the package gives one that imports
+:mod:`jsonrpc_mcp.otel` on first use): the core never imports it.
+
 The global providers are looked up without cost to a process that never imported OpenTelemetry (a provider can only
 be set by code that did), and at most once a second while none is set (the lookup reads the environment): tracing
 starts at the latest a second after the SDK is configured. The API lets a global provider be set only once, so one
@@ -17,12 +21,16 @@ import os
 import sys
 from importlib.util import find_spec
 from time import monotonic
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, Protocol
 
 if TYPE_CHECKING:
-    from ..otel import Tracing
+    from collections.abc import Awaitable, Callable
 
-__all__ = ("TracingSwitch", "tracing_switch")
+    from ..jsonrpc.wire import RequestId
+    from .middleware import ClientMiddleware, Middleware
+    from .session import ServerSession
+
+__all__ = ("TracingHook", "TracingSwitch", "tracing_switch", "use_global_tracing")
 
 #: Seconds between two lookups of the global providers while none is configured.
 RECHECK: Final = 1.0
@@ -33,7 +41,39 @@ _API_MODULES: Final = ("opentelemetry.trace", "opentelemetry.metrics")
 _api_installed: bool | None = None
 
 
-def tracing_switch(tracing: Tracing | bool | None) -> TracingSwitch | None:
+class TracingHook(Protocol):
+    """What traces a server's and a client's messages (:class:`jsonrpc_mcp.otel.Tracing` is the one that ships)."""
+
+    #: The server's outermost middleware while tracing runs.
+    server: Middleware
+    #: The client's outermost middleware while tracing runs.
+    client: ClientMiddleware
+
+    def server_sends(
+        self,
+        session: ServerSession,
+        method: str,
+        params: Any,
+        request_id: RequestId | None,
+        send: Callable[[Any], Awaitable[Any]],
+    ) -> Awaitable[Any]:
+        """What a server sends its client (``method`` with ``params``; ``send`` sends it), traced."""
+        ...
+
+
+#: The tracing of the global providers once they are configured: given by :func:`use_global_tracing`.
+_global_lookup: Callable[[], TracingHook | None] | None = None
+
+
+def use_global_tracing(lookup: Callable[[], TracingHook | None] | None) -> None:
+    """Where the automatic tracing is found: ``lookup()`` is the tracing of OpenTelemetry's global providers, or
+    ``None`` while none is configured (called at most once a second, and only once OpenTelemetry was imported or
+    configured through the environment). ``None``: no automatic tracing."""
+    global _global_lookup
+    _global_lookup = lookup
+
+
+def tracing_switch(tracing: TracingHook | bool | None) -> TracingSwitch | None:
     """The switch for a ``tracing=`` option: ``None`` (or ``True``) is automatic, ``False`` off, a ``Tracing``
     explicit. ``None`` comes back where tracing can never run (off, or automatic without OpenTelemetry installed)."""
     global _api_installed
@@ -54,12 +94,12 @@ class TracingSwitch:
 
     __slots__ = ("_chain", "_next_lookup", "_tracing")
 
-    def __init__(self, tracing: Tracing | None) -> None:
+    def __init__(self, tracing: TracingHook | None) -> None:
         self._tracing = tracing
         self._next_lookup = 0.0
         self._chain: tuple[tuple[Any, ...], tuple[Any, ...]] = ((), ())  # (chain given, chain with tracing)
 
-    def current(self) -> Tracing | None:
+    def current(self) -> TracingHook | None:
         """The tracing to use now, or ``None`` while OpenTelemetry is not configured."""
         tracing = self._tracing
         if tracing is None:
@@ -89,7 +129,7 @@ class TracingSwitch:
             return middleware
         return self._with(middleware, tracing.client)
 
-    def _look_up(self, now: float) -> Tracing | None:
+    def _look_up(self, now: float) -> TracingHook | None:
         self._next_lookup = now + RECHECK
         tracing = self._tracing = _global_tracing()
         return tracing
@@ -102,12 +142,13 @@ class TracingSwitch:
         return chain
 
 
-def _global_tracing() -> Tracing | None:
-    """A ``Tracing`` of the global providers if one of them is configured."""
+def _global_tracing() -> TracingHook | None:
+    """The tracing of the global providers if one of them is configured."""
+    lookup = _global_lookup
+    if lookup is None:
+        return None
     if not any(name in sys.modules for name in _API_MODULES) and not any(
         name in os.environ for name in _PROVIDER_VARIABLES
     ):
         return None
-    from ..otel import global_tracing
-
-    return global_tracing()
+    return lookup()

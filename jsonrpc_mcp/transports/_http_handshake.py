@@ -29,8 +29,8 @@ from ._http_stateless import serve_alone
 from .events import EventStore
 
 if TYPE_CHECKING:
-    from ..backends._sessions import SharedSessions
     from ..mcp.session import ServerApp
+    from ._http_shared_sessions import SharedSessions
     from .http_policy import HttpPolicy
 
 __all__ = ("HandshakeEndpoint",)

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Final
 import anyio
 import msgspec
 
-from ..jsonrpc._concurrency import HandlerTasks
+from ..jsonrpc.concurrency import HandlerTasks
 from ..jsonrpc.dispatch import Dispatcher, Pending
 from ..jsonrpc.streams import RESPONSE as ANSWER
 from ..jsonrpc.streams import MessageStream, Outgoing

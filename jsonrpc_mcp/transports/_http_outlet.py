@@ -24,7 +24,7 @@ from typing import Final, Literal, NamedTuple
 import anyio
 import msgspec
 
-from ..jsonrpc._concurrency import BoundedQueue, loop_sleep
+from ..jsonrpc.concurrency import BoundedQueue, loop_sleep
 from ._http_io import HeaderList, Receive, Send, send_bytes, send_empty
 from .events import EventStore
 from .sse import encode_comment, encode_event, encode_retry

@@ -3,7 +3,8 @@
 A web page on ``evil.example`` whose name its owner re-points at 127.0.0.1 makes the browser send requests to a
 local server with ``Host: evil.example`` and ``Origin: http://evil.example``; refusing both (403) defeats it.
 
-* ``Host`` must name a loopback host (``localhost``, ``127.0.0.1``, ``[::1]``, any port) or an entry of
+* ``Host`` must name a loopback host (as :func:`jsonrpc_mcp.addresses.is_loopback_host` tells one: ``localhost``
+  and its subdomains, ``127.0.0.0/8``, ``[::1]``; any port) or an entry of
   ``allowed_hosts`` (``"name"`` for any port, ``"name:port"`` for one port, ``"*"`` for any host). A request
   without ``Host`` (HTTP/1.0) passes: browsers always send one.
 * ``Origin``, when present, must be a loopback origin, an origin whose host is in ``allowed_hosts``, the same
@@ -17,9 +18,10 @@ from collections.abc import Iterable
 from typing import Final
 from urllib.parse import urlsplit
 
-__all__ = ("HostGuard", "LOOPBACK_HOSTS", "origin_list", "split_host")
+from ..addresses import is_loopback_host
 
-LOOPBACK_HOSTS: Final = frozenset({"localhost", "127.0.0.1", "[::1]"})
+__all__ = ("HostGuard", "origin_list", "split_host")
+
 _HOST_CACHE_SIZE: Final = 256
 
 
@@ -48,7 +50,7 @@ def origin_list(entries: Iterable[str]) -> tuple[bool, set[str]]:
 class HostGuard:
     def __init__(self, allowed_hosts: Iterable[str] | None = None, allowed_origins: Iterable[str] | None = None):
         self.any_host = False
-        self._names: set[str] = set(LOOPBACK_HOSTS)
+        self._names: set[str] = set()
         self._host_ports: set[tuple[str, str]] = set()
         for entry in allowed_hosts or ():
             if entry.strip() == "*":
@@ -63,7 +65,7 @@ class HostGuard:
         self.any_origin, self._origins = origin_list(allowed_origins or ())
 
     def _named(self, host: str, port: str | None) -> bool:
-        return host in self._names or (port is not None and (host, port) in self._host_ports)
+        return is_loopback_host(host) or host in self._names or (port is not None and (host, port) in self._host_ports)
 
     def host_ok(self, host_header: str | None) -> bool:
         if host_header is None or self.any_host:

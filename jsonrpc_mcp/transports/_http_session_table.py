@@ -25,7 +25,7 @@ from typing import Any, Final
 import anyio
 import anyio.abc
 
-from ..jsonrpc._concurrency import HandlerTasks, open_handler_tasks
+from ..jsonrpc.concurrency import HandlerTasks, open_handler_tasks
 from ._heap import find_malloc_trim, release_memory
 from ._http_handshake_session import HttpSession
 

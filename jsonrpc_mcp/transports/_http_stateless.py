@@ -23,7 +23,7 @@ import anyio
 import anyio.abc
 
 from ..jsonrpc import codes
-from ..jsonrpc._concurrency import open_handler_tasks
+from ..jsonrpc.concurrency import open_handler_tasks
 from ..jsonrpc.dispatch import BUSY, Dispatcher, ErrorReply, Pending
 from ..jsonrpc.streams import NOTIFICATION, RESPONSE, MessageStream, Outgoing
 from ..jsonrpc.wire import RequestId

@@ -81,9 +81,9 @@ from .events import EventStore, InMemoryEventStore
 from .framing import DEFAULT_MAX_FRAME
 from .http_options import check_app_options
 from .http_policy import HttpPolicy
+from .session_store import SharedBackend
 
 if TYPE_CHECKING:
-    from ..backends import Backend
     from ..mcp.server import Server
 
 __all__ = ("McpAsgiApp", "EventStore", "InMemoryEventStore")
@@ -164,7 +164,7 @@ class McpAsgiApp:
         trim_memory: bool = False,
         sessions: bool = True,
         http_policy: HttpPolicy | None = None,
-        backend: Backend | str | None = None,
+        backend: SharedBackend | str | None = None,
         legacy_sse: bool = False,
     ) -> None:
         check_app_options(locals())  # a wrong setting fails here, by its name (never on a request)
@@ -213,9 +213,9 @@ class McpAsgiApp:
             self.handshake.policy = http_policy
             if self.legacy is not None:
                 self.legacy.policy = http_policy
-        self.backend: Backend | None = None
+        self.backend: SharedBackend | None = None
         if backend is not None:
-            from ..backends._sessions import share
+            from ._http_shared_sessions import share
 
             self.backend = share(self, backend)
 

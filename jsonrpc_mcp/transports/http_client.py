@@ -71,6 +71,7 @@ from ..mcp.groups import unwrap_group
 from ..mcp.headers import param_headers, standard_headers
 from ..mcp.versions import META_PROTOCOL_VERSION
 from .connect_errors import check_http_url, http_connect_failure
+from .http_bodies import read_limited
 from .sse import SseParser, SseTooLarge
 
 if TYPE_CHECKING:
@@ -484,7 +485,7 @@ class HttpClientStream(MessageStream):
         if 400 <= status < 500 and self.session_id is None and out.kind == "request":
             self.refused_status = status
         if status >= 400:
-            body = await _read_limited(response, _MAX_ERROR_BODY)
+            body, _ = await read_limited(response, _MAX_ERROR_BODY)
             if content_type == "application/json" and out.ident is not None and _response_id(body) == out.ident:
                 await self._deliver(body)  # a JSON-RPC error for our request (e.g. -32601 with HTTP 404)
             else:
@@ -501,8 +502,8 @@ class HttpClientStream(MessageStream):
         elif content_type == "text/event-stream":
             await self._read_post_stream(response, out, sent_in)
         elif content_type == "application/json":
-            body = await _read_limited(response, self.max_event + 1)
-            if len(body) > self.max_event:
+            body, whole = await read_limited(response, self.max_event)
+            if not whole:
                 await self._fail(out, f"the server's answer exceeds {self.max_event} bytes (max_event)")
             elif out.kind == "request" or body.strip():
                 await self._deliver(body)
@@ -706,17 +707,6 @@ class HttpClientStream(MessageStream):
             answered.set()  # a first attempt that failed does not hold the handshake either
             failures = 0 if parser.last_event_id != before else failures + 1
             await anyio.sleep(self._retry_delay(parser))
-
-
-async def _read_limited(response: httpx.Response, limit: int) -> bytes:
-    chunks: list[bytes] = []
-    size = 0
-    async for chunk in response.aiter_bytes():
-        chunks.append(chunk)
-        size += len(chunk)
-        if size >= limit:
-            break
-    return b"".join(chunks)[:limit]
 
 
 _HTML_TITLE: Final = re.compile(rb"<title[^>]*>(.*?)</title", re.IGNORECASE | re.DOTALL)

@@ -33,7 +33,8 @@ from ..jsonrpc.streams import MessageStream, Outgoing
 from ..jsonrpc.wire import encode_error
 from ..mcp.groups import unwrap_group
 from .connect_errors import check_http_url, http_connect_failure
-from .http_client import _check_timeouts, _httpx, _inspect, _network, _new_http_client, _read_limited, _reason
+from .http_bodies import read_limited
+from .http_client import _check_timeouts, _httpx, _inspect, _network, _new_http_client, _reason
 from .memory import receive_frames
 from .sse import SseParser, SseTooLarge
 
@@ -174,7 +175,7 @@ async def connect_sse(
             raise ServerUnreachable(http_connect_failure(exc, url)) from None
         try:
             if response.status_code != 200:
-                body = await _read_limited(response, _MAX_ERROR_BODY)
+                body, _ = await read_limited(response, _MAX_ERROR_BODY)
                 content_type = response.headers.get("content-type", "").partition(";")[0].strip().lower()
                 raise ConnectionClosed(
                     f"the server answered HTTP {response.status_code}{_reason(body, content_type)} to the GET of "

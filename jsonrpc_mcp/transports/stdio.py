@@ -16,10 +16,10 @@ from typing import TYPE_CHECKING
 import anyio
 
 from ..jsonrpc.streams import Outgoing
-from ._run import run
 from .framing import DEFAULT_MAX_FRAME
 from .ndjson import PIPE, NdjsonStream
 from .pipes import pipe_byte_stream
+from .runner import run
 from .spawn import DEFAULT_ENV_VARS, ProcessStream, default_environment, spawn
 
 if TYPE_CHECKING:

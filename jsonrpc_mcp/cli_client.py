@@ -23,7 +23,19 @@ from .errors import InvalidParams, MissingExtra, RpcError, ServerUnreachable
 from .jsonrpc import codes
 from .transports.connect_errors import start_failure
 
-__all__ = ("METHODS", "run", "Progress", "EXIT_OK", "EXIT_TOOL_ERROR", "EXIT_USAGE")
+__all__ = (
+    "METHODS",
+    "run",
+    "exit_hint",
+    "Progress",
+    "HTTP_EXTRA_MISSING",
+    "EXIT_OK",
+    "EXIT_TOOL_ERROR",
+    "EXIT_USAGE",
+    "EXIT_RPC_ERROR",
+    "EXIT_UNREACHABLE",
+    "EXIT_TIMEOUT",
+)
 
 #: What ``list --url`` and ``call --url`` say without httpx.
 HTTP_EXTRA_MISSING: Final = f"--url needs httpx: {MissingExtra.install('http')}"

@@ -1,4 +1,4 @@
-"""Several workers of one Streamable HTTP app behind one URL, sharing a backend (L6).
+"""Several workers of one Streamable HTTP app behind one URL, sharing a backend (L6 helper).
 
 :func:`share` makes an app one of them (``McpAsgiApp(backend=...)``): the server's notifications, its
 ``requestState`` keys and single-use claims go through the backend, which runs beside the app's sessions; and
@@ -37,12 +37,12 @@ from ..jsonrpc.wire import (
 )
 from ..mcp.bus import BusEvent, ClientMessage, SessionChanged, SessionEnded, SessionRecord
 from ..mcp.session import ServerSession
-from ..transports._http_handshake_session import HttpSession
-from ..transports._http_session_table import SessionTable
-from . import Backend
+from ._http_handshake_session import HttpSession
+from ._http_session_table import SessionTable
+from .session_store import SharedBackend, open_backend
 
 if TYPE_CHECKING:
-    from ..transports.http_asgi import McpAsgiApp
+    from .http_asgi import McpAsgiApp
 
 __all__ = ("SharedSessions", "record_of", "share")
 
@@ -62,15 +62,11 @@ class _Cancelled(msgspec.Struct):
 _cancelled = msgspec.json.Decoder(_Cancelled).decode
 
 
-def share(app: McpAsgiApp, backend: Backend | str) -> Backend:
+def share(app: McpAsgiApp, backend: SharedBackend | str) -> SharedBackend:
     """Make ``app`` one of the workers sharing ``backend`` (an object, or a ``redis://`` URL); returns the backend.
     It runs while the app's sessions' task group does: bus events for shared sessions act on them, the others go
     to the server."""
-    if isinstance(backend, str):
-        from .redis import RedisBackend
-
-        backend = RedisBackend(backend)
-    shared = backend
+    shared = open_backend(backend)
     app.server.use_backend(shared)
     sessions = None
     if app.handshake.sessions:
@@ -119,7 +115,9 @@ def _apply(session: ServerSession, record: SessionRecord) -> None:
 class SharedSessions:
     """The sessions of one HTTP app as every worker sees them (``make`` builds a fresh local session)."""
 
-    def __init__(self, backend: Backend, table: SessionTable, make: Callable[[str], Awaitable[HttpSession]]) -> None:
+    def __init__(
+        self, backend: SharedBackend, table: SessionTable, make: Callable[[str], Awaitable[HttpSession]]
+    ) -> None:
         self.backend = backend
         self.table = table
         self.make = make
