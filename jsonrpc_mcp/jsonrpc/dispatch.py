@@ -59,6 +59,7 @@ __all__ = (
     "Dispatcher",
     "DispatcherStatistics",
     "ErrorReply",
+    "error_reply",
     "Pending",
     "failure_error",
     "RequestHandler",
@@ -96,6 +97,13 @@ def _error_reply(ident: RequestId | None, code: int, message: str, data: Any = N
     reply = ErrorReply(encode_error(ident, code, message, data))
     reply.code = code
     return reply
+
+
+def error_reply(ident: RequestId | None, error: RpcError) -> ErrorReply:
+    """The error response to request ``ident`` (``None``: one that cannot be attributed) refused with ``error``: the
+    one builder of error replies, for the dispatcher and for a transport that refuses a request before it reaches
+    one (an HTTP POST without its session, say)."""
+    return _error_reply(ident, error.code, error.message, error.data)
 
 
 def _refusal(ident: RequestId, reason: str, code: int, message: str) -> ErrorReply:

@@ -17,42 +17,28 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import Final
 
 import anyio
 import anyio.abc
 
-from ..jsonrpc import codes
 from ..jsonrpc._concurrency import open_handler_tasks
-from ..jsonrpc.dispatch import BUSY, Dispatcher, ErrorReply, Pending
+from ..jsonrpc.dispatch import Dispatcher, Pending
 from ..jsonrpc.streams import NOTIFICATION, RESPONSE, MessageStream, Outgoing
 from ..jsonrpc.wire import RequestId
 from ..mcp.eras import Call
 from ..mcp.session import ServerApp, ServerSession
-from ._http_io import HTTP_NETWORK, Headers, Receive, Send, send_bytes
+from ._http_io import HTTP_NETWORK, Headers, Receive, Send, answer_status, send_bytes
 from ._http_outlet import FINAL, OTHER, Outlet, ResponseFormat, respond
 
 __all__ = ("serve_alone", "status_of")
 
 logger = logging.getLogger(__name__)
 
-_STATUS: Final = {
-    codes.METHOD_NOT_FOUND: 404,
-    codes.PARSE_ERROR: 400,
-    codes.INVALID_REQUEST: 400,
-    codes.HEADER_MISMATCH: 400,
-    codes.MISSING_REQUIRED_CLIENT_CAPABILITY: 400,
-    codes.UNSUPPORTED_PROTOCOL_VERSION: 400,
-    BUSY: 429,
-    codes.UNAVAILABLE: 503,
-}
-
 
 def status_of(frame: bytes) -> int:
-    """The HTTP status of a stateless JSON answer: 404 for -32601, 400 for the request-level errors, else 200."""
-    if type(frame) is not ErrorReply:
-        return 200
-    return _STATUS.get(frame.code, 200)
+    """The HTTP status of a stateless JSON answer (:func:`._http_io.answer_status`: 404 for -32601, 400 for the
+    request-level errors, else 200)."""
+    return answer_status(frame, stateless=True)
 
 
 class _OneRequestStream(MessageStream):
