@@ -28,6 +28,7 @@ from __future__ import annotations
 import re
 import struct
 from array import array
+from collections.abc import Mapping
 from itertools import accumulate
 from typing import Any, Final, NoReturn
 
@@ -60,7 +61,33 @@ __all__ = (
     "encode_error",
     "valid_id",
     "MAX_DEPTH",
+    "Intake",
+    "NO_INTAKE",
 )
+
+
+class Intake:
+    """What arrived with a message besides its frame, as its transport learned it. The base is the empty intake
+    (:data:`NO_INTAKE`: stdio, sockets, memory); a transport with more subclasses it (an HTTP request's
+    :class:`~jsonrpc_mcp.transports._http_io.Headers`); :mod:`.streams` says how it travels."""
+
+    __slots__ = ()
+
+    #: The principal the transport authenticated the sender as (``Context.auth``); ``None``: nobody.
+    auth: Any = None
+
+    def request_headers(self) -> Mapping[str, str] | None:
+        """The transport-level headers of the message (names in lower case); ``None`` on transports without."""
+        return None
+
+    def connection(self) -> str | None:
+        """The connection the message came on, where one stream carries the messages of many (an HTTP request's
+        TCP connection, ``host:port``); ``None``: the stream is the connection."""
+        return None
+
+
+#: The intake of a message that came with nothing but its frame (shared: nothing is made per message).
+NO_INTAKE: Final[Intake] = Intake()
 
 
 class LongIntId:

@@ -410,7 +410,7 @@ class Tasks(Extension):
         if auth is not None:
             return "principal:" + _owner_of(ctx)
         stream = ctx.session.dispatcher.stream
-        named = _client_of_stream(stream, ctx.request_id)
+        named = _client_of_stream(stream, ctx)
         if named is not None:
             return named
         try:
@@ -722,12 +722,12 @@ async def _stop(run: _Run) -> None:
     await anyio.lowlevel.checkpoint()
 
 
-def _client_of_stream(stream: Any, request_id: Any) -> str | None:
+def _client_of_stream(stream: Any, ctx: Context) -> str | None:
     """The session or connection a request came on, as its transport names it (``None``: the stream itself)."""
     sid = getattr(stream, "session_id", None)
     if isinstance(sid, str) and sid:
         return "session:" + sid
-    peer = stream.request_peer(request_id)
+    peer = ctx.intake.connection()
     return "peer:" + peer if peer else None
 
 

@@ -115,13 +115,13 @@ class HandshakeEndpoint:
                     session.dispatcher.take(msg)
                 await send_empty(send, 202)
                 return
-            answer = session.begin(msg, call, headers)
+            answer = session.dispatcher.begin(msg, call)
             if self.shared is not None:
                 await self.shared.save(session)  # (what the request settled is shared before it is answered)
         except Unavailable as exc:
             raise unavailable(exc, getattr(msg, "id", None)) from None
         if type(answer) is Pending:
-            outlet = self._open_exchange(session, (msg.id,), headers)
+            outlet = self._open_exchange(session, (msg.id,))
             await self._respond(session, outlet, receive, send, waiting=True, until=headers.until)
             return
         reply: bytes = answer  # type: ignore[assignment]
@@ -130,7 +130,7 @@ class HandshakeEndpoint:
             extra = [*session.id_header, _RETRY_AFTER] if status == 429 else session.id_header
             await send_bytes(send, status, reply, extra)
         elif self.format.preference == "sse":  # an answer made at once, sent as a stream all the same
-            outlet = self._open_exchange(session, (), headers)
+            outlet = self._open_exchange(session, ())
             await self._respond(session, outlet, receive, send, answered=[(reply, FINAL)], until=headers.until)
         else:
             await send_bytes(send, 200, reply, session.id_header)
@@ -147,7 +147,7 @@ class HandshakeEndpoint:
             )
         session = await self.new_session(secrets.token_urlsafe(24))
         session.owner = owner
-        answer = session.begin(request, call, headers)  # (initialize is answered at once)
+        answer = session.dispatcher.begin(request, call)  # (initialize is answered at once)
         extra: HeaderList = []
         if session.mcp.initialized:
             self.table.add(session)
@@ -174,12 +174,10 @@ class HandshakeEndpoint:
             request_timeout=self.request_timeout,
         )
 
-    def _open_exchange(
-        self, session: HttpSession, ids: Sequence[RequestId], headers: Headers, *, batch: bool = False
-    ) -> Outlet:
+    def _open_exchange(self, session: HttpSession, ids: Sequence[RequestId], *, batch: bool = False) -> Outlet:
         """The outlet of a new exchange of ``session`` awaiting the answers to ``ids``."""
         json_only = self.format.preference == "json"
-        return session.open_exchange(ids, resumable=not json_only, json_only=json_only, batch=batch, headers=headers)
+        return session.open_exchange(ids, resumable=not json_only, json_only=json_only, batch=batch)
 
     async def _respond(
         self,
@@ -251,13 +249,13 @@ class HandshakeEndpoint:
             elif msg.method == "initialize":
                 answered.append(error_reply(msg.id, _BATCHED_INITIALIZE))
             else:
-                answer = session.begin(msg, read_call(self.server.methods, msg, version), headers)
+                answer = session.dispatcher.begin(msg, read_call(self.server.methods, msg, version, headers))
                 if type(answer) is Pending:
                     ids.append(msg.id)
                 else:
                     answered.append(answer)  # type: ignore[arg-type]
         if ids:
-            outlet = self._open_exchange(session, ids, headers, batch=True)
+            outlet = self._open_exchange(session, ids, batch=True)
             replies = [(reply, RESPONSE) for reply in answered]
             await self._respond(session, outlet, receive, send, waiting=True, answered=replies, until=headers.until)
         elif answered:

@@ -21,7 +21,7 @@ from ..errors import RpcError, Unavailable
 from ..jsonrpc import codes
 from ..jsonrpc.dispatch import BUSY, ErrorReply, error_reply
 from ..jsonrpc.streams import Network
-from ..jsonrpc.wire import RequestId
+from ..jsonrpc.wire import Intake, RequestId
 
 __all__ = (
     "Scope",
@@ -77,8 +77,10 @@ Send = Callable[[Message], Awaitable[None]]
 HeaderList = list[tuple[bytes, bytes]]
 
 
-class Headers:
-    """Request headers, looked up case-insensitively (ASGI servers already send the names lower-cased).
+class Headers(Intake):
+    """Request headers, looked up case-insensitively (ASGI servers already send the names lower-cased), and what
+    else came with the request: the principal an HTTP policy authenticated it as, its TCP connection (the request's
+    :class:`~jsonrpc_mcp.jsonrpc.wire.Intake`, which reaches its handler's ``Context``).
 
     Built once per request on the hot path, so it does the least up front: one dict of the raw names (first value
     wins) made in C; values are decoded when asked for, and :meth:`as_dict` is built (once) only when a handler
@@ -109,6 +111,13 @@ class Headers:
         #: stream of its response still open then is ended
         self.until: float | None = None
         self.peer: Any = None  # the TCP connection it came on: the ASGI scope's ``client``, (host, port)
+
+    def request_headers(self) -> Mapping[str, str]:
+        return self.as_dict()
+
+    def connection(self) -> str | None:
+        peer = self.peer
+        return f"{peer[0]}:{peer[1]}" if peer else None
 
     def get(self, name: str) -> str | None:
         """The value of a header sent once; the first value when sent several times (``name`` in lower case)."""

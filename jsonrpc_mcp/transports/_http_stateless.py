@@ -16,10 +16,7 @@ first (never requests: the stateless era has none). The client closing the conne
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable, Mapping, Sequence
-
-import anyio
-import anyio.abc
+from collections.abc import Awaitable, Callable, Sequence
 
 from ..jsonrpc._concurrency import open_handler_tasks
 from ..jsonrpc.dispatch import Dispatcher, Pending
@@ -47,24 +44,9 @@ class _OneRequestStream(MessageStream):
     gathers_replies = False
     network = HTTP_NETWORK
 
-    def __init__(self, request_id: RequestId, headers: Headers) -> None:
+    def __init__(self, request_id: RequestId) -> None:
         self.request_id = request_id
         self.outlet = Outlet(None)
-        self.headers = headers
-
-    def request_headers(self, request_id: RequestId) -> Mapping[str, str] | None:
-        return self.headers.as_dict() if request_id == self.request_id else None
-
-    def request_peer(self, request_id: RequestId) -> str | None:
-        peer = self.headers.peer
-        return f"{peer[0]}:{peer[1]}" if peer and request_id == self.request_id else None
-
-    def request_auth(self, request_id: RequestId) -> object | None:
-        """The principal an HTTP policy authenticated this request as (read by ``Context.auth``)."""
-        return self.headers.auth if request_id == self.request_id else None
-
-    async def receive(self) -> Sequence[bytes]:
-        raise anyio.EndOfStream  # (its one request is handed to the dispatcher directly)
 
     async def send(self, frames: Sequence[Outgoing]) -> None:
         for out in frames:
@@ -102,7 +84,7 @@ async def serve_alone(
     without sessions, served as if ``initialize`` had settled that version (``initialize`` itself is answered).
     ``detached(fn, *args)`` starts work that outlives the request (a task's) in the app's own tasks."""
     request = call.request
-    stream = _OneRequestStream(request.id, headers)
+    stream = _OneRequestStream(request.id)
     dispatcher = Dispatcher(stream, max_in_flight=1, request_timeout=None, drain_timeout=0.0)
     session = ServerSession(server, dispatcher)
     session.detached = detached

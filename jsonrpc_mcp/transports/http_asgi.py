@@ -383,7 +383,7 @@ class McpAsgiApp:
             return
         if self.http_policy is not None and not await self.http_policy.admit_message(headers, msg, send):
             return
-        call = read_call(self.server.methods, msg, version) if type(msg) is Request else None
+        call = read_call(self.server.methods, msg, version, headers) if type(msg) is Request else None
         if (
             version in STATELESS_VERSIONS
             or (call is not None and call.stateless)
