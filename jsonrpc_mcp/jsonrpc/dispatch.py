@@ -4,7 +4,9 @@ One :class:`Dispatcher` owns one connection. Every inbound request, on every tra
 :meth:`Dispatcher.begin`, which alone
 
 * refuses an id already in use and a request beyond the bound on requests in flight,
-* calls the handler, and turns a failure into the error reply (:func:`_failure_reply`, nowhere else),
+* calls the handler, and turns a failure into the error reply (:func:`_failure_reply`, nowhere else; every error
+  reply is made by :func:`error_reply`, which a transport that refuses a request before any dispatcher takes it
+  uses too: an HTTP POST without its session),
 * returns the answer at once when the handler had it (``bytes``: the whole response frame), or a :class:`Pending`
   whose coroutine runs in the connection's tasks (:meth:`Dispatcher._run_handlers`), registered so that
   ``notifications/cancelled`` stops exactly that request (never answered then), its answer written when it comes.

@@ -741,7 +741,7 @@ def _owner_of(ctx: Context) -> str:
 
 def _task_context(ctx: Context, tasks: Tasks, run: _Run, kind: type[TaskContext]) -> TaskContext:
     """The context the tool gets in its task: the request's, with the answers of its input rounds."""
-    ctx.auth  # noqa: B018 - (read now, from the request's transport: the task outlives the request)
+    ctx.auth  # noqa: B018 - (read now, from the request's intake: the task outlives the request)
     fields = {name: getattr(ctx, name) for name in Context.__struct_fields__}
     fields.update(_auto_keys=0, _progress_last=None, _starts_task=False, single_use_state=False)
     return kind(**fields, tasks=tasks, run=run)
