@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterator, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -42,6 +42,7 @@ from jsonrpc_mcp.auth import (
     ProtectedResource,
     VerifierUnavailable,
 )
+from jsonrpc_mcp.jsonrpc.streams import Arrival, Intake
 from jsonrpc_mcp.transports.http_asgi import McpAsgiApp
 from jsonrpc_mcp.transports.memory import MemoryMessageStream
 
@@ -700,8 +701,17 @@ class PrincipalStream(MemoryMessageStream):
 
     principal: AccessToken | None = None
 
-    def request_auth(self, request_id: Any) -> AccessToken | None:
-        return self.principal
+    async def receive(self) -> Sequence[bytes]:
+        return Arrival(await super().receive(), PrincipalIntake(self.principal))
+
+
+class PrincipalIntake(Intake):
+    """What comes with a message of a transport that authenticated its sender."""
+
+    __slots__ = ("auth",)
+
+    def __init__(self, principal: AccessToken | None) -> None:
+        self.auth = principal
 
 
 @asynccontextmanager

@@ -7,7 +7,7 @@ Nothing sleeps: a task's tool waits on an event the test sets; status changes ar
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -23,6 +23,7 @@ from http_support import collect_garbage as collect_garbage
 from jsonrpc_mcp import Client, Context, RpcError, Server, ToolError, types
 from jsonrpc_mcp.auth import AccessToken
 from jsonrpc_mcp.errors import InvalidParams
+from jsonrpc_mcp.jsonrpc.streams import Arrival, Intake
 from jsonrpc_mcp.mcp.task_client import CoreTaskHandle
 from jsonrpc_mcp.middleware import TASK_OPERATIONS, RateLimiter, by_principal
 from jsonrpc_mcp.tasks import MemoryTaskStore, TaskCancelled, Tasks
@@ -102,8 +103,17 @@ class PrincipalStream(MemoryMessageStream):
 
     principal: AccessToken | None = None
 
-    def request_auth(self, request_id: Any) -> AccessToken | None:
-        return self.principal
+    async def receive(self) -> Sequence[bytes]:
+        return Arrival(await super().receive(), PrincipalIntake(self.principal))
+
+
+class PrincipalIntake(Intake):
+    """What comes with a message of a transport that authenticated its sender."""
+
+    __slots__ = ("auth",)
+
+    def __init__(self, principal: AccessToken | None) -> None:
+        self.auth = principal
 
 
 @asynccontextmanager

@@ -464,3 +464,61 @@ async def test_an_answer_of_exactly_the_bound_is_read_whole_and_one_byte_more_is
 
     assert await read_limited(httpx.Response(200, content=body()), 5) == (read, whole)
     assert len(taken) == pulled
+def test_one_table_gives_the_http_status_of_answers_and_refusals() -> None:
+    from jsonrpc_mcp.jsonrpc.dispatch import BUSY, Dispatcher, Pending
+
+    dispatcher = Dispatcher(cast(Any, None), lambda req, context: _raise(req.method), max_in_flight=1)
+    unknown = dispatcher.begin(Request(1, "-32601"))
+    assert _http_io.answer_status(unknown, stateless=True) == 404  # type: ignore[arg-type]
+    assert _http_io.answer_status(unknown, stateless=False) == 200  # type: ignore[arg-type]  # (a session's answer)
+    busy = dispatcher.begin(Request(2, str(BUSY)))
+    assert _http_io.answer_status(busy, stateless=False) == 429  # type: ignore[arg-type]
+
+    async def wait() -> bytes:
+        await anyio.sleep_forever()
+        return b"{}"
+
+    dispatcher.on_request = lambda req, context: wait()
+    assert type(dispatcher.begin(Request(3, "slow"))) is Pending
+    refused = dispatcher.begin(Request(4, "more"))  # (one in flight at most)
+    assert _http_io.answer_status(refused, stateless=False) == 429  # type: ignore[arg-type]
+    duplicate = dispatcher.begin(Request(3, "again"))
+    assert _http_io.answer_status(duplicate, stateless=False) == 400  # type: ignore[arg-type]
+    dispatcher.close()
+    # A refusal before dispatch: the table's status for its code, 400 where the table has none, or its own.
+    assert _http_io.HttpRefusal("x").status == 400
+    assert _http_io.HttpRefusal("x", code=-32012).status == 503
+    assert _http_io.HttpRefusal("x", code=-32602).status == 400
+    assert _http_io.HttpRefusal("gone", status=404).status == 404
+
+
+@pytest.mark.anyio
+async def test_a_refusal_is_answered_with_the_dispatchers_error_reply() -> None:
+    from jsonrpc_mcp.errors import Unavailable
+
+    sent: list[Any] = []
+
+    async def send(message: Any) -> None:
+        sent.append(message)
+
+    await _http_io.refuse(send, _http_io.unavailable(Unavailable(7), "r1"))
+    assert sent[0]["status"] == 503 and (b"retry-after", b"7") in sent[0]["headers"]
+    assert msgspec.json.decode(sent[1]["body"]) == {
+        "jsonrpc": "2.0",
+        "id": "r1",
+        "error": {"code": -32012, "message": "Service unavailable: retry in 7 s", "data": {"retryAfter": 7}},
+    }
+
+
+def test_only_the_dispatcher_builds_an_error_reply_on_the_server_side() -> None:
+    """The HTTP server's modules refuse a request by raising :class:`HttpRefusal`, answered with the dispatcher's
+    ``error_reply``: none of them encodes an error frame itself."""
+    from pathlib import Path
+
+    import jsonrpc_mcp
+
+    root = Path(jsonrpc_mcp.__file__).parent
+    modules = [*root.glob("transports/_http_*.py"), root / "transports/http_asgi.py", root / "auth/resource.py"]
+    assert len(modules) > 8
+    for module in modules:
+        assert "encode_error" not in module.read_text(), module.name

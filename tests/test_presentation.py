@@ -14,8 +14,7 @@ import msgspec
 import pytest
 
 from jsonrpc_mcp import Client, Context, Server, types
-from jsonrpc_mcp.jsonrpc.streams import MessageStream, Outgoing
-from jsonrpc_mcp.jsonrpc.wire import RequestId
+from jsonrpc_mcp.jsonrpc.streams import Arrival, Intake, MessageStream, Outgoing
 from jsonrpc_mcp.presentation import (
     ErrorCode,
     Format,
@@ -547,7 +546,7 @@ class HeaderStream(MessageStream):
         self.headers = headers
 
     async def receive(self) -> Sequence[bytes]:
-        return await self.inner.receive()
+        return Arrival(await self.inner.receive(), HeaderIntake(self.headers))
 
     async def send(self, frames: Sequence[Outgoing]) -> None:
         await self.inner.send(frames)
@@ -555,7 +554,16 @@ class HeaderStream(MessageStream):
     async def aclose(self) -> None:
         await self.inner.aclose()
 
-    def request_headers(self, request_id: RequestId) -> dict[str, str]:
+
+class HeaderIntake(Intake):
+    """What comes with a message of a transport with headers."""
+
+    __slots__ = ("headers",)
+
+    def __init__(self, headers: dict[str, str]) -> None:
+        self.headers = headers
+
+    def request_headers(self) -> dict[str, str]:
         return self.headers
 
 

@@ -4,7 +4,9 @@ One :class:`Dispatcher` owns one connection. Every inbound request, on every tra
 :meth:`Dispatcher.begin`, which alone
 
 * refuses an id already in use and a request beyond the bound on requests in flight,
-* calls the handler, and turns a failure into the error reply (:func:`_failure_reply`, nowhere else),
+* calls the handler, and turns a failure into the error reply (:func:`_failure_reply`, nowhere else; every error
+  reply is made by :func:`error_reply`, which a transport that refuses a request before any dispatcher takes it
+  uses too: an HTTP POST without its session),
 * returns the answer at once when the handler had it (``bytes``: the whole response frame), or a :class:`Pending`
   whose coroutine runs in the connection's tasks (:meth:`Dispatcher._run_handlers`), registered so that
   ``notifications/cancelled`` stops exactly that request (never answered then), its answer written when it comes.
@@ -37,7 +39,7 @@ from msgspec import Raw
 from ..errors import ConnectionClosed, RequestTimeout, RpcError, error_for_code
 from . import codes
 from .concurrency import HandlerTasks, WriteLock, continue_in_task, open_handler_tasks
-from .streams import NOTIFICATION, REQUEST, RESPONSE, MessageStream, Outgoing
+from .streams import NOTIFICATION, REQUEST, RESPONSE, Arrival, MessageStream, Outgoing
 from .wire import (
     ErrorResponse,
     Message,
@@ -59,6 +61,7 @@ __all__ = (
     "Dispatcher",
     "DispatcherStatistics",
     "ErrorReply",
+    "error_reply",
     "Pending",
     "failure_error",
     "RequestHandler",
@@ -69,8 +72,10 @@ __all__ = (
 logger = logging.getLogger(__name__)
 
 #: ``on_request(request, context)``: the encoded result, or a coroutine producing it; raises
-#: :class:`~jsonrpc_mcp.errors.RpcError` to answer with an error. ``context`` is whatever the transport passed to
-#: :meth:`Dispatcher.begin` (``None`` from the read loop): what it already learned of the request.
+#: :class:`~jsonrpc_mcp.errors.RpcError` to answer with an error. ``context`` is the one value that came with the
+#: request: what the transport passed to :meth:`Dispatcher.begin` (what it already learned of the request, its
+#: :class:`~.streams.Intake` included), or from the read loop the :class:`~.streams.Intake` of the frames'
+#: :class:`~.streams.Arrival` (``None`` when they came with nothing).
 RequestHandler = Callable[[Request, Any], "bytes | Coroutine[Any, Any, bytes]"]
 NotificationHandler = Callable[[Notification], "Coroutine[Any, Any, None] | None"]
 
@@ -96,6 +101,13 @@ def _error_reply(ident: RequestId | None, code: int, message: str, data: Any = N
     reply = ErrorReply(encode_error(ident, code, message, data))
     reply.code = code
     return reply
+
+
+def error_reply(ident: RequestId | None, error: RpcError) -> ErrorReply:
+    """The error response to request ``ident`` (``None``: one that cannot be attributed) refused with ``error``: the
+    one builder of error replies, for the dispatcher and for a transport that refuses a request before it reaches
+    one (an HTTP POST without its session, say)."""
+    return _error_reply(ident, error.code, error.message, error.data)
 
 
 def _refusal(ident: RequestId, reason: str, code: int, message: str) -> ErrorReply:
@@ -335,20 +347,23 @@ class Dispatcher:
                 self._resolve(err.id, None, error_for_code(err.code, err.message, err.data))
         return None
 
-    def feed(self, frame: bytes) -> bytes | Pending | None:
-        """Take one frame as read from the wire (a batch included): what :meth:`take` returns, or the error reply
-        to a frame that is not a message (``None`` when it must not be answered). Never raises."""
+    def feed(self, frame: bytes, context: Any = None) -> bytes | Pending | None:
+        """Take one frame as read from the wire (a batch included), with what came with it (``context``, see
+        :data:`RequestHandler`): what :meth:`take` returns, or the error reply to a frame that is not a message
+        (``None`` when it must not be answered). Never raises."""
         if not frame.startswith(b"{") and is_batch(frame):
             if self.answers is not None and not self.answers():
                 self._unanswered("a batch")
                 return None
-            return self._feed_batch(frame)
-        return self._feed(frame)
+            return self._feed_batch(frame, context)
+        return self._feed(frame, None, 0, context)
 
     def _unanswered(self, what: str) -> None:
         logger.warning("dropped %s of the peer unanswered: this side must not answer it", what)
 
-    def _feed(self, frame: bytes, batch: _Batch | None = None, slot: int = 0) -> bytes | Pending | None:
+    def _feed(
+        self, frame: bytes, batch: _Batch | None = None, slot: int = 0, context: Any = None
+    ) -> bytes | Pending | None:
         try:
             msg = read_message(frame)
         except RpcError as exc:
@@ -370,10 +385,10 @@ class Dispatcher:
             if self.answers is not None and not self.answers():
                 self._unanswered(f"a request ({msg.method[:80]!r})")
                 return None
-            return self.begin(msg, None, batch, slot)
+            return self.begin(msg, context, batch, slot)
         return self.take(msg)
 
-    def _feed_batch(self, frame: bytes) -> bytes | None:
+    def _feed_batch(self, frame: bytes, context: Any) -> bytes | None:
         try:
             items = decode_batch(frame)  # first: an array that is not JSON ("[1,") is a parse error, batches or not
         except RpcError as exc:
@@ -384,7 +399,7 @@ class Dispatcher:
             return _error_reply(None, codes.INVALID_REQUEST, "Invalid Request: empty batch")
         batch = _Batch(len(items))
         for slot, item in enumerate(items):
-            answer = self._feed(bytes(item), batch, slot)
+            answer = self._feed(bytes(item), batch, slot, context)
             if type(answer) is not Pending and answer is not None:
                 batch.replies[slot] = answer  # type: ignore[assignment]
         return batch.add(0, None)  # the whole array now, unless some items are still pending
@@ -642,7 +657,7 @@ class Dispatcher:
             except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
                 return
             running = self._running
-            await self._take_all(frames)
+            await self._take_all(frames, frames.intake if type(frames) is Arrival else None)
             del frames  # (an idle connection holds no frame while it waits)
             if self._running > running:  # (handlers this read started still run)
                 await self._let_new_handlers_run()
@@ -657,20 +672,21 @@ class Dispatcher:
             self._read_loop_writes = False
         await self._write_replies()
 
-    async def _take_all(self, frames: Sequence[bytes]) -> None:
+    async def _take_all(self, frames: Sequence[bytes], context: Any = None) -> None:
         taken = 0
         while taken < len(frames):
             out: list[Outgoing] = []
-            taken += self.answer(frames[taken:], out)
+            taken += self.answer(frames[taken:], out, context)
             if out:
                 await self._write(out)
             if taken < len(frames):
                 await self._wait_for_room()
 
-    def answer(self, frames: Sequence[bytes], out: list[Outgoing]) -> int:
-        """Take frames in order (:meth:`feed`), the answers ready at once appended to ``out``; returns how many
-        were taken: it stops early when the bounds are reached, or when work is kept that needs tasks the
-        connection does not have yet (a transport that starts its event loop only then: stdio)."""
+    def answer(self, frames: Sequence[bytes], out: list[Outgoing], context: Any = None) -> int:
+        """Take frames in order (:meth:`feed`; ``context``: what came with them), the answers ready at once appended
+        to ``out``; returns how many were taken: it stops early when the bounds are reached, or when work is kept
+        that needs tasks the connection does not have yet (a transport that starts its event loop only then:
+        stdio)."""
         taken = 0
         inflight = self._inflight
         limit = self.max_in_flight
@@ -682,7 +698,7 @@ class Dispatcher:
             ):
                 break
             taken += 1
-            answer = self._feed(frame) if frame.startswith(b"{") else self.feed(frame)
+            answer = self._feed(frame, None, 0, context) if frame.startswith(b"{") else self.feed(frame, context)
             if answer is not None and type(answer) is not Pending:
                 out.append(Outgoing(answer, None, RESPONSE))  # type: ignore[arg-type]
         return taken

@@ -2,28 +2,45 @@
 
 A transport is something that moves frames, and nothing more. :class:`MessageStream` is the whole contract:
 
-* :meth:`MessageStream.receive` returns the next frames (one or more, as read in one go) and raises
-  :class:`anyio.EndOfStream` when the peer is gone (a transport that hands frames to the dispatcher itself, as
-  Streamable HTTP does, never has it called);
 * :meth:`MessageStream.send` writes frames, each an :class:`Outgoing`: the bytes, what kind of message they are,
   and ``related``, the inbound request the frame belongs to (its response, or a notification or request emitted
   while handling it), so that a transport with several channels (Streamable HTTP) can route it; byte-stream
   transports ignore both;
+* :meth:`MessageStream.receive`, for a stream the dispatcher reads (:meth:`~.dispatch.Dispatcher.run`), returns the
+  next frames (one or more, as read in one go) and raises :class:`anyio.EndOfStream` when the peer is gone; a
+  transport that hands its messages to the dispatcher itself (a Streamable HTTP server) has none;
 * the optional hooks below, with no-op defaults, for what only some transports have.
+
+What arrives with a message besides its frame (an HTTP request's headers, the principal its transport
+authenticated, the connection it came on) is an :class:`Intake`: one value that comes with the message into the
+dispatcher (``Dispatcher.begin(request, context)``, or an :class:`Arrival` that ``receive`` returns) and from it to
+the handler; nothing reaches back into the stream for it. Where nothing comes with it, it is :data:`NO_INTAKE`.
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from types import MappingProxyType
 from typing import Final
 
+import anyio
 import msgspec
 
-from .wire import RequestId
+from .wire import NO_INTAKE, Intake, RequestId
 
-__all__ = ("MessageStream", "Outgoing", "RESPONSE", "NOTIFICATION", "REQUEST", "Network", "NO_NETWORK")
+__all__ = (
+    "MessageStream",
+    "Outgoing",
+    "RESPONSE",
+    "NOTIFICATION",
+    "REQUEST",
+    "Network",
+    "NO_NETWORK",
+    "Intake",
+    "NO_INTAKE",
+    "Arrival",
+)
 
 #: What an outgoing frame is: an answer (a response, an error response, or a batch of them), a notification, or a
 #: request of ours.
@@ -46,6 +63,17 @@ class Outgoing(msgspec.Struct, frozen=True, gc=False):
     kind: int
 
 
+class Arrival(list[bytes]):
+    """Frames read together that came with one :class:`Intake` (an HTTP+SSE POST's): what
+    :meth:`MessageStream.receive` returns where the transport has an intake to hand over with them."""
+
+    __slots__ = ("intake",)
+
+    def __init__(self, frames: Iterable[bytes], intake: Intake) -> None:
+        super().__init__(frames)
+        self.intake = intake
+
+
 class MessageStream(ABC):
     """A bidirectional stream of JSON-RPC frames (bytes without framing)."""
 
@@ -65,9 +93,10 @@ class MessageStream(ABC):
     #: that answers 404 for it): starts a new session (the handshake again). None: the session stays ended.
     restart_session: Callable[[], Awaitable[None]] | None = None
 
-    @abstractmethod
     async def receive(self) -> Sequence[bytes]:
-        """Return the next frames; raise :class:`anyio.EndOfStream` at the end."""
+        """Return the next frames (an :class:`Arrival` when an :class:`Intake` comes with them); raise
+        :class:`anyio.EndOfStream` at the end. Only a stream the dispatcher reads has it."""
+        raise anyio.EndOfStream
 
     @abstractmethod
     async def send(self, frames: Sequence[Outgoing]) -> None:
@@ -81,25 +110,6 @@ class MessageStream(ABC):
 
     def finished(self, request_id: RequestId) -> None:  # noqa: B027 - optional hook, a no-op by default
         """An inbound request ended without a response (cancelled); multi-channel transports close its channel."""
-
-    def request_headers(self, request_id: RequestId) -> Mapping[str, str] | None:
-        """The transport-level headers of the message that carried ``request_id`` (names in lower case), or
-        ``None`` on transports without headers."""
-        return None
-
-    def request_auth(self, request_id: RequestId) -> object | None:
-        """What the transport authenticated about the sender of ``request_id`` (``None``: nothing)."""
-        return None
-
-    def request_ends_at(self, request_id: RequestId) -> float | None:
-        """When the transport will end the stream carrying ``request_id``'s answer by itself, in ``time.time()``
-        seconds (Streamable HTTP under an authorization policy: the access token's expiry), or ``None``."""
-        return None
-
-    def request_peer(self, request_id: RequestId) -> str | None:
-        """The connection ``request_id`` came on, where one stream carries the requests of many (an HTTP
-        request's TCP connection, ``host:port``); ``None``: the stream is the connection."""
-        return None
 
     def close_request_stream(self, request_id: RequestId) -> bool:
         """End the connection carrying ``request_id``'s answer without ending the answer, so that the client

@@ -28,6 +28,7 @@ from __future__ import annotations
 import re
 import struct
 from array import array
+from collections.abc import Mapping
 from itertools import accumulate
 from typing import Any, Final, NoReturn
 
@@ -58,9 +59,39 @@ __all__ = (
     "encode_notification",
     "encode_result",
     "encode_error",
+    "encode_message",
     "valid_id",
     "MAX_DEPTH",
+    "Intake",
+    "NO_INTAKE",
 )
+
+
+class Intake:
+    """What arrived with a message besides its frame, as its transport learned it. The base is the empty intake
+    (:data:`NO_INTAKE`: stdio, sockets, memory); a transport with more subclasses it (an HTTP request's
+    :class:`~jsonrpc_mcp.transports._http_io.Headers`); :mod:`.streams` says how it travels."""
+
+    __slots__ = ()
+
+    #: The principal the transport authenticated the sender as (``Context.auth``); ``None``: nobody.
+    auth: Any = None
+    #: When the transport ends the stream carrying this message's answer by itself, in ``time.time()`` seconds
+    #: (Streamable HTTP under an authorization policy: the access token's expiry); ``None``: it does not.
+    until: float | None = None
+
+    def request_headers(self) -> Mapping[str, str] | None:
+        """The transport-level headers of the message (names in lower case); ``None`` on transports without."""
+        return None
+
+    def connection(self) -> str | None:
+        """The connection the message came on, where one stream carries the messages of many (an HTTP request's
+        TCP connection, ``host:port``); ``None``: the stream is the connection."""
+        return None
+
+
+#: The intake of a message that came with nothing but its frame (shared: nothing is made per message).
+NO_INTAKE: Final[Intake] = Intake()
 
 
 class LongIntId:
@@ -526,3 +557,16 @@ def encode_notification(method: str, params: bytes | None) -> bytes:
     if params is None:
         return head + b"}"
     return b"".join((head, b',"params":', params, b"}"))
+
+
+def encode_message(msg: Message) -> bytes:
+    """A message read from a peer written back as a frame, as the peer sent it (to hand it on: another worker's
+    session); the encoders above build our own."""
+    if type(msg) is Request:
+        return encode_request(msg.id, msg.method, bytes(msg.params) if msg.params is not None else None)
+    if type(msg) is Notification:
+        return encode_notification(msg.method, bytes(msg.params) if msg.params is not None else None)
+    if type(msg) is Response:
+        return encode_result(msg.id, bytes(msg.result))
+    assert type(msg) is ErrorResponse
+    return encode_error(msg.id, msg.code, msg.message, msg.data)

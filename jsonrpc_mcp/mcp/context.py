@@ -26,7 +26,7 @@ import msgspec
 
 from ..errors import InputRequired, MissingClientCapability, RpcError
 from ..jsonrpc import codes
-from ..jsonrpc.wire import RequestId
+from ..jsonrpc.wire import NO_INTAKE, Intake, RequestId
 from . import types as t
 from .eras import LOG_LEVELS
 from .methods import CLIENT_METHOD_CAPABILITY, require_defined
@@ -112,6 +112,9 @@ class Context(msgspec.Struct, kw_only=True):
     single_use_state: bool = False
     _auto_keys: int = 0
     _progress_last: float | None = None
+    #: What came with the request (its transport's :class:`~jsonrpc_mcp.jsonrpc.wire.Intake`: its headers, its
+    #: principal, its connection).
+    intake: Intake = NO_INTAKE
     _request_headers: Mapping[str, str] | None = None
     _auth: Any = _UNREAD  # ``auth``, once looked up
     _starts_task: bool = False  # (set by the tasks extension: start_task() starts the task here)
@@ -142,11 +145,9 @@ class Context(msgspec.Struct, kw_only=True):
     @property
     def request_headers(self) -> Mapping[str, str]:
         """The transport-level headers of the request that carried this message, names in lower case (empty on
-        transports without headers): what the transport's
-        :meth:`~jsonrpc_mcp.jsonrpc.streams.MessageStream.request_headers` gives; assigning the attribute
-        overrides it."""
+        transports without headers): what came with it (:attr:`intake`); assigning the attribute overrides it."""
         if self._request_headers is None:
-            headers = self.session.dispatcher.stream.request_headers(self.request_id)
+            headers = self.intake.request_headers()
             self._request_headers = headers if headers is not None else {}
         return self._request_headers
 
@@ -158,11 +159,10 @@ class Context(msgspec.Struct, kw_only=True):
     def auth(self) -> AccessToken | None:
         """Who made this request: the principal of its OAuth access token (subject, client id, scopes, claims), or
         ``None`` on a transport without authorization (stdio, sockets, HTTP without an authorization policy). A
-        transport provides it: :meth:`~jsonrpc_mcp.jsonrpc.streams.MessageStream.request_auth`; assigning the
-        attribute overrides it."""
+        transport provides it, with the request (:attr:`intake`); assigning the attribute overrides it."""
         auth: AccessToken | None = self._auth
         if auth is _UNREAD:
-            auth = self._auth = cast("AccessToken | None", self.session.dispatcher.stream.request_auth(self.request_id))
+            auth = self._auth = cast("AccessToken | None", self.intake.auth)
         return auth
 
     @auth.setter

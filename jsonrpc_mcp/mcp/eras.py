@@ -21,7 +21,7 @@ import msgspec
 from msgspec import UNSET, Raw, UnsetType
 
 from ..errors import InvalidParams, RpcError
-from ..jsonrpc.wire import Notification, Request
+from ..jsonrpc.wire import NO_INTAKE, Intake, Notification, Request
 from .methods import MethodSpec
 from .versions import (
     META_CLIENT_CAPABILITIES,
@@ -48,7 +48,7 @@ _NOTHING: Final[Mapping[str, Any]] = MappingProxyType({})
 class Call(msgspec.Struct, kw_only=True):
     """A request as the session sees it before its handler runs: its method's spec (``None``: unknown method),
     its params decoded with the method's type (``problem``: why they could not be, reported in its turn), their
-    ``_meta``, and its era."""
+    ``_meta``, its era, and what came with it (its transport's :class:`~jsonrpc_mcp.jsonrpc.wire.Intake`)."""
 
     request: Request
     spec: MethodSpec | None
@@ -57,6 +57,7 @@ class Call(msgspec.Struct, kw_only=True):
     meta: dict[str, Any] | None = None
     stateless: bool = False
     state: Mapping[str, Any] = _NOTHING  #: what middleware put for the handler (``ctx.state``)
+    intake: Intake = NO_INTAKE  #: what came with the request: its headers, its principal, its connection
 
 
 class _Reader(NamedTuple):
@@ -71,8 +72,14 @@ def _reader(kind: Any) -> _Reader:
     return _Reader(msgspec.json.Decoder(kind), any(f.encode_name == "_meta" for f in fields))
 
 
-def read_call(methods: Mapping[str, MethodSpec], request: Request, header_version: str | None = None) -> Call:
-    """Decode ``request``'s params once and decide its era; never raises (problems are kept in the call)."""
+def read_call(
+    methods: Mapping[str, MethodSpec],
+    request: Request,
+    header_version: str | None = None,
+    intake: Intake = NO_INTAKE,
+) -> Call:
+    """Decode ``request``'s params once and decide its era; never raises (problems are kept in the call).
+    ``intake``: what came with the request (:class:`~jsonrpc_mcp.jsonrpc.wire.Intake`)."""
     spec = methods.get(request.method)
     raw = request.params
     params: Any = None
@@ -110,6 +117,7 @@ def read_call(methods: Mapping[str, MethodSpec], request: Request, header_versio
         problem=problem,
         meta=meta,
         stateless=header_version in STATELESS_VERSIONS or (meta is not None and META_PROTOCOL_VERSION in meta),
+        intake=intake,
     )
 
 

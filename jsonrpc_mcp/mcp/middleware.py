@@ -152,7 +152,9 @@ class Message(msgspec.Struct):
         if self.call is not None:
             request = self.call.request
             header = STATELESS_VERSIONS[0] if self.call.stateless else None
-            self.call = read_call(self.session.app.methods, Request(request.id, request.method, raw), header)
+            self.call = read_call(
+                self.session.app.methods, Request(request.id, request.method, raw), header, self.call.intake
+            )
             if self._state is not None:
                 self.call.state = self._state
         else:
@@ -163,7 +165,7 @@ class Message(msgspec.Struct):
         """The transport-level headers of the message (HTTP), names in lower case; empty elsewhere."""
         if self.call is None:
             return _NO_HEADERS
-        headers = self.session.dispatcher.stream.request_headers(self.call.request.id)
+        headers = self.call.intake.request_headers()
         return headers if headers is not None else _NO_HEADERS
 
     def __repr__(self) -> str:

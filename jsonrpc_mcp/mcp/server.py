@@ -1170,7 +1170,7 @@ class Server:
                 {"notifications": honoured, "_meta": {META_SUBSCRIPTION_ID: ctx.request_id}},
                 related=ctx.request_id,
             )
-            ends_at = session.dispatcher.stream.request_ends_at(ctx.request_id)
+            ends_at = ctx.intake.until
             if ends_at is None:
                 await listen.stop.wait()
             else:  # (the transport ends the stream then, the access token expired: it is ended a moment before)

@@ -26,7 +26,7 @@ from msgspec import UNSET, Raw
 from ..errors import ConnectionClosed, InternalError, InvalidParams, InvalidRequest, MethodNotFound, RpcError
 from ..jsonrpc import codes
 from ..jsonrpc.dispatch import Dispatcher
-from ..jsonrpc.wire import Notification, Request, RequestId, encode_notification
+from ..jsonrpc.wire import Intake, Notification, Request, RequestId, encode_notification
 from ..jsonrpc.workers import allow_parking, is_parkable
 from .compat import FITTED_METHODS, content_types, fit_content
 from .context import Context, InputRequired
@@ -205,11 +205,15 @@ class ServerSession:
 
     # --- inbound requests ----------------------------------------------------------------------------------
 
-    def on_request(self, req: Request, call: Call | None = None) -> bytes | Coroutine[Any, Any, bytes]:
+    def on_request(self, req: Request, call: Call | Intake | None = None) -> bytes | Coroutine[Any, Any, bytes]:
         """Answer ``req``: bytes at once, or a coroutine to run. ``call``: the request as the transport already
-        read it (:func:`.eras.read_call`), else it is read here. With middleware, it runs around the handling."""
+        read it (:func:`.eras.read_call`, what came with it included), else it is read here (with the
+        :class:`~jsonrpc_mcp.jsonrpc.wire.Intake` that came with the frames the read loop took, when that is what the
+        dispatcher passes). With middleware, it runs around the handling."""
         if call is None:
             call = read_call(self.app.methods, req)
+        elif type(call) is not Call:  # (an Intake: an HTTP+SSE POST's)
+            call = read_call(self.app.methods, req, None, call)  # type: ignore[arg-type]
         chain = self.app.middleware
         if chain:
             return self._through_middleware(call, chain)
@@ -227,7 +231,7 @@ class ServerSession:
         req = call.request
         method = req.method
         if method == "initialize":
-            return self._initialize(req)
+            return self._initialize(req, call.intake)
         if method == "ping":
             return _EMPTY
         if not self.initialized:
@@ -254,6 +258,7 @@ class ServerSession:
             client_info=self.client_info,
             meta=call.meta or _NOTHING,
             state=call.state,
+            intake=call.intake,
         )
         return spec.handler(ctx, call.params)
 
@@ -284,7 +289,7 @@ class ServerSession:
             return self._finish_later(message.call, out)
         return self._finish(message.call, out)
 
-    def _initialize(self, req: Request) -> bytes:
+    def _initialize(self, req: Request, intake: Intake) -> bytes:
         if req.params is None:
             raise InvalidParams("Invalid params: initialize needs protocolVersion, capabilities and clientInfo")
         try:
@@ -303,7 +308,7 @@ class ServerSession:
         self.content_types = content_types(version)
         self.client_capabilities = params.capabilities
         self.client_info = params.client_info
-        self.identified = self.dispatcher.stream.request_auth(req.id) is not None
+        self.identified = intake.auth is not None
         self.initialized = True
         self.app.attach(self)
         return self._initialize_result()
@@ -372,6 +377,7 @@ class ServerSession:
             log_level=meta.get(META_LOG_LEVEL),
             answers=answers,
             state=call.state,
+            intake=call.intake,
         )
         if claim is not None:
             return self._claim_then_run(claim, ctx, spec, call, answers, opened)
@@ -425,7 +431,7 @@ class ServerSession:
             state,
             call.request.params,
             keys=self.app.request_state_keys,
-            principal=request_state.principal_digest(self.dispatcher.stream.request_auth(call.request.id)),
+            principal=request_state.principal_digest(call.intake.auth),
             now=now,
         )
         if opened is None or not opened.nonce:
@@ -452,7 +458,7 @@ class ServerSession:
             key=self.app.request_state_keys[0],
             expires=time.time() + self.app.request_state_ttl,
             single_use=ctx.single_use_state,
-            principal=request_state.principal_digest(self.dispatcher.stream.request_auth(ctx.request_id)),
+            principal=request_state.principal_digest(ctx.intake.auth),
             server_info=self.app.server_info(),
         )
 

@@ -390,7 +390,7 @@ class Tasks(Extension):
         if auth is not None:
             return "principal:" + _owner_of(ctx)
         stream = ctx.session.dispatcher.stream
-        named = _client_of_stream(stream, ctx.request_id)
+        named = _client_of_stream(stream, ctx)
         if named is not None:
             return named
         try:
@@ -702,12 +702,12 @@ async def _stop(run: _Run) -> None:
     await anyio.lowlevel.checkpoint()
 
 
-def _client_of_stream(stream: Any, request_id: Any) -> str | None:
+def _client_of_stream(stream: Any, ctx: Context) -> str | None:
     """The session or connection a request came on, as its transport names it (``None``: the stream itself)."""
     sid = getattr(stream, "session_id", None)
     if isinstance(sid, str) and sid:
         return "session:" + sid
-    peer = stream.request_peer(request_id)
+    peer = ctx.intake.connection()
     return "peer:" + peer if peer else None
 
 
@@ -721,7 +721,7 @@ def _owner_of(ctx: Context) -> str:
 
 def _task_context(ctx: Context, tasks: Tasks, run: _Run, kind: type[TaskContext]) -> TaskContext:
     """The context the tool gets in its task: the request's, with the answers of its input rounds."""
-    ctx.auth  # noqa: B018 - (read now, from the request's transport: the task outlives the request)
+    ctx.auth  # noqa: B018 - (read now, from the request's intake: the task outlives the request)
     fields = {name: getattr(ctx, name) for name in Context.__struct_fields__}
     fields.update(_auto_keys=0, _progress_last=None, _starts_task=False, single_use_state=False)
     return kind(**fields, tasks=tasks, run=run)

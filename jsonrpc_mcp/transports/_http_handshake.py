@@ -17,12 +17,22 @@ from typing import TYPE_CHECKING
 
 from ..errors import RpcError, Unavailable
 from ..jsonrpc import codes
-from ..jsonrpc.dispatch import BUSY, ErrorReply, Pending
-from ..jsonrpc.wire import Message, Request, RequestId, classify, decode_batch, decode_frame, encode_error
+from ..jsonrpc.dispatch import BUSY, Pending, error_reply
+from ..jsonrpc.wire import Message, Request, RequestId, classify, decode_batch, decode_frame
 from ..mcp.eras import Call, read_call
 from ..mcp.versions import BATCH_VERSIONS, HANDSHAKE_VERSIONS, STATELESS_VERSIONS
 from ._http_handshake_session import HttpSession
-from ._http_io import HeaderList, Headers, Receive, Send, send_bytes, send_empty, send_error, send_unavailable
+from ._http_io import (
+    HeaderList,
+    Headers,
+    HttpRefusal,
+    Receive,
+    Send,
+    answer_status,
+    send_bytes,
+    send_empty,
+    unavailable,
+)
 from ._http_outlet import FINAL, RESPONSE, Outlet, ResponseFormat, respond
 from ._http_session_table import SessionTable
 from ._http_stateless import serve_alone
@@ -42,6 +52,7 @@ _RETRY_AFTER = (b"retry-after", b"1")
 #: The revision of a request without an MCP-Protocol-Version header (the spec's rule for servers).
 _WITHOUT_HEADER = "2025-03-26"
 _NO_SESSIONS = "Method Not Allowed: this server keeps no sessions (no GET stream, nothing to DELETE)"
+_BATCHED_INITIALIZE = RpcError("Invalid Request: initialize is never batched", code=codes.INVALID_REQUEST)
 
 
 class HandshakeEndpoint:
@@ -76,10 +87,10 @@ class HandshakeEndpoint:
     async def post(
         self, headers: Headers, version: str | None, msg: Message, call: Call | None, receive: Receive, send: Send
     ) -> None:
-        """One JSON-RPC message POSTed outside the stateless era (``call``: the request as the app read it)."""
+        """One JSON-RPC message POSTed outside the stateless era (``call``: the request as the app read it). Raises
+        :class:`HttpRefusal` for a POST refused before its session's dispatcher takes it."""
         if version is not None and version not in HANDSHAKE_VERSIONS:
-            await send_error(send, 400, f"Bad Request: unsupported MCP-Protocol-Version {version!r}")
-            return
+            raise HttpRefusal(f"Bad Request: unsupported MCP-Protocol-Version {version!r}", status=400)
         if not self.sessions:  # served on its own, as if initialize had settled its version
             if type(msg) is not Request or call is None:
                 await send_empty(send, 202)  # (a notification, or an answer to a request no one here made)
@@ -92,12 +103,9 @@ class HandshakeEndpoint:
         if sid is None:
             if type(msg) is Request and msg.method == "initialize":
                 await self._initialize(msg, call, headers, send)
-            else:
-                await send_error(send, 400, "Bad Request: the Mcp-Session-Id header is required (initialize first)")
-            return
-        session = await self._session(sid.decode("latin-1"), headers, send, msg)
-        if session is None:
-            return
+                return
+            raise HttpRefusal("Bad Request: the Mcp-Session-Id header is required (initialize first)", status=400)
+        session = await self._session(sid.decode("latin-1"), headers, getattr(msg, "id", None))
         try:
             if type(msg) is not Request:  # a notification, or the client's answer to one of our requests
                 if self.shared is not None:
@@ -107,23 +115,22 @@ class HandshakeEndpoint:
                     session.dispatcher.take(msg)
                 await send_empty(send, 202)
                 return
-            answer = session.begin(msg, call, headers)
+            answer = session.dispatcher.begin(msg, call)
             if self.shared is not None:
                 await self.shared.save(session)  # (what the request settled is shared before it is answered)
         except Unavailable as exc:
-            await send_unavailable(send, exc, getattr(msg, "id", None))
-            return
+            raise unavailable(exc, getattr(msg, "id", None)) from None
         if type(answer) is Pending:
-            outlet = self._open_exchange(session, (msg.id,), headers)
+            outlet = self._open_exchange(session, (msg.id,))
             await self._respond(session, outlet, receive, send, waiting=True, until=headers.until)
             return
         reply: bytes = answer  # type: ignore[assignment]
-        if type(reply) is ErrorReply and (reply.refused is not None or reply.code == BUSY):
-            busy = reply.code == BUSY  # (too many in flight, or a rate limit: 429)
-            extra = [*session.id_header, _RETRY_AFTER] if busy else session.id_header
-            await send_bytes(send, 429 if busy else 400, reply, extra)
+        status = answer_status(reply, stateless=False)
+        if status != 200:  # (a request the dispatcher refused; too many in flight, or a rate limit: 429)
+            extra = [*session.id_header, _RETRY_AFTER] if status == 429 else session.id_header
+            await send_bytes(send, status, reply, extra)
         elif self.format.preference == "sse":  # an answer made at once, sent as a stream all the same
-            outlet = self._open_exchange(session, (), headers)
+            outlet = self._open_exchange(session, ())
             await self._respond(session, outlet, receive, send, answered=[(reply, FINAL)], until=headers.until)
         else:
             await send_bytes(send, 200, reply, session.id_header)
@@ -131,18 +138,16 @@ class HandshakeEndpoint:
     async def _initialize(self, request: Request, call: Call | None, headers: Headers, send: Send) -> None:
         owner = self.policy.session_owner(headers) if self.policy is not None else None
         if not self.table.admit(owner):
-            await send_error(
-                send,
-                503,
+            raise HttpRefusal(
                 "Service Unavailable: too many sessions",
+                status=503,
                 code=BUSY,
                 ident=request.id,
                 headers=[(b"retry-after", b"%d" % self.table.retry_after())],
             )
-            return
         session = await self.new_session(secrets.token_urlsafe(24))
         session.owner = owner
-        answer = session.begin(request, call, headers)  # (initialize is answered at once)
+        answer = session.dispatcher.begin(request, call)  # (initialize is answered at once)
         extra: HeaderList = []
         if session.mcp.initialized:
             self.table.add(session)
@@ -152,8 +157,7 @@ class HandshakeEndpoint:
                     await self.shared.save(session)
                 except Unavailable as exc:
                     self.table.end(session)
-                    await send_unavailable(send, exc, request.id)
-                    return
+                    raise unavailable(exc, request.id) from None
             extra.append((b"mcp-session-id", session.id.encode()))
             logger.debug("session started (%d open)", len(self.table))
         else:
@@ -170,12 +174,10 @@ class HandshakeEndpoint:
             request_timeout=self.request_timeout,
         )
 
-    def _open_exchange(
-        self, session: HttpSession, ids: Sequence[RequestId], headers: Headers, *, batch: bool = False
-    ) -> Outlet:
+    def _open_exchange(self, session: HttpSession, ids: Sequence[RequestId], *, batch: bool = False) -> Outlet:
         """The outlet of a new exchange of ``session`` awaiting the answers to ``ids``."""
         json_only = self.format.preference == "json"
-        return session.open_exchange(ids, resumable=not json_only, json_only=json_only, batch=batch, headers=headers)
+        return session.open_exchange(ids, resumable=not json_only, json_only=json_only, batch=batch)
 
     async def _respond(
         self,
@@ -226,18 +228,13 @@ class HandshakeEndpoint:
         try:
             items = decode_batch(body)  # first: an array that is not JSON ("[1,") is a parse error, batches or not
         except RpcError as exc:
-            await send_error(send, 400, exc.message, code=exc.code)
-            return
+            raise HttpRefusal(exc.message, status=400, code=exc.code) from None
         sid = headers.get("mcp-session-id")
-        session = None
-        if sid is not None and (session := await self._session(sid, headers, send)) is None:
-            return
+        session = await self._session(sid, headers) if sid is not None else None
         if session is None or session.mcp.version not in BATCH_VERSIONS or version in STATELESS_VERSIONS:
-            await send_error(send, 400, "Invalid Request: batches exist only in 2025-03-26 sessions")
-            return
+            raise HttpRefusal("Invalid Request: batches exist only in 2025-03-26 sessions", status=400)
         if not items:
-            await send_error(send, 400, "Invalid Request: empty batch")
-            return
+            raise HttpRefusal("Invalid Request: empty batch", status=400)
         answered: list[bytes] = []
         ids: list[RequestId] = []
         for raw in items:
@@ -245,22 +242,20 @@ class HandshakeEndpoint:
                 msg = classify(decode_frame(bytes(raw)))
             except RpcError as exc:
                 if not getattr(exc, "silent", False):  # a malformed notification or response is never answered
-                    answered.append(encode_error(getattr(exc, "request_id", None), exc.code, exc.message))
+                    answered.append(error_reply(getattr(exc, "request_id", None), exc))
                 continue
             if type(msg) is not Request:
                 session.dispatcher.take(msg)
             elif msg.method == "initialize":
-                answered.append(
-                    encode_error(msg.id, codes.INVALID_REQUEST, "Invalid Request: initialize is never batched")
-                )
+                answered.append(error_reply(msg.id, _BATCHED_INITIALIZE))
             else:
-                answer = session.begin(msg, read_call(self.server.methods, msg, version), headers)
+                answer = session.dispatcher.begin(msg, read_call(self.server.methods, msg, version, headers))
                 if type(answer) is Pending:
                     ids.append(msg.id)
                 else:
                     answered.append(answer)  # type: ignore[arg-type]
         if ids:
-            outlet = self._open_exchange(session, ids, headers, batch=True)
+            outlet = self._open_exchange(session, ids, batch=True)
             replies = [(reply, RESPONSE) for reply in answered]
             await self._respond(session, outlet, receive, send, waiting=True, answered=replies, until=headers.until)
         elif answered:
@@ -270,66 +265,55 @@ class HandshakeEndpoint:
 
     async def get(self, headers: Headers, version: str | None, receive: Receive, send: Send) -> None:
         """The standalone stream, or the resumption of any stream of the session with ``Last-Event-ID``."""
-        session = await self._session_of(headers, version, send)
-        if session is None:
-            return
+        session = await self._session_of(headers, version)
         last_event_id = headers.get("last-event-id")
         if last_event_id is not None:
             found = session.resumable_outlet(last_event_id)
             if found is None:
-                await send_error(send, 400, "Bad Request: Last-Event-ID names no resumable stream of this session")
-                return
+                raise HttpRefusal("Bad Request: Last-Event-ID names no resumable stream of this session", status=400)
             outlet, after = found
         else:
             outlet = session.standalone
             if outlet.connected:
-                await send_error(send, 409, "Conflict: this session's GET stream is already open")
-                return
+                raise HttpRefusal("Conflict: this session's GET stream is already open", status=409)
             after = outlet.written
         await self._respond(session, outlet, receive, send, fmt=self.get_format, after=after, until=headers.until)
 
     async def delete(self, headers: Headers, version: str | None, send: Send) -> None:
         """End the session."""
-        session = await self._session_of(headers, version, send)
-        if session is None:
-            return
+        session = await self._session_of(headers, version)
         if self.shared is not None:
             try:
                 await self.shared.end(session)
             except Unavailable as exc:
-                await send_unavailable(send, exc)
-                return
+                raise unavailable(exc) from None
         self.table.end(session)
         logger.debug("session ended by DELETE (%d open)", len(self.table))
         await send_empty(send, 200)
 
-    async def _session_of(self, headers: Headers, version: str | None, send: Send) -> HttpSession | None:
-        """The session a GET or DELETE names; else the request is answered here and it is ``None``."""
+    async def _session_of(self, headers: Headers, version: str | None) -> HttpSession:
+        """The session a GET or DELETE names; else :class:`HttpRefusal`."""
         sid = headers.get("mcp-session-id")
         if not self.sessions:
-            await send_error(send, 405, _NO_SESSIONS, headers=[(b"allow", b"POST")])
-        elif sid is None:
-            await send_error(send, 400, "Bad Request: the Mcp-Session-Id header is required")
-        elif version is not None and version not in HANDSHAKE_VERSIONS:
-            await send_error(send, 400, f"Bad Request: unsupported MCP-Protocol-Version {version!r}")
-        else:
-            return await self._session(sid, headers, send)
-        return None
+            raise HttpRefusal(_NO_SESSIONS, status=405, headers=[(b"allow", b"POST")])
+        if sid is None:
+            raise HttpRefusal("Bad Request: the Mcp-Session-Id header is required", status=400)
+        if version is not None and version not in HANDSHAKE_VERSIONS:
+            raise HttpRefusal(f"Bad Request: unsupported MCP-Protocol-Version {version!r}", status=400)
+        return await self._session(sid, headers)
 
-    async def _session(self, sid: str, headers: Headers, send: Send, msg: Message | None = None) -> HttpSession | None:
+    async def _session(self, sid: str, headers: Headers, ident: RequestId | None = None) -> HttpSession:
         """The live session ``sid`` of the request's owner (from the shared backend when there is one), touched;
-        else the request (``msg``, when one was read) is answered here (404, or 503 when the shared backend cannot
-        be reached) and it is ``None``."""
+        else :class:`HttpRefusal`: 404, or 503 when the shared backend cannot be reached (with ``ident``, the id of
+        the request read, if any)."""
         try:
             session = await self.shared.find(sid.strip()) if self.shared is not None else self.table.get(sid)
         except Unavailable as exc:
-            await send_unavailable(send, exc, getattr(msg, "id", None))
-            return None
+            raise unavailable(exc, ident) from None
         if session is not None and self.policy is not None and session.owner != self.policy.session_owner(headers):
             logger.warning("refused a request for a session that belongs to another client")
             session = None
         if session is None:
-            await send_error(send, 404, _ENDED)
-            return None
+            raise HttpRefusal(_ENDED, status=404)
         session.touch()
         return session

@@ -2,7 +2,8 @@
 what it writes goes (L6 helper).
 
 The POSTs of a session hand their messages to its :class:`~jsonrpc_mcp.jsonrpc.dispatch.Dispatcher` themselves
-(``begin``, ``take``); a handler that has to wait runs among the app's handler tasks. Every frame the dispatcher writes
+(``begin``, with the request's call and the POST's headers in it; ``take``); a handler that has to wait runs among
+the app's handler tasks. Every frame the dispatcher writes
 arrives at :meth:`SessionStream.send` with its kind and the id of the inbound request it belongs to, and is routed:
 
 * to the :class:`Exchange` of that request (the POST waiting for it): notifications and server-to-client
@@ -16,7 +17,7 @@ client resumes them with ``GET`` + ``Last-Event-ID``, or the session ends.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from time import monotonic
 from typing import TYPE_CHECKING, Final
 
@@ -24,14 +25,13 @@ import anyio
 import msgspec
 
 from ..jsonrpc.concurrency import HandlerTasks
-from ..jsonrpc.dispatch import Dispatcher, Pending
+from ..jsonrpc.dispatch import Dispatcher
 from ..jsonrpc.streams import RESPONSE as ANSWER
 from ..jsonrpc.streams import MessageStream, Outgoing
-from ..jsonrpc.wire import Request, RequestId
+from ..jsonrpc.wire import RequestId
 from ..mcp.bus import SessionRecord
-from ..mcp.eras import Call
 from ..mcp.session import ServerSession
-from ._http_io import HTTP_NETWORK, HeaderList, Headers
+from ._http_io import HTTP_NETWORK, HeaderList
 from ._http_outlet import FINAL, OTHER, RESPONSE, Feed, Outlet
 from .events import EventStore, InMemoryEventStore
 
@@ -46,13 +46,12 @@ STANDALONE: Final = "0"
 
 
 class Exchange(msgspec.Struct):
-    """The requests of one POST body (one, or several in a 2025-03-26 batch) awaiting their responses, the outlet
-    their frames go to, and the POST's headers (a Struct: made for every POST that has to wait, in C)."""
+    """The requests of one POST body (one, or several in a 2025-03-26 batch) awaiting their responses, and the
+    outlet their frames go to (a Struct: made for every POST that has to wait, in C)."""
 
     outlet: Outlet
     waiting: set[RequestId]
     json_only: bool
-    headers: Headers | None
 
 
 class SessionStream(MessageStream):
@@ -63,16 +62,10 @@ class SessionStream(MessageStream):
 
     def __init__(self, owner: HttpSession) -> None:
         self.owner = owner
-        #: The request a POST is handing to the dispatcher right now, and its headers (``begin`` is synchronous:
-        #: a handler that answers at once reads them from here, one that has to wait from its exchange).
-        self.arriving: tuple[RequestId, Headers] | None = None
 
     @property
     def session_id(self) -> str:  # type: ignore[override]  # (read only: the session's)
         return self.owner.id
-
-    async def receive(self) -> Sequence[bytes]:
-        raise anyio.EndOfStream  # (the POSTs hand their messages to the dispatcher directly)
 
     async def send(self, frames: Sequence[Outgoing]) -> None:
         owner = self.owner
@@ -100,24 +93,6 @@ class SessionStream(MessageStream):
         exchange.waiting.discard(request_id)
         if not exchange.waiting:
             exchange.outlet.finish()
-
-    def _headers_of(self, request_id: RequestId) -> Headers | None:
-        """The headers of the POST that carried ``request_id``: the one :attr:`arriving` now, or its exchange's."""
-        arriving = self.arriving
-        if arriving is not None and arriving[0] == request_id:
-            return arriving[1]
-        exchange = self.owner.exchanges.get(request_id)
-        return exchange.headers if exchange is not None else None
-
-    def request_headers(self, request_id: RequestId) -> Mapping[str, str] | None:
-        """The HTTP headers of the POST that carried ``request_id`` (read by ``Context.request_headers``)."""
-        headers = self._headers_of(request_id)
-        return headers.as_dict() if headers is not None else None
-
-    def request_auth(self, request_id: RequestId) -> object | None:
-        """The principal an HTTP policy authenticated the POST that carried ``request_id`` as (``Context.auth``)."""
-        headers = self._headers_of(request_id)
-        return headers.auth if headers is not None else None
 
     def close_request_stream(self, request_id: RequestId) -> bool:
         """SEP-1699 polling: close the connection of this request's SSE stream; the client resumes with GET."""
@@ -164,15 +139,6 @@ class HttpSession:
         self.record: SessionRecord | None = None
         #: Whom the session belongs to (``HttpPolicy.session_owner`` of its ``initialize``), or ``None``.
         self.owner: str | None = None
-
-    def begin(self, request: Request, call: Call | None, headers: Headers) -> bytes | Pending:
-        """Hand a POSTed request to the dispatcher (:meth:`Dispatcher.begin`); a handler that answers at once reads
-        the POST's headers while it runs."""
-        self.stream.arriving = (request.id, headers)
-        try:
-            return self.dispatcher.begin(request, call)
-        finally:
-            self.stream.arriving = None
 
     # --- lifetime ------------------------------------------------------------------------------------------
 
@@ -226,13 +192,11 @@ class HttpSession:
                 outlet.finish()
         return outlet
 
-    def open_exchange(
-        self, ids: Sequence[RequestId], *, resumable: bool, json_only: bool, batch: bool, headers: Headers | None
-    ) -> Outlet:
+    def open_exchange(self, ids: Sequence[RequestId], *, resumable: bool, json_only: bool, batch: bool) -> Outlet:
         """The outlet of a new exchange of a POST's requests, numbered next in the session."""
         key = str(self._next_key)
         self._next_key += 1
-        exchange = Exchange(self._new_outlet(key, resumable=resumable, batch=batch), set(ids), json_only, headers)
+        exchange = Exchange(self._new_outlet(key, resumable=resumable, batch=batch), set(ids), json_only)
         for ident in ids:
             self.exchanges[ident] = exchange
         return exchange.outlet

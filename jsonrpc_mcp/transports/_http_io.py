@@ -2,22 +2,26 @@
 content negotiation rules and the request checks that need no session (L6 helper).
 
 Every error body is JSON-RPC shaped (``{"jsonrpc":"2.0","error":{...}}``, with the request ``id`` when one was
-read) and says what was wrong in a sentence; never a traceback, a path or a secret.
+read) and says what was wrong in a sentence; never a traceback, a path or a secret. A request the HTTP layer refuses
+before it reaches a dispatcher is an :class:`HttpRefusal` (raised, and answered by :func:`refuse`); its body is made
+by the dispatcher's one builder (:func:`~jsonrpc_mcp.jsonrpc.dispatch.error_reply`), its status by the one table
+(:data:`HTTP_STATUS`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Iterable, MutableMapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping, MutableMapping
 from functools import lru_cache
 from types import MappingProxyType
 from typing import Any, Final
 
 import anyio
 
-from ..errors import Unavailable
+from ..errors import RpcError, Unavailable
 from ..jsonrpc import codes
+from ..jsonrpc.dispatch import BUSY, ErrorReply, error_reply
 from ..jsonrpc.streams import Network
-from ..jsonrpc.wire import RequestId, encode_error
+from ..jsonrpc.wire import Intake, RequestId
 
 __all__ = (
     "Scope",
@@ -32,6 +36,12 @@ __all__ = (
     "read_body",
     "read_body_or_refuse",
     "send_bytes",
+    "HTTP_STATUS",
+    "http_status",
+    "answer_status",
+    "HttpRefusal",
+    "refuse",
+    "unavailable",
     "send_error",
     "send_empty",
     "accepts",
@@ -44,6 +54,22 @@ __all__ = (
 #: What carries a Streamable HTTP server's frames (:data:`~jsonrpc_mcp.jsonrpc.streams.Network`).
 HTTP_NETWORK: Final[Network] = MappingProxyType({"network.transport": "tcp", "network.protocol.name": "http"})
 
+#: The HTTP status of a JSON-RPC error, by its code: the one table of every HTTP path (Streamable HTTP in both eras,
+#: HTTP+SSE, the authorization's refusals that carry a JSON-RPC body). A code it does not name is the caller's
+#: default: 200 for an answer, 400 for a refusal.
+HTTP_STATUS: Final[Mapping[int, int]] = MappingProxyType(
+    {
+        codes.METHOD_NOT_FOUND: 404,
+        codes.PARSE_ERROR: 400,
+        codes.INVALID_REQUEST: 400,
+        codes.HEADER_MISMATCH: 400,
+        codes.MISSING_REQUIRED_CLIENT_CAPABILITY: 400,
+        codes.UNSUPPORTED_PROTOCOL_VERSION: 400,
+        BUSY: 429,
+        codes.UNAVAILABLE: 503,
+    }
+)
+
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]
@@ -51,8 +77,10 @@ Send = Callable[[Message], Awaitable[None]]
 HeaderList = list[tuple[bytes, bytes]]
 
 
-class Headers:
-    """Request headers, looked up case-insensitively (ASGI servers already send the names lower-cased).
+class Headers(Intake):
+    """Request headers, looked up case-insensitively (ASGI servers already send the names lower-cased), and what
+    else came with the request: the principal an HTTP policy authenticated it as, its TCP connection (the request's
+    :class:`~jsonrpc_mcp.jsonrpc.wire.Intake`, which reaches its handler's ``Context``).
 
     Built once per request on the hot path, so it does the least up front: one dict of the raw names (first value
     wins) made in C; values are decoded when asked for, and :meth:`as_dict` is built (once) only when a handler
@@ -83,6 +111,13 @@ class Headers:
         #: stream of its response still open then is ended
         self.until: float | None = None
         self.peer: Any = None  # the TCP connection it came on: the ASGI scope's ``client``, (host, port)
+
+    def request_headers(self) -> Mapping[str, str]:
+        return self.as_dict()
+
+    def connection(self) -> str | None:
+        peer = self.peer
+        return f"{peer[0]}:{peer[1]}" if peer else None
 
     def get(self, name: str) -> str | None:
         """The value of a header sent once; the first value when sent several times (``name`` in lower case)."""
@@ -193,7 +228,59 @@ async def send_bytes(
     await send({"type": "http.response.body", "body": body, "more_body": False})
 
 
-async def send_error(
+def http_status(code: int, default: int) -> int:
+    """The HTTP status of a JSON-RPC error of ``code`` (:data:`HTTP_STATUS`), ``default`` when the table has none."""
+    return HTTP_STATUS.get(code, default)
+
+
+def answer_status(reply: bytes, *, stateless: bool) -> int:
+    """The HTTP status of an answer the dispatcher made at once: 200 for a result; for an error, the table's in the
+    stateless era, and in the handshake era only for a request the dispatcher refused (its id in use, too many in
+    flight) or a capacity refusal (-32010), the other errors of a session being answers like any other (200)."""
+    if type(reply) is not ErrorReply:
+        return 200
+    if stateless or reply.refused is not None or reply.code == BUSY:
+        return http_status(reply.code, 200)
+    return 200
+
+
+class HttpRefusal(RpcError):
+    """A request refused by the HTTP layer before any dispatcher takes it: the JSON-RPC error (``code``, ``message``,
+    ``data``; -32600 unless told), the request's ``ident`` when it was read, the HTTP ``status`` (the table's for
+    ``code`` unless told, else 400) and extra response ``headers``. Raised where the refusal is decided, answered by
+    :func:`refuse`."""
+
+    code = codes.INVALID_REQUEST
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        status: int | None = None,
+        code: int | None = None,
+        ident: RequestId | None = None,
+        data: Any = None,
+        headers: HeaderList | None = None,
+    ) -> None:
+        super().__init__(message, data, code=code)
+        self.ident = ident
+        self.status = status if status is not None else http_status(self.code, 400)
+        self.headers = headers
+
+
+def unavailable(exc: Unavailable, ident: RequestId | None = None) -> HttpRefusal:
+    """The refusal of a request (``ident``) the server cannot serve now: something it shares with its other workers
+    cannot be reached (503 with ``Retry-After``)."""
+    retry = [(b"retry-after", b"%d" % exc.retry_after)]
+    return HttpRefusal(exc.message, status=503, code=exc.code, ident=ident, data=exc.data, headers=retry)
+
+
+async def refuse(send: Send, refusal: HttpRefusal) -> None:
+    """Answer a refused request with its JSON-RPC error, built by the dispatcher's builder, and its HTTP status."""
+    await send_bytes(send, refusal.status, error_reply(refusal.ident, refusal), refusal.headers)
+
+
+def send_error(
     send: Send,
     status: int,
     message: str,
@@ -202,15 +289,9 @@ async def send_error(
     ident: RequestId | None = None,
     data: Any = None,
     headers: HeaderList | None = None,
-) -> None:
-    """A JSON-RPC error response body with an HTTP error status."""
-    await send_bytes(send, status, encode_error(ident, code, message, data), headers)
-
-
-async def send_unavailable(send: Send, exc: Unavailable, ident: RequestId | None = None) -> None:
-    """503 with ``Retry-After``: something the server shares with its other workers cannot be reached."""
-    retry = [(b"retry-after", b"%d" % exc.retry_after)]
-    await send_error(send, 503, exc.message, code=exc.code, ident=ident, data=exc.data, headers=retry)
+) -> Awaitable[None]:
+    """A JSON-RPC error response body with an HTTP error status (:func:`refuse` of that :class:`HttpRefusal`)."""
+    return refuse(send, HttpRefusal(message, status=status, code=code, ident=ident, data=data, headers=headers))
 
 
 async def send_empty(send: Send, status: int, headers: HeaderList | None = None) -> None:

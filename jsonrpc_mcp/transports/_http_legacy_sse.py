@@ -17,17 +17,16 @@ from __future__ import annotations
 
 import logging
 import secrets
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Final
 from urllib.parse import parse_qs
 
 import anyio
 
 from ..errors import RpcError
-from ..jsonrpc.streams import RESPONSE, MessageStream, Outgoing
-from ..jsonrpc.wire import Request, RequestId, read_message
+from ..jsonrpc.streams import Arrival, MessageStream, Outgoing
+from ..jsonrpc.wire import read_message
 from ._http_io import HeaderList, Headers, Receive, Scope, Send, accepts, read_body_or_refuse, send_empty, send_error
-from .memory import receive_frames
 from .sse import encode_comment, encode_event
 
 if TYPE_CHECKING:
@@ -53,7 +52,8 @@ Serve = Callable[[str, Scope, Headers, Receive, Send], Awaitable[None]]
 
 
 class LegacyStream(MessageStream):
-    """One HTTP+SSE session: the frames POSTed to it in, ``message`` events on its GET stream out."""
+    """One HTTP+SSE session: the frames POSTed to it in (each with its POST's headers, the
+    :class:`~jsonrpc_mcp.jsonrpc.wire.Intake` its handler reads), ``message`` events on its GET stream out."""
 
     def __init__(
         self, session_id: str, owner: str | None, write: Callable[[bytes], Awaitable[None]], buffer: int
@@ -61,33 +61,22 @@ class LegacyStream(MessageStream):
         self.session_id = session_id
         self.owner = owner
         self._write = write
-        self.inbox, self._inbox = anyio.create_memory_object_stream[bytes](buffer)
-        #: The POST that carried each request still being answered: its headers and principal (``Context``).
-        self.posted: dict[RequestId, Headers] = {}
+        self.inbox, self._inbox = anyio.create_memory_object_stream[tuple[bytes, Headers]](buffer)
 
     async def receive(self) -> Sequence[bytes]:
-        return await receive_frames(self._inbox)
+        """The next POSTed frame, with its POST's headers."""
+        try:
+            frame, headers = await self._inbox.receive()
+        except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
+            raise anyio.EndOfStream from None
+        return Arrival((frame,), headers)
 
     async def send(self, frames: Sequence[Outgoing]) -> None:
-        for out in frames:
-            if out.kind == RESPONSE and out.related is not None:
-                self.posted.pop(out.related, None)
         await self._write(b"".join(encode_event(out.frame, event="message") for out in frames))
 
     async def aclose(self) -> None:
         self.inbox.close()
         self._inbox.close()
-
-    def finished(self, request_id: RequestId) -> None:
-        self.posted.pop(request_id, None)
-
-    def request_headers(self, request_id: RequestId) -> Mapping[str, str] | None:
-        headers = self.posted.get(request_id)
-        return headers.as_dict() if headers is not None else None
-
-    def request_auth(self, request_id: RequestId) -> object | None:
-        headers = self.posted.get(request_id)
-        return headers.auth if headers is not None else None
 
 
 class LegacySseEndpoint:
@@ -209,13 +198,9 @@ class LegacySseEndpoint:
         policy = self.policy
         if message is not None and policy is not None and not await policy.admit_message(headers, message, send):
             return
-        if type(message) is Request:
-            stream.posted.setdefault(message.id, headers)
         try:
-            stream.inbox.send_nowait(body)
+            stream.inbox.send_nowait((body, headers))
         except anyio.WouldBlock:
-            if type(message) is Request and stream.posted.get(message.id) is headers:
-                del stream.posted[message.id]
             await send_error(send, 429, "Too Many Requests: the session has too many messages waiting")
             return
         except (anyio.ClosedResourceError, anyio.BrokenResourceError):

@@ -30,9 +30,7 @@ from ..jsonrpc.wire import (
     Message,
     Notification,
     Response,
-    encode_error,
-    encode_notification,
-    encode_result,
+    encode_message,
     read_message,
 )
 from ..mcp.bus import BusEvent, ClientMessage, SessionChanged, SessionEnded, SessionRecord
@@ -166,7 +164,7 @@ class SharedSessions:
         if _belongs(session, msg):
             session.dispatcher.take(msg)
         else:
-            await self.backend.publish(ClientMessage(session.id, msgspec.Raw(_frame(msg))))
+            await self.backend.publish(ClientMessage(session.id, msgspec.Raw(encode_message(msg))))
 
     async def save(self, session: HttpSession) -> None:
         """Store what ``session`` has settled, when it changed (the workers with a copy are told). Raises
@@ -236,11 +234,3 @@ def _belongs(session: HttpSession, msg: Message) -> bool:
             return True  # (malformed: the session's own handling logs it)
     return True
 
-
-def _frame(msg: Message) -> bytes:
-    if type(msg) is Response:
-        return encode_result(msg.id, bytes(msg.result))
-    if type(msg) is ErrorResponse:
-        return encode_error(msg.id, msg.code, msg.message, msg.data)
-    assert type(msg) is Notification
-    return encode_notification(msg.method, bytes(msg.params) if msg.params is not None else None)

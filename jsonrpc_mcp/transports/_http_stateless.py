@@ -16,43 +16,26 @@ first (never requests: the stateless era has none). The client closing the conne
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import Final
+from collections.abc import Awaitable, Callable, Sequence
 
-import anyio
-import anyio.abc
-
-from ..jsonrpc import codes
 from ..jsonrpc.concurrency import open_handler_tasks
-from ..jsonrpc.dispatch import BUSY, Dispatcher, ErrorReply, Pending
+from ..jsonrpc.dispatch import Dispatcher, Pending
 from ..jsonrpc.streams import NOTIFICATION, RESPONSE, MessageStream, Outgoing
 from ..jsonrpc.wire import RequestId
 from ..mcp.eras import Call
 from ..mcp.session import ServerApp, ServerSession
-from ._http_io import HTTP_NETWORK, Headers, Receive, Send, send_bytes
+from ._http_io import HTTP_NETWORK, Headers, Receive, Send, answer_status, send_bytes
 from ._http_outlet import FINAL, OTHER, Outlet, ResponseFormat, respond
 
 __all__ = ("serve_alone", "status_of")
 
 logger = logging.getLogger(__name__)
 
-_STATUS: Final = {
-    codes.METHOD_NOT_FOUND: 404,
-    codes.PARSE_ERROR: 400,
-    codes.INVALID_REQUEST: 400,
-    codes.HEADER_MISMATCH: 400,
-    codes.MISSING_REQUIRED_CLIENT_CAPABILITY: 400,
-    codes.UNSUPPORTED_PROTOCOL_VERSION: 400,
-    BUSY: 429,
-    codes.UNAVAILABLE: 503,
-}
-
 
 def status_of(frame: bytes) -> int:
-    """The HTTP status of a stateless JSON answer: 404 for -32601, 400 for the request-level errors, else 200."""
-    if type(frame) is not ErrorReply:
-        return 200
-    return _STATUS.get(frame.code, 200)
+    """The HTTP status of a stateless JSON answer (:func:`._http_io.answer_status`: 404 for -32601, 400 for the
+    request-level errors, else 200)."""
+    return answer_status(frame, stateless=True)
 
 
 class _OneRequestStream(MessageStream):
@@ -61,28 +44,9 @@ class _OneRequestStream(MessageStream):
     gathers_replies = False
     network = HTTP_NETWORK
 
-    def __init__(self, request_id: RequestId, headers: Headers) -> None:
+    def __init__(self, request_id: RequestId) -> None:
         self.request_id = request_id
         self.outlet = Outlet(None)
-        self.headers = headers
-
-    def request_headers(self, request_id: RequestId) -> Mapping[str, str] | None:
-        return self.headers.as_dict() if request_id == self.request_id else None
-
-    def request_peer(self, request_id: RequestId) -> str | None:
-        peer = self.headers.peer
-        return f"{peer[0]}:{peer[1]}" if peer and request_id == self.request_id else None
-
-    def request_auth(self, request_id: RequestId) -> object | None:
-        """The principal an HTTP policy authenticated this request as (read by ``Context.auth``)."""
-        return self.headers.auth if request_id == self.request_id else None
-
-    def request_ends_at(self, request_id: RequestId) -> float | None:
-        """When the policy's admission of this request ends its stream (``Headers.until``)."""
-        return self.headers.until if request_id == self.request_id else None
-
-    async def receive(self) -> Sequence[bytes]:
-        raise anyio.EndOfStream  # (its one request is handed to the dispatcher directly)
 
     async def send(self, frames: Sequence[Outgoing]) -> None:
         for out in frames:
@@ -120,7 +84,7 @@ async def serve_alone(
     without sessions, served as if ``initialize`` had settled that version (``initialize`` itself is answered).
     ``detached(fn, *args)`` starts work that outlives the request (a task's) in the app's own tasks."""
     request = call.request
-    stream = _OneRequestStream(request.id, headers)
+    stream = _OneRequestStream(request.id)
     dispatcher = Dispatcher(stream, max_in_flight=1, request_timeout=None, drain_timeout=0.0)
     session = ServerSession(server, dispatcher)
     session.detached = detached

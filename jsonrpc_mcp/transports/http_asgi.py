@@ -61,12 +61,14 @@ from ._http_io import (
     ClientGone,
     HeaderList,
     Headers,
+    HttpRefusal,
     Receive,
     Scope,
     Send,
     accepts,
     body_type_problem,
     read_body_or_refuse,
+    refuse,
     repeated_header_problem,
     send_bytes,
     send_empty,
@@ -381,7 +383,10 @@ class McpAsgiApp:
             body = read
         version = _header_version(headers)
         if not body.startswith(b"{") and is_batch(body):
-            await self.handshake.post_batch(headers, version, body, receive, send)
+            try:
+                await self.handshake.post_batch(headers, version, body, receive, send)
+            except HttpRefusal as refusal:  # (refused before a session's dispatcher took it)
+                await refuse(send, refusal)
             return
         try:
             msg = read_message(body)
@@ -392,7 +397,7 @@ class McpAsgiApp:
             return
         if self.http_policy is not None and not await self.http_policy.admit_message(headers, msg, send):
             return
-        call = read_call(self.server.methods, msg, version) if type(msg) is Request else None
+        call = read_call(self.server.methods, msg, version, headers) if type(msg) is Request else None
         if (
             version in STATELESS_VERSIONS
             or (call is not None and call.stateless)
@@ -400,7 +405,10 @@ class McpAsgiApp:
         ):
             await self._post_stateless(headers, msg, call, receive, send)
             return
-        await self.handshake.post(headers, version, msg, call, receive, send)
+        try:
+            await self.handshake.post(headers, version, msg, call, receive, send)
+        except HttpRefusal as refusal:  # (refused before a session's dispatcher took it)
+            await refuse(send, refusal)
 
     async def _post_stateless(
         self, headers: Headers, msg: Message, call: Call | None, receive: Receive, send: Send
@@ -440,14 +448,20 @@ class McpAsgiApp:
         if not accepts(headers.raw(b"accept"), _SSE):
             await send_error(send, 406, "Not Acceptable: Accept must list text/event-stream")
             return
-        await self.handshake.get(headers, version, receive, send)
+        try:
+            await self.handshake.get(headers, version, receive, send)
+        except HttpRefusal as refusal:
+            await refuse(send, refusal)
 
     async def _delete(self, headers: Headers, send: Send) -> None:
         version = _header_version(headers)
         if version in STATELESS_VERSIONS:
             await send_error(send, 405, "Method Not Allowed: 2026-07-28 has no sessions", headers=_ALLOW_POST)
             return
-        await self.handshake.delete(headers, version, send)
+        try:
+            await self.handshake.delete(headers, version, send)
+        except HttpRefusal as refusal:
+            await refuse(send, refusal)
 
 
 def _header_version(headers: Headers) -> str | None:
