@@ -122,8 +122,7 @@ def by_client(message: Message) -> Hashable:
 def by_principal(message: Message) -> Hashable:
     """The principal the transport authenticated for the request (an HTTP authorization policy: its issuer,
     subject and client), what a client cannot choose for itself; :func:`by_session` where none was."""
-    ident = message.request_id
-    auth = message.session.dispatcher.stream.request_auth(ident) if ident is not None else None
+    auth = message.call.intake.auth if message.call is not None else None
     principal = getattr(auth, "principal", None)
     if isinstance(principal, tuple):
         return ("principal", principal)

@@ -464,6 +464,8 @@ async def test_an_answer_of_exactly_the_bound_is_read_whole_and_one_byte_more_is
 
     assert await read_limited(httpx.Response(200, content=body()), 5) == (read, whole)
     assert len(taken) == pulled
+
+
 def test_one_table_gives_the_http_status_of_answers_and_refusals() -> None:
     from jsonrpc_mcp.jsonrpc.dispatch import BUSY, Dispatcher, Pending
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import itertools
 import threading
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -26,6 +26,7 @@ from jsonrpc_mcp.auth import AccessToken
 from jsonrpc_mcp.backends.redis import RedisBackend
 from jsonrpc_mcp.backends.redis_tasks import STOPPED_MESSAGE, RedisTaskStore
 from jsonrpc_mcp.errors import Unavailable
+from jsonrpc_mcp.jsonrpc.streams import Arrival, Intake
 from jsonrpc_mcp.mcp import task_state as ts
 from jsonrpc_mcp.tasks import MemoryTaskStore, Tasks
 from jsonrpc_mcp.transports.http_asgi import McpAsgiApp
@@ -246,8 +247,17 @@ class _PrincipalStream(MemoryMessageStream):
 
     principal: AccessToken | None = None
 
-    def request_auth(self, request_id: Any) -> AccessToken | None:
-        return self.principal
+    async def receive(self) -> Sequence[bytes]:
+        return Arrival(await super().receive(), _PrincipalIntake(self.principal))
+
+
+class _PrincipalIntake(Intake):
+    """What comes with a message of a transport that authenticated its sender."""
+
+    __slots__ = ("auth",)
+
+    def __init__(self, principal: AccessToken | None) -> None:
+        self.auth = principal
 
 
 @asynccontextmanager

@@ -233,4 +233,3 @@ def _belongs(session: HttpSession, msg: Message) -> bool:
         except msgspec.DecodeError:
             return True  # (malformed: the session's own handling logs it)
     return True
-
