@@ -53,7 +53,7 @@ from .wire import (
     is_batch,
     read_message,
 )
-from .workers import Job, end_step, start_step
+from .workers import Job, end_step, start_step, submit_parked
 
 __all__ = (
     "Dispatcher",
@@ -157,18 +157,25 @@ class _Parked:
     """The handlers of one run that parked a call on a worker thread, and the calls done, not yet resumed (their
     ``wake``, on the event loop)."""
 
-    __slots__ = ("done", "event", "left", "steps")
+    __slots__ = ("done", "event", "left", "unsent")
 
     def __init__(self) -> None:
-        self.steps: dict[int, tuple[Pending, Coroutine[Any, Any, None], Any]] = {}
         self.done: deque[Job] = deque()
         self.left = 0
         self.event: anyio.Event | None = None
+        self.unsent: list[tuple[Job, Any]] = []
 
     def add(self, job: Job, pending: Pending, handler: Coroutine[Any, Any, None], context: Any) -> None:
-        self.steps[id(job)] = (pending, handler, context)
+        job.owner = (pending, handler, context)
         self.left += 1
-        job.wake = self._arrived  # (before the loop can hand it back: it is on this thread)
+        job.wake = self._arrived
+        self.unsent.append((job, context))
+
+    def send(self) -> None:
+        """The calls parked since the last send go to the pool, together (:func:`.workers.submit_parked`)."""
+        if self.unsent:
+            unsent, self.unsent = self.unsent, []
+            submit_parked(unsent)
 
     def _arrived(self, job: Job) -> None:
         self.done.append(job)
@@ -184,7 +191,8 @@ class _Parked:
 
     def take(self) -> tuple[Pending, Coroutine[Any, Any, None], Any]:
         self.left -= 1
-        return self.steps.pop(id(self.done.popleft()))
+        owner: tuple[Pending, Coroutine[Any, Any, None], Any] = self.done.popleft().owner
+        return owner
 
 
 class _Batch:
@@ -459,8 +467,9 @@ class Dispatcher:
         """One task for the handlers of ``run``, each started here in a context of its own; most finish in that step
         (a task each costs more than they do: docs/performance.md). The first that waits keeps this task for good (its
         ``current_task`` and cancel scopes are its own), and the handlers after it go on in a new task. A handler that
-        parks a plain call on a worker thread (:func:`.workers.start_step`) waits for none: this task resumes it when
-        the call is done (:class:`_Parked`)."""
+        parks a plain call on a worker thread (:func:`.workers.start_step`) waits for none: the calls parked go to the
+        pool together once the others have taken their first step, and this task resumes each handler when its call
+        is done (:class:`_Parked`)."""
         if self._next_run is run:
             self._next_run = None
         parked: _Parked | None = None
@@ -485,6 +494,7 @@ class Dispatcher:
                 if at + 1 < len(run):
                     self._spawn(_Run(run[at + 1 :]))
                 if parked is not None:  # (this task is the waiting handler's from now on)
+                    parked.send()
                     self._spawn_parked(parked)
                     parked = None
                 pending.token = run.token
@@ -493,6 +503,7 @@ class Dispatcher:
                 await continue_in_task(handler, waits_for, context)
                 return
             if parked is not None:
+                parked.send()
                 await self._resume_parked(parked, run.token)
         finally:
             self._tasks.forget(run.token)  # type: ignore[union-attr]
