@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import logging
 import math
-from collections import deque
 from collections.abc import Callable, Coroutine, Sequence
 from contextvars import copy_context
 from types import CoroutineType
@@ -53,7 +52,7 @@ from .wire import (
     is_batch,
     read_message,
 )
-from .workers import Job, end_step, start_step, submit_parked
+from .workers import Job, ParkedCalls, end_step, start_step
 
 __all__ = (
     "Dispatcher",
@@ -151,48 +150,6 @@ class _Run(list[Pending]):
 async def _go_on(handler: Coroutine[Any, Any, None], waits_for: Any, context: Any) -> None:
     """A task for a resumed handler that waits again."""
     await continue_in_task(handler, waits_for, context)
-
-
-class _Parked:
-    """The handlers of one run that parked a call on a worker thread, and the calls done, not yet resumed (their
-    ``wake``, on the event loop)."""
-
-    __slots__ = ("done", "event", "left", "unsent")
-
-    def __init__(self) -> None:
-        self.done: deque[Job] = deque()
-        self.left = 0
-        self.event: anyio.Event | None = None
-        self.unsent: list[tuple[Job, Any]] = []
-
-    def add(self, job: Job, pending: Pending, handler: Coroutine[Any, Any, None], context: Any) -> None:
-        job.owner = (pending, handler, context)
-        self.left += 1
-        job.wake = self._arrived
-        self.unsent.append((job, context))
-
-    def send(self) -> None:
-        """The calls parked since the last send go to the pool, together (:func:`.workers.submit_parked`)."""
-        if self.unsent:
-            unsent, self.unsent = self.unsent, []
-            submit_parked(unsent)
-
-    def _arrived(self, job: Job) -> None:
-        self.done.append(job)
-        event = self.event
-        if event is not None:
-            self.event = None
-            event.set()
-
-    async def arrival(self) -> None:
-        if not self.done:
-            self.event = anyio.Event()
-            await self.event.wait()
-
-    def take(self) -> tuple[Pending, Coroutine[Any, Any, None], Any]:
-        self.left -= 1
-        owner: tuple[Pending, Coroutine[Any, Any, None], Any] = self.done.popleft().owner
-        return owner
 
 
 class _Batch:
@@ -469,10 +426,10 @@ class Dispatcher:
         ``current_task`` and cancel scopes are its own), and the handlers after it go on in a new task. A handler that
         parks a plain call on a worker thread (:func:`.workers.start_step`) waits for none: the calls parked go to the
         pool together once the others have taken their first step, and this task resumes each handler when its call
-        is done (:class:`_Parked`)."""
+        is done (:class:`.workers.ParkedCalls`)."""
         if self._next_run is run:
             self._next_run = None
-        parked: _Parked | None = None
+        parked: ParkedCalls | None = None
         try:
             for at, pending in enumerate(run):
                 handler = self._run_request(pending)
@@ -488,8 +445,8 @@ class Dispatcher:
                     end_step()
                 if type(waits_for) is Job:
                     if parked is None:
-                        parked = _Parked()
-                    parked.add(waits_for, pending, handler, context)
+                        parked = ParkedCalls()
+                    parked.add(waits_for, context, (pending, handler, context))
                     continue
                 if at + 1 < len(run):
                     self._spawn(_Run(run[at + 1 :]))
@@ -508,7 +465,7 @@ class Dispatcher:
         finally:
             self._tasks.forget(run.token)  # type: ignore[union-attr]
 
-    async def _resume_parked(self, parked: _Parked, token: object) -> None:
+    async def _resume_parked(self, parked: ParkedCalls, token: object) -> None:
         """Resume each parked handler once its call is done (this task's ``token``). The first that waits again keeps
         this task, as in :meth:`_run_handlers` (it may have entered a cancel scope since it was resumed), and the rest
         are resumed by a new task. If this task is cancelled (the connection ends), the calls are waited for, then
@@ -524,7 +481,7 @@ class Dispatcher:
                         continue
                     if parked.left:
                         self._spawn_parked(parked)
-                        parked = _Parked()  # (none left for this task)
+                        parked = ParkedCalls()  # (none left for this task)
                     pending.token = token
                     if pending.cancelled:
                         self._tasks.cancel(token)  # type: ignore[union-attr]
@@ -545,12 +502,12 @@ class Dispatcher:
                         )
             raise
 
-    def _spawn_parked(self, parked: _Parked) -> None:
+    def _spawn_parked(self, parked: ParkedCalls) -> None:
         """The parked handlers of ``parked`` resumed by a task of their own."""
         holder = _Run()
         holder.token = self._tasks.start_soon(self._resume_parked_later(parked, holder), _HANDLER_TASK)  # type: ignore[union-attr]
 
-    async def _resume_parked_later(self, parked: _Parked, holder: _Run) -> None:
+    async def _resume_parked_later(self, parked: ParkedCalls, holder: _Run) -> None:
         await self._resume_parked(parked, holder.token)
 
     async def _run_request(self, pending: Pending) -> None:

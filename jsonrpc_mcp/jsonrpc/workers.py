@@ -7,7 +7,7 @@ running, wakes nothing — the worker takes it when it is done with the one befo
 done while the event loop was busy come back in one wake-up of the loop (:class:`_Inbox`). A call may also
 *park* (:func:`start_step`): the dispatcher, which runs the handlers of one read in one task, then goes on to the
 next handler instead of giving the waiting one a task of its own, hands the calls parked by the handlers of the read
-to the pool in one go (:func:`submit_parked`), and resumes each handler when its call is done. A thread that has
+to the pool in one go (:class:`ParkedCalls`), and resumes each handler when its call is done. A thread that has
 more calls queued behind the one it ran keeps its result and hands back those of the calls it runs one after
 another together, in one wake-up of the loop (:meth:`WorkerPool._done`).
 
@@ -50,6 +50,7 @@ import anyio
 __all__ = (
     "POOL",
     "Job",
+    "ParkedCalls",
     "WorkerPool",
     "allow_parking",
     "end_step",
@@ -57,7 +58,6 @@ __all__ = (
     "parkable",
     "run_in_worker",
     "start_step",
-    "submit_parked",
 )
 
 T = TypeVar("T")
@@ -73,7 +73,7 @@ class _Job:
     ) -> None:
         self.fn = fn
         self.args = args
-        # A parked call gets both from its stepper (submit_parked): the inbox of its loop, and the context the
+        # A parked call gets both from its stepper (ParkedCalls): the inbox of its loop, and the context the
         # coroutine that made it runs in, whose step is over when the call starts.
         self.context: Context = copy_context() if context is None else context
         self.inbox: _Inbox = inbox
@@ -355,7 +355,7 @@ async def run_in_worker(fn: Callable[..., T], *args: Any, pool: WorkerPool = POO
     once the call is done, without a task of its own (see :func:`start_step`)."""
     if park and _local.__dict__.get("step") is _ALLOWED:
         _local.step = _STEPPING
-        job = _Job(fn, args, None, pool, _PARKED)  # (the stepper submits it: submit_parked)
+        job = _Job(fn, args, None, pool, _PARKED)  # (the stepper submits it: ParkedCalls)
         await _parked(job)
     else:
         loop = _running_asyncio_loop()
@@ -391,39 +391,105 @@ def _inbox(loop: Any, trio: Any = None) -> _Inbox:
     return inbox
 
 
-def submit_parked(jobs: list[tuple[Job, Context]]) -> None:
-    """Hand the calls parked in one step of a stepper's (:func:`start_step`) to their pool, together: each runs in
-    the context given with it, that of the coroutine that parked it (whose step is over: it is entered again only
-    once the call is done). One hand-off to the pool for all of them, and their results come back in as few
-    wake-ups of the loop as their threads allow (:meth:`WorkerPool.submit_many`). Called on the event loop; a
-    call whose pool is shut down is done at once, its error the :exc:`RuntimeError` :func:`run_in_worker` raises."""
-    loop = _running_asyncio_loop()
-    inbox = _inbox(loop, None if loop is not None else _trio())
-    batch: list[_Job] = []
-    for job, context in jobs:
-        job.inbox, job.context = inbox, context
-        if job.pool is not POOL:
-            _submit_one(job)
+class ParkedCalls:
+    """The calls parked in the steps a stepper takes (:func:`start_step`), with what the stepper resumes for each
+    (its ``owner``), and those of them done, not yet resumed.
+
+    :meth:`add` each call as a step yields it, :meth:`send` them to the pool together once the steps are taken
+    (each runs in the context given with it, that of the coroutine that parked it: its step is over, and it is
+    entered again only once the call is done), then :meth:`arrival` waits until one is done and :meth:`take`
+    gives the owner of each done. The calls sent together take one hand-off to the pool, and their results come
+    back in as few wake-ups of the loop as their threads allow (:meth:`WorkerPool.submit_many`). Used on one event
+    loop, asyncio's or trio's."""
+
+    __slots__ = ("_done", "_loop", "_unsent", "_waiter", "left")
+
+    def __init__(self) -> None:
+        self.left = 0  # added, not taken
+        self._unsent: list[_Job] = []
+        self._done: deque[_Job] = deque()
+        self._waiter: Any = None  # the task waiting in arrival(): an asyncio future, or a trio task
+        self._loop: Any = _UNKNOWN  # the asyncio loop, None on trio
+
+    @property
+    def done(self) -> bool:
+        """Whether a call is done that was not taken."""
+        return bool(self._done)
+
+    def add(self, job: Job, context: Context, owner: object) -> None:
+        job.context, job.owner, job.wake = context, owner, self._arrived
+        self._unsent.append(job)
+        self.left += 1
+
+    def send(self) -> None:
+        """The calls added since the last send go to their pool, together. A call whose pool is shut down is done at
+        once, its error the :exc:`RuntimeError` :func:`run_in_worker` raises."""
+        if not self._unsent:
+            return
+        jobs, self._unsent = self._unsent, []
+        loop = self._loop
+        if loop is _UNKNOWN:
+            loop = self._loop = _running_asyncio_loop()
+        inbox = _inbox(loop, None if loop is not None else _trio())
+        pool = jobs[0].pool
+        for job in jobs:
+            job.inbox = inbox
+        if all(job.pool is pool for job in jobs):
+            _submit(pool, jobs)
         else:
-            batch.append(job)
-    if batch:
-        try:
-            POOL.submit_many(batch)
-        except RuntimeError as exc:
-            for job in batch:
-                _refuse(job, exc)
+            for job in jobs:
+                _submit(job.pool, [job])
+
+    def _arrived(self, job: _Job) -> None:
+        self._done.append(job)
+        waiter = self._waiter
+        if waiter is not None:
+            self._waiter = None
+            if self._loop is not None:
+                if not waiter.done():
+                    waiter.set_result(None)
+            else:
+                _trio().lowlevel.reschedule(waiter)
+
+    async def arrival(self) -> None:
+        """Wait until a call is done that was not taken (a cancellation ends the wait)."""
+        if self._done:
+            return
+        loop = self._loop
+        if loop is _UNKNOWN:
+            loop = self._loop = _running_asyncio_loop()
+        if loop is not None:
+            self._waiter = loop.create_future()
+            try:
+                await self._waiter
+            finally:
+                self._waiter = None
+        else:
+            trio = _trio()
+            self._waiter = trio.lowlevel.current_task()
+
+            def abort(_: Any) -> Any:
+                self._waiter = None
+                return trio.lowlevel.Abort.SUCCEEDED
+
+            await trio.lowlevel.wait_task_rescheduled(abort)
+
+    def take(self) -> Any:
+        """The owner of a call done (there must be one: :attr:`done`)."""
+        self.left -= 1
+        return self._done.popleft().owner
 
 
-def _submit_one(job: _Job) -> None:
+_UNKNOWN: Final = object()
+
+
+def _submit(pool: WorkerPool, jobs: list[_Job]) -> None:
     try:
-        job.pool.submit(job)
-    except RuntimeError as exc:
-        _refuse(job, exc)
-
-
-def _refuse(job: _Job, error: RuntimeError) -> None:
-    job.error = error
-    job.inbox.put(job)
+        pool.submit_many(jobs)
+    except RuntimeError as exc:  # (shut down)
+        for job in jobs:
+            job.error = exc
+            job.inbox.put(job)
 
 
 _STEPPING: Final = "stepping"  # a coroutine's step taken by a stepper that resumes parked calls
@@ -435,7 +501,7 @@ def start_step() -> None:
     """Before one step of a coroutine, taken by a stepper that knows parked calls (until :func:`end_step`): in it,
     a call of :func:`run_in_worker` with ``park=True`` that :func:`allow_parking` allowed yields its :class:`Job`
     instead of waiting; the stepper sets the job's ``wake`` (called on the event loop with the job once it is
-    done), hands it to the pool after the step with the others of its steps (:func:`submit_parked`), and later
+    done), hands it to the pool after the step with the others of its steps (:class:`ParkedCalls`), and later
     resumes the coroutine with ``None``. A call parks only where every frame between
     the stepper and the call is one whose code cannot have entered a cancel scope or started a task (the stepper
     may step others in the same task meanwhile): the coroutines of :func:`parkable` functions."""
