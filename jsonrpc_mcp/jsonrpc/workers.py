@@ -263,7 +263,7 @@ class WorkerPool:
                     self._go_to_work(jobs.popleft())
                     just_done = True
                     continue
-                if self._unflushed:  # (no call to go on with: the loop hears of the calls done now)
+                if (just_done or self._closed) and self._unflushed:  # (none to go on with: the loop hears of ours)
                     self._flush()
                 if self._closed:
                     break
