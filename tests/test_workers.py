@@ -681,15 +681,15 @@ async def test_results_of_calls_run_one_after_another_come_back_together() -> No
 
 
 async def test_results_kept_behind_a_call_that_blocks_come_back_while_it_blocks() -> None:
+    """The thread that ran the first calls keeps their results, then blocks in the last one: the thread that
+    watches hands them back ``handoff`` seconds later."""
     pool = WorkerPool(2, handoff=0.005)
     release = threading.Event()
 
     parked = ParkedCalls()
-    for n in range(3):
+    for n in range(6):
         first_step(parked, park(str, n, pool=pool))
     first_step(parked, park(release.wait, 30, pool=pool))
-    for n in range(3, 6):
-        first_step(parked, park(str, n, pool=pool))
     parked.send()
     values = []
     try:
