@@ -320,7 +320,13 @@ class WorkerPool:
             self._kept_since = time.monotonic()
         if inbox not in unflushed:
             unflushed.append(inbox)
-        if self._jobs and not self._closed and time.monotonic() - self._kept_since < self.handoff:
+        if (
+            self._jobs
+            and not self._closed
+            # (and another thread not running a call watches, or one can be started to: see _go_to_work)
+            and (self._threads - self._busy > 1 or self._threads < self.max_threads)
+            and time.monotonic() - self._kept_since < self.handoff
+        ):
             return  # (this thread takes the next call: its result goes back with this one)
         self._flush()
 
