@@ -4,18 +4,32 @@ server on it and on the plain per-call path it is checked against (the ``sync_pa
 from __future__ import annotations
 
 import contextvars
+import json
+import os
 import threading
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import asynccontextmanager
 from typing import Any
 
 import anyio
 import anyio.lowlevel
 import anyio.to_thread
 import pytest
+from helpers import init_frame, notification_frame, request_frame
 
 from jsonrpc_mcp import Client, Context, Server
 from jsonrpc_mcp import types as t
-from jsonrpc_mcp.jsonrpc.workers import WorkerPool, run_in_worker
+from jsonrpc_mcp.jsonrpc.streams import MessageStream, Outgoing
+from jsonrpc_mcp.jsonrpc.workers import (
+    POOL,
+    Job,
+    ParkedCalls,
+    WorkerPool,
+    allow_parking,
+    end_step,
+    run_in_worker,
+    start_step,
+)
 from jsonrpc_mcp.mcp.context import on_worker_thread
 
 pytestmark = pytest.mark.anyio
@@ -378,5 +392,371 @@ async def test_the_plain_calls_of_one_read_wait_for_their_threads_without_a_task
             finally:
                 sock.close()
             tg.cancel_scope.cancel()
+    finally:
+        release.set()
+
+
+# --- the calls of one read, parked together ---------------------------------------------------------------------
+
+
+class Reads(MessageStream):
+    """A connection whose peer's frames arrive in the reads the test hands it (each a list of frames: what one read
+    of a busy pipe brings), and whose answers are kept by id."""
+
+    def __init__(self) -> None:
+        self._reads, self._incoming = anyio.create_memory_object_stream[list[bytes]](16)
+        self.answers: dict[Any, Any] = {}
+        self._answered = anyio.Event()
+
+    def read(self, *frames: bytes) -> None:
+        self._reads.send_nowait(list(frames))
+
+    def end(self) -> None:
+        self._reads.close()
+
+    async def receive(self) -> list[bytes]:
+        try:
+            return await self._incoming.receive()
+        except (anyio.EndOfStream, anyio.ClosedResourceError):
+            raise anyio.EndOfStream from None
+
+    async def send(self, frames: Sequence[Outgoing]) -> None:
+        for out in frames:
+            message = json.loads(out.frame)
+            self.answers[message.get("id")] = message
+        self._answered.set()
+        self._answered = anyio.Event()
+
+    async def aclose(self) -> None:
+        self._reads.close()
+        self._incoming.close()
+
+    async def answered(self, *ids: Any) -> list[Any]:
+        """Wait until ``ids`` are all answered (bounded by the caller's ``fail_after``); their answers."""
+        while not all(i in self.answers for i in ids):
+            await self._answered.wait()
+        return [self.answers[i] for i in ids]
+
+    async def handshake(self) -> None:
+        self.read(init_frame(ident="init"), notification_frame("notifications/initialized"))
+        await self.answered("init")
+
+
+def call_frame(ident: int, tool: str, **arguments: Any) -> bytes:
+    return request_frame(ident, "tools/call", {"name": tool, "arguments": arguments})
+
+
+def text(answer: Any) -> str:
+    return str(answer["result"]["content"][0]["text"])
+
+
+@asynccontextmanager
+async def serving(server: Server) -> AsyncIterator[Reads]:
+    """``server`` serving a :class:`Reads` connection, initialized; the connection ends when the block does."""
+    stream = Reads()
+    try:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(server.serve, stream)
+            with anyio.fail_after(10):
+                await stream.handshake()
+            yield stream
+            stream.end()
+    finally:
+        await stream.aclose()
+
+
+async def test_one_blocking_plain_call_of_a_read_never_holds_up_the_others_of_that_read(sync_path: str) -> None:
+    """Calls run one after another on a thread, the rest of the read queued behind a call that blocks: the calls
+    before it are answered, and those after it are run by another thread, while it blocks."""
+    server = Server("one read", "1")
+    entered, release = threading.Event(), threading.Event()
+
+    @server.tool()
+    def block() -> str:
+        entered.set()
+        release.wait(30)
+        return "released"
+
+    @server.tool()
+    def quick(n: int) -> str:
+        return str(n)
+
+    try:
+        async with serving(server) as conn:
+            before, after = range(1, 5), range(6, 10)
+            conn.read(
+                *(call_frame(n, "quick", n=n) for n in before),
+                call_frame(5, "block"),
+                *(call_frame(n, "quick", n=n) for n in after),
+            )
+            with anyio.fail_after(10):
+                answers = await conn.answered(*before, *after)
+            assert [text(a) for a in answers] == [str(n) for n in (*before, *after)]
+            assert 5 not in conn.answers and entered.is_set()
+            release.set()
+            with anyio.fail_after(10):
+                assert text((await conn.answered(5))[0]) == "released"
+    finally:
+        release.set()
+
+
+flavour_of_call: contextvars.ContextVar[str] = contextvars.ContextVar("flavour_of_call", default="unset")
+
+
+async def test_each_plain_call_of_a_read_runs_in_its_own_requests_context(sync_path: str) -> None:
+    """Parked together, each call still sees its own ``ctx``, and what one sets in its context is not seen by the
+    others of the read (their contexts are theirs, not one shared by the read)."""
+    server = Server("contexts", "1")
+    ready = threading.Barrier(2)  # (two of them at once, on two threads, in the middle of the read)
+
+    @server.tool()
+    def taste(ctx: Context, n: int) -> str:
+        seen = flavour_of_call.get()
+        flavour_of_call.set(f"set by {n}")
+        if n in (3, 4):
+            ready.wait(10)
+        return f"{ctx.request_id} {seen}"
+
+    async with serving(server) as conn:
+        conn.read(*(call_frame(n, "taste", n=n) for n in range(1, 9)))
+        with anyio.fail_after(10):
+            answers = await conn.answered(*range(1, 9))
+    assert [text(a) for a in answers] == [f"{n} unset" for n in range(1, 9)]
+
+
+async def test_a_cancelled_call_of_a_read_reaches_its_running_plain_tool_and_is_never_answered(
+    sync_path: str,
+) -> None:
+    server = Server("cancel", "1")
+    started, saw, give_up = threading.Event(), threading.Event(), threading.Event()
+
+    @server.tool()
+    def patient(ctx: Context) -> str:
+        started.set()
+        while not ctx.cancelled:  # a long computation that looks now and then
+            if give_up.wait(0.01):
+                return "never told"
+        saw.set()
+        return "stopped"
+
+    @server.tool()
+    def quick(n: int) -> str:
+        return str(n)
+
+    try:
+        async with serving(server) as conn:
+            conn.read(call_frame(1, "quick", n=1), call_frame(2, "patient"), call_frame(3, "quick", n=3))
+            with anyio.fail_after(10):
+                assert [text(a) for a in await conn.answered(1, 3)] == ["1", "3"]
+                await wait_for(started)
+            conn.read(notification_frame("notifications/cancelled", {"requestId": 2}))
+            await wait_for(saw)
+            conn.read(request_frame(4, "ping"))  # (answered after whatever the cancelled call would have been)
+            with anyio.fail_after(10):
+                await conn.answered(4)
+            assert 2 not in conn.answers
+    finally:
+        give_up.set()
+
+
+async def test_a_connection_that_ends_while_plain_calls_are_parked_cancels_them_once_they_return(
+    sync_path: str,
+) -> None:
+    """As documented (Dispatcher._resume_parked): the calls are waited for, then their handlers are cancelled (never
+    answered); nothing of the connection is left, and the pool serves the next connection."""
+    server = Server("ending", "1")
+    calls = 6
+    lock = threading.Lock()
+    entered: list[int] = []
+    all_in, release = threading.Event(), threading.Event()
+    returned: list[int] = []
+
+    @server.tool()
+    def hold(n: int) -> str:
+        with lock:
+            entered.append(n)
+            if len(entered) == calls:
+                all_in.set()
+        release.wait(30)
+        with lock:
+            returned.append(n)
+        return str(n)
+
+    @server.tool()
+    def quick(n: int) -> str:
+        return str(n)
+
+    stream = Reads()
+    served = anyio.Event()
+    try:
+        async with anyio.create_task_group() as tg:
+            connection = anyio.CancelScope()
+
+            async def serve() -> None:
+                with connection:
+                    await server.serve(stream)
+                served.set()
+
+            tg.start_soon(serve)
+            with anyio.fail_after(10):
+                await stream.handshake()
+            stream.read(*(call_frame(n, "hold", n=n) for n in range(1, calls + 1)))
+            await wait_for(all_in)
+            (session,) = server.sessions()
+            assert session.dispatcher.in_flight() == calls
+            connection.cancel()  # the connection ends (its task is cancelled)
+            await anyio.lowlevel.checkpoint()
+            assert not served.is_set()  # the handlers wait for their threads
+            release.set()
+            with anyio.fail_after(10):
+                await served.wait()
+        await stream.aclose()
+        if sync_path == "pool":  # (anyio's thread per call: a native cancellation on asyncio may leave the thread
+            # behind, and on trio the call returns and its answer goes out before the cancellation is delivered)
+            assert sorted(returned) == list(range(1, calls + 1))
+            assert set(stream.answers) == {"init"}  # none of them answered
+        assert session.dispatcher.in_flight() == 0 and server.sessions() == []
+        assert POOL.queued == 0
+        async with serving(server) as after:  # the pool is as good as new
+            after.read(*(call_frame(n, "quick", n=n) for n in range(1, 4)))
+            with anyio.fail_after(10):
+                assert [text(a) for a in await after.answered(1, 2, 3)] == ["1", "2", "3"]
+    finally:
+        release.set()
+
+
+# --- ParkedCalls and the pool: the results of calls run one after another ------------------------------------
+
+
+async def park(fn: Callable[..., Any], *args: Any, pool: WorkerPool) -> Any:
+    allow_parking()
+    return await run_in_worker(fn, *args, pool=pool, park=True)
+
+
+def first_step(parked: ParkedCalls, coro: Any) -> None:
+    """Take the first step of ``coro`` as a stepper does, and add the call it parks to ``parked``."""
+    context = contextvars.copy_context()
+    start_step()
+    try:
+        job = context.run(coro.send, None)
+    finally:
+        end_step()
+    assert type(job) is Job
+    parked.add(job, context, coro)
+
+
+async def test_results_of_calls_run_one_after_another_come_back_together() -> None:
+    """A thread with calls queued behind the one it ran keeps its result (for at most ``handoff`` seconds): the
+    loop is woken once for the calls of a batch, not for each."""
+    pool = WorkerPool(2, handoff=30)
+    entered, last = threading.Event(), threading.Event()
+
+    def finish() -> str:
+        entered.set()
+        last.wait(30)
+        return "last"
+
+    parked = ParkedCalls()
+    for n in range(7):
+        first_step(parked, park(str, n, pool=pool))
+    first_step(parked, park(finish, pool=pool))
+    parked.send()
+    try:
+        await wait_for(entered)  # the seven done before, on the same thread
+        for _ in range(10):
+            await anyio.lowlevel.checkpoint()
+        assert not parked.done  # their results are kept
+        last.set()
+        with anyio.fail_after(10):
+            await parked.arrival()
+        values = []
+        while parked.done:
+            coro = parked.take()
+            with pytest.raises(StopIteration) as end:
+                coro.send(None)
+            values.append(end.value.value)
+        assert sorted(values) == sorted([*map(str, range(7)), "last"]) and parked.left == 0
+    finally:
+        last.set()
+        pool.shutdown()
+
+
+async def test_results_kept_behind_a_call_that_blocks_come_back_while_it_blocks() -> None:
+    """The thread that ran the first calls keeps their results, then blocks in the last one: the thread that
+    watches hands them back ``handoff`` seconds later."""
+    pool = WorkerPool(2, handoff=0.005)
+    release = threading.Event()
+
+    parked = ParkedCalls()
+    for n in range(6):
+        first_step(parked, park(str, n, pool=pool))
+    first_step(parked, park(release.wait, 30, pool=pool))
+    parked.send()
+    values = []
+    try:
+        with anyio.fail_after(10):
+            while len(values) < 6:
+                await parked.arrival()
+                while parked.done:
+                    with pytest.raises(StopIteration) as end:
+                        parked.take().send(None)
+                    values.append(end.value.value)
+        assert sorted(values) == [str(n) for n in range(6)] and parked.left == 1
+        release.set()
+        with anyio.fail_after(10):
+            await parked.arrival()
+        with pytest.raises(StopIteration) as end:
+            parked.take().send(None)
+        assert end.value.value is True
+    finally:
+        release.set()
+        pool.shutdown()
+
+
+# --- fork ------------------------------------------------------------------------------------------------------
+
+
+def _in_the_child(conn: Any) -> None:
+    import asyncio
+
+    before = (POOL.threads, POOL.queued)
+    here = threading.get_ident()
+    elsewhere = asyncio.run(run_in_worker(threading.get_ident))  # (a fresh event loop: the child has none running)
+    conn.send((before, elsewhere != here, POOL.threads))
+    conn.close()
+
+
+@pytest.mark.skipif(not hasattr(os, "register_at_fork"), reason="fork is POSIX")
+async def test_a_forked_child_starts_with_a_fresh_pool() -> None:
+    """The child of a process whose pool has threads, one of them busy (holding the pool's lock now and then),
+    has none of them: its pool starts afresh and runs its calls."""
+    import multiprocessing
+    import warnings
+
+    entered, release = threading.Event(), threading.Event()
+
+    def block() -> str:
+        entered.set()
+        release.wait(30)
+        return "released"
+
+    try:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(run_in_worker, block)
+            await wait_for(entered)
+            assert POOL.threads >= 1
+            fork = multiprocessing.get_context("fork")
+            ours, theirs = fork.Pipe()
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", DeprecationWarning)  # (forking a process with threads, on 3.12+)
+                child = fork.Process(target=_in_the_child, args=(theirs,))
+                child.start()
+            theirs.close()
+            assert await anyio.to_thread.run_sync(ours.poll, 20)
+            before, on_another_thread, threads_after = ours.recv()
+            await anyio.to_thread.run_sync(child.join, 20)
+            assert child.exitcode == 0
+            assert before == (0, 0) and on_another_thread and threads_after == 1
+            release.set()
     finally:
         release.set()

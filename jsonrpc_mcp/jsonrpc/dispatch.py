@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import logging
 import math
-from collections import deque
 from collections.abc import Callable, Coroutine, Sequence
 from contextvars import copy_context
 from types import CoroutineType
@@ -55,7 +54,7 @@ from .wire import (
     is_batch,
     read_message,
 )
-from .workers import Job, end_step, start_step
+from .workers import Job, ParkedCalls, end_step, start_step
 
 __all__ = (
     "Dispatcher",
@@ -163,40 +162,6 @@ class _Run(list[Pending]):
 async def _go_on(handler: Coroutine[Any, Any, None], waits_for: Any, context: Any) -> None:
     """A task for a resumed handler that waits again."""
     await continue_in_task(handler, waits_for, context)
-
-
-class _Parked:
-    """The handlers of one run that parked a call on a worker thread, and the calls done, not yet resumed (their
-    ``wake``, on the event loop)."""
-
-    __slots__ = ("done", "event", "left", "steps")
-
-    def __init__(self) -> None:
-        self.steps: dict[int, tuple[Pending, Coroutine[Any, Any, None], Any]] = {}
-        self.done: deque[Job] = deque()
-        self.left = 0
-        self.event: anyio.Event | None = None
-
-    def add(self, job: Job, pending: Pending, handler: Coroutine[Any, Any, None], context: Any) -> None:
-        self.steps[id(job)] = (pending, handler, context)
-        self.left += 1
-        job.wake = self._arrived  # (before the loop can hand it back: it is on this thread)
-
-    def _arrived(self, job: Job) -> None:
-        self.done.append(job)
-        event = self.event
-        if event is not None:
-            self.event = None
-            event.set()
-
-    async def arrival(self) -> None:
-        if not self.done:
-            self.event = anyio.Event()
-            await self.event.wait()
-
-    def take(self) -> tuple[Pending, Coroutine[Any, Any, None], Any]:
-        self.left -= 1
-        return self.steps.pop(id(self.done.popleft()))
 
 
 class _Batch:
@@ -493,11 +458,12 @@ class Dispatcher:
         """One task for the handlers of ``run``, each started here in a context of its own; most finish in that step
         (a task each costs more than they do: docs/performance.md). The first that waits keeps this task for good (its
         ``current_task`` and cancel scopes are its own), and the handlers after it go on in a new task. A handler that
-        parks a plain call on a worker thread (:func:`.workers.start_step`) waits for none: this task resumes it when
-        the call is done (:class:`_Parked`)."""
+        parks a plain call on a worker thread (:func:`.workers.start_step`) waits for none: the calls parked go to the
+        pool together once the others have taken their first step, and this task resumes each handler when its call
+        is done (:class:`.workers.ParkedCalls`)."""
         if self._next_run is run:
             self._next_run = None
-        parked: _Parked | None = None
+        parked: ParkedCalls | None = None
         try:
             for at, pending in enumerate(run):
                 handler = self._run_request(pending)
@@ -513,12 +479,13 @@ class Dispatcher:
                     end_step()
                 if type(waits_for) is Job:
                     if parked is None:
-                        parked = _Parked()
-                    parked.add(waits_for, pending, handler, context)
+                        parked = ParkedCalls()
+                    parked.add(waits_for, context, (pending, handler, context))
                     continue
                 if at + 1 < len(run):
                     self._spawn(_Run(run[at + 1 :]))
                 if parked is not None:  # (this task is the waiting handler's from now on)
+                    parked.send()
                     self._spawn_parked(parked)
                     parked = None
                 pending.token = run.token
@@ -527,11 +494,12 @@ class Dispatcher:
                 await continue_in_task(handler, waits_for, context)
                 return
             if parked is not None:
+                parked.send()
                 await self._resume_parked(parked, run.token)
         finally:
             self._tasks.forget(run.token)  # type: ignore[union-attr]
 
-    async def _resume_parked(self, parked: _Parked, token: object) -> None:
+    async def _resume_parked(self, parked: ParkedCalls, token: object) -> None:
         """Resume each parked handler once its call is done (this task's ``token``). The first that waits again keeps
         this task, as in :meth:`_run_handlers` (it may have entered a cancel scope since it was resumed), and the rest
         are resumed by a new task. If this task is cancelled (the connection ends), the calls are waited for, then
@@ -547,7 +515,7 @@ class Dispatcher:
                         continue
                     if parked.left:
                         self._spawn_parked(parked)
-                        parked = _Parked()  # (none left for this task)
+                        parked = ParkedCalls()  # (none left for this task)
                     pending.token = token
                     if pending.cancelled:
                         self._tasks.cancel(token)  # type: ignore[union-attr]
@@ -568,12 +536,12 @@ class Dispatcher:
                         )
             raise
 
-    def _spawn_parked(self, parked: _Parked) -> None:
+    def _spawn_parked(self, parked: ParkedCalls) -> None:
         """The parked handlers of ``parked`` resumed by a task of their own."""
         holder = _Run()
         holder.token = self._tasks.start_soon(self._resume_parked_later(parked, holder), _HANDLER_TASK)  # type: ignore[union-attr]
 
-    async def _resume_parked_later(self, parked: _Parked, holder: _Run) -> None:
+    async def _resume_parked_later(self, parked: ParkedCalls, holder: _Run) -> None:
         await self._resume_parked(parked, holder.token)
 
     async def _run_request(self, pending: Pending) -> None:

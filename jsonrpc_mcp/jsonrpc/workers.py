@@ -6,19 +6,25 @@ path it is checked against in the tests): a call is put on the pool's queue and,
 running, wakes nothing — the worker takes it when it is done with the one before; the results of the calls
 done while the event loop was busy come back in one wake-up of the loop (:class:`_Inbox`). A call may also
 *park* (:func:`start_step`): the dispatcher, which runs the handlers of one read in one task, then goes on to the
-next handler instead of giving the waiting one a task of its own, and resumes it when its call is done.
+next handler instead of giving the waiting one a task of its own, hands the calls parked by the handlers of the read
+to the pool in one go (:class:`ParkedCalls`), and resumes each handler when its call is done. A thread that has
+more calls queued behind the one it ran keeps its result and hands back those of the calls it runs one after
+another together, in one wake-up of the loop (:meth:`WorkerPool._done`).
 
 What a thread is for is kept:
 
 * **A call that blocks never holds up the others.** A worker takes the next call when it is done with its own;
-  an idle worker watches the queue while calls run, and takes the first one waiting when no call was taken for
-  :attr:`WorkerPool.handoff` seconds (the running ones may all be blocked). Whenever a thread goes to work with
+  an idle worker watches the queue while calls run (and on while calls keep coming), and takes the first one
+  waiting when no call was taken for :attr:`WorkerPool.handoff` seconds (the running ones may all be blocked);
+  when it looks, the results kept by a thread still running go back. A result is kept at most ``handoff``
+  seconds. Whenever a thread goes to work with
   calls queued behind it and none watches, an idle one is woken to watch, or a new one started (up to
   :attr:`WorkerPool.max_threads`).
 * **Cancellation** does not interrupt the thread: the caller's cancellation waits until the function returns
   (its result dropped), as ``anyio.to_thread.run_sync`` does by default. A function that runs long looks at the
   request's own state (``ctx.cancelled``).
-* **Context variables** (a tracing span, say) flow into the call: it runs in a copy of the caller's context.
+* **Context variables** (a tracing span, say) flow into the call: it runs in a copy of the caller's context, a
+  parked one in the context of the coroutine that parked it (each request's own: the dispatcher's copy for it).
 
 Threads are started when the first call comes, end after :attr:`WorkerPool.idle_timeout` seconds without
 work, end at once when the process exits (:meth:`WorkerPool.shutdown`, registered with :mod:`atexit`), and are
@@ -44,6 +50,7 @@ import anyio
 __all__ = (
     "POOL",
     "Job",
+    "ParkedCalls",
     "WorkerPool",
     "allow_parking",
     "end_step",
@@ -59,26 +66,31 @@ T = TypeVar("T")
 class _Job:
     """One call: what to run, its outcome, and how the waiting task hears that it is done."""
 
-    __slots__ = ("args", "context", "done", "error", "fn", "inbox", "value", "waiter", "wake")
+    __slots__ = ("args", "context", "done", "error", "fn", "inbox", "owner", "pool", "value", "waiter", "wake")
 
-    def __init__(self, fn: Callable[..., Any], args: tuple[Any, ...], inbox: _Inbox) -> None:
+    def __init__(
+        self, fn: Callable[..., Any], args: tuple[Any, ...], inbox: Any, pool: WorkerPool, context: Any = None
+    ) -> None:
         self.fn = fn
         self.args = args
-        self.context: Context = copy_context()
-        self.inbox = inbox
+        # A parked call gets both from its stepper (ParkedCalls): the inbox of its loop, and the context the
+        # coroutine that made it runs in, whose step is over when the call starts.
+        self.context: Context = copy_context() if context is None else context
+        self.inbox: _Inbox = inbox
+        self.pool = pool
         self.done = False
         self.value: Any = None
         self.error: BaseException | None = None
         self.waiter: Any = None  # an asyncio future, a trio task, or (a cancelled asyncio caller's) an anyio.Event
         self.wake: Callable[[_Job], None] = _set_result  # called on the loop when the call is done
+        self.owner: Any = None  # a parked call's: what its stepper resumes when it is done
 
     def run(self) -> None:
-        """On a worker thread: the call, then its outcome to the caller's event loop."""
+        """On a worker thread: the call (its outcome goes back to the caller's event loop: WorkerPool._done)."""
         try:
             self.value = self.context.run(self.fn, *self.args)
         except BaseException as exc:  # (the caller re-raises it)
             self.error = exc
-        self.inbox.put(self)
 
 
 class _Inbox:
@@ -94,8 +106,16 @@ class _Inbox:
         self._scheduled = False
 
     def put(self, job: _Job) -> None:
-        """On a worker thread."""
+        """On a worker thread: ``job`` is done, and the loop is woken for it."""
         self._done.append(job)
+        self.flush()
+
+    def keep(self, job: _Job) -> None:
+        """On a worker thread: ``job`` is done; the loop is woken for it by a later :meth:`flush`."""
+        self._done.append(job)
+
+    def flush(self) -> None:
+        """On a worker thread: wake the loop, unless a wake-up is on its way, for the calls done."""
         if not self._scheduled:
             self._scheduled = True
             try:
@@ -144,7 +164,8 @@ class WorkerPool:
 
     def _reset(self) -> None:
         self._lock = threading.Lock()
-        self._cv = threading.Condition(self._lock)
+        self._cv = threading.Condition(self._lock)  # idle threads wait here
+        self._watch_cv = threading.Condition(self._lock)  # and the one that watches here
         self._jobs: deque[_Job] = deque()
         self._threads = 0  # alive
         self._idle = 0  # waiting for work
@@ -152,6 +173,8 @@ class WorkerPool:
         self._watching = 0  # idle, and looking at the queue every `handoff` seconds
         self._taken = 0  # calls taken from the queue so far
         self._wakeup_sent = False  # a thread was woken for the queue and has not taken a call yet
+        self._unflushed: list[_Inbox] = []  # inboxes holding calls done whose loop is not woken yet
+        self._kept_since = 0.0  # when the first of those was kept
         self._closed = False
         self._alive: weakref.WeakSet[threading.Thread] = weakref.WeakSet()
 
@@ -171,18 +194,34 @@ class WorkerPool:
             if self._closed:
                 raise RuntimeError("the worker pool is shut down")
             self._jobs.append(job)
-            if self._busy:  # a running thread takes it next, or a watching one if they all stay busy
-                if not self._watching and self._idle:
-                    self._cv.notify()
-                elif not self._idle and self._threads < self.max_threads:
-                    self._start()
-            elif not self._wakeup_sent:
-                if self._idle:
-                    self._wakeup_sent = True
-                    self._cv.notify()
-                elif self._threads < self.max_threads:
-                    self._wakeup_sent = True
-                    self._start()
+            self._wake_for_work()
+
+    def submit_many(self, jobs: list[_Job]) -> None:
+        """Queue ``jobs`` together (from the event loop's thread): one hand-off for all, taken one after another by
+        the thread that wakes for them (and by an idle one that watches, when a call runs long)."""
+        with self._lock:
+            if self._closed:
+                raise RuntimeError("the worker pool is shut down")
+            self._jobs.extend(jobs)
+            self._wake_for_work()
+
+    def _wake_for_work(self) -> None:
+        """Calls were queued (the lock held): a thread to take them, if none will."""
+        if self._busy:  # a running thread takes it next, or a watching one if they all stay busy
+            if not self._watching and self._idle:
+                self._cv.notify()
+            elif not self._idle and self._threads < self.max_threads:
+                self._start()
+        elif not self._wakeup_sent:
+            self._wakeup_sent = True
+            if self._idle > self._watching:  # (one that does not watch: the watcher watches on)
+                self._cv.notify()
+            elif self._idle:
+                self._watch_cv.notify()
+            elif self._threads < self.max_threads:
+                self._start()
+            else:
+                self._wakeup_sent = False
 
     def shutdown(self) -> None:
         """Idle threads end now, busy ones when their call (and the calls queued) returns; later calls are refused
@@ -190,6 +229,7 @@ class WorkerPool:
         with self._lock:
             self._closed = True
             self._cv.notify_all()
+            self._watch_cv.notify_all()
 
     def join(self, timeout: float | None = None) -> bool:
         """Wait (blocking) until every thread has ended, at most ``timeout`` seconds; True if they have."""
@@ -211,10 +251,11 @@ class WorkerPool:
         thread.start()
 
     def _work(self) -> None:
-        cv = self._cv
+        cv, watch_cv = self._cv, self._watch_cv
         jobs = self._jobs
         with cv:
             just_done = False
+            kept_watching = False  # this thread watched, and calls were taken meanwhile: it watches on
             while True:
                 # Take a call: after one's own (it was next), or when nobody runs one, or when nobody took one for
                 # `handoff` seconds while this thread watched.
@@ -222,18 +263,25 @@ class WorkerPool:
                     self._go_to_work(jobs.popleft())
                     just_done = True
                     continue
+                if (just_done or self._closed) and self._unflushed:  # (none to go on with: the loop hears of ours)
+                    self._flush()
                 if self._closed:
                     break
                 just_done = False
-                watch = bool(self._busy) and not self._watching
+                # Watch while calls run, and on while calls keep coming (a thread woken to watch for each batch of
+                # calls would cost more than looking every `handoff` seconds).
+                watch = (bool(self._busy) or kept_watching) and not self._watching
                 taken = self._taken
                 self._idle += 1
                 self._watching += watch
                 try:
-                    notified = cv.wait(self.handoff if watch else self.idle_timeout)
+                    notified = watch_cv.wait(self.handoff) if watch else cv.wait(self.idle_timeout)
                 finally:
                     self._idle -= 1
                     self._watching -= watch
+                kept_watching = notified or (watch and self._taken != taken)  # (woken to watch: it does)
+                if watch and not notified and self._unflushed:  # a call ran long: the others' results go back
+                    self._flush()
                 if watch and jobs and self._taken == taken and not notified:
                     self._go_to_work(jobs.popleft())  # the running calls all kept at it: this one goes on
                     just_done = True
@@ -248,7 +296,8 @@ class WorkerPool:
         self._taken += 1
         self._busy += 1
         self._wakeup_sent = False
-        if not self._watching and self._jobs and not self._closed:  # somebody watches the calls behind this one
+        if not self._watching and (self._jobs or self._unflushed) and not self._closed:
+            # somebody watches the calls behind this one, and the results kept, should this one run long
             if self._idle:
                 self._cv.notify()
             elif self._threads < self.max_threads:
@@ -259,6 +308,33 @@ class WorkerPool:
         finally:
             self._lock.acquire()
             self._busy -= 1
+            self._done(job)
+
+    def _done(self, job: _Job) -> None:
+        """``job`` has run (the lock held): its result goes back now, or with those of the calls that follow it on
+        this thread — while there are some, for at most :attr:`handoff` seconds from the first one kept."""
+        inbox = job.inbox
+        inbox.keep(job)
+        unflushed = self._unflushed
+        if not unflushed:
+            self._kept_since = time.monotonic()
+        if inbox not in unflushed:
+            unflushed.append(inbox)
+        if (
+            self._jobs
+            and not self._closed
+            # (and another thread not running a call watches, or one can be started to: see _go_to_work)
+            and (self._threads - self._busy > 1 or self._threads < self.max_threads)
+            and time.monotonic() - self._kept_since < self.handoff
+        ):
+            return  # (this thread takes the next call: its result goes back with this one)
+        self._flush()
+
+    def _flush(self) -> None:
+        """Wake the loops of the results kept (the lock held)."""
+        unflushed, self._unflushed = self._unflushed, []
+        for inbox in unflushed:
+            inbox.flush()
 
 
 #: The process's pool, for :func:`run_in_worker`.
@@ -283,29 +359,18 @@ async def run_in_worker(fn: Callable[..., T], *args: Any, pool: WorkerPool = POO
     ``park``: where the caller allows it (:func:`allow_parking`), the call is *parked* instead of waited for in the
     calling task: the coroutine yields its :class:`Job` to the one that steps it (the dispatcher), which resumes it
     once the call is done, without a task of its own (see :func:`start_step`)."""
-    inbox: _Inbox | None = getattr(_local, "inbox", None)
-    loop = _running_asyncio_loop()
-    if loop is not None:
-        if inbox is None or inbox.loop is not loop:
-            inbox = _local.inbox = _Inbox(loop, loop.call_soon_threadsafe)
-        job = _Job(fn, args, inbox)
-        if park and _local.__dict__.get("step") is _ALLOWED:
-            _local.step = _STEPPING
-            pool.submit(job)
-            await _parked(job)
-        else:
-            await _wait_asyncio(job, loop, pool)
+    if park and _local.__dict__.get("step") is _ALLOWED:
+        _local.step = _STEPPING
+        job = _Job(fn, args, None, pool, _PARKED)  # (the stepper submits it: ParkedCalls)
+        await _parked(job)
     else:
-        trio = _trio()
-        token = trio.lowlevel.current_trio_token()
-        if inbox is None or inbox.loop is not token:
-            inbox = _local.inbox = _Inbox(token, token.run_sync_soon)
-        job = _Job(fn, args, inbox)
-        if park and _local.__dict__.get("step") is _ALLOWED:
-            _local.step = _STEPPING
-            pool.submit(job)
-            await _parked(job)
+        loop = _running_asyncio_loop()
+        if loop is not None:
+            job = _Job(fn, args, _inbox(loop), pool)
+            await _wait_asyncio(job, loop, pool)
         else:
+            trio = _trio()
+            job = _Job(fn, args, _inbox(None, trio), pool)
             await _wait_trio(job, trio, pool)
     if job.error is not None:
         error, job.error = job.error, None
@@ -316,6 +381,122 @@ async def run_in_worker(fn: Callable[..., T], *args: Any, pool: WorkerPool = POO
 
 #: A call on a worker thread, as a parked coroutine yields it (see :func:`start_step`).
 Job = _Job
+_PARKED: Final = Context()  # (a parked job's context until its stepper gives it the coroutine's)
+
+
+def _inbox(loop: Any, trio: Any = None) -> _Inbox:
+    """The inbox of the running event loop (``loop``: asyncio's, else trio's), made on its first call."""
+    inbox: _Inbox | None = getattr(_local, "inbox", None)
+    if loop is not None:
+        if inbox is None or inbox.loop is not loop:
+            inbox = _local.inbox = _Inbox(loop, loop.call_soon_threadsafe)
+        return inbox
+    token = trio.lowlevel.current_trio_token()
+    if inbox is None or inbox.loop is not token:
+        inbox = _local.inbox = _Inbox(token, token.run_sync_soon)
+    return inbox
+
+
+class ParkedCalls:
+    """The calls parked in the steps a stepper takes (:func:`start_step`), with what the stepper resumes for each
+    (its ``owner``), and those of them done, not yet resumed.
+
+    :meth:`add` each call as a step yields it, :meth:`send` them to the pool together once the steps are taken
+    (each runs in the context given with it, that of the coroutine that parked it: its step is over, and it is
+    entered again only once the call is done), then :meth:`arrival` waits until one is done and :meth:`take`
+    gives the owner of each done. The calls sent together take one hand-off to the pool, and their results come
+    back in as few wake-ups of the loop as their threads allow (:meth:`WorkerPool.submit_many`). Used on one event
+    loop, asyncio's or trio's."""
+
+    __slots__ = ("_done", "_loop", "_unsent", "_waiter", "left")
+
+    def __init__(self) -> None:
+        self.left = 0  # added, not taken
+        self._unsent: list[_Job] = []
+        self._done: deque[_Job] = deque()
+        self._waiter: Any = None  # the task waiting in arrival(): an asyncio future, or a trio task
+        self._loop: Any = _UNKNOWN  # the asyncio loop, None on trio
+
+    @property
+    def done(self) -> bool:
+        """Whether a call is done that was not taken."""
+        return bool(self._done)
+
+    def add(self, job: Job, context: Context, owner: object) -> None:
+        job.context, job.owner, job.wake = context, owner, self._arrived
+        self._unsent.append(job)
+        self.left += 1
+
+    def send(self) -> None:
+        """The calls added since the last send go to their pool, together. A call whose pool is shut down is done at
+        once, its error the :exc:`RuntimeError` :func:`run_in_worker` raises."""
+        if not self._unsent:
+            return
+        jobs, self._unsent = self._unsent, []
+        loop = self._loop
+        if loop is _UNKNOWN:
+            loop = self._loop = _running_asyncio_loop()
+        inbox = _inbox(loop, None if loop is not None else _trio())
+        pool = jobs[0].pool
+        for job in jobs:
+            job.inbox = inbox
+        if all(job.pool is pool for job in jobs):
+            _submit(pool, jobs)
+        else:
+            for job in jobs:
+                _submit(job.pool, [job])
+
+    def _arrived(self, job: _Job) -> None:
+        self._done.append(job)
+        waiter = self._waiter
+        if waiter is not None:
+            self._waiter = None
+            if self._loop is not None:
+                if not waiter.done():
+                    waiter.set_result(None)
+            else:
+                _trio().lowlevel.reschedule(waiter)
+
+    async def arrival(self) -> None:
+        """Wait until a call is done that was not taken (a cancellation ends the wait)."""
+        if self._done:
+            return
+        loop = self._loop
+        if loop is _UNKNOWN:
+            loop = self._loop = _running_asyncio_loop()
+        if loop is not None:
+            self._waiter = loop.create_future()
+            try:
+                await self._waiter
+            finally:
+                self._waiter = None
+        else:
+            trio = _trio()
+            self._waiter = trio.lowlevel.current_task()
+
+            def abort(_: Any) -> Any:
+                self._waiter = None
+                return trio.lowlevel.Abort.SUCCEEDED
+
+            await trio.lowlevel.wait_task_rescheduled(abort)
+
+    def take(self) -> Any:
+        """The owner of a call done (there must be one: :attr:`done`)."""
+        self.left -= 1
+        return self._done.popleft().owner
+
+
+_UNKNOWN: Final = object()
+
+
+def _submit(pool: WorkerPool, jobs: list[_Job]) -> None:
+    try:
+        pool.submit_many(jobs)
+    except RuntimeError as exc:  # (shut down)
+        for job in jobs:
+            job.error = exc
+            job.inbox.put(job)
+
 
 _STEPPING: Final = "stepping"  # a coroutine's step taken by a stepper that resumes parked calls
 _ALLOWED: Final = "allowed"  # and the coroutine allowed parking for its next call
@@ -325,8 +506,9 @@ _PARKABLE: set[Any] = set()  # the code objects of the coroutine functions whose
 def start_step() -> None:
     """Before one step of a coroutine, taken by a stepper that knows parked calls (until :func:`end_step`): in it,
     a call of :func:`run_in_worker` with ``park=True`` that :func:`allow_parking` allowed yields its :class:`Job`
-    (done or not) instead of waiting; the stepper sets the job's ``wake`` (called on the event loop with the job
-    once it is done) and later resumes the coroutine with ``None``. A call parks only where every frame between
+    instead of waiting; the stepper sets the job's ``wake`` (called on the event loop with the job once it is
+    done), hands it to the pool after the step with the others of its steps (:class:`ParkedCalls`), and later
+    resumes the coroutine with ``None``. A call parks only where every frame between
     the stepper and the call is one whose code cannot have entered a cancel scope or started a task (the stepper
     may step others in the same task meanwhile): the coroutines of :func:`parkable` functions."""
     _local.step = _STEPPING

@@ -60,12 +60,13 @@ TaskSupport = Literal["forbidden", "optional", "required"]
 TaskStart = Literal["at_call", "in_handler"]
 
 
-async def run_sync(fn: Callable[..., R], kwargs: Mapping[str, Any]) -> R:
+def run_sync(fn: Callable[..., R], kwargs: Mapping[str, Any]) -> Awaitable[R]:
     """Call a plain handler on a worker thread: how every plain ``def`` tool, resource, prompt and completion
-    handler not registered ``inline`` runs (a thread of :data:`~jsonrpc_mcp.jsonrpc.workers.POOL`, in a copy of
-    the request's context). A cancelled request does not interrupt the thread: it finishes, and its result is
-    dropped (the function can look at ``ctx.cancelled``)."""
-    return await run_in_worker(call_on_worker_thread, fn, kwargs, park=True)
+    handler not registered ``inline`` runs (a thread of :data:`~jsonrpc_mcp.jsonrpc.workers.POOL`, in the
+    request's context). A cancelled request does not interrupt the thread: it finishes, and its result is
+    dropped (the function can look at ``ctx.cancelled``). Returns the call's awaitable (:func:`run_in_worker`'s
+    coroutine itself: where it may park, nothing stands between it and the stepper)."""
+    return run_in_worker(call_on_worker_thread, fn, kwargs, park=True)
 
 
 async def run_sync_per_call(fn: Callable[..., R], kwargs: Mapping[str, Any]) -> R:
