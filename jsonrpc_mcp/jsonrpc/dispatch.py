@@ -81,6 +81,10 @@ BUSY: Final = -32010
 #: Errors about our own outgoing requests; their codes are local-only and never go on the wire.
 _LOCAL_ONLY: Final = (RequestTimeout, ConnectionClosed)
 _HANDLER_TASK: Final = "jsonrpc-mcp request handler"
+
+#: What a new :class:`Dispatcher` becomes while the tests run against the plain reference runner (see
+#: :func:`._reference.plain_runner`); ``None`` otherwise.
+_reference: type[Dispatcher] | None = None
 _OTHER_TASK: Final = "jsonrpc-mcp connection task"
 
 
@@ -283,6 +287,8 @@ class Dispatcher:
         self._pending: dict[RequestId, _Waiter] = {}
         self._next_id = 0
         self._closed = False
+        if _reference is not None and type(self) is Dispatcher:
+            self.__class__ = _reference  # the plain reference runner, in tests (jsonrpc/_reference.py)
 
     # --- the one request path ------------------------------------------------------------------------------
 
