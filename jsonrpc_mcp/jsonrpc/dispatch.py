@@ -81,11 +81,11 @@ BUSY: Final = -32010
 #: Errors about our own outgoing requests; their codes are local-only and never go on the wire.
 _LOCAL_ONLY: Final = (RequestTimeout, ConnectionClosed)
 _HANDLER_TASK: Final = "jsonrpc-mcp request handler"
+_OTHER_TASK: Final = "jsonrpc-mcp connection task"
 
 #: What a new :class:`Dispatcher` becomes while the tests run against the plain reference runner (see
 #: :func:`._reference.plain_runner`); ``None`` otherwise.
 _reference: type[Dispatcher] | None = None
-_OTHER_TASK: Final = "jsonrpc-mcp connection task"
 
 
 class ErrorReply(bytes):
