@@ -18,6 +18,7 @@ from typing import Any
 from unittest import mock
 
 import anyio
+import pytest
 
 from jsonrpc_mcp import Server
 from jsonrpc_mcp.jsonrpc.streams import NOTIFICATION, MessageStream, Outgoing
@@ -28,6 +29,10 @@ FIXTURES = ROOT / "tests" / "fixtures"
 EVERYTHING = FIXTURES / "everything.py"
 PYTHON = sys.executable
 TIMEOUT = 10.0
+
+#: A test (or, with ``pytest.mark.usefixtures("runner")`` in ``pytestmark``, a module) run against both runners of
+#: the dispatcher: the fast one and the plain reference (the ``runner`` fixture of conftest.py).
+BOTH_RUNNERS = pytest.mark.parametrize("runner", ["fast", "plain"], indirect=True)
 
 HANDSHAKE_VERSIONS = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")
 CLIENT_INFO = {"name": "raw", "version": "1"}

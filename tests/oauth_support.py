@@ -8,6 +8,9 @@ method the client registered with. It records every request it gets (``requests`
 client sent. ``ProtectedMcp`` puts the project's own ``McpAsgiApp`` behind bearer-token checks against it: 401 with
 a ``WWW-Authenticate`` challenge, 403 ``insufficient_scope`` for tools that need more scope, protected resource
 metadata at its well-known URIs.
+
+The fixtures ``auth_server`` and ``mcp`` (imported by name) give a test a fresh pair, stopped after it; a module
+sets ``AUTH_SERVER_OPTIONS`` or ``MCP_OPTIONS`` (keyword arguments of the two classes) to make them its own way.
 """
 
 from __future__ import annotations
@@ -16,10 +19,11 @@ import base64
 import hashlib
 import json
 import secrets
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterator, Mapping
 from typing import Any
 from urllib.parse import parse_qsl, unquote, urlencode, urlsplit
 
+import pytest
 from http_support import ServerThread, make_server
 from joserfc import jwt
 from joserfc.errors import JoseError
@@ -633,3 +637,19 @@ class IdentityProvider:
         id_jag = jwt.encode({"alg": "ES256", "typ": "oauth-id-jag+jwt"}, claims, self.key)
         answer = {"access_token": id_jag, "issued_token_type": "urn:ietf:params:oauth:token-type:id-jag"}
         await _respond(send, 200, {**answer, "token_type": "N_A"})
+
+
+@pytest.fixture
+def auth_server(request: pytest.FixtureRequest) -> Iterator[AuthServer]:
+    """An :class:`AuthServer` of the test's own (the module's ``AUTH_SERVER_OPTIONS``), stopped after it."""
+    server = AuthServer(**getattr(request.module, "AUTH_SERVER_OPTIONS", {}))
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def mcp(request: pytest.FixtureRequest, auth_server: AuthServer) -> Iterator[ProtectedMcp]:
+    """A :class:`ProtectedMcp` behind ``auth_server`` (the module's ``MCP_OPTIONS``), stopped after the test."""
+    app = ProtectedMcp(auth_server, **getattr(request.module, "MCP_OPTIONS", {}))
+    yield app
+    app.stop()

@@ -13,15 +13,17 @@ from typing import Any
 
 import httpx
 import pytest
-from auth_server import AuthServer, running_auth_server
+from auth_server import AuthServer
+from auth_support import LateApp, jwt_policy
+from auth_support import auth as auth
 from http_support import HTTPX_GENERATORS, JSON_HEADERS, ServerThread, call_body, init_body, response_of
 from joserfc import jwt
 from joserfc.jwk import OctKey, RSAKey
 from oauth_support import AuthServer as FlowServer
-from test_auth_http import ALGS, METADATA_URL, RESOURCE, LateApp, make_server
+from test_auth_http import ALGS, METADATA_URL, RESOURCE, make_server
 
 from jsonrpc_mcp import Client
-from jsonrpc_mcp.auth import DPoP, DPoPKey, HeadlessConsent, JwtVerifier, OAuth, ProtectedResource
+from jsonrpc_mcp.auth import DPoP, DPoPKey, HeadlessConsent, OAuth, ProtectedResource
 from jsonrpc_mcp.auth.dpop import access_token_hash, normalise_url
 from jsonrpc_mcp.auth.principal import AccessToken, InvalidToken
 from jsonrpc_mcp.transports.http_asgi import McpAsgiApp
@@ -46,20 +48,8 @@ class Clock:
         return self.now
 
 
-@pytest.fixture(scope="module")
-def auth() -> Iterator[AuthServer]:
-    with running_auth_server() as state:
-        yield state
-
-
 def protect(auth: AuthServer, **dpop: Any) -> ServerThread:
-    policy = ProtectedResource(
-        resource=RESOURCE,
-        authorization_servers=[auth.issuer],
-        verifier=JwtVerifier(issuer=auth.issuer, audience=RESOURCE, jwks_url=f"{auth.issuer}/jwks"),
-        required_scopes=["notes:read"],
-        **({"dpop": DPoP(**dpop)} if dpop else {}),
-    )
+    policy = jwt_policy(auth, RESOURCE, required_scopes=["notes:read"], **({"dpop": DPoP(**dpop)} if dpop else {}))
     return ServerThread(McpAsgiApp(make_server(), http_policy=policy), lifespan="off")
 
 
@@ -443,12 +433,7 @@ async def test_with_dpop_required_a_bearer_token_is_as_good_as_none(auth: AuthSe
 async def test_with_dpop_off_the_scheme_is_not_taken_and_bound_tokens_are_still_refused(
     auth: AuthServer, http: httpx.AsyncClient
 ) -> None:
-    policy = ProtectedResource(
-        resource=RESOURCE,
-        authorization_servers=[auth.issuer],
-        verifier=JwtVerifier(issuer=auth.issuer, audience=RESOURCE, jwks_url=f"{auth.issuer}/jwks"),
-        dpop=None,
-    )
+    policy = jwt_policy(auth, RESOURCE, dpop=None)
     assert "dpop_signing_alg_values_supported" not in policy.metadata
     thread = ServerThread(McpAsgiApp(make_server(), http_policy=policy), lifespan="off")
     try:

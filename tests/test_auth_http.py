@@ -15,7 +15,9 @@ from typing import Any
 import anyio
 import httpx
 import pytest
-from auth_server import AuthServer, running_auth_server
+from auth_server import AuthServer
+from auth_support import auth as auth
+from auth_support import jwt_policy
 from helpers import RawPeer, init_frame, notification_frame, request_frame
 from http_support import (
     HTTPX_GENERATORS,
@@ -31,6 +33,7 @@ from http_support import (
     stateless_headers,
 )
 from http_support import collect_garbage as collect_garbage
+from http_support import http as http
 from joserfc import jwt
 from joserfc.jwk import RSAKey
 
@@ -38,7 +41,6 @@ from jsonrpc_mcp import Context, InsufficientScope, Server
 from jsonrpc_mcp.auth import (
     AccessToken,
     InvalidToken,
-    JwtVerifier,
     ProtectedResource,
     VerifierUnavailable,
 )
@@ -108,42 +110,18 @@ def make_server() -> Server:
     return server
 
 
-class LateApp:
-    """An ASGI app filled in once the server listens (the protected resource's URI names the port)."""
-
-    app: Any = None
-
-    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        await self.app(scope, receive, send)
-
-
-@pytest.fixture(scope="module")
-def auth() -> Iterator[AuthServer]:
-    with running_auth_server() as state:
-        yield state
-
-
 @pytest.fixture(scope="module")
 def protected(auth: AuthServer) -> Iterator[ServerThread]:
-    policy = ProtectedResource(
-        resource=RESOURCE,
-        authorization_servers=[auth.issuer],
-        verifier=JwtVerifier(issuer=auth.issuer, audience=RESOURCE, jwks_url=f"{auth.issuer}/jwks"),
+    policy = jwt_policy(
+        auth,
+        RESOURCE,
         scopes_supported=["notes:read", "notes:write", "notes:admin"],
         required_scopes=["notes:read"],
         resource_name="Notes",
     )
-    late = LateApp()
-    late.app = McpAsgiApp(make_server(), http_policy=policy)
-    thread = ServerThread(late, lifespan="off")
+    thread = ServerThread(McpAsgiApp(make_server(), http_policy=policy), lifespan="off")
     yield thread
     thread.stop()
-
-
-@pytest.fixture
-async def http() -> AsyncIterator[httpx.AsyncClient]:
-    async with httpx.AsyncClient(timeout=10, limits=httpx.Limits(keepalive_expiry=2.0)) as client:
-        yield client
 
 
 def bearer(token: str) -> dict[str, str]:
@@ -200,10 +178,7 @@ async def test_the_metadata_is_served_at_the_path_aware_and_the_root_well_known_
 async def test_without_root_metadata_only_the_path_aware_uri_serves_the_metadata(
     auth: AuthServer, http: httpx.AsyncClient
 ) -> None:
-    verifier = JwtVerifier(issuer=auth.issuer, audience=RESOURCE, jwks_url=f"{auth.issuer}/jwks")
-    policy = ProtectedResource(
-        resource=RESOURCE, authorization_servers=[auth.issuer], verifier=verifier, root_metadata=False
-    )
+    policy = jwt_policy(auth, RESOURCE, root_metadata=False)
     thread = ServerThread(McpAsgiApp(make_server(), http_policy=policy))
     try:
         own = await http.get(f"{base(thread)}/.well-known/oauth-protected-resource/mcp")
@@ -627,11 +602,7 @@ async def test_a_request_still_running_when_its_token_expires(
         await anyio.sleep(expires + 0.3 - time.time())
         return "done"
 
-    policy = ProtectedResource(
-        resource=RESOURCE,
-        authorization_servers=[auth.issuer],
-        verifier=JwtVerifier(issuer=auth.issuer, audience=RESOURCE, jwks_url=f"{auth.issuer}/jwks"),
-    )
+    policy = jwt_policy(auth, RESOURCE)
     app = McpAsgiApp(server, http_policy=policy, json_response_preference=preference)
     thread = ServerThread(app, lifespan="off")
     try:
@@ -652,11 +623,7 @@ async def test_a_request_still_running_when_its_token_expires(
 
 
 async def test_one_client_holds_at_most_its_share_of_sessions(auth: AuthServer, http: httpx.AsyncClient) -> None:
-    policy = ProtectedResource(
-        resource=RESOURCE,
-        authorization_servers=[auth.issuer],
-        verifier=JwtVerifier(issuer=auth.issuer, audience=RESOURCE, jwks_url=f"{auth.issuer}/jwks"),
-    )
+    policy = jwt_policy(auth, RESOURCE)
     thread = ServerThread(McpAsgiApp(make_server(), http_policy=policy, max_sessions_per_client=2), lifespan="off")
     try:
         alice = auth.mint(aud=RESOURCE, scope="notes:read")

@@ -7,12 +7,13 @@ that needs more, step-up authorization, and the call again. Also the ``jsonrpc-m
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 import httpx
 import pytest
-from auth_server import AuthServer, running_auth_server
+from auth_server import AuthServer
+from auth_support import auth as auth
+from auth_support import jwt_policy, serve_late
 from http_support import HTTPX_GENERATORS, JSON_HEADERS, ServerThread, init_body
 from http_support import collect_garbage as collect_garbage
 
@@ -64,34 +65,15 @@ def notes_server() -> Server:
     return server
 
 
-class LateApp:
-    app: Any = None
-
-    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        await self.app(scope, receive, send)
-
-
-@pytest.fixture(scope="module")
-def auth() -> Iterator[AuthServer]:
-    with running_auth_server() as state:
-        yield state
-
-
 @pytest.fixture(scope="module")
 def protected(auth: AuthServer) -> Iterator[ServerThread]:
-    late = LateApp()
-    thread = ServerThread(late, lifespan="off")
-    resource = thread.url  # http://127.0.0.1:PORT/mcp: the resource is where clients reach it
-    late.app = McpAsgiApp(
-        notes_server(),
-        http_policy=ProtectedResource(
-            resource=resource,
-            authorization_servers=[auth.issuer],
-            verifier=JwtVerifier(issuer=auth.issuer, audience=resource, jwks_url=f"{auth.issuer}/jwks"),
-            scopes_supported=["notes:read", "notes:write"],
-            required_scopes=["notes:read"],
-        ),
-    )
+    def app(thread: ServerThread) -> McpAsgiApp:  # (the resource is where clients reach it: the thread's URL)
+        policy = jwt_policy(
+            auth, thread.url, scopes_supported=["notes:read", "notes:write"], required_scopes=["notes:read"]
+        )
+        return McpAsgiApp(notes_server(), http_policy=policy)
+
+    thread = serve_late(app)
     yield thread
     thread.stop()
 
@@ -196,13 +178,23 @@ def knowledge(auth: AuthServer, tmp_path_factory: pytest.TempPathFactory) -> Ite
     """The knowledge server, protected as ``serve --http ... --auth-issuer AS --auth-scope knowledge:read`` does."""
     from jsonrpc_mcp.examples.knowledge import create_server
 
-    late = LateApp()
-    thread = ServerThread(late, lifespan="off")
-    args = _parser().parse_args(
-        ["serve", "--http", f"127.0.0.1:{thread.port}", "--auth-issuer", auth.issuer, "--auth-scope", "knowledge:read"]
-    )
     server = create_server(tmp_path_factory.mktemp("kb") / "k.db")
-    late.app = McpAsgiApp(server, http_policy=_auth_policy(args, thread.url))
+
+    def app(thread: ServerThread) -> McpAsgiApp:
+        args = _parser().parse_args(
+            [
+                "serve",
+                "--http",
+                f"127.0.0.1:{thread.port}",
+                "--auth-issuer",
+                auth.issuer,
+                "--auth-scope",
+                "knowledge:read",
+            ]
+        )
+        return McpAsgiApp(server, http_policy=_auth_policy(args, thread.url))
+
+    thread = serve_late(app)
     yield thread
     thread.stop()
     server.close()

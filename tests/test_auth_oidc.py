@@ -12,6 +12,7 @@ from typing import Any
 
 import httpx
 import pytest
+from auth_support import LateApp
 from http_support import JSON_HEADERS, ServerThread, call_body, init_body, response_of
 from oidc_support import OpenIdProvider, running_provider
 
@@ -22,15 +23,6 @@ from jsonrpc_mcp.auth.oauth_grants import ClientCredentials
 from jsonrpc_mcp.transports.http_asgi import McpAsgiApp
 
 pytestmark = [pytest.mark.anyio, pytest.mark.once]
-
-
-class LateApp:
-    """An ASGI app filled in once the provider runs (the provider needs the resource URI, which names the port)."""
-
-    app: Any = None
-
-    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        await self.app(scope, receive, send)
 
 
 def make_server() -> Server:

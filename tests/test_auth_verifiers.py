@@ -12,13 +12,13 @@ import logging
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 
 import anyio
 import anyio.abc
 import httpx
 import pytest
-from auth_server import AuthServer, running_auth_server
+from auth_server import AuthServer
+from auth_support import auth as auth
 from joserfc import jwt
 from joserfc.jwk import RSAKey
 
@@ -38,12 +38,6 @@ from jsonrpc_mcp.auth import (
 RESOURCE = "https://notes.example.com/mcp"
 
 pytestmark = pytest.mark.filterwarnings("ignore::joserfc.errors.SecurityWarning")
-
-
-@pytest.fixture(scope="module")
-def auth() -> Iterator[AuthServer]:
-    with running_auth_server() as state:
-        yield state
 
 
 def verifier(auth: AuthServer, **options: object) -> JwtVerifier:

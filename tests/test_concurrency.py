@@ -7,6 +7,7 @@ from typing import Any
 
 import anyio
 import pytest
+from helpers import BOTH_RUNNERS
 
 from jsonrpc_mcp.jsonrpc.concurrency import BoundedQueue, WriteLock, open_handler_tasks
 
@@ -105,6 +106,8 @@ async def test_writers_waiting_for_room_are_independent() -> None:
     assert await queue.receive() == b"second"
 
 
+@BOTH_RUNNERS  # (the handler tasks, and the plain reference's: an anyio task group)
+@pytest.mark.usefixtures("runner")
 async def test_handler_tasks_run_are_cancelled_alone_or_together_and_are_waited_for() -> None:
     started: list[str] = []
     cancelled: list[str] = []
@@ -138,6 +141,8 @@ async def test_handler_tasks_run_are_cancelled_alone_or_together_and_are_waited_
     assert sorted(finished) == ["one", "two"]
 
 
+@BOTH_RUNNERS  # (the handler tasks, and the plain reference's: an anyio task group)
+@pytest.mark.usefixtures("runner")
 async def test_a_handler_task_cancelled_before_it_starts_runs_to_its_first_await() -> None:
     reached: list[str] = []
 

@@ -13,17 +13,18 @@ import anyio
 import anyio.lowlevel
 import pytest
 from fixtures.everything import make_server
-from helpers import RawPeer, raw_server, request_frame, send_raw
+from helpers import BOTH_RUNNERS, RawPeer, raw_server, request_frame, send_raw
 
 from jsonrpc_mcp import Client, ConnectionClosed, RequestTimeout, RpcError, Server
 from jsonrpc_mcp.errors import InvalidParams
+from jsonrpc_mcp.jsonrpc._reference import PlainDispatcher, PlainTasks
 from jsonrpc_mcp.jsonrpc.concurrency import open_handler_tasks
 from jsonrpc_mcp.jsonrpc.dispatch import BUSY, Dispatcher, ErrorReply, Pending
 from jsonrpc_mcp.jsonrpc.streams import MessageStream, Outgoing
 from jsonrpc_mcp.jsonrpc.wire import Request
 from jsonrpc_mcp.transports.memory import MemoryMessageStream, memory_pair
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.usefixtures("runner"), BOTH_RUNNERS]
 
 
 def cancel_frame(ident: Any, reason: str) -> bytes:
@@ -458,6 +459,7 @@ class _Writes(MessageStream):
         pass
 
 
+@pytest.mark.fast_runner
 @pytest.mark.parametrize("gathers", [True, False])
 async def test_answers_of_one_pass_are_gathered_only_when_the_stream_gathers(gathers: bool) -> None:
     """Two async handlers that finish in the same pass: one write for both on a gathering stream (a byte stream),
@@ -899,10 +901,9 @@ async def test_a_handler_that_waits_is_a_task_of_its_own() -> None:
     assert seen == {"own task": True, "marker": "unset"}  # (trio may run the two in either order)
 
 
-async def test_the_handlers_of_a_read_that_do_not_wait_share_a_task_each_with_its_own_context() -> None:
-    """Handlers that finish without waiting take their one step in one task, the read's (not the read loop's),
-    one after the other in the order of the frames, each in a context of its own: what one sets in a context
-    variable, the next does not see."""
+async def test_each_handler_of_a_read_runs_in_a_context_of_its_own_outside_the_read_loop() -> None:
+    """Handlers that finish without waiting run in a task that is not the read loop's, each in a context of its
+    own: what one sets in a context variable, the next does not see; each is answered."""
     reader = anyio.get_current_task().id
     seen: list[tuple[int, int, str]] = []
 
@@ -914,12 +915,27 @@ async def test_the_handlers_of_a_read_that_do_not_wait_share_a_task_each_with_it
     stream = _Writes([request_frame(1, "a"), request_frame(2, "b"), request_frame(3, "c")], gathers=True)
     with anyio.fail_after(10):
         await Dispatcher(stream, lambda req, context: step(req.id)).run()  # type: ignore[arg-type]
-    assert [(ident, value) for ident, _, value in seen] == [(1, "unset"), (2, "unset"), (3, "unset")]
-    tasks = {task for _, task, _ in seen}
-    assert reader not in tasks
-    if not _on_trio():  # (trio may run the read loop first in the pass: then the first answer waits for the others)
-        assert len(tasks) == 1
+    assert sorted((ident, value) for ident, _, value in seen) == [(1, "unset"), (2, "unset"), (3, "unset")]
+    assert reader not in {task for _, task, _ in seen}
     assert sum(len(write) for write in stream.writes) == 3
+
+
+@pytest.mark.fast_runner
+async def test_the_handlers_of_a_read_that_do_not_wait_share_a_task() -> None:
+    """Handlers that finish without waiting take their one step in one task, the read's, one after the other in the
+    order of the frames (a task each costs more than they do)."""
+    seen: list[tuple[int, int]] = []
+
+    async def step(ident: int) -> bytes:
+        seen.append((ident, anyio.get_current_task().id))
+        return b"{}"
+
+    stream = _Writes([request_frame(1, "a"), request_frame(2, "b"), request_frame(3, "c")], gathers=True)
+    with anyio.fail_after(10):
+        await Dispatcher(stream, lambda req, context: step(req.id)).run()  # type: ignore[arg-type]
+    assert [ident for ident, _ in seen] == [1, 2, 3]
+    if not _on_trio():  # (trio may run the read loop first in the pass: then the first answer waits for the others)
+        assert len({task for _, task in seen}) == 1
 
 
 def _acting_on_cancellations(dispatcher: Dispatcher) -> Dispatcher:
@@ -1037,6 +1053,7 @@ async def test_handlers_that_start_after_all_were_cancelled_are_cancelled_too() 
     assert [gates.event(gates.cancelled, key).is_set() for key in keys] == [True, True]
 
 
+@pytest.mark.fast_runner
 async def test_the_answers_of_a_read_go_out_before_the_next_read() -> None:
     """Handlers that do not wait, started by one read, finish before the read loop reads again, and their answers
     go out in one write first (on asyncio; trio runs the tasks of a pass in any order, the read loop among them)."""
@@ -1054,6 +1071,7 @@ async def test_the_answers_of_a_read_go_out_before_the_next_read() -> None:
         assert stream.log == ["read", "write 2", "read", "write 1"]
 
 
+@pytest.mark.fast_runner
 async def test_handlers_that_finish_in_the_read_loops_pass_leave_the_write_to_it() -> None:
     """Handlers of one read that finish in the read loop's pass hand their answers to the read loop's write and end
     at once: none of them is still in flight when the answers go out (on asyncio; trio runs the tasks of a pass in
@@ -1079,3 +1097,17 @@ async def test_handlers_that_finish_in_the_read_loops_pass_leave_the_write_to_it
     if not _on_trio():
         assert stream.log == ["read", "write 3"]
         assert in_flight_at_write == [0]
+
+
+async def test_the_runner_chooses_the_dispatcher_and_its_tasks_at_construction(runner: str) -> None:
+    """Under the plain reference runner, a dispatcher made is the plain one, and so are the handler tasks opened
+    (what the tests of ``BOTH_RUNNERS`` rely on); a subclass of the dispatcher stays what it is."""
+
+    class Own(Dispatcher):
+        pass
+
+    plain = runner == "plain"
+    assert (type(Dispatcher(_idle_stream())) is PlainDispatcher) is plain
+    assert type(Own(_idle_stream())) is Own
+    async with open_handler_tasks() as tasks:
+        assert (type(tasks) is PlainTasks) is plain

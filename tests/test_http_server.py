@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import json
 import threading
+from collections.abc import Iterator
 from typing import Any
 
 import anyio
 import anyio.lowlevel
 import httpx
 import pytest
+from helpers import BOTH_RUNNERS
 from http_support import (
     ACCEPT,
     HTTPX_GENERATORS,
@@ -34,12 +36,21 @@ from http_support import (
 )
 from http_support import collect_garbage as collect_garbage
 from http_support import http as http
-from http_support import server as server
 
 from jsonrpc_mcp import Context, Server
 from jsonrpc_mcp.transports.events import InMemoryEventStore
 
 pytestmark = [pytest.mark.anyio, HTTPX_GENERATORS, pytest.mark.usefixtures("collect_garbage")]
+
+
+@pytest.fixture(scope="module")
+def server(runner: str) -> Iterator[ServerThread]:
+    """The everything app under a real uvicorn, one per runner of the dispatcher (its sessions' tasks are the
+    runner's): the tests of ``BOTH_RUNNERS``, where handlers wait, run, answer and are cancelled concurrently, run
+    against the plain reference too."""
+    thread = start_app()
+    yield thread
+    thread.stop()
 
 
 # --- sessions ------------------------------------------------------------------------------------------------
@@ -227,6 +238,7 @@ async def test_no_traceback_or_path_reaches_the_client(server: ServerThread, htt
 # --- answers: JSON and SSE -----------------------------------------------------------------------------------
 
 
+@BOTH_RUNNERS
 async def test_sync_answers_are_json(server: ServerThread, http: httpx.AsyncClient) -> None:
     session = await open_session(http, server.url)
     response = await session.post(call_body(2, "add", {"a": 2, "b": 3}))
@@ -349,6 +361,7 @@ async def test_resumption_before_the_answer_continues_live(server: ServerThread,
     assert msgs[-1]["result"]["content"][0]["text"] == f"polled {live_key}"
 
 
+@BOTH_RUNNERS
 async def test_two_concurrent_post_streams(server: ServerThread, http: httpx.AsyncClient) -> None:
     one_key = unique("one")
     two_key = unique("two")
@@ -382,6 +395,7 @@ async def test_elicitation_request_over_sse_answered_by_post(server: ServerThrea
     assert final["id"] == 2 and final["result"]["content"][0]["text"] == "accept: Ada"
 
 
+@BOTH_RUNNERS
 async def test_sampling_request_over_sse_answered_by_post(server: ServerThread, http: httpx.AsyncClient) -> None:
     session = await open_session(http, server.url, sampling={})
     async with session.stream(call_body(2, "sample", {"prompt": "hi"})) as response, SseReader(response) as reader:
@@ -406,6 +420,7 @@ async def test_standalone_get_stream(server: ServerThread, http: httpx.AsyncClie
             assert second.status_code == 409
 
 
+@BOTH_RUNNERS
 async def test_cancelled_request_gets_no_answer(server: ServerThread, http: httpx.AsyncClient) -> None:
     key = unique("cancel-me")
     session = await open_session(http, server.url)
@@ -435,6 +450,7 @@ async def test_disconnect_is_not_cancellation_in_the_handshake_era(
     assert (await session.call(4, "status", {"key": key}))["result"]["content"][0]["text"] == "done"
 
 
+@BOTH_RUNNERS
 async def test_duplicate_in_flight_id_is_refused(server: ServerThread, http: httpx.AsyncClient) -> None:
     dup_key = unique("dup")
     session = await open_session(http, server.url)
@@ -447,6 +463,7 @@ async def test_duplicate_in_flight_id_is_refused(server: ServerThread, http: htt
 # --- batches (2025-03-26 only) -------------------------------------------------------------------------------
 
 
+@BOTH_RUNNERS
 async def test_batches_on_2025_03_26(server: ServerThread, http: httpx.AsyncClient) -> None:
     session = await open_session(http, server.url, "2025-03-26")
     assert session.version == "2025-03-26"
@@ -536,6 +553,7 @@ async def test_handlers_read_the_headers_of_their_post_in_both_eras(http: httpx.
         thread.stop()
 
 
+@BOTH_RUNNERS
 async def test_a_batch_of_many_ready_answers_and_one_pending_is_answered_whole(
     server: ServerThread, http: httpx.AsyncClient
 ) -> None:

@@ -5,12 +5,14 @@ both; a token without the scope gets the 403 a client steps up from."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import httpx
 import pytest
-from auth_server import AuthServer, running_auth_server
+from auth_server import AuthServer
+from auth_support import auth as auth
+from auth_support import serve_late
 from http_support import (
     HTTPX_GENERATORS,
     JSON_HEADERS,
@@ -21,6 +23,7 @@ from http_support import (
     stateless_headers,
 )
 from http_support import collect_garbage as collect_garbage
+from http_support import http as http
 
 from jsonrpc_mcp.cli import _auth_policy, _parser
 from jsonrpc_mcp.examples.knowledge import create_server
@@ -46,37 +49,20 @@ WRITES: list[tuple[str, dict[str, Any]]] = [
 ]
 
 
-class LateApp:
-    app: Any = None
-
-    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        await self.app(scope, receive, send)
-
-
-@pytest.fixture(scope="module")
-def auth() -> Iterator[AuthServer]:
-    with running_auth_server() as state:
-        yield state
-
-
 @pytest.fixture(scope="module")
 def knowledge(auth: AuthServer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerThread]:
     """``jsonrpc-mcp serve --http 127.0.0.1:PORT --auth-issuer AS``: no scope for every request, the tools'
     own scopes only."""
-    late = LateApp()
-    thread = ServerThread(late, lifespan="off")
-    args = _parser().parse_args(["serve", "--http", f"127.0.0.1:{thread.port}", "--auth-issuer", auth.issuer])
     server = create_server(tmp_path_factory.mktemp("kb") / "k.db")
-    late.app = McpAsgiApp(server, http_policy=_auth_policy(args, thread.url, server))
+
+    def app(thread: ServerThread) -> McpAsgiApp:
+        args = _parser().parse_args(["serve", "--http", f"127.0.0.1:{thread.port}", "--auth-issuer", auth.issuer])
+        return McpAsgiApp(server, http_policy=_auth_policy(args, thread.url, server))
+
+    thread = serve_late(app)
     yield thread
     thread.stop()
     server.close()
-
-
-@pytest.fixture
-async def http() -> AsyncIterator[httpx.AsyncClient]:
-    async with httpx.AsyncClient(timeout=10, limits=httpx.Limits(keepalive_expiry=2.0)) as client:
-        yield client
 
 
 async def send(

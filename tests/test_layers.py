@@ -65,6 +65,7 @@ LAYERS: dict[str, int] = {
     "jsonrpc.concurrency": 3,
     "jsonrpc.streams": 3,
     "jsonrpc.workers": 3,  # plain functions on worker threads: a pool with a queue of its own
+    "jsonrpc._reference": 3,  # the plain reference runner of the dispatcher, for the tests
     # L4: typed requests over a MessageStream
     "mcp.context": 4,
     "mcp.session": 4,

@@ -8,13 +8,13 @@ from typing import Any
 import anyio
 import pytest
 from fixtures.everything import make_server
-from helpers import init_frame, notification_frame, raw_server, request_frame, send_raw
+from helpers import BOTH_RUNNERS, init_frame, notification_frame, raw_server, request_frame, send_raw
 
 from jsonrpc_mcp import Client, Context, MissingClientCapability, RpcError, Server
 from jsonrpc_mcp import types as t
 from jsonrpc_mcp.transports.memory import memory_pair
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.usefixtures("runner"), BOTH_RUNNERS]
 
 
 def probe_server() -> tuple[Server, list[str]]:

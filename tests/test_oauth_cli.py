@@ -10,7 +10,6 @@ import re
 import stat
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import anyio
@@ -18,24 +17,15 @@ import anyio.lowlevel
 import httpx
 import pytest
 from oauth_support import AuthServer, ProtectedMcp
+from oauth_support import auth_server as auth_server
+from oauth_support import mcp as mcp
 
 pytestmark = pytest.mark.anyio
 
 URL_LINE = re.compile(rb"^\s+(http://\S+/authorize\?\S+)$", re.MULTILINE)
 
 
-@pytest.fixture
-def auth_server() -> Iterator[AuthServer]:
-    server = AuthServer()
-    yield server
-    server.stop()
-
-
-@pytest.fixture
-def mcp(auth_server: AuthServer) -> Iterator[ProtectedMcp]:
-    app = ProtectedMcp(auth_server, scopes_supported=["notes:read"])
-    yield app
-    app.stop()
+MCP_OPTIONS = {"scopes_supported": ["notes:read"]}  # (the mcp fixture's)
 
 
 def command(*args: str) -> list[str]:

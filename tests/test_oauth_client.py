@@ -6,7 +6,6 @@ from __future__ import annotations
 import logging
 import os
 import stat
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +13,8 @@ import anyio
 import httpx
 import pytest
 from oauth_support import AuthServer, ProtectedMcp, redirect_target, s256
+from oauth_support import auth_server as auth_server
+from oauth_support import mcp as mcp
 
 from jsonrpc_mcp import Client
 from jsonrpc_mcp.auth import FileTokenStore, HeadlessConsent, LoopbackConsent, MemoryTokenStore, OAuth
@@ -23,20 +24,6 @@ pytestmark = pytest.mark.anyio
 
 REDIRECT = "http://127.0.0.1:5999/callback"
 HANDSHAKE = {"protocol_version": "2025-11-25"}
-
-
-@pytest.fixture
-def auth_server() -> Iterator[AuthServer]:
-    server = AuthServer()
-    yield server
-    server.stop()
-
-
-@pytest.fixture
-def mcp(auth_server: AuthServer) -> Iterator[ProtectedMcp]:
-    app = ProtectedMcp(auth_server)
-    yield app
-    app.stop()
 
 
 def oauth(**options: Any) -> OAuth:

@@ -7,7 +7,6 @@ from __future__ import annotations
 import base64
 import json
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +14,8 @@ import pytest
 from joserfc import jwt
 from joserfc.jwk import ECKey, RSAKey
 from oauth_support import AuthServer, IdentityProvider, ProtectedMcp
+from oauth_support import auth_server as auth_server
+from oauth_support import mcp as mcp
 
 from jsonrpc_mcp import Client
 from jsonrpc_mcp.auth import FileTokenStore, HeadlessConsent, OAuth
@@ -27,18 +28,7 @@ HANDSHAKE = {"protocol_version": "2025-11-25"}
 REDIRECT = "http://127.0.0.1:5999/callback"
 
 
-@pytest.fixture
-def auth_server() -> Iterator[AuthServer]:
-    server = AuthServer(registration_method="none")
-    yield server
-    server.stop()
-
-
-@pytest.fixture
-def mcp(auth_server: AuthServer) -> Iterator[ProtectedMcp]:
-    app = ProtectedMcp(auth_server)
-    yield app
-    app.stop()
+AUTH_SERVER_OPTIONS = {"registration_method": "none"}  # (the auth_server fixture's)
 
 
 def claims_of(token: str) -> dict[str, Any]:

@@ -13,6 +13,7 @@ from typing import Any
 import anyio
 import pytest
 from auth_server import AuthServer, running_auth_server
+from auth_support import jwt_policy
 from http_support import (
     JSON_HEADERS,
     SseReader,
@@ -28,7 +29,7 @@ from scale_support import TIMEOUT, Workers, redis_app, workers_fixture
 from scale_support import http as http
 
 from jsonrpc_mcp import Context, Server
-from jsonrpc_mcp.auth import JwtVerifier, ProtectedResource
+from jsonrpc_mcp.auth import ProtectedResource
 from jsonrpc_mcp.backends.redis import RedisBackend
 
 pytestmark = pytest.mark.anyio
@@ -232,11 +233,7 @@ async def test_a_session_belongs_to_its_principal_on_every_worker(
 
 
 def protected_by(auth: AuthServer) -> ProtectedResource:
-    return ProtectedResource(
-        resource=RESOURCE,
-        authorization_servers=[auth.issuer],
-        verifier=JwtVerifier(issuer=auth.issuer, audience=RESOURCE, jwks_url=f"{auth.issuer}/jwks"),
-    )
+    return jwt_policy(auth, RESOURCE)
 
 
 async def test_a_cancellation_sent_to_another_worker_stops_the_request(workers: Workers, http: Any) -> None:

@@ -4,7 +4,6 @@ tests/scale_support.py; a task that waits does so until the test acts, never for
 
 from __future__ import annotations
 
-import itertools
 import threading
 import time
 from collections.abc import AsyncIterator, Sequence
@@ -15,9 +14,8 @@ import anyio
 import anyio.to_thread
 import httpx
 import pytest
-from http_support import JSON_HEADERS, response_of
 from redis_support import RedisProcess, own_redis, prefix, redis_server, redis_url  # noqa: F401 (fixtures)
-from scale_support import TIMEOUT, Workers, redis_app, workers_fixture
+from scale_support import TIMEOUT, Workers, call_v5, redis_app, workers_fixture
 from scale_support import http as http
 from task_support import bounded
 
@@ -34,11 +32,9 @@ from jsonrpc_mcp.transports.memory import MemoryMessageStream
 
 pytestmark = pytest.mark.anyio
 
-V5 = "2026-07-28"
 TASKS = "io.modelcontextprotocol/tasks"
 CAPS = {"elicitation": {}, "extensions": {TASKS: {}}}
 NAME = {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}
-_ids = itertools.count(1)
 
 
 def worker(started: threading.Event, stopped: threading.Event) -> Server:
@@ -69,14 +65,7 @@ class TaskWorkers(Workers):
         super().__init__(redis_app(worker(self.started, self.stopped), url, key_prefix) for _ in range(2))
 
     async def call(self, http: httpx.AsyncClient, i: int, method: str, params: dict[str, Any]) -> Any:
-        ident = next(_ids)
-        headers = {**JSON_HEADERS, "MCP-Protocol-Version": V5, "Mcp-Method": method}
-        name = params.get("name") or params.get("taskId")
-        if isinstance(name, str):
-            headers["Mcp-Name"] = name
-        meta = {"io.modelcontextprotocol/protocolVersion": V5, "io.modelcontextprotocol/clientCapabilities": CAPS}
-        body = {"jsonrpc": "2.0", "id": ident, "method": method, "params": {**params, "_meta": meta}}
-        reply = response_of(await http.post(self.url(i), json=body, headers=headers), ident)
+        reply = await call_v5(http, self.url(i), method, params, CAPS)
         assert "result" in reply, reply
         return reply["result"]
 

@@ -27,13 +27,22 @@ import anyio.abc
 import msgspec
 import pytest
 from fixtures.everything import make_server
-from helpers import FIXTURES, PYTHON, TIMEOUT, ConnectionTracker, init_frame, serve_command, without_loop_processes
+from helpers import (
+    BOTH_RUNNERS,
+    FIXTURES,
+    PYTHON,
+    TIMEOUT,
+    ConnectionTracker,
+    init_frame,
+    serve_command,
+    without_loop_processes,
+)
 
 from jsonrpc_mcp import Client, InvalidRequest, MethodNotFound, Server
 from jsonrpc_mcp import types as t
 from jsonrpc_mcp.transports.socket import serve_tcp, serve_unix
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.usefixtures("runner"), BOTH_RUNNERS]
 
 HANDSHAKE = {"protocol_version": "2025-11-25"}
 Connect = Callable[..., AbstractAsyncContextManager[Client]]
@@ -71,7 +80,19 @@ async def connect_stdio_threads(**options: Any) -> AsyncIterator[Client]:
             yield client
 
 
-@pytest.fixture(params=["memory", "stdio", "stdio-threads", "tcp", "unix"])
+#: (a stdio server runs in a subprocess, on the fast runner: only the in-process ones run on the plain one too)
+SUBPROCESS = pytest.mark.fast_runner
+
+
+@pytest.fixture(
+    params=[
+        "memory",
+        pytest.param("stdio", marks=SUBPROCESS),
+        pytest.param("stdio-threads", marks=SUBPROCESS),
+        "tcp",
+        "unix",
+    ]
+)
 def transport(request: pytest.FixtureRequest) -> Transport:
     return Transport(request.param)
 
@@ -324,6 +345,7 @@ async def read_lines(stream: anyio.abc.ByteReceiveStream, count: int) -> list[di
     return [json.loads(line) for line in data.splitlines()]
 
 
+@SUBPROCESS
 async def test_stdio_exits_zero_on_stdin_eof() -> None:
     process = await anyio.open_process(serve_command(), stderr=subprocess.PIPE)
     async with process:
@@ -348,6 +370,7 @@ async def test_stdio_exits_zero_on_stdin_eof() -> None:
     assert lines[1]["result"]["content"][0]["text"] == "2 steps"
 
 
+@SUBPROCESS
 async def test_stdio_frame_size_limit() -> None:
     command = [PYTHON, str(FIXTURES / "small_frames.py")]
     async with Client.connect_stdio(command, **HANDSHAKE) as client:
@@ -363,6 +386,7 @@ async def test_stdio_frame_size_limit() -> None:
         assert big.structured_content == {"result": 10**300}
 
 
+@SUBPROCESS
 @pytest.mark.parametrize("first", ["wait_a_little", "add_greeter"])
 async def test_a_stdio_server_starts_its_event_loop_only_when_something_needs_it(first: str) -> None:
     """``jsonrpc-mcp serve`` (``run_stdio``) answers what handlers answer at once in a plain read loop: no event
@@ -382,6 +406,7 @@ async def test_a_stdio_server_starts_its_event_loop_only_when_something_needs_it
             assert (await client.call_tool("was_cancelled")).structured_content == {"result": False}
 
 
+@SUBPROCESS
 @pytest.mark.skipif(shutil.which("tee") is None, reason="needs tee")
 async def test_our_client_speaks_stdio_and_writes_only_messages_to_the_servers_stdin() -> None:
     """What our client writes on a server's stdin, copied by ``tee`` on its way to the server, is JSON-RPC

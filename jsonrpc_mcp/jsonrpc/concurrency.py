@@ -34,6 +34,10 @@ logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
+#: What :func:`open_handler_tasks` makes while the tests run against the plain reference runner (see
+#: :func:`._reference.plain_runner`); ``None`` otherwise.
+_reference: Callable[[], HandlerTasks] | None = None
+
 
 def open_handler_tasks() -> HandlerTasks:
     """The tasks of one owner on the running event loop (to be entered with ``async with``; leaving cancels the
@@ -42,6 +46,8 @@ def open_handler_tasks() -> HandlerTasks:
     A task cancelled before it has started still starts: its handler runs up to its first suspension and is
     cancelled there, as in a task group. On asyncio a task is made with ``asyncio.Task`` itself, not
     ``loop.create_task``: a task factory set on the loop could start a handler before its owner is ready."""
+    if _reference is not None:
+        return _reference()
     trio = _running_trio()
     if trio is not None:
         return _TrioTasks(trio)

@@ -87,6 +87,10 @@ _LOCAL_ONLY: Final = (RequestTimeout, ConnectionClosed)
 _HANDLER_TASK: Final = "jsonrpc-mcp request handler"
 _OTHER_TASK: Final = "jsonrpc-mcp connection task"
 
+#: What a new :class:`Dispatcher` becomes while the tests run against the plain reference runner (see
+#: :func:`._reference.plain_runner`); ``None`` otherwise.
+_reference: type[Dispatcher] | None = None
+
 
 class ErrorReply(bytes):
     """An error response made by the dispatcher: the frame, with its ``code``; ``refused`` says the request was
@@ -264,6 +268,8 @@ class Dispatcher:
         self._pending: dict[RequestId, _Waiter] = {}
         self._next_id = 0
         self._closed = False
+        if _reference is not None and type(self) is Dispatcher:
+            self.__class__ = _reference  # the plain reference runner, in tests (jsonrpc/_reference.py)
 
     # --- the one request path ------------------------------------------------------------------------------
 
