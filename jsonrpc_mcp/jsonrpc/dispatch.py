@@ -1,7 +1,7 @@
 """A concurrent JSON-RPC 2.0 peer (L3): the one place where a request becomes an answer.
 
 One :class:`Dispatcher` owns one connection. Every inbound request, on every transport, goes through
-:meth:`Dispatcher.begin`, which alone
+:meth:`Dispatcher.answer_request`, which alone
 
 * refuses an id already in use and a request beyond the bound on requests in flight,
 * calls the handler, and turns a failure into the error reply (:func:`_failure_reply`, nowhere else; every error
@@ -11,8 +11,8 @@ One :class:`Dispatcher` owns one connection. Every inbound request, on every tra
   whose coroutine runs in the connection's tasks (:meth:`Dispatcher._run_handlers`), registered so that
   ``notifications/cancelled`` stops exactly that request (never answered then), its answer written when it comes.
 
-``begin`` needs no event loop: a transport may answer what handlers answer at once before it starts one (stdio's
-first frames, an HTTP POST in its own task), and the work that has to wait is kept until tasks exist
+``answer_request`` needs no event loop: a transport may answer what handlers answer at once before it starts one
+(stdio's first frames, an HTTP POST in its own task), and the work that has to wait is kept until tasks exist
 (:meth:`run`, :meth:`use_tasks`). Transports only decide where the bytes go.
 
 Bounds: at most ``max_in_flight`` handlers wait at once, and the answers waiting to be written hold at most
@@ -73,7 +73,7 @@ logger = logging.getLogger(__name__)
 
 #: ``on_request(request, context)``: the encoded result, or a coroutine producing it; raises
 #: :class:`~jsonrpc_mcp.errors.RpcError` to answer with an error. ``context`` is the one value that came with the
-#: request: what the transport passed to :meth:`Dispatcher.begin` (what it already learned of the request, its
+#: request: what the transport passed to :meth:`Dispatcher.answer_request` (what it already learned of the request, its
 #: :class:`~.streams.Intake` included), or from the read loop the :class:`~.streams.Intake` of the frames'
 #: :class:`~.streams.Arrival` (``None`` when they came with nothing).
 RequestHandler = Callable[[Request, Any], "bytes | Coroutine[Any, Any, bytes]"]
@@ -298,7 +298,9 @@ class Dispatcher:
 
     # --- the one request path ------------------------------------------------------------------------------
 
-    def begin(self, req: Request, context: Any = None, batch: _Batch | None = None, slot: int = 0) -> bytes | Pending:
+    def answer_request(
+        self, req: Request, context: Any = None, batch: _Batch | None = None, slot: int = 0
+    ) -> bytes | Pending:
         """Take an inbound request: its whole answer frame when it is ready at once (an :class:`ErrorReply` for
         an error), else a :class:`Pending` whose answer the stream will carry. Never raises. (``batch`` and
         ``slot``: the batch frame the request came in, and its place there; the read loop's.)"""
@@ -323,11 +325,11 @@ class Dispatcher:
         self._start(pending)
         return pending
 
-    def take(self, msg: Message, context: Any = None) -> bytes | Pending | None:
-        """Take any inbound message: a request goes to :meth:`begin`; a notification to its handler; a response
-        or error response to the outgoing request it answers. ``None`` when there is nothing to answer."""
+    def deliver(self, msg: Message, context: Any = None) -> bytes | Pending | None:
+        """Take any inbound message: a request goes to :meth:`answer_request`; a notification to its handler; a
+        response or error response to the outgoing request it answers. ``None`` when there is nothing to answer."""
         if type(msg) is Request:
-            return self.begin(msg, context)
+            return self.answer_request(msg, context)
         if type(msg) is Notification:
             self._notification(msg)
         elif type(msg) is Response:
@@ -340,9 +342,9 @@ class Dispatcher:
                 self._resolve(err.id, None, error_for_code(err.code, err.message, err.data))
         return None
 
-    def feed(self, frame: bytes, context: Any = None) -> bytes | Pending | None:
+    def _feed_frame(self, frame: bytes, context: Any = None) -> bytes | Pending | None:
         """Take one frame as read from the wire (a batch included), with what came with it (``context``, see
-        :data:`RequestHandler`): what :meth:`take` returns, or the error reply to a frame that is not a message
+        :data:`RequestHandler`): what :meth:`deliver` returns, or the error reply to a frame that is not a message
         (``None`` when it must not be answered). Never raises."""
         if not frame.startswith(b"{") and is_batch(frame):
             return self._feed_batch(frame, context)
@@ -366,8 +368,8 @@ class Dispatcher:
                 return None
             return _error_reply(ident, exc.code, exc.message, exc.data)
         if type(msg) is Request:
-            return self.begin(msg, context, batch, slot)
-        return self.take(msg)
+            return self.answer_request(msg, context, batch, slot)
+        return self.deliver(msg)
 
     def _feed_batch(self, frame: bytes, context: Any) -> bytes | None:
         try:
@@ -657,16 +659,16 @@ class Dispatcher:
         taken = 0
         while taken < len(frames):
             out: list[Outgoing] = []
-            taken += self.answer(frames[taken:], out, context)
+            taken += self.answer_frames(frames[taken:], out, context)
             if out:
                 await self._write(out)
             if taken < len(frames):
                 await self._wait_for_room()
 
-    def answer(self, frames: Sequence[bytes], out: list[Outgoing], context: Any = None) -> int:
-        """Take frames in order (:meth:`feed`; ``context``: what came with them), the answers ready at once appended
-        to ``out``; returns how many were taken: it stops early when the bounds are reached, or when work is kept
-        that needs tasks the connection does not have yet (a transport that starts its event loop only then:
+    def answer_frames(self, frames: Sequence[bytes], out: list[Outgoing], context: Any = None) -> int:
+        """Take frames in order (:meth:`_feed_frame`; ``context``: what came with them), the answers ready at once
+        appended to ``out``; returns how many were taken: it stops early when the bounds are reached, or when work is
+        kept that needs tasks the connection does not have yet (a transport that starts its event loop only then:
         stdio)."""
         taken = 0
         inflight = self._inflight
@@ -679,7 +681,7 @@ class Dispatcher:
             ):
                 break
             taken += 1
-            answer = self._feed(frame, None, 0, context) if frame.startswith(b"{") else self.feed(frame, context)
+            answer = self._feed(frame, None, 0, context) if frame.startswith(b"{") else self._feed_frame(frame, context)
             if answer is not None and type(answer) is not Pending:
                 out.append(Outgoing(answer, None, RESPONSE))  # type: ignore[arg-type]
         return taken
