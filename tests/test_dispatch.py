@@ -20,7 +20,7 @@ from jsonrpc_mcp.errors import InvalidParams
 from jsonrpc_mcp.jsonrpc._concurrency import open_handler_tasks
 from jsonrpc_mcp.jsonrpc.dispatch import BUSY, Dispatcher, ErrorReply, Pending
 from jsonrpc_mcp.jsonrpc.streams import MessageStream, Outgoing
-from jsonrpc_mcp.jsonrpc.wire import Request
+from jsonrpc_mcp.jsonrpc.wire import Notification, Request
 from jsonrpc_mcp.transports.memory import MemoryMessageStream, memory_pair
 
 pytestmark = pytest.mark.anyio
@@ -687,6 +687,25 @@ async def test_answer_request_answers_at_once_what_the_handler_has_and_maps_fail
     wrong = dispatcher.answer_request(Request(4, "wrong-type"))
     assert type(wrong) is ErrorReply and wrong.code == -32603
     assert dispatcher.in_flight() == 0
+
+
+async def test_deliver_hands_on_what_is_not_a_request_and_answers_nothing(caplog: pytest.LogCaptureFixture) -> None:
+    """``deliver`` takes a notification to its handler; a request handed to it is neither answered nor taken (its
+    handler is not called, its id not in use), and the mistake is logged: requests are ``answer_request``'s."""
+    heard: list[str] = []
+    called: list[str] = []
+
+    def on_request(req: Request, context: Any) -> bytes:
+        called.append(req.method)
+        return b"{}"
+
+    dispatcher = Dispatcher(_idle_stream(), on_request, lambda note: heard.append(note.method))
+    caplog.set_level(logging.ERROR, logger="jsonrpc_mcp.jsonrpc.dispatch")
+    dispatcher.deliver(Notification("notifications/progress"))
+    assert heard == ["notifications/progress"]
+    dispatcher.deliver(Request(1, "echo"))
+    assert called == [] and dispatcher.in_flight() == 0
+    assert any("Dispatcher.deliver" in r.getMessage() for r in caplog.records)
 
 
 async def test_answer_request_keeps_what_has_to_wait_until_the_connection_has_tasks() -> None:
