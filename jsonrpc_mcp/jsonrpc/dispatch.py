@@ -327,9 +327,9 @@ class Dispatcher:
         return pending
 
     def deliver(self, msg: Message) -> None:
-        """Hand on a message that arrived alone and is not a request: a notification to its handler, a response or
-        an error response to the request of ours it answers. Nothing is answered (a request is
-        :meth:`answer_request`'s: one given here is logged and dropped). Never raises."""
+        """Hand on a message that is not a request: a notification to its handler, a response or an error response
+        to the request of ours it answers. Nothing is answered (a request is :meth:`answer_request`'s: one given here
+        is logged and dropped). Never raises."""
         if type(msg) is Notification:
             self._notification(msg)
         elif type(msg) is Response:
