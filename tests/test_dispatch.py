@@ -21,7 +21,7 @@ from jsonrpc_mcp.jsonrpc._reference import PlainDispatcher, PlainTasks
 from jsonrpc_mcp.jsonrpc.concurrency import open_handler_tasks
 from jsonrpc_mcp.jsonrpc.dispatch import BUSY, Dispatcher, ErrorReply, Pending
 from jsonrpc_mcp.jsonrpc.streams import MessageStream, Outgoing
-from jsonrpc_mcp.jsonrpc.wire import Request
+from jsonrpc_mcp.jsonrpc.wire import Notification, Request
 from jsonrpc_mcp.transports.memory import MemoryMessageStream, memory_pair
 
 pytestmark = [pytest.mark.anyio, pytest.mark.usefixtures("runner"), BOTH_RUNNERS]
@@ -666,41 +666,62 @@ async def test_handler_tasks_do_not_go_through_the_loops_task_factory() -> None:
     assert made and "Dispatcher._run_handlers" not in made  # (the factory did make the client's own tasks)
 
 
-# --- begin: the one request path, with or without tasks ----------------------------------------------------
+# --- answer_request: the one request path, with or without tasks -------------------------------------------
 
 
 def _idle_stream() -> MessageStream:
     return _Writes([], gathers=False)
 
 
-async def test_begin_answers_at_once_what_the_handler_has_and_maps_failures() -> None:
-    """``begin`` needs no running connection: a ready answer is the whole response frame; a handler's RpcError is
-    its error reply, any other exception -32603 with nothing of it shown; both are ErrorReply with their code."""
+async def test_answer_request_answers_at_once_what_the_handler_has_and_maps_failures() -> None:
+    """``answer_request`` needs no running connection: a ready answer is the whole response frame; a handler's
+    RpcError is its error reply, any other exception -32603 with nothing of it shown; both are ErrorReply with their
+    code."""
     gates = Gates()
     dispatcher = Dispatcher(_idle_stream(), gates.handler)
-    assert dispatcher.begin(Request(1, "echo", msgspec_raw(b'{"a":1}'))) == b'{"jsonrpc":"2.0","id":1,"result":{"a":1}}'
-    failed = dispatcher.begin(Request(2, "fail"))
+    answered = dispatcher.answer_request(Request(1, "echo", msgspec_raw(b'{"a":1}')))
+    assert answered == b'{"jsonrpc":"2.0","id":1,"result":{"a":1}}'
+    failed = dispatcher.answer_request(Request(2, "fail"))
     assert type(failed) is ErrorReply and failed.code == -32602 and failed.refused is None
     assert json.loads(failed)["error"] == {"code": -32602, "message": "bad", "data": {"why": "test"}}
-    bug = dispatcher.begin(Request(3, "bug"))
+    bug = dispatcher.answer_request(Request(3, "bug"))
     assert type(bug) is ErrorReply and bug.code == -32603 and b"secret" not in bug
-    wrong = dispatcher.begin(Request(4, "wrong-type"))
+    wrong = dispatcher.answer_request(Request(4, "wrong-type"))
     assert type(wrong) is ErrorReply and wrong.code == -32603
     assert dispatcher.in_flight() == 0
 
 
-async def test_begin_keeps_what_has_to_wait_until_the_connection_has_tasks() -> None:
+async def test_deliver_hands_on_what_is_not_a_request_and_answers_nothing(caplog: pytest.LogCaptureFixture) -> None:
+    """``deliver`` takes a notification to its handler; a request handed to it is neither answered nor taken (its
+    handler is not called, its id not in use), and the mistake is logged: requests are ``answer_request``'s."""
+    heard: list[str] = []
+    called: list[str] = []
+
+    def on_request(req: Request, context: Any) -> bytes:
+        called.append(req.method)
+        return b"{}"
+
+    dispatcher = Dispatcher(_idle_stream(), on_request, lambda note: heard.append(note.method))
+    caplog.set_level(logging.ERROR, logger="jsonrpc_mcp.jsonrpc.dispatch")
+    dispatcher.deliver(Notification("notifications/progress"))
+    assert heard == ["notifications/progress"]
+    dispatcher.deliver(Request(1, "echo"))
+    assert called == [] and dispatcher.in_flight() == 0
+    assert any("Dispatcher.deliver" in r.getMessage() for r in caplog.records)
+
+
+async def test_answer_request_keeps_what_has_to_wait_until_the_connection_has_tasks() -> None:
     """A handler that has to wait is a Pending, registered at once (a duplicate id is refused, a bound is kept),
     and started when the connection gets tasks; its answer goes through the stream."""
     gates = Gates()
     ours, theirs = memory_pair(8)
     dispatcher = Dispatcher(theirs, gates.handler, max_in_flight=2)
-    pending = dispatcher.begin(Request(1, "block", msgspec_raw(b'{"key":"k"}')))
+    pending = dispatcher.answer_request(Request(1, "block", msgspec_raw(b'{"key":"k"}')))
     assert type(pending) is Pending and dispatcher.needs_tasks
-    duplicate = dispatcher.begin(Request(1, "echo"))
+    duplicate = dispatcher.answer_request(Request(1, "echo"))
     assert type(duplicate) is ErrorReply and duplicate.refused == "duplicate" and duplicate.code == -32600
-    assert type(dispatcher.begin(Request(2, "block", msgspec_raw(b'{"key":"k"}')))) is Pending
-    busy = dispatcher.begin(Request(3, "echo"))
+    assert type(dispatcher.answer_request(Request(2, "block", msgspec_raw(b'{"key":"k"}')))) is Pending
+    busy = dispatcher.answer_request(Request(3, "echo"))
     assert type(busy) is ErrorReply and busy.refused == "busy" and busy.code == BUSY
     assert dispatcher.in_flight() == 2 and gates.count == 0  # nothing has run yet
     async with open_handler_tasks() as tasks:
@@ -727,7 +748,7 @@ async def test_a_kept_request_cancelled_before_it_starts_is_never_answered() -> 
 
     stream = _Stream([], gathers=True)
     dispatcher = Dispatcher(stream, gates.handler)
-    assert type(dispatcher.begin(Request(5, "block", msgspec_raw(b'{"key":"c"}')))) is Pending
+    assert type(dispatcher.answer_request(Request(5, "block", msgspec_raw(b'{"key":"c"}')))) is Pending
     assert dispatcher.cancel_inbound(5)
     async with open_handler_tasks() as tasks:
         dispatcher.use_tasks(tasks)
@@ -743,7 +764,7 @@ async def test_close_cancels_handlers_fails_our_requests_and_drops_kept_work() -
     gates = Gates()
     stream = _Writes([], gathers=False)
     dispatcher = Dispatcher(stream, gates.handler)
-    assert type(dispatcher.begin(Request("kept", "block", msgspec_raw(b'{"key":"kept"}')))) is Pending
+    assert type(dispatcher.answer_request(Request("kept", "block", msgspec_raw(b'{"key":"kept"}')))) is Pending
     dispatcher.close()
     assert dispatcher.closed and dispatcher.in_flight() == 0 and not dispatcher.needs_tasks
     assert not dispatcher.spawn(_never)
@@ -752,7 +773,7 @@ async def test_close_cancels_handlers_fails_our_requests_and_drops_kept_work() -
     failures: list[type[BaseException]] = []
     async with open_handler_tasks() as tasks:
         running.use_tasks(tasks)
-        assert type(running.begin(Request(1, "block", msgspec_raw(b'{"key":"r"}')))) is Pending
+        assert type(running.answer_request(Request(1, "block", msgspec_raw(b'{"key":"r"}')))) is Pending
 
         async def ask() -> None:
             try:
@@ -774,7 +795,7 @@ async def _never() -> None:
     await anyio.sleep_forever()
 
 
-async def test_answer_takes_frames_until_work_needs_tasks_and_run_goes_on_from_there() -> None:
+async def test_answer_frames_takes_frames_until_work_needs_tasks_and_run_goes_on_from_there() -> None:
     """What stdio does before it starts its event loop: ``answer`` answers what is ready at once, in order, and
     stops at the first frame whose work has to wait; ``run(unread=...)`` takes the rest first, then reads."""
     ours, theirs = memory_pair(8)
@@ -788,7 +809,7 @@ async def test_answer_takes_frames_until_work_needs_tasks_and_run_goes_on_from_t
     dispatcher = Dispatcher(theirs, handler)
     frames = [request_frame(1, "now"), request_frame(2, "slow"), request_frame(3, "now")]
     out: list[Outgoing] = []
-    taken = dispatcher.answer(frames, out)
+    taken = dispatcher.answer_frames(frames, out)
     assert taken == 2 and [o.frame for o in out] == [b'{"jsonrpc":"2.0","id":1,"result":{"now":true}}']
     assert dispatcher.needs_tasks
     async with anyio.create_task_group() as tg:
@@ -1047,7 +1068,7 @@ async def test_handlers_that_start_after_all_were_cancelled_are_cancelled_too() 
             dispatcher.use_tasks(tasks)
             for key in keys:
                 request = Request(key, "block", msgspec_raw(b'{"key":"%s"}' % key.encode()))
-                assert type(dispatcher.begin(request)) is Pending
+                assert type(dispatcher.answer_request(request)) is Pending
             tasks.cancel_all()
         watchdog.cancel_scope.cancel()
     assert [gates.event(gates.cancelled, key).is_set() for key in keys] == [True, True]

@@ -425,9 +425,9 @@ def test_status_of() -> None:
 
     dispatcher = Dispatcher(cast(Any, None), lambda req, context: _raise(req.method))
     assert status_of(b'{"jsonrpc":"2.0","id":1,"result":{}}') == 200
-    assert status_of(dispatcher.begin(Request(1, "-32601"))) == 404  # type: ignore[arg-type]
-    assert status_of(dispatcher.begin(Request(2, "-32022"))) == 400  # type: ignore[arg-type]
-    assert status_of(dispatcher.begin(Request(3, "-32602"))) == 200  # type: ignore[arg-type]
+    assert status_of(dispatcher.answer_request(Request(1, "-32601"))) == 404  # type: ignore[arg-type]
+    assert status_of(dispatcher.answer_request(Request(2, "-32022"))) == 400  # type: ignore[arg-type]
+    assert status_of(dispatcher.answer_request(Request(3, "-32602"))) == 200  # type: ignore[arg-type]
 
 
 def _raise(code: str) -> bytes:
@@ -470,10 +470,10 @@ def test_one_table_gives_the_http_status_of_answers_and_refusals() -> None:
     from jsonrpc_mcp.jsonrpc.dispatch import BUSY, Dispatcher, Pending
 
     dispatcher = Dispatcher(cast(Any, None), lambda req, context: _raise(req.method), max_in_flight=1)
-    unknown = dispatcher.begin(Request(1, "-32601"))
+    unknown = dispatcher.answer_request(Request(1, "-32601"))
     assert _http_io.answer_status(unknown, stateless=True) == 404  # type: ignore[arg-type]
     assert _http_io.answer_status(unknown, stateless=False) == 200  # type: ignore[arg-type]  # (a session's answer)
-    busy = dispatcher.begin(Request(2, str(BUSY)))
+    busy = dispatcher.answer_request(Request(2, str(BUSY)))
     assert _http_io.answer_status(busy, stateless=False) == 429  # type: ignore[arg-type]
 
     async def wait() -> bytes:
@@ -481,10 +481,10 @@ def test_one_table_gives_the_http_status_of_answers_and_refusals() -> None:
         return b"{}"
 
     dispatcher.on_request = lambda req, context: wait()
-    assert type(dispatcher.begin(Request(3, "slow"))) is Pending
-    refused = dispatcher.begin(Request(4, "more"))  # (one in flight at most)
+    assert type(dispatcher.answer_request(Request(3, "slow"))) is Pending
+    refused = dispatcher.answer_request(Request(4, "more"))  # (one in flight at most)
     assert _http_io.answer_status(refused, stateless=False) == 429  # type: ignore[arg-type]
-    duplicate = dispatcher.begin(Request(3, "again"))
+    duplicate = dispatcher.answer_request(Request(3, "again"))
     assert _http_io.answer_status(duplicate, stateless=False) == 400  # type: ignore[arg-type]
     dispatcher.close()
     # A refusal before dispatch: the table's status for its code, 400 where the table has none, or its own.

@@ -1,7 +1,7 @@
 """A concurrent JSON-RPC 2.0 peer (L3): the one place where a request becomes an answer.
 
 One :class:`Dispatcher` owns one connection. Every inbound request, on every transport, goes through
-:meth:`Dispatcher.begin`, which alone
+:meth:`Dispatcher.answer_request`, which alone
 
 * refuses an id already in use and a request beyond the bound on requests in flight,
 * calls the handler, and turns a failure into the error reply (:func:`_failure_reply`, nowhere else; every error
@@ -11,8 +11,13 @@ One :class:`Dispatcher` owns one connection. Every inbound request, on every tra
   whose coroutine runs in the connection's tasks (:meth:`Dispatcher._run_handlers`), registered so that
   ``notifications/cancelled`` stops exactly that request (never answered then), its answer written when it comes.
 
-``begin`` needs no event loop: a transport may answer what handlers answer at once before it starts one (stdio's
-first frames, an HTTP POST in its own task), and the work that has to wait is kept until tasks exist
+What arrives comes in by one of three verbs, besides :meth:`Dispatcher.run` (the read loop over a stream):
+:meth:`~Dispatcher.answer_request` (a request that arrived alone: its answer, or a :class:`Pending`),
+:meth:`~Dispatcher.answer_frames` (the frames of one read: the answers ready at once appended, how many frames it
+took) and :meth:`~Dispatcher.deliver` (a notification or a response that arrived alone: nothing to answer).
+
+``answer_request`` needs no event loop: a transport may answer what handlers answer at once before it starts one
+(stdio's first frames, an HTTP POST in its own task), and the work that has to wait is kept until tasks exist
 (:meth:`run`, :meth:`use_tasks`). Transports only decide where the bytes go.
 
 Bounds: at most ``max_in_flight`` handlers wait at once, and the answers waiting to be written hold at most
@@ -72,7 +77,7 @@ logger = logging.getLogger(__name__)
 
 #: ``on_request(request, context)``: the encoded result, or a coroutine producing it; raises
 #: :class:`~jsonrpc_mcp.errors.RpcError` to answer with an error. ``context`` is the one value that came with the
-#: request: what the transport passed to :meth:`Dispatcher.begin` (what it already learned of the request, its
+#: request: what the transport passed to :meth:`Dispatcher.answer_request` (what it already learned of the request, its
 #: :class:`~.streams.Intake` included), or from the read loop the :class:`~.streams.Intake` of the frames'
 #: :class:`~.streams.Arrival` (``None`` when they came with nothing).
 RequestHandler = Callable[[Request, Any], "bytes | Coroutine[Any, Any, bytes]"]
@@ -273,10 +278,10 @@ class Dispatcher:
 
     # --- the one request path ------------------------------------------------------------------------------
 
-    def begin(self, req: Request, context: Any = None, batch: _Batch | None = None, slot: int = 0) -> bytes | Pending:
-        """Take an inbound request: its whole answer frame when it is ready at once (an :class:`ErrorReply` for
-        an error), else a :class:`Pending` whose answer the stream will carry. Never raises. (``batch`` and
-        ``slot``: the batch frame the request came in, and its place there; the read loop's.)"""
+    def answer_request(self, req: Request, context: Any = None) -> bytes | Pending:
+        """Answer a request that arrived alone (``context``: what came with it, see :data:`RequestHandler`): its
+        whole answer frame when it is ready at once (an :class:`ErrorReply` for an error), else a :class:`Pending`
+        whose answer the stream will carry. Never raises."""
         ident = req.id
         if ident in self._inflight:
             return _refusal(ident, "duplicate", codes.INVALID_REQUEST, "Invalid Request: id is already in use")
@@ -291,50 +296,33 @@ class Dispatcher:
         if type(result) is not CoroutineType and not isinstance(result, Coroutine):
             logger.error("handler for %r returned %s, not bytes or a coroutine", req.method, type(result).__name__)
             return _error_reply(ident, codes.INTERNAL_ERROR, "Internal error")
-        pending = Pending(req, result, batch, slot)
+        pending = Pending(req, result)
         self._inflight[ident] = pending
-        if batch is not None:
-            batch.waiting += 1
         self._start(pending)
         return pending
 
-    def take(self, msg: Message, context: Any = None) -> bytes | Pending | None:
-        """Take any inbound message: a request goes to :meth:`begin`; a notification to its handler; a response
-        or error response to the outgoing request it answers. ``None`` when there is nothing to answer."""
-        if type(msg) is Request:
-            if self.answers is not None and not self.answers():
-                self._unanswered(f"a request ({msg.method[:80]!r})")
-                return None
-            return self.begin(msg, context)
+    def deliver(self, msg: Message) -> None:
+        """Hand on a message that is not a request: a notification to its handler, a response or an error response
+        to the request of ours it answers. Nothing is answered (a request is :meth:`answer_request`'s: one given here
+        is logged and dropped). Never raises."""
         if type(msg) is Notification:
             self._notification(msg)
         elif type(msg) is Response:
             self._resolve(msg.id, msg.result, None)
-        else:
-            err: ErrorResponse = msg  # type: ignore[assignment]
-            if err.id is None:
-                logger.warning("peer sent an error without id: %s %.200r", err.code, err.message)
+        elif type(msg) is ErrorResponse:
+            if msg.id is None:
+                logger.warning("peer sent an error without id: %s %.200r", msg.code, msg.message)
             else:
-                self._resolve(err.id, None, error_for_code(err.code, err.message, err.data))
-        return None
-
-    def feed(self, frame: bytes, context: Any = None) -> bytes | Pending | None:
-        """Take one frame as read from the wire (a batch included), with what came with it (``context``, see
-        :data:`RequestHandler`): what :meth:`take` returns, or the error reply to a frame that is not a message
-        (``None`` when it must not be answered). Never raises."""
-        if not frame.startswith(b"{") and is_batch(frame):
-            if self.answers is not None and not self.answers():
-                self._unanswered("a batch")
-                return None
-            return self._feed_batch(frame, context)
-        return self._feed(frame, None, 0, context)
+                self._resolve(msg.id, None, error_for_code(msg.code, msg.message, msg.data))
+        else:
+            logger.error("a request was handed to Dispatcher.deliver, which answers nothing; it is dropped")
 
     def _unanswered(self, what: str) -> None:
         logger.warning("dropped %s of the peer unanswered: this side must not answer it", what)
 
-    def _feed(
-        self, frame: bytes, batch: _Batch | None = None, slot: int = 0, context: Any = None
-    ) -> bytes | Pending | None:
+    def _feed(self, frame: bytes, context: Any) -> bytes | Pending | None:
+        """One frame that is not a batch: its answer as :meth:`answer_request` returns it, the error reply to a frame
+        that is not a message, or ``None`` (nothing to answer: :meth:`deliver`'s, or a malformed notification)."""
         try:
             msg = read_message(frame)
         except RpcError as exc:
@@ -356,10 +344,14 @@ class Dispatcher:
             if self.answers is not None and not self.answers():
                 self._unanswered(f"a request ({msg.method[:80]!r})")
                 return None
-            return self.begin(msg, context, batch, slot)
-        return self.take(msg)
+            return self.answer_request(msg, context)
+        self.deliver(msg)
+        return None
 
     def _feed_batch(self, frame: bytes, context: Any) -> bytes | None:
+        if self.answers is not None and not self.answers():
+            self._unanswered("a batch")
+            return None
         try:
             items = decode_batch(frame)  # first: an array that is not JSON ("[1,") is a parse error, batches or not
         except RpcError as exc:
@@ -370,8 +362,12 @@ class Dispatcher:
             return _error_reply(None, codes.INVALID_REQUEST, "Invalid Request: empty batch")
         batch = _Batch(len(items))
         for slot, item in enumerate(items):
-            answer = self._feed(bytes(item), batch, slot, context)
-            if type(answer) is not Pending and answer is not None:
+            answer = self._feed(bytes(item), context)
+            if type(answer) is Pending:  # (its handler has not started yet: it runs in a task)
+                answer.batch = batch
+                answer.slot = slot
+                batch.waiting += 1
+            elif answer is not None:
                 batch.replies[slot] = answer  # type: ignore[assignment]
         return batch.add(0, None)  # the whole array now, unless some items are still pending
 
@@ -650,17 +646,17 @@ class Dispatcher:
         taken = 0
         while taken < len(frames):
             out: list[Outgoing] = []
-            taken += self.answer(frames[taken:], out, context)
+            taken += self.answer_frames(frames[taken:], out, context)
             if out:
                 await self._write(out)
             if taken < len(frames):
                 await self._wait_for_room()
 
-    def answer(self, frames: Sequence[bytes], out: list[Outgoing], context: Any = None) -> int:
-        """Take frames in order (:meth:`feed`; ``context``: what came with them), the answers ready at once appended
-        to ``out``; returns how many were taken: it stops early when the bounds are reached, or when work is kept
-        that needs tasks the connection does not have yet (a transport that starts its event loop only then:
-        stdio)."""
+    def answer_frames(self, frames: Sequence[bytes], out: list[Outgoing], context: Any = None) -> int:
+        """Answer the frames of one read, in order (``context``: what came with them; a batch frame answered as one),
+        the answers ready at once appended to ``out``; returns how many frames were taken: it stops early when the
+        bounds are reached, or when work is kept that needs tasks the connection does not have yet (a transport that
+        starts its event loop only then: stdio). Never raises."""
         taken = 0
         inflight = self._inflight
         limit = self.max_in_flight
@@ -672,7 +668,10 @@ class Dispatcher:
             ):
                 break
             taken += 1
-            answer = self._feed(frame, None, 0, context) if frame.startswith(b"{") else self.feed(frame, context)
+            if frame.startswith(b"{") or not is_batch(frame):
+                answer = self._feed(frame, context)
+            else:
+                answer = self._feed_batch(frame, context)
             if answer is not None and type(answer) is not Pending:
                 out.append(Outgoing(answer, None, RESPONSE))  # type: ignore[arg-type]
         return taken

@@ -13,8 +13,9 @@ A transport is something that moves frames, and nothing more. :class:`MessageStr
 
 What arrives with a message besides its frame (an HTTP request's headers, the principal its transport
 authenticated, the connection it came on) is an :class:`Intake`: one value that comes with the message into the
-dispatcher (``Dispatcher.begin(request, context)``, or an :class:`Arrival` that ``receive`` returns) and from it to
-the handler; nothing reaches back into the stream for it. Where nothing comes with it, it is :data:`NO_INTAKE`.
+dispatcher (``Dispatcher.answer_request(request, context)``, or an :class:`Arrival` that ``receive`` returns) and
+from it to the handler; nothing reaches back into the stream for it. Where nothing comes with it, it is
+:data:`NO_INTAKE`.
 """
 
 from __future__ import annotations

@@ -112,10 +112,10 @@ class HandshakeEndpoint:
                     await self.shared.take(session, msg)
                     await self.shared.save(session)
                 else:
-                    session.dispatcher.take(msg)
+                    session.dispatcher.deliver(msg)
                 await send_empty(send, 202)
                 return
-            answer = session.dispatcher.begin(msg, call)
+            answer = session.dispatcher.answer_request(msg, call)
             if self.shared is not None:
                 await self.shared.save(session)  # (what the request settled is shared before it is answered)
         except Unavailable as exc:
@@ -147,7 +147,7 @@ class HandshakeEndpoint:
             )
         session = await self.new_session(secrets.token_urlsafe(24))
         session.owner = owner
-        answer = session.dispatcher.begin(request, call)  # (initialize is answered at once)
+        answer = session.dispatcher.answer_request(request, call)  # (initialize is answered at once)
         extra: HeaderList = []
         if session.mcp.initialized:
             self.table.add(session)
@@ -245,11 +245,11 @@ class HandshakeEndpoint:
                     answered.append(error_reply(getattr(exc, "request_id", None), exc))
                 continue
             if type(msg) is not Request:
-                session.dispatcher.take(msg)
+                session.dispatcher.deliver(msg)
             elif msg.method == "initialize":
                 answered.append(error_reply(msg.id, _BATCHED_INITIALIZE))
             else:
-                answer = session.dispatcher.begin(msg, read_call(self.server.methods, msg, version, headers))
+                answer = session.dispatcher.answer_request(msg, read_call(self.server.methods, msg, version, headers))
                 if type(answer) is Pending:
                     ids.append(msg.id)
                 else:

@@ -2,9 +2,9 @@
 what it writes goes (L6 helper).
 
 The POSTs of a session hand their messages to its :class:`~jsonrpc_mcp.jsonrpc.dispatch.Dispatcher` themselves
-(``begin``, with the request's call and the POST's headers in it; ``take``); a handler that has to wait runs among
-the app's handler tasks. Every frame the dispatcher writes
-arrives at :meth:`SessionStream.send` with its kind and the id of the inbound request it belongs to, and is routed:
+(``answer_request``, with the request's call and the POST's headers in it; ``deliver``); a handler that has to wait
+runs among the app's handler tasks. Every frame the dispatcher writes arrives at :meth:`SessionStream.send` with
+its kind and the id of the inbound request it belongs to, and is routed:
 
 * to the :class:`Exchange` of that request (the POST waiting for it): notifications and server-to-client
   requests first, the response last — after which the exchange is done;

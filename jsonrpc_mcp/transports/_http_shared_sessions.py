@@ -162,7 +162,7 @@ class SharedSessions:
         """A client's answer or notification for ``session``: taken here when it belongs here, else handed to the
         worker it belongs to (the one waiting for that answer, or serving the request it cancels)."""
         if _belongs(session, msg):
-            session.dispatcher.take(msg)
+            session.dispatcher.deliver(msg)
         else:
             await self.backend.publish(ClientMessage(session.id, msgspec.Raw(encode_message(msg))))
 
@@ -196,7 +196,7 @@ class SharedSessions:
             if local is not None and not local.closed:
                 msg = read_message(bytes(event.frame))
                 if _belongs(local, msg):
-                    local.dispatcher.take(msg)
+                    local.dispatcher.deliver(msg)
             return True
         if type(event) is SessionChanged:
             local = self.table.view.get(event.id)

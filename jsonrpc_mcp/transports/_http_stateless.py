@@ -7,8 +7,8 @@ and then the mirrored headers (:func:`~jsonrpc_mcp.mcp.headers.mirrored_header_p
 / ``params.uri`` / ``params.taskId``) and the ``Mcp-Param-*`` headers of the called tool's ``x-mcp-header``
 properties: missing, malformed or different → -32020, HTTP 400.
 
-:func:`serve_alone` then hands the request to a fresh session's dispatcher, whose ``begin`` checks the rest
-(the version -32022, the method -32601 with HTTP 404, ...). An answer ready at once is written as JSON; a
+:func:`serve_alone` then hands the request to a fresh session's dispatcher, whose ``answer_request`` checks the
+rest (the version -32022, the method -32601 with HTTP 404, ...). An answer ready at once is written as JSON; a
 handler that has to wait runs in a task of this POST, and its answer is JSON, or SSE when notifications come
 first (never requests: the stateless era has none). The client closing the connection cancels it.
 """
@@ -90,7 +90,7 @@ async def serve_alone(
     session.detached = detached
     if handshake_version is not None and request.method != "initialize":
         session.assume_initialized(handshake_version)
-    answer = dispatcher.begin(request, call)
+    answer = dispatcher.answer_request(request, call)
     if type(answer) is not Pending:
         session.close()
         await send_bytes(send, 200 if fmt.status_of is None else fmt.status_of(answer), answer)  # type: ignore[arg-type]

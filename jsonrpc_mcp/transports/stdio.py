@@ -72,7 +72,7 @@ def run_stdio(server: Server, *, max_frame: int = DEFAULT_MAX_FRAME, backend: st
             except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
                 break
             out: list[Outgoing] = []
-            taken = dispatcher.answer(frames, out)
+            taken = dispatcher.answer_frames(frames, out)
             if out:
                 stream.send_sync(out)
             unread = frames[taken:]
