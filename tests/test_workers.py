@@ -760,3 +760,26 @@ async def test_a_forked_child_starts_with_a_fresh_pool() -> None:
             release.set()
     finally:
         release.set()
+
+
+async def test_a_plain_tool_that_changes_the_servers_tools_tells_the_client(sync_path: str) -> None:
+    """A ``def`` tool runs on a worker thread; the ``list_changed`` its ``add_tool`` sends is started on the event
+    loop's thread (on trio a task started from another thread fails the call)."""
+    server = Server("grows", "1")
+    told = anyio.Event()
+
+    @server.tool()
+    def grow(name: str) -> str:
+        server.add_tool(lambda: "new", name=name)
+        return f"added {name} on {'a worker thread' if on_worker_thread() else 'the loop'}"
+
+    def on_notification(method: str, params: Any) -> None:
+        if method == "notifications/tools/list_changed":
+            told.set()
+
+    async with Client.connect_server(server, on_notification=on_notification, protocol_version="2025-11-25") as client:
+        result = await client.call_tool("grow", {"name": "sprout"})
+        assert not result.is_error and result.content[0].text == "added sprout on a worker thread"  # type: ignore[union-attr]
+        with anyio.fail_after(5):
+            await told.wait()
+        assert "sprout" in [tool.name for tool in await client.list_tools()]

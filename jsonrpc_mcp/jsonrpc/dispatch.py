@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import logging
 import math
+import threading
 from collections.abc import Callable, Coroutine, Sequence
 from contextvars import copy_context
 from types import CoroutineType
@@ -36,6 +37,7 @@ from typing import Any, Final, NamedTuple
 
 import anyio
 import anyio.abc
+import anyio.from_thread
 import anyio.lowlevel
 import msgspec
 from msgspec import Raw
@@ -262,6 +264,7 @@ class Dispatcher:
         self._next_run: _Run | None = None  # handlers begun since a run last started (or before tasks exist)
         self._inflight: dict[RequestId, Pending] = {}
         self._kept: list[tuple[Callable[..., Coroutine[Any, Any, Any]], tuple[Any, ...]]] = []  # until tasks exist
+        self._loop: tuple[int, anyio.lowlevel.EventLoopToken] | None = None  # the tasks' thread, and its loop
         self._running = 0  # tasks of this connection not yet done (their answer written)
         self._notes = 0  # notification handlers started and not yet done (they count in max_in_flight)
         self._unwritten = 0  # bytes of answers made and not yet written
@@ -437,6 +440,7 @@ class Dispatcher:
         """Run this connection's handlers among ``tasks`` (shared with other connections: an HTTP app's); kept
         work starts now. :meth:`close` cancels this connection's own."""
         self._tasks = tasks
+        self._loop = (threading.get_ident(), anyio.lowlevel.current_token())
         if self._next_run is not None:
             self._spawn(self._next_run)  # (one cancelled meanwhile is cancelled where it first waits)
         kept, self._kept = self._kept, []
@@ -587,9 +591,13 @@ class Dispatcher:
     def spawn(self, fn: Callable[..., Coroutine[Any, Any, Any]], *args: Any) -> bool:
         """Run ``fn(*args)`` in a task of this connection (cancelled when it ends); kept until the connection has
         tasks when it has none yet. False once the connection has ended. ``fn`` must not raise (what escapes is
-        logged on asyncio, and ends the connection's tasks on trio)."""
+        logged on asyncio, and ends the connection's tasks on trio). Called on another thread (a plain tool on a
+        worker thread that changes the server's lists), it waits for the event loop's thread to start the task."""
         if self._closed:
             return False
+        loop = self._loop
+        if loop is not None and threading.get_ident() != loop[0]:
+            return anyio.from_thread.run_sync(self.spawn, fn, *args, token=loop[1])
         if self._tasks is None:
             self._kept.append((fn, args))
         else:
