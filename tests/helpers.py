@@ -11,7 +11,7 @@ import itertools
 import json
 import sys
 from collections import deque
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterator, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 from typing import Any
@@ -21,8 +21,9 @@ import anyio
 import pytest
 
 from jsonrpc_mcp import Server
-from jsonrpc_mcp.jsonrpc.streams import NOTIFICATION, MessageStream, Outgoing
-from jsonrpc_mcp.transports.memory import memory_pair
+from jsonrpc_mcp.jsonrpc.streams import NOTIFICATION, Arrival, Intake, MessageStream, Outgoing
+from jsonrpc_mcp.mcp.principal import AccessToken
+from jsonrpc_mcp.transports.memory import MemoryMessageStream, memory_pair
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "tests" / "fixtures"
@@ -207,3 +208,21 @@ def without_loop_processes() -> Iterator[None]:
 
     with mock.patch.object(anyio, "open_process", unsupported):
         yield
+
+
+class PrincipalStream(MemoryMessageStream):
+    """A memory stream whose requests all come from one principal (as an authenticating transport would say)."""
+
+    principal: AccessToken | None = None
+
+    async def receive(self) -> Sequence[bytes]:
+        return Arrival(await super().receive(), PrincipalIntake(self.principal))
+
+
+class PrincipalIntake(Intake):
+    """What comes with a message of a transport that authenticated its sender."""
+
+    __slots__ = ("auth",)
+
+    def __init__(self, principal: AccessToken | None) -> None:
+        self.auth = principal

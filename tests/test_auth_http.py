@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -18,7 +18,7 @@ import pytest
 from auth_server import AuthServer
 from auth_support import auth as auth
 from auth_support import jwt_policy
-from helpers import RawPeer, init_frame, notification_frame, request_frame
+from helpers import PrincipalStream, RawPeer, init_frame, notification_frame, request_frame
 from http_support import (
     HTTPX_GENERATORS,
     JSON_HEADERS,
@@ -44,7 +44,6 @@ from jsonrpc_mcp.auth import (
     ProtectedResource,
     VerifierUnavailable,
 )
-from jsonrpc_mcp.jsonrpc.streams import Arrival, Intake
 from jsonrpc_mcp.transports.http_asgi import McpAsgiApp
 from jsonrpc_mcp.transports.memory import MemoryMessageStream
 
@@ -661,24 +660,6 @@ async def test_a_batch_is_checked_by_the_server_itself(
 
 
 # --- the server's own check, on any transport that carries a principal ------------------------------------------
-
-
-class PrincipalStream(MemoryMessageStream):
-    """A memory stream whose requests all come from one principal (as an authenticating transport would say)."""
-
-    principal: AccessToken | None = None
-
-    async def receive(self) -> Sequence[bytes]:
-        return Arrival(await super().receive(), PrincipalIntake(self.principal))
-
-
-class PrincipalIntake(Intake):
-    """What comes with a message of a transport that authenticated its sender."""
-
-    __slots__ = ("auth",)
-
-    def __init__(self, principal: AccessToken | None) -> None:
-        self.auth = principal
 
 
 @asynccontextmanager

@@ -7,7 +7,7 @@ Nothing sleeps: a task's tool waits on an event the test sets; status changes ar
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -16,14 +16,13 @@ import anyio
 import httpx
 import msgspec
 import pytest
-from helpers import TIMEOUT
+from helpers import TIMEOUT, PrincipalStream
 from http_support import ServerThread, open_session, response_of
 from http_support import collect_garbage as collect_garbage
 
 from jsonrpc_mcp import Client, Context, RpcError, Server, ToolError, types
 from jsonrpc_mcp.auth import AccessToken
 from jsonrpc_mcp.errors import InvalidParams
-from jsonrpc_mcp.jsonrpc.streams import Arrival, Intake
 from jsonrpc_mcp.mcp.task_client import CoreTaskHandle
 from jsonrpc_mcp.middleware import TASK_OPERATIONS, RateLimiter, by_principal
 from jsonrpc_mcp.tasks import MemoryTaskStore, TaskCancelled, Tasks
@@ -95,25 +94,6 @@ class App:
 async def client_of(app: App, **options: Any) -> AsyncIterator[Client]:
     async with Client.connect_server(app.server, protocol_version=V, **options) as client:
         yield client
-
-
-class PrincipalStream(MemoryMessageStream):
-    """The server's end of an in-memory pair whose requests all come from one principal (as an authenticating
-    transport would say)."""
-
-    principal: AccessToken | None = None
-
-    async def receive(self) -> Sequence[bytes]:
-        return Arrival(await super().receive(), PrincipalIntake(self.principal))
-
-
-class PrincipalIntake(Intake):
-    """What comes with a message of a transport that authenticated its sender."""
-
-    __slots__ = ("auth",)
-
-    def __init__(self, principal: AccessToken | None) -> None:
-        self.auth = principal
 
 
 @asynccontextmanager

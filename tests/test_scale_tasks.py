@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -14,6 +14,7 @@ import anyio
 import anyio.to_thread
 import httpx
 import pytest
+from helpers import PrincipalStream
 from redis_support import RedisProcess, own_redis, prefix, redis_server, redis_url  # noqa: F401 (fixtures)
 from scale_support import TIMEOUT, Workers, call_v5, redis_app, workers_fixture
 from scale_support import http as http
@@ -24,7 +25,6 @@ from jsonrpc_mcp.auth import AccessToken
 from jsonrpc_mcp.backends.redis import RedisBackend
 from jsonrpc_mcp.backends.redis_tasks import STOPPED_MESSAGE, RedisTaskStore
 from jsonrpc_mcp.errors import Unavailable
-from jsonrpc_mcp.jsonrpc.streams import Arrival, Intake
 from jsonrpc_mcp.mcp import task_state as ts
 from jsonrpc_mcp.tasks import MemoryTaskStore, Tasks
 from jsonrpc_mcp.transports.http_asgi import McpAsgiApp
@@ -231,30 +231,12 @@ async def test_a_sweep_while_redis_is_away_is_logged_and_the_worker_sweeps_again
     assert all(r.exc_info is None for r in lines)  # (one line per outage, no traceback)
 
 
-class _PrincipalStream(MemoryMessageStream):
-    """The server's end of an in-memory pair whose requests all come from one principal."""
-
-    principal: AccessToken | None = None
-
-    async def receive(self) -> Sequence[bytes]:
-        return Arrival(await super().receive(), _PrincipalIntake(self.principal))
-
-
-class _PrincipalIntake(Intake):
-    """What comes with a message of a transport that authenticated its sender."""
-
-    __slots__ = ("auth",)
-
-    def __init__(self, principal: AccessToken | None) -> None:
-        self.auth = principal
-
-
 @asynccontextmanager
 async def _client_as(server: Server, subject: str) -> AsyncIterator[Client]:
     """Our 2025-11-25 client, authenticated as ``subject`` by its transport, served by ``server``."""
     send_a, receive_a = anyio.create_memory_object_stream[bytes](64)
     send_b, receive_b = anyio.create_memory_object_stream[bytes](64)
-    theirs = _PrincipalStream(send_a, receive_b)
+    theirs = PrincipalStream(send_a, receive_b)
     theirs.principal = AccessToken(subject=subject, client_id="c")
     async with send_a, receive_a, send_b, receive_b, anyio.create_task_group() as tg:
         tg.start_soon(server.serve, theirs)
