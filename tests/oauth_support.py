@@ -29,7 +29,19 @@ from joserfc import jwt
 from joserfc.errors import JoseError
 from joserfc.jwk import ECKey, Key, import_key
 
+from jsonrpc_mcp.auth import HeadlessConsent, OAuth
 from jsonrpc_mcp.transports.http_asgi import McpAsgiApp
+
+#: Where the headless consent of the OAuth client tests says the authorization server redirects (nothing listens).
+REDIRECT = "http://127.0.0.1:5999/callback"
+HANDSHAKE = {"protocol_version": "2025-11-25"}
+
+
+def oauth(**options: Any) -> OAuth:
+    """The OAuth client of the tests: a headless consent (unless given), named "test client"."""
+    options.setdefault("consent", HeadlessConsent(redirect_uri=REDIRECT))
+    return OAuth(client_name="test client", **options)
+
 
 Scope = dict[str, Any]
 Receive = Callable[[], Awaitable[dict[str, Any]]]

@@ -12,7 +12,7 @@ from typing import Any
 import anyio
 import httpx
 import pytest
-from oauth_support import AuthServer, ProtectedMcp, redirect_target, s256
+from oauth_support import HANDSHAKE, REDIRECT, AuthServer, ProtectedMcp, oauth, redirect_target, s256
 from oauth_support import auth_server as auth_server
 from oauth_support import mcp as mcp
 
@@ -21,14 +21,6 @@ from jsonrpc_mcp.auth import FileTokenStore, HeadlessConsent, LoopbackConsent, M
 from jsonrpc_mcp.errors import AuthorizationError
 
 pytestmark = pytest.mark.anyio
-
-REDIRECT = "http://127.0.0.1:5999/callback"
-HANDSHAKE = {"protocol_version": "2025-11-25"}
-
-
-def oauth(**options: Any) -> OAuth:
-    options.setdefault("consent", HeadlessConsent(redirect_uri=REDIRECT))
-    return OAuth(client_name="test client", **options)
 
 
 async def test_the_client_authorizes_on_401_and_then_sends_the_token_with_every_request(

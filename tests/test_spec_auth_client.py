@@ -10,7 +10,7 @@ from typing import Any
 
 import httpx
 import pytest
-from oauth_support import AuthServer, ProtectedMcp, Request, s256
+from oauth_support import HANDSHAKE, REDIRECT, AuthServer, ProtectedMcp, Request, oauth, s256
 
 from jsonrpc_mcp import Client
 from jsonrpc_mcp.auth import HeadlessConsent, OAuth, client_metadata_document
@@ -18,14 +18,6 @@ from jsonrpc_mcp.auth.oauth_wire import parse_www_authenticate
 from jsonrpc_mcp.errors import AuthorizationError
 
 pytestmark = pytest.mark.anyio
-
-REDIRECT = "http://127.0.0.1:5999/callback"
-HANDSHAKE = {"protocol_version": "2025-11-25"}
-
-
-def oauth(**options: Any) -> OAuth:
-    options.setdefault("consent", HeadlessConsent(redirect_uri=REDIRECT))
-    return OAuth(client_name="test client", **options)
 
 
 async def fails_at(url: str, auth: OAuth, step: str) -> AuthorizationError:

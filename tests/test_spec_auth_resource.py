@@ -3,11 +3,12 @@ sentence by sentence (conformance/spec/coverage/auth-resource.toml maps each tes
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 
 import httpx
 import pytest
 from http_support import JSON_HEADERS, ServerThread, init_body, stateless_body, stateless_headers
+from http_support import http as http
 
 from jsonrpc_mcp import Server
 from jsonrpc_mcp.auth import AccessToken, InvalidToken, ProtectedResource
@@ -80,12 +81,6 @@ def protected() -> Iterator[ServerThread]:
     late.app = McpAsgiApp(make_server(), http_policy=protection(thread.url))
     yield thread
     thread.stop()
-
-
-@pytest.fixture
-async def http() -> AsyncIterator[httpx.AsyncClient]:
-    async with httpx.AsyncClient(timeout=10) as client:
-        yield client
 
 
 @pytest.mark.parametrize("token", ["reader", "nothing"])
