@@ -296,9 +296,12 @@ class Context(msgspec.Struct, kw_only=True):
         """Ask for several inputs at once: ``{key: (method, params)}`` → ``{key: typed result}``.
 
         In the stateless era all missing ones go out in one ``InputRequiredResult``; in a handshake session they
-        are sent as concurrent server-to-client requests.
+        are sent as concurrent server-to-client requests. ``method`` is one of ``elicitation/create``,
+        ``sampling/createMessage`` and ``roots/list`` (the only inputs a server may ask for), else ``ValueError``.
         """
         for method, _ in requests.values():
+            if method not in _RESULT_TYPE_OF:
+                raise ValueError(f"request_inputs asks for {method!r}; an input is one of {', '.join(_RESULT_TYPE_OF)}")
             self._check_capability(method, None)
         if self.stateless:
             missing = {k: _input_request(m, p) for k, (m, p) in requests.items() if k not in self.answers}
