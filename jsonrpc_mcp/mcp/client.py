@@ -336,7 +336,7 @@ class ClientSession:
             self.stateless = True
             self.protocol_version = version
             try:
-                raw = await self._send("server/discover", {"_meta": self._meta()}, timeout=30)
+                raw = await self._send("server/discover", {"_meta": self._meta()}, timeout=self._probe_timeout())
             except ConnectionClosed as exc:
                 self.stateless = False
                 self.protocol_version = None
@@ -363,6 +363,11 @@ class ClientSession:
                 self.server_info = msgspec.convert(info, t.Implementation)
             return result
         raise RpcError("no common protocol version", code=UNSUPPORTED_PROTOCOL_VERSION)  # pragma: no cover
+
+    def _probe_timeout(self) -> float:
+        """How long ``server/discover`` waits: a server of the handshake era may never answer it, so 30 seconds
+        at most, or the client's ``request_timeout`` when that is shorter."""
+        return 30.0 if self.request_timeout is None else min(30.0, self.request_timeout)
 
     def _meta(self, declare: Sequence[Extension] = ()) -> dict[str, Any]:
         capabilities = self.capabilities()
