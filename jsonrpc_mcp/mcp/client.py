@@ -630,7 +630,12 @@ class ClientSession:
         if required or (task and await self._may_be_task(name)):
             asked = task if isinstance(task, Mapping) else {}
             handle = await self._start_core_task(name, arguments, meta, asked)
-            result: t.CallToolResult = await handle.wait(progress=progress)
+            try:
+                result: t.CallToolResult = await handle.wait(progress=progress)
+            except BaseException:
+                if not handle.done:
+                    await handle.abandon()  # (a task-augmented call is cancelled with tasks/cancel)
+                raise
             await self._check_tool_output(name, result)
             return result
         params: dict[str, Any] = {"name": name, "arguments": dict(arguments or {})}
@@ -703,10 +708,11 @@ class ClientSession:
         task: Mapping[str, Any] | None,
     ) -> CoreTaskHandle:
         params: dict[str, Any] = {"name": name, "arguments": dict(arguments or {})}
-        if task is not None:
-            params["task"] = dict(task)
         if meta:
             params["_meta"] = dict(meta)
+        if task is not None:
+            params["task"] = dict(task)
+            return await CoreTaskHandle.create(self, params, result_type=t.CallToolResult)
         raw = await self._request_raw("tools/call", params)
         return CoreTaskHandle(self, msgspec.json.decode(raw), result_type=t.CallToolResult)
 
