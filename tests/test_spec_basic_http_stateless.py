@@ -1,0 +1,69 @@
+"""2026-07-28 basic/transports/streamable-http: the standard and `Mcp-Param-*` headers, sentence by sentence (the
+ids are in conformance/spec/coverage/transports.toml). The client's headers are computed by
+``jsonrpc_mcp.mcp.headers``; the server's check runs under a real uvicorn (http_support)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+import pytest
+from http_support import HTTPX_GENERATORS, ServerThread, stateless_body, stateless_headers
+from http_support import collect_garbage as collect_garbage
+from http_support import http as http
+from http_support import server as server
+
+from jsonrpc_mcp.mcp.headers import decode_header_value, param_headers, standard_headers
+
+pytestmark = [pytest.mark.anyio, HTTPX_GENERATORS, pytest.mark.usefixtures("collect_garbage")]
+
+SAFE = 2**53 - 1
+
+
+def test_a_name_that_is_not_a_plain_ascii_header_value_is_sent_base64() -> None:
+    """ "If the Mcp-Name source value cannot be safely represented as a plain ASCII header value, clients MUST
+    encode it using the Base64 sentinel format"; a name in the safe set goes as it is."""
+    for name in ("wetter-zürich", " padded", "tab\tin", "line\nbreak", "=?base64?looks-encoded?="):
+        header = standard_headers("tools/call", {"name": name})["Mcp-Name"]
+        assert header.startswith("=?base64?") and header.endswith("?=") and header.isascii()
+        assert decode_header_value(header) == name
+    assert standard_headers("tools/call", {"name": "get_weather"})["Mcp-Name"] == "get_weather"
+    assert standard_headers("resources/read", {"uri": "file:///tmp/é.txt"})["Mcp-Name"].startswith("=?base64?")
+
+
+def test_no_header_for_a_parameter_the_arguments_do_not_have() -> None:
+    """ "Parameter not in arguments: Client MUST omit the header" (at any depth of the property path)."""
+    annotations = {("region",): "Region", ("count",): "Count", ("where", "zone"): "Zone"}
+    assert param_headers(annotations, {"region": "eu"}) == {"Mcp-Param-Region": "eu"}
+    assert param_headers(annotations, {"where": {}}) == {}
+    assert param_headers(annotations, None) == {}
+
+
+async def post(http: httpx.AsyncClient, url: str, arguments: dict[str, Any], **params: str) -> httpx.Response:
+    body = stateless_body(7, "tools/call", {"name": "region", "arguments": arguments})
+    headers = stateless_headers("tools/call", "region", **{f"Mcp-Param-{k}": v for k, v in params.items()})
+    return await http.post(url, json=body, headers=headers)
+
+
+async def test_the_server_expects_no_header_for_a_parameter_the_arguments_do_not_have(
+    server: ServerThread, http: httpx.AsyncClient
+) -> None:
+    """ "Parameter not in arguments: ... Server MUST NOT expect the header": the call without `count` and `flag`
+    (each with an x-mcp-header) and without their headers is served."""
+    response = await post(http, server.url, {"region": "eu"}, Region="eu")
+    assert response.status_code == 200, response.text
+    assert response.json()["result"]["content"][0]["text"] == "eu::0:False"
+
+
+@pytest.mark.parametrize("count", [SAFE + 1, -(SAFE + 1), 2**64])
+async def test_an_integer_header_argument_outside_the_safe_range_is_refused(
+    server: ServerThread, http: httpx.AsyncClient, count: int
+) -> None:
+    """ "Integer values MUST be within the safe range for JavaScript (-2^53+1 to 2^53-1)": an argument mirrored
+    in a header outside it is refused (-32020, HTTP 400: decision 34ga), even with a header that matches it
+    digit for digit; one at the bound is served."""
+    refused = await post(http, server.url, {"region": "eu", "count": count}, Region="eu", Count=str(count))
+    assert refused.status_code == 400 and refused.json()["error"]["code"] == -32020
+    assert "safe range" in refused.json()["error"]["message"]
+    bound = await post(http, server.url, {"region": "eu", "count": SAFE}, Region="eu", Count=str(SAFE))
+    assert bound.status_code == 200 and "result" in bound.json()
