@@ -5,6 +5,7 @@ writes each message on. A real uvicorn on a loopback port (http_support)."""
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Iterator
 from typing import Any
 
@@ -152,3 +153,37 @@ async def test_the_get_stream_carries_no_answer_and_nothing_of_another_stream(
         await session.call(4, "grow", {"name": unique("grown").replace("-", "_")})
         unrelated = await listening.next_message()
     assert unrelated == {"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}
+
+
+async def test_the_session_id_goes_only_to_its_endpoint_and_never_to_a_log(
+    recorded: ServerThread, recorder: BodyRecorder, caplog: pytest.LogCaptureFixture
+) -> None:
+    """2025-11-25: "The client MUST handle the session ID in a secure manner": it is sent to the endpoint that
+    gave it and nowhere else, and no log line of this library (the client's or the server's) shows it, at any
+    level. (httpcore's own DEBUG trace lists response headers, the session id among them.)"""
+    caplog.set_level(logging.DEBUG)
+    async with Client.connect_http(recorded.url, protocol_version="2025-11-25") as client:
+        await client.call_tool("add", {"a": 1, "b": 2})
+        sid = client.stream.session_id  # type: ignore[attr-defined]
+    assert isinstance(sid, str) and len(sid) >= 32
+    carrying = [h for _, h, _ in recorder.seen if sid in " ".join(h.values())]
+    assert carrying and all(h["mcp-session-id"] == sid and h["host"] == recorded.url.split("/")[2] for h in carrying)
+    ours = [r for r in caplog.records if r.name.startswith("jsonrpc_mcp")]
+    assert ours and [r.getMessage() for r in ours if sid in r.getMessage()] == []
+
+
+@pytest.mark.parametrize("version", ["2025-03-26", "2025-06-18"])
+async def test_before_2025_11_25_the_stream_stays_open_until_its_answer(
+    server: ServerThread, http: httpx.AsyncClient, version: str
+) -> None:
+    """2025-03-26 and 2025-06-18: "The server SHOULD NOT close the SSE stream before sending the JSON-RPC response
+    for the received JSON-RPC request, unless the session expires": a handler asking to close it early (SEP-1699
+    polling, which 2025-11-25 allows) is told no, and the answer comes on the stream that was open."""
+    key = unique(f"open-{version}")
+    session = await open_session(http, server.url, version)
+    async with session.stream(call_body(2, "poll", {"key": key}, meta={"progressToken": 1})) as response:
+        assert response.headers["content-type"] == "text/event-stream"
+        async with SseReader(response) as reader:
+            await session.call(3, "release", {"key": key})
+            answer = await reader.next_message()
+    assert answer == {"jsonrpc": "2.0", "id": 2, "result": {"content": [{"type": "text", "text": f"polled {key}"}]}}

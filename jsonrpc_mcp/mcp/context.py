@@ -365,8 +365,10 @@ class Context(msgspec.Struct, kw_only=True):
 
     async def close_sse_stream(self) -> bool:
         """Streamable HTTP, handshake era (SEP-1699): close this request's SSE stream now; the client comes back
-        with GET + ``Last-Event-ID`` and receives the rest. False where the transport has no such stream."""
-        if self.stateless:
+        with GET + ``Last-Event-ID`` and receives the rest. False where the transport has no such stream, and in a
+        session of a revision before 2025-11-25 (which says the server should not close the stream before its
+        answer)."""
+        if self.stateless or self.version < "2025-11-25":
             return False
         return self.session.dispatcher.stream.close_request_stream(self.request_id)
 
