@@ -33,6 +33,7 @@ from ..errors import (
     InvalidParams,
     MethodNotFound,
     ProtocolViolation,
+    RequestTimeout,
     ResourceNotFound,
     RpcError,
     ToolError,
@@ -148,7 +149,12 @@ def _file_roots(roots: Sequence[t.Root]) -> list[t.Root]:
 
 
 def _check_options(
-    protocol_version: str, elicitation_modes: Sequence[str], request_timeout: Any, max_total_timeout: Any
+    protocol_version: str,
+    elicitation_modes: Sequence[str],
+    request_timeout: Any,
+    max_total_timeout: Any,
+    ping_interval: Any = None,
+    ping_timeout: Any = 10.0,
 ) -> None:
     """Refuse a setting of :class:`ClientSession` that could not be meant (a misspelt version would have been
     taken for the stateless era), naming it."""
@@ -159,7 +165,12 @@ def _check_options(
         raise ValueError(f'elicitation_modes is a list of "form" and "url", not {elicitation_modes!r}')
     if not elicitation_modes:
         raise ValueError('elicitation_modes names one mode at least ("form", "url"): a client that elicits has one')
-    for name, seconds in (("request_timeout", request_timeout), ("max_total_timeout", max_total_timeout)):
+    for name, seconds in (
+        ("request_timeout", request_timeout),
+        ("max_total_timeout", max_total_timeout),
+        ("ping_interval", ping_interval),
+        ("ping_timeout", ping_timeout),
+    ):
         if seconds is not None and (isinstance(seconds, bool) or not isinstance(seconds, (int, float))):
             raise TypeError(f"{name} must be a number of seconds (or None), not {seconds!r}")
         if seconds is not None and not seconds > 0:  # (a NaN is not either)
@@ -193,8 +204,12 @@ class ClientSession:
         middleware: Sequence[ClientMiddleware] = (),
         extensions: Sequence[Extension] = (),
         tracing: Tracing | bool | None = None,
+        ping_interval: float | None = None,
+        ping_timeout: float = 10.0,
     ) -> None:
-        _check_options(protocol_version, elicitation_modes, request_timeout, max_total_timeout)
+        _check_options(
+            protocol_version, elicitation_modes, request_timeout, max_total_timeout, ping_interval, ping_timeout
+        )
         if isinstance(roots, Sequence) and not all(isinstance(root, t.Root) for root in roots):  # (str: its letters)
             raise TypeError('roots is a list of types.Root(uri="file:///...", name=...), or an async function')
         if isinstance(roots, Sequence):
@@ -223,6 +238,10 @@ class ClientSession:
         self.on_notification = on_notification
         self.on_log = on_log
         self.request_timeout = request_timeout
+        #: Seconds between two pings that check the connection (``None``, the default: no pings); a ping not
+        #: answered within ``ping_timeout`` seconds is taken for a broken connection, which is then closed.
+        self.ping_interval = ping_interval
+        self.ping_timeout = ping_timeout
         #: A request that asked for progress (``progress=``) gets its full timeout again at each progress
         #: notification, up to ``max_total_timeout`` seconds from its start when that is set.
         self.reset_timeout_on_progress = reset_timeout_on_progress
@@ -275,6 +294,8 @@ class ClientSession:
                 await tg.start(client.dispatcher.run)
                 try:
                     await client.start()
+                    if client.ping_interval is not None:
+                        tg.start_soon(client._keep_alive)
                     yield client
                 finally:
                     tg.cancel_scope.cancel()
@@ -567,12 +588,30 @@ class ClientSession:
             answers[key] = msgspec.to_builtins(result)
         return answers
 
-    async def ping(self) -> None:
-        """``ping`` (handshake era only: the stateless era has no ping)."""
+    async def ping(self, *, timeout: float | object | None = ...) -> None:
+        """``ping`` (in the stateless era, which has none, ``server/discover``)."""
         if self.stateless:
-            await self.request("server/discover", None, dict)
+            await self.request("server/discover", None, dict, timeout=timeout)
             return
-        await self.request("ping")
+        await self.request("ping", timeout=timeout)
+
+    async def _keep_alive(self) -> None:
+        """Ping every ``ping_interval`` seconds, one ping at a time. A ping that gets no answer within
+        ``ping_timeout`` is a connection failure: logged, and the connection closed (what waits on it fails with
+        :class:`ConnectionClosed`); an error for an answer is logged and pinging goes on."""
+        interval = cast("float", self.ping_interval)
+        while True:
+            await anyio.sleep(interval)
+            try:
+                await self.ping(timeout=self.ping_timeout)
+            except RequestTimeout:
+                logger.warning("ping: no answer within %g s; closing the connection as broken", self.ping_timeout)
+                await self.stream.aclose()
+                return
+            except ConnectionClosed:
+                return
+            except RpcError as exc:
+                logger.warning("ping failed: %s (%s)", exc.message, exc.code)
 
     async def list_tools(self) -> list[t.Tool]:
         """Every tool of the server (all pages)."""
