@@ -1053,7 +1053,7 @@ class ClientSession:
         if not isinstance(params, dict):
             return None
         if method == "notifications/cancelled":
-            self.dispatcher.cancel_inbound(params.get("requestId"))
+            self.dispatcher.cancel_inbound(params.get("requestId"), params.get("reason"))
             return None
         if method == "notifications/tools/list_changed":
             self._output_schemas.forget()

@@ -472,7 +472,7 @@ class ServerSession:
                 params = _cancel_decoder.decode(note.params)
             except msgspec.ValidationError:
                 return
-            self.dispatcher.cancel_inbound(params.request_id)
+            self.dispatcher.cancel_inbound(params.request_id, params.reason)
             return
         if method == "notifications/initialized":
             if self.initialized:
