@@ -23,7 +23,15 @@ from typing import TYPE_CHECKING, Any, Final, Protocol
 import msgspec
 from msgspec import UNSET, Raw
 
-from ..errors import ConnectionClosed, InternalError, InvalidParams, InvalidRequest, MethodNotFound, RpcError
+from ..errors import (
+    ConnectionClosed,
+    InternalError,
+    InvalidParams,
+    InvalidRequest,
+    MethodNotFound,
+    ResourceNotFound,
+    RpcError,
+)
 from ..jsonrpc import codes
 from ..jsonrpc.dispatch import Dispatcher
 from ..jsonrpc.wire import Notification, Request, RequestId, encode_notification
@@ -381,6 +389,8 @@ class ServerSession:
             out = spec.handler(ctx, call.params)
         except InputRequired as need:
             return self._input_required(ctx, need, call, answers, opened)
+        except ResourceNotFound as exc:
+            raise _stateless_not_found(exc) from None
         if type(out) is CoroutineType:
             return self._await_stateless(ctx, out, call, answers, opened)
         return out
@@ -392,6 +402,8 @@ class ServerSession:
             return await coro
         except InputRequired as need:
             return self._input_required(ctx, need, call, answers, opened)
+        except ResourceNotFound as exc:
+            raise _stateless_not_found(exc) from None
 
     async def _claim_then_run(
         self, claim: Awaitable[bool], ctx: Context, spec: MethodSpec, call: Call, answers: dict[str, Any], opened: Any
@@ -569,3 +581,9 @@ async def _drained(pending: Awaitable[Any]) -> None:
 def encode_cancellation(ident: RequestId, reason: str) -> bytes:
     """The ``notifications/cancelled`` frame telling the peer we gave up on our request ``ident`` (either side's)."""
     return encode_notification("notifications/cancelled", _encode({"requestId": ident, "reason": reason}))
+
+
+def _stateless_not_found(exc: ResourceNotFound) -> InvalidParams:
+    """A resource not found, as 2026-07-28 says it (-32602 with ``data.uri``): that revision must not emit -32002,
+    whichever handler raised it."""
+    return InvalidParams(exc.message, exc.data)
