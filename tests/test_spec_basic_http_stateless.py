@@ -13,7 +13,9 @@ from http_support import collect_garbage as collect_garbage
 from http_support import http as http
 from http_support import server as server
 
+from jsonrpc_mcp import Client, Server
 from jsonrpc_mcp.mcp.headers import decode_header_value, param_headers, standard_headers
+from jsonrpc_mcp.transports.http_asgi import McpAsgiApp
 
 pytestmark = [pytest.mark.anyio, HTTPX_GENERATORS, pytest.mark.usefixtures("collect_garbage")]
 
@@ -67,3 +69,25 @@ async def test_an_integer_header_argument_outside_the_safe_range_is_refused(
     assert "safe range" in refused.json()["error"]["message"]
     bound = await post(http, server.url, {"region": "eu", "count": SAFE}, Region="eu", Count=str(SAFE))
     assert bound.status_code == 200 and "result" in bound.json()
+
+
+async def test_after_a_header_mismatch_the_client_lists_the_tools_again_and_retries() -> None:
+    """ "If the server rejects a request with a HeaderMismatch error because required Mcp-Param- headers are
+    missing or do not match the body, the client SHOULD call tools/list to check for changes to the tool's
+    inputSchema, then retry the original request with the appropriate headers": a tool that gained an
+    x-mcp-header after the client listed it is called once the client has listed it again."""
+    app = Server("changing", "1")
+    plain = {"type": "object", "properties": {"region": {"type": "string"}}, "required": ["region"]}
+    app.add_tool(lambda region: f"plain {region}", name="where", input_schema=plain)
+    thread = ServerThread(McpAsgiApp(app))
+    try:
+        async with Client.connect_http(thread.url) as client:
+            assert client.stateless
+            await client.list_tools()  # no header to mirror yet
+            app.remove_tool("where")
+            annotated = {**plain, "properties": {"region": {"type": "string", "x-mcp-header": "Region"}}}
+            app.add_tool(lambda region: f"annotated {region}", name="where", input_schema=annotated)
+            result = await client.call_tool("where", {"region": "eu"})
+    finally:
+        thread.stop()
+    assert result.content[0].text == "annotated eu"  # type: ignore[union-attr]

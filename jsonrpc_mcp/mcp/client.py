@@ -38,7 +38,7 @@ from ..errors import (
     RpcError,
     ToolError,
 )
-from ..jsonrpc.codes import UNSUPPORTED_PROTOCOL_VERSION
+from ..jsonrpc.codes import HEADER_MISMATCH, UNSUPPORTED_PROTOCOL_VERSION
 from ..jsonrpc.dispatch import Dispatcher
 from ..jsonrpc.streams import MessageStream
 from ..jsonrpc.wire import Notification, Request, RequestId
@@ -680,14 +680,21 @@ class ClientSession:
         params: dict[str, Any] = {"name": name, "arguments": dict(arguments or {})}
         if meta:
             params["_meta"] = dict(meta)
-        result = await self.request(
-            "tools/call",
-            params,
-            t.CallToolResult,
-            progress=progress,
-            timeout=timeout,
-            reset_timeout_on_progress=reset_timeout_on_progress,
-        )
+        options: dict[str, Any] = {
+            "progress": progress,
+            "timeout": timeout,
+            "reset_timeout_on_progress": reset_timeout_on_progress,
+        }
+        try:
+            result = await self.request("tools/call", params, t.CallToolResult, **options)
+        except RpcError as exc:
+            if exc.code != HEADER_MISMATCH or not isinstance(getattr(self.stream, "tool_headers", None), dict):
+                raise
+            # The tool's x-mcp-header parameters may have changed since it was listed: list the tools again and
+            # retry once with the headers they now say (refused before it ran, the call is safe to send again).
+            logger.info("tools/call %s: %s; listing the tools again and retrying", name, exc.message)
+            await self.list_tools()
+            result = await self.request("tools/call", params, t.CallToolResult, **options)
         await self._check_tool_output(name, result)
         return result
 
