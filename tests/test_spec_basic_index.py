@@ -173,3 +173,16 @@ async def test_the_trace_context_in_meta_follows_the_w3c_formats() -> None:
     assert "tracestate" not in meta_seen or re.fullmatch(r"[^=,\s]+=[^,]*(,[^=,\s]+=[^,]*)*", meta_seen["tracestate"])
     assert re.fullmatch(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+=[^\s,;\\\"]*", meta_seen["baggage"])
     assert meta_seen["baggage"].startswith("user=Ada")
+
+
+async def test_trace_context_in_meta_changes_nothing_of_what_is_served() -> None:
+    """2026-07-28: the trace context keys: "Implementations SHOULD NOT use them to change the behavior of the
+    client or server, and SHOULD NOT rely on them for security decisions": a request carrying any traceparent,
+    tracestate or baggage (malformed, or claiming a role) is answered exactly as the same request without them."""
+    claims = {"traceparent": "not-a-trace", "tracestate": "vendor=x", "baggage": "role=admin,user=root"}
+    replies = []
+    async with raw_server(echo_server()) as peer:
+        for ident, extra in enumerate([{}, claims], start=1):
+            body = {"name": "echo", "arguments": {"word": "hi"}, "_meta": meta(**extra)}
+            replies.append((await peer.call(request_frame(ident, "tools/call", body)))["result"])
+    assert replies[0] == replies[1]
