@@ -187,3 +187,23 @@ async def test_before_2025_11_25_the_stream_stays_open_until_its_answer(
             await session.call(3, "release", {"key": key})
             answer = await reader.next_message()
     assert answer == {"jsonrpc": "2.0", "id": 2, "result": {"content": [{"type": "text", "text": f"polled {key}"}]}}
+
+
+async def test_the_get_stream_gives_a_retry_and_can_be_resumed_after_the_server_closes_it(
+    server: ServerThread, http: httpx.AsyncClient
+) -> None:
+    """2025-11-25: "If the server closes the connection without terminating the stream, it SHOULD follow the same
+    polling behavior as described for POST requests: sending a retry field and allowing the client to reconnect":
+    the standalone stream is primed with an event id and a retry, and a GET with that Last-Event-ID after the
+    connection is gone reconnects to it and receives what was sent meanwhile."""
+    session = await open_session(http, server.url)
+    async with session.stream(None, "GET", Accept="text/event-stream") as first, SseReader(first) as reader:
+        primed = await reader.next()
+        assert primed.data == b"" and primed.id is not None
+        assert reader.parser.retry_ms is not None and reader.parser.retry_ms > 0
+    await session.call(2, "grow", {"name": unique("regrown").replace("-", "_")})
+    headers = {"Accept": "text/event-stream", "Last-Event-ID": primed.id}
+    async with session.stream(None, "GET", **headers) as again, SseReader(again) as resumed:
+        assert again.status_code == 200
+        note = await resumed.next_message()
+    assert note == {"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}

@@ -142,3 +142,17 @@ async def test_no_common_version_is_an_error_the_caller_sees() -> None:
         async with scripted(lambda message: refusal, protocol_version=V5):
             pass  # pragma: no cover
     assert raised.value.code == -32022 and raised.value.data == data
+
+
+def test_the_tasks_extension_documents_its_fallback() -> None:
+    """ "Extensions SHOULD document their expected fallback behavior": docs/tasks.md says what a call of each kind
+    of task tool does for a client that did not declare the extension (the behaviour is
+    tests/test_tasks.py::test_without_the_extension_a_task_tool_answers_in_its_request_and_a_required_one_is_refused).
+    """
+    from helpers import ROOT
+
+    said = " ".join((ROOT / "docs" / "tasks.md").read_text(encoding="utf-8").split())
+    assert (
+        '`"optional"`: a task when the client declared the extension on the call, else answered in the request.' in said
+    )
+    assert '`"required"`: a task always; a client that did not declare the extension gets -32021' in said
