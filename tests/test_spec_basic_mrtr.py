@@ -98,9 +98,11 @@ async def test_a_stateless_server_asks_in_its_result_and_sends_no_request_of_its
     requests (such as roots/list, sampling/createMessage, or elicitation/create) using the MRTR pattern": all a
     request that needs every kind of input produces is its own answer, an InputRequiredResult naming them."""
     async with raw_server(asking_server()) as peer:
-        frames = [json.loads(f) for f in await peer.exchange(call(1, "ask_all"))]
-    (answer,) = frames
-    assert answer["id"] == 1 and "method" not in answer
+        await peer.send(call(1, "ask_all"))
+        answer, before = await peer.recv_until(lambda m: m.get("id") == 1)
+        after = [json.loads(f) for f in await peer.sync()]
+    assert before == [] and after == []  # nothing but the answer: no request, no notification
+    assert "method" not in answer
     asked = answer["result"]["inputRequests"]
     assert {key: request["method"] for key, request in asked.items()} == {
         "e": "elicitation/create",
