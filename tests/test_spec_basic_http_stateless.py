@@ -4,6 +4,7 @@ ids are in conformance/spec/coverage/transports.toml). The client's headers are 
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import httpx
@@ -13,7 +14,7 @@ from http_support import collect_garbage as collect_garbage
 from http_support import http as http
 from http_support import server as server
 
-from jsonrpc_mcp import Client, Server
+from jsonrpc_mcp import Client, RpcError, Server
 from jsonrpc_mcp.mcp.headers import decode_header_value, param_headers, standard_headers
 from jsonrpc_mcp.transports.http_asgi import McpAsgiApp
 
@@ -91,3 +92,53 @@ async def test_after_a_header_mismatch_the_client_lists_the_tools_again_and_retr
     finally:
         thread.stop()
     assert result.content[0].text == "annotated eu"  # type: ignore[union-attr]
+
+
+class RefusingDiscover:
+    """An ASGI app standing for a modern server that answers server/discover with HTTP 400 and a JSON-RPC error of
+    2026-07-28 (``refusal``), and records the methods it is sent."""
+
+    def __init__(self, refusal: dict[str, Any]) -> None:
+        self.refusal = refusal
+        self.methods: list[str] = []
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            return
+        body = b""
+        while True:
+            message = await receive()
+            body += message.get("body", b"")
+            if not message.get("more_body"):
+                break
+        request = json.loads(body) if body else {}
+        self.methods.append(f"{scope['method']} {request.get('method')}")
+        reply = json.dumps({"jsonrpc": "2.0", "id": request.get("id"), "error": self.refusal}).encode()
+        headers = [(b"content-type", b"application/json"), (b"content-length", str(len(reply)).encode())]
+        await send({"type": "http.response.start", "status": 400, "headers": headers})
+        await send({"type": "http.response.body", "body": reply})
+
+
+@pytest.mark.parametrize(
+    "refusal",
+    [
+        {"code": -32021, "message": "Missing required client capability", "data": {"requiredCapabilities": {"x": {}}}},
+        {"code": -32020, "message": "Header mismatch: Mcp-Method"},
+    ],
+    ids=["-32021", "-32020"],
+)
+async def test_a_400_with_a_modern_error_is_not_taken_for_an_older_server(refusal: dict[str, Any]) -> None:
+    """ "On 400 Bad Request, the client SHOULD inspect the response body before falling back: modern servers also
+    use 400 for UnsupportedProtocolVersionError, MissingRequiredClientCapabilityError, and header-validation
+    failures": such a refusal of server/discover is raised to the caller, with no initialize (nor HTTP+SSE) tried.
+    (An unsupported version is retried with one the server lists: test_spec_basic_versioning.py.)"""
+    app = RefusingDiscover(refusal)
+    thread = ServerThread(app)
+    try:
+        with pytest.raises(RpcError) as raised:
+            async with Client.connect_http(thread.url):
+                pass  # pragma: no cover
+    finally:
+        thread.stop()
+    assert raised.value.code == refusal["code"]
+    assert app.methods == ["POST server/discover"]

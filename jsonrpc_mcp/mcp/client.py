@@ -38,7 +38,7 @@ from ..errors import (
     RpcError,
     ToolError,
 )
-from ..jsonrpc.codes import HEADER_MISMATCH, UNSUPPORTED_PROTOCOL_VERSION
+from ..jsonrpc.codes import HEADER_MISMATCH, MISSING_REQUIRED_CLIENT_CAPABILITY, UNSUPPORTED_PROTOCOL_VERSION
 from ..jsonrpc.dispatch import Dispatcher
 from ..jsonrpc.streams import MessageStream
 from ..jsonrpc.wire import Notification, Request, RequestId
@@ -79,11 +79,22 @@ __all__ = (
     "ProgressCallback",
     "NoStructuredData",
     "ToolResultError",
+    "refused_by_a_modern_server",
     "InvalidToolOutput",
     "structured_data",
 )
 
 logger = logging.getLogger(__name__)
+
+#: The errors of ``server/discover`` that only a 2026-07-28 server gives (it spoke, and refused this request).
+_MODERN_REFUSALS: Final = frozenset({HEADER_MISMATCH, MISSING_REQUIRED_CLIENT_CAPABILITY})
+
+
+def refused_by_a_modern_server(error: RpcError) -> bool:
+    """Whether ``error`` is a refusal only a 2026-07-28 server makes (-32020, -32021): the server speaks the
+    stateless era, so no older transport or handshake is to be tried instead."""
+    return error.code in _MODERN_REFUSALS
+
 
 T = TypeVar("T")
 _encode: Final = msgspec.json.Encoder().encode
@@ -345,7 +356,9 @@ class ClientSession:
         except ConnectionClosed:
             raise  # the server is gone: no handshake to fall back to
         except RpcError as exc:
-            if wanted != "auto" or isinstance(exc, AuthorizationError):
+            # A refusal only a 2026-07-28 server makes (over HTTP, a 400 whose body says so) is not an older
+            # server's: it is the caller's to see, not a reason to try the handshake.
+            if wanted != "auto" or isinstance(exc, AuthorizationError) or refused_by_a_modern_server(exc):
                 raise
             logger.debug("server/discover failed (%s); falling back to the initialize handshake", exc.message)
             self.stateless = False
