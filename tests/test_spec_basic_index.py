@@ -186,3 +186,21 @@ async def test_trace_context_in_meta_changes_nothing_of_what_is_served() -> None
             body = {"name": "echo", "arguments": {"word": "hi"}, "_meta": meta(**extra)}
             replies.append((await peer.call(request_frame(ident, "tools/call", body)))["result"])
     assert replies[0] == replies[1]
+
+
+def test_a_schema_too_deep_or_too_large_is_refused_before_it_is_compiled() -> None:
+    """2026-07-28: "Implementations SHOULD apply reasonable bounds, such as a maximum schema depth, a cap on the
+    total number of subschemas, or a per-validation time budget, to prevent a malicious schema from acting as a
+    Denial-of-Service vector against the validator": 64 levels, 10,000 objects and arrays (decision 17f)."""
+    from jsonrpc_mcp.mcp.output_schemas import MAX_SCHEMA_DEPTH, MAX_SCHEMA_NODES
+
+    deep: dict[str, Any] = {"type": "object"}
+    for _ in range(MAX_SCHEMA_DEPTH):
+        deep = {"type": "object", "properties": {"a": deep}}
+    with pytest.raises(ValueError, match="nested deeper than 64 levels"):
+        RawSchemaValidator(deep)
+    wide = {"type": "object", "anyOf": [{"type": "object"} for _ in range(MAX_SCHEMA_NODES)]}
+    with pytest.raises(ValueError, match="more than 10000 objects and arrays"):
+        RawSchemaValidator(wide)
+    within = {"type": "object", "anyOf": [{"type": "object"} for _ in range(100)]}
+    RawSchemaValidator(within)
