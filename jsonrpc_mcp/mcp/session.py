@@ -521,6 +521,10 @@ class ServerSession:
         """Send a request to the client and wait for its result (``timeout``: the connection's by default); one
         the session's revision defines, else :class:`~jsonrpc_mcp.errors.MissingClientCapability` naming it."""
         require_defined(method, self.version)
+        if not self.ready and method != "ping":
+            # "The server SHOULD NOT send requests other than pings and logging before receiving the initialized
+            # notification" (every handshake revision): refused here, before anything is sent (decision 10a).
+            raise RpcError(f"{method} cannot be sent before the client's notifications/initialized", code=-32603)
         ident = self.dispatcher.next_request_id()
         ask = partial(self._request, method, related=related, timeout=... if timeout is None else timeout, ident=ident)
         raw: Raw = await self._send(method, params, ident, ask)
