@@ -20,7 +20,7 @@ from typing import Any, Final, TypeVar
 import anyio
 
 from .errors import RpcError, ServerUnreachable
-from .mcp.client import ClientSession
+from .mcp.client import ClientSession, refused_by_a_modern_server
 from .mcp.groups import unwrap_group
 from .mcp.server import Server
 from .transports.memory import memory_pair
@@ -129,7 +129,7 @@ class Client(ClientSession):
             except RpcError as exc:
                 if connected:
                     raise
-                if stream.refused_status in _LEGACY_STATUSES and legacy_sse:
+                if stream.refused_status in _LEGACY_STATUSES and legacy_sse and not refused_by_a_modern_server(exc):
                     refused = exc  # (the HTTP+SSE transport is tried below, once this stream is closed)
                 elif stream.unreachable is None:
                     raise

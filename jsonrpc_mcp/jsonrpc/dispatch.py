@@ -397,13 +397,16 @@ class Dispatcher:
             self._notes -= 1
             self._make_room()
 
-    def cancel_inbound(self, request_id: Any) -> bool:
-        """Cancel the handler of an inbound request; it will not be answered. False if it is not waiting."""
+    def cancel_inbound(self, request_id: Any, reason: Any = None) -> bool:
+        """Cancel the handler of an inbound request; it will not be answered. False if it is not waiting.
+        ``reason``: the one the peer gave, logged at DEBUG (shortened; never trusted as text)."""
         if type(request_id) is not str and type(request_id) is not int:
             return False
         pending = self._inflight.get(request_id)
         if pending is None or pending.cancelled or pending.answering:
             return False
+        if reason is not None and logger.isEnabledFor(logging.DEBUG):
+            logger.debug("request %r cancelled by the peer: %r", request_id, str(reason)[:200])
         pending.cancelled = True
         if pending.token is not None and self._tasks is not None:
             self._tasks.cancel(pending.token)
@@ -823,6 +826,7 @@ class Dispatcher:
     async def _send_cancel(self, ident: RequestId, reason: str, related: RequestId | None) -> None:
         if self.cancel_frame is None or self._closed:
             return
+        logger.debug("cancelling our request %r: %s", ident, reason)
         frame = self.cancel_frame(ident, reason)
         if frame is None:
             return

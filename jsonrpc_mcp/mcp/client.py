@@ -33,11 +33,12 @@ from ..errors import (
     InvalidParams,
     MethodNotFound,
     ProtocolViolation,
+    RequestTimeout,
     ResourceNotFound,
     RpcError,
     ToolError,
 )
-from ..jsonrpc.codes import UNSUPPORTED_PROTOCOL_VERSION
+from ..jsonrpc.codes import HEADER_MISMATCH, MISSING_REQUIRED_CLIENT_CAPABILITY, UNSUPPORTED_PROTOCOL_VERSION
 from ..jsonrpc.dispatch import Dispatcher
 from ..jsonrpc.streams import MessageStream
 from ..jsonrpc.wire import Notification, Request, RequestId
@@ -77,11 +78,22 @@ __all__ = (
     "ProgressCallback",
     "NoStructuredData",
     "ToolResultError",
+    "refused_by_a_modern_server",
     "InvalidToolOutput",
     "structured_data",
 )
 
 logger = logging.getLogger(__name__)
+
+#: The errors of ``server/discover`` that only a 2026-07-28 server gives (it spoke, and refused this request).
+_MODERN_REFUSALS: Final = frozenset({HEADER_MISMATCH, MISSING_REQUIRED_CLIENT_CAPABILITY})
+
+
+def refused_by_a_modern_server(error: RpcError) -> bool:
+    """Whether ``error`` is a refusal only a 2026-07-28 server makes (-32020, -32021): the server speaks the
+    stateless era, so no older transport or handshake is to be tried instead."""
+    return error.code in _MODERN_REFUSALS
+
 
 T = TypeVar("T")
 _encode: Final = msgspec.json.Encoder().encode
@@ -155,7 +167,12 @@ def _file_roots(roots: Sequence[t.Root]) -> list[t.Root]:
 
 
 def _check_options(
-    protocol_version: str, elicitation_modes: Sequence[str], request_timeout: Any, max_total_timeout: Any
+    protocol_version: str,
+    elicitation_modes: Sequence[str],
+    request_timeout: Any,
+    max_total_timeout: Any,
+    ping_interval: Any = None,
+    ping_timeout: Any = 10.0,
 ) -> None:
     """Refuse a setting of :class:`ClientSession` that could not be meant (a misspelt version would have been
     taken for the stateless era), naming it."""
@@ -166,7 +183,12 @@ def _check_options(
         raise ValueError(f'elicitation_modes is a list of "form" and "url", not {elicitation_modes!r}')
     if not elicitation_modes:
         raise ValueError('elicitation_modes names one mode at least ("form", "url"): a client that elicits has one')
-    for name, seconds in (("request_timeout", request_timeout), ("max_total_timeout", max_total_timeout)):
+    for name, seconds in (
+        ("request_timeout", request_timeout),
+        ("max_total_timeout", max_total_timeout),
+        ("ping_interval", ping_interval),
+        ("ping_timeout", ping_timeout),
+    ):
         if seconds is not None and (isinstance(seconds, bool) or not isinstance(seconds, (int, float))):
             raise TypeError(f"{name} must be a number of seconds (or None), not {seconds!r}")
         if seconds is not None and not seconds > 0:  # (a NaN is not either)
@@ -201,8 +223,12 @@ class ClientSession:
         middleware: Sequence[ClientMiddleware] = (),
         extensions: Sequence[Extension] = (),
         tracing: TracingHook | bool | None = None,
+        ping_interval: float | None = None,
+        ping_timeout: float = 10.0,
     ) -> None:
-        _check_options(protocol_version, elicitation_modes, request_timeout, max_total_timeout)
+        _check_options(
+            protocol_version, elicitation_modes, request_timeout, max_total_timeout, ping_interval, ping_timeout
+        )
         if isinstance(roots, Sequence) and not all(isinstance(root, t.Root) for root in roots):  # (str: its letters)
             raise TypeError('roots is a list of types.Root(uri="file:///...", name=...), or an async function')
         if isinstance(roots, Sequence):
@@ -231,6 +257,10 @@ class ClientSession:
         self.on_notification = on_notification
         self.on_log = on_log
         self.request_timeout = request_timeout
+        #: Seconds between two pings that check the connection (``None``, the default: no pings); a ping not
+        #: answered within ``ping_timeout`` seconds is taken for a broken connection, which is then closed.
+        self.ping_interval = ping_interval
+        self.ping_timeout = ping_timeout
         #: A request that asked for progress (``progress=``) gets its full timeout again at each progress
         #: notification, up to ``max_total_timeout`` seconds from its start when that is set.
         self.reset_timeout_on_progress = reset_timeout_on_progress
@@ -294,6 +324,8 @@ class ClientSession:
                 await tg.start(client.dispatcher.run)
                 try:
                     await client.start()
+                    if client.ping_interval is not None:
+                        tg.start_soon(client._keep_alive)
                     yield client
                 finally:
                     tg.cancel_scope.cancel()
@@ -343,7 +375,9 @@ class ClientSession:
         except ConnectionClosed:
             raise  # the server is gone: no handshake to fall back to
         except RpcError as exc:
-            if wanted != "auto" or isinstance(exc, AuthorizationError):
+            # A refusal only a 2026-07-28 server makes (over HTTP, a 400 whose body says so) is not an older
+            # server's: it is the caller's to see, not a reason to try the handshake.
+            if wanted != "auto" or isinstance(exc, AuthorizationError) or refused_by_a_modern_server(exc):
                 raise
             logger.debug("server/discover failed (%s); falling back to the initialize handshake", exc.message)
             self.stateless = False
@@ -355,7 +389,7 @@ class ClientSession:
             self.stateless = True
             self.protocol_version = version
             try:
-                raw = await self._send("server/discover", {"_meta": self._meta()}, timeout=30)
+                raw = await self._send("server/discover", {"_meta": self._meta()}, timeout=self._probe_timeout())
             except ConnectionClosed as exc:
                 self.stateless = False
                 self.protocol_version = None
@@ -382,6 +416,11 @@ class ClientSession:
                 self.server_info = msgspec.convert(info, t.Implementation)
             return result
         raise RpcError("no common protocol version", code=UNSUPPORTED_PROTOCOL_VERSION)  # pragma: no cover
+
+    def _probe_timeout(self) -> float:
+        """How long ``server/discover`` waits: a server of the handshake era may never answer it, so 30 seconds
+        at most, or the client's ``request_timeout`` when that is shorter."""
+        return 30.0 if self.request_timeout is None else min(30.0, self.request_timeout)
 
     def _meta(self, declare: Sequence[Extension] = ()) -> dict[str, Any]:
         capabilities = self.capabilities()
@@ -585,12 +624,30 @@ class ClientSession:
             answers[key] = msgspec.to_builtins(result)
         return answers
 
-    async def ping(self) -> None:
-        """``ping`` (handshake era only: the stateless era has no ping)."""
+    async def ping(self, *, timeout: float | object | None = ...) -> None:
+        """``ping`` (in the stateless era, which has none, ``server/discover``)."""
         if self.stateless:
-            await self.request("server/discover", None, dict)
+            await self.request("server/discover", None, dict, timeout=timeout)
             return
-        await self.request("ping")
+        await self.request("ping", timeout=timeout)
+
+    async def _keep_alive(self) -> None:
+        """Ping every ``ping_interval`` seconds, one ping at a time. A ping that gets no answer within
+        ``ping_timeout`` is a connection failure: logged, and the connection closed (what waits on it fails with
+        :class:`ConnectionClosed`); an error for an answer is logged and pinging goes on."""
+        interval = cast("float", self.ping_interval)
+        while True:
+            await anyio.sleep(interval)
+            try:
+                await self.ping(timeout=self.ping_timeout)
+            except RequestTimeout:
+                logger.warning("ping: no answer within %g s; closing the connection as broken", self.ping_timeout)
+                await self.stream.aclose()
+                return
+            except ConnectionClosed:
+                return
+            except RpcError as exc:
+                logger.warning("ping failed: %s (%s)", exc.message, exc.code)
 
     async def list_tools(self) -> list[t.Tool]:
         """Every tool of the server (all pages)."""
@@ -648,7 +705,12 @@ class ClientSession:
         if required or (task and await self._may_be_task(name)):
             asked = task if isinstance(task, Mapping) else {}
             handle = await self._start_core_task(name, arguments, meta, asked)
-            result: t.CallToolResult = await handle.wait(progress=progress)
+            try:
+                result: t.CallToolResult = await handle.wait(progress=progress)
+            except BaseException:
+                if not handle.done:
+                    await handle.abandon()  # (a task-augmented call is cancelled with tasks/cancel)
+                raise
             await self._check_tool_output(name, result)
             return result
         params: dict[str, Any] = {"name": name, "arguments": dict(arguments or {})}
@@ -657,14 +719,21 @@ class ClientSession:
         mirrored = getattr(self.stream, "tool_headers", None)
         if isinstance(mirrored, dict) and name in mirrored:
             param_headers(mirrored[name], params["arguments"])  # (a value no header may carry: ValueError, unsent)
-        result = await self.request(
-            "tools/call",
-            params,
-            t.CallToolResult,
-            progress=progress,
-            timeout=timeout,
-            reset_timeout_on_progress=reset_timeout_on_progress,
-        )
+        options: dict[str, Any] = {
+            "progress": progress,
+            "timeout": timeout,
+            "reset_timeout_on_progress": reset_timeout_on_progress,
+        }
+        try:
+            result = await self.request("tools/call", params, t.CallToolResult, **options)
+        except RpcError as exc:
+            if exc.code != HEADER_MISMATCH or not isinstance(getattr(self.stream, "tool_headers", None), dict):
+                raise
+            # The tool's x-mcp-header parameters may have changed since it was listed: list the tools again and
+            # retry once with the headers they now say (refused before it ran, the call is safe to send again).
+            logger.info("tools/call %s: %s; listing the tools again and retrying", name, exc.message)
+            await self.list_tools()
+            result = await self.request("tools/call", params, t.CallToolResult, **options)
         await self._check_tool_output(name, result)
         return result
 
@@ -724,10 +793,11 @@ class ClientSession:
         task: Mapping[str, Any] | None,
     ) -> CoreTaskHandle:
         params: dict[str, Any] = {"name": name, "arguments": dict(arguments or {})}
-        if task is not None:
-            params["task"] = dict(task)
         if meta:
             params["_meta"] = dict(meta)
+        if task is not None:
+            params["task"] = dict(task)
+            return await CoreTaskHandle.create(self, params, result_type=t.CallToolResult)
         raw = await self._request_raw("tools/call", params)
         return CoreTaskHandle(self, msgspec.json.decode(raw), result_type=t.CallToolResult)
 
@@ -1114,7 +1184,7 @@ class ClientSession:
         if not isinstance(params, dict):
             return None
         if method == "notifications/cancelled":
-            self.dispatcher.cancel_inbound(params.get("requestId"))
+            self.dispatcher.cancel_inbound(params.get("requestId"), params.get("reason"))
             return None
         if method == "notifications/tools/list_changed":
             self._output_schemas.forget()

@@ -341,9 +341,12 @@ class Context(msgspec.Struct, kw_only=True):
         """Ask for several inputs at once: ``{key: (method, params)}`` → ``{key: typed result}``.
 
         In the stateless era all missing ones go out in one ``InputRequiredResult``; in a handshake session they
-        are sent as concurrent server-to-client requests.
+        are sent as concurrent server-to-client requests. ``method`` is one of ``elicitation/create``,
+        ``sampling/createMessage`` and ``roots/list`` (the only inputs a server may ask for), else ``ValueError``.
         """
         for method, _ in requests.values():
+            if method not in _RESULT_TYPE_OF:
+                raise ValueError(f"request_inputs asks for {method!r}; an input is one of {', '.join(_RESULT_TYPE_OF)}")
             self._check_capability(method, None)
         if self._asks_in_rounds:
             missing = {k: _input_request(m, p) for k, (m, p) in requests.items() if k not in self.answers}
@@ -422,8 +425,10 @@ class Context(msgspec.Struct, kw_only=True):
 
     async def close_sse_stream(self) -> bool:
         """Streamable HTTP, handshake era (SEP-1699): close this request's SSE stream now; the client comes back
-        with GET + ``Last-Event-ID`` and receives the rest. False where the transport has no such stream."""
-        if self.stateless:
+        with GET + ``Last-Event-ID`` and receives the rest. False where the transport has no such stream, and in a
+        session of a revision before 2025-11-25 (which says the server should not close the stream before its
+        answer)."""
+        if self.stateless or self.version < "2025-11-25":
             return False
         return self.session.dispatcher.stream.close_request_stream(self.request_id)
 

@@ -91,9 +91,10 @@ class CoreTaskContext(TaskContext, kw_only=True):
 
     async def report_progress(self, progress: float, total: float | None = None, message: str | None = None) -> None:
         """The task's ``statusMessage`` (as in a task of the extension), and ``notifications/progress`` on the
-        call's token, which stays the client's until the task ends."""
+        call's token, which stays the client's until the task ends: none once it is cancelled or has ended."""
         await super().report_progress(progress, total, message)
-        if self.progress_token is None:
+        run = self.run
+        if self.progress_token is None or run.stopped or run.cancel_requested or run.ending is not None:
             return
         params: dict[str, Any] = {"progressToken": self.progress_token, "progress": progress}
         if total is not None:

@@ -345,6 +345,8 @@ def _check_params(values: HeaderValues, annotations: Mapping[tuple[str, ...], st
             if raw is not None:
                 return f"Header mismatch: {label} is sent but the arguments have no value for it"
             continue
+        if type(value) is int and abs(value) > _MAX_SAFE_INT:
+            return f"Header mismatch: the value of {label} is an integer outside JavaScript's safe range (2**53 - 1)"
         if raw is None:
             return f"Header mismatch: the {label} header is required (the arguments have a value for it)"
         try:

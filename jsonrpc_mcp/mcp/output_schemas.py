@@ -19,7 +19,14 @@ from msgspec import UNSET
 from ..errors import ProtocolViolation
 from . import types as t
 
-__all__ = ("OutputSchemas", "InvalidToolOutput", "schema_problems", "schema_validator")
+__all__ = (
+    "OutputSchemas",
+    "InvalidToolOutput",
+    "schema_problems",
+    "schema_validator",
+    "MAX_SCHEMA_DEPTH",
+    "MAX_SCHEMA_NODES",
+)
 
 logger = logging.getLogger(__name__)
 
@@ -120,11 +127,33 @@ class OutputSchemas:
         return validator
 
 
+#: The bounds of a schema this library compiles (a peer's schema must not make a denial of service of the
+#: validator): nested at most so deep, and so many objects and arrays in all (docs/spec-decisions.md, 17f).
+MAX_SCHEMA_DEPTH: Final = 64
+MAX_SCHEMA_NODES: Final = 10_000
+
+
 def schema_validator(engine: Any, schema: Mapping[str, Any]) -> Any:
     """``engine.validator_for(schema)`` (jsonschema-rs) resolving only the references within the schema: a ``$ref``
     to a network URI is never fetched (2026-07-28 forbids it, and a peer's schema would have us fetch what it likes),
-    so such a schema fails to compile."""
+    so such a schema fails to compile. A schema past :data:`MAX_SCHEMA_DEPTH` or :data:`MAX_SCHEMA_NODES` is a
+    ``ValueError``, never compiled."""
+    _check_bounds(schema)
     return engine.validator_for(schema, retriever=_not_fetched)
+
+
+def _check_bounds(schema: Any) -> None:
+    nodes = 0
+    stack: list[tuple[Any, int]] = [(schema, 1)]
+    while stack:
+        node, depth = stack.pop()
+        nodes += 1
+        if depth > MAX_SCHEMA_DEPTH:
+            raise ValueError(f"the schema is nested deeper than {MAX_SCHEMA_DEPTH} levels")
+        if nodes > MAX_SCHEMA_NODES:
+            raise ValueError(f"the schema has more than {MAX_SCHEMA_NODES} objects and arrays")
+        children = node.values() if isinstance(node, Mapping) else node
+        stack.extend((child, depth + 1) for child in children if isinstance(child, (Mapping, list)))
 
 
 def _not_fetched(uri: str) -> Any:

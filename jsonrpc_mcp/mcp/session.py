@@ -23,7 +23,15 @@ from typing import TYPE_CHECKING, Any, Final, Protocol
 import msgspec
 from msgspec import UNSET, Raw
 
-from ..errors import ConnectionClosed, InternalError, InvalidParams, InvalidRequest, MethodNotFound, RpcError
+from ..errors import (
+    ConnectionClosed,
+    InternalError,
+    InvalidParams,
+    InvalidRequest,
+    MethodNotFound,
+    ResourceNotFound,
+    RpcError,
+)
 from ..jsonrpc import codes
 from ..jsonrpc.dispatch import Dispatcher
 from ..jsonrpc.wire import Intake, Notification, Request, RequestId, encode_notification
@@ -390,6 +398,8 @@ class ServerSession:
             out = spec.handler(ctx, call.params)
         except InputRequired as need:
             return self._input_required(ctx, need, call, answers, opened)
+        except ResourceNotFound as exc:
+            raise _stateless_not_found(exc) from None
         if type(out) is CoroutineType:
             return self._await_stateless(ctx, out, call, answers, opened)
         return out
@@ -401,6 +411,8 @@ class ServerSession:
             return await coro
         except InputRequired as need:
             return self._input_required(ctx, need, call, answers, opened)
+        except ResourceNotFound as exc:
+            raise _stateless_not_found(exc) from None
 
     async def _claim_then_run(
         self, claim: Awaitable[bool], ctx: Context, spec: MethodSpec, call: Call, answers: dict[str, Any], opened: Any
@@ -481,7 +493,7 @@ class ServerSession:
                 params = _cancel_decoder.decode(note.params)
             except msgspec.ValidationError:
                 return
-            self.dispatcher.cancel_inbound(params.request_id)
+            self.dispatcher.cancel_inbound(params.request_id, params.reason)
             return
         if method == "notifications/initialized":
             if self.initialized:
@@ -518,6 +530,10 @@ class ServerSession:
         """Send a request to the client and wait for its result (``timeout``: the connection's by default); one
         the session's revision defines, else :class:`~jsonrpc_mcp.errors.MissingClientCapability` naming it."""
         require_defined(method, self.version)
+        if not self.ready and method != "ping":
+            # "The server SHOULD NOT send requests other than pings and logging before receiving the initialized
+            # notification" (every handshake revision): refused here, before anything is sent (decision 10a).
+            raise RpcError(f"{method} cannot be sent before the client's notifications/initialized", code=-32603)
         ident = self.dispatcher.next_request_id()
         ask = partial(self._request, method, related=related, timeout=... if timeout is None else timeout, ident=ident)
         raw: Raw = await self._send(method, params, ident, ask)
@@ -578,3 +594,9 @@ async def _drained(pending: Awaitable[Any]) -> None:
 def encode_cancellation(ident: RequestId, reason: str) -> bytes:
     """The ``notifications/cancelled`` frame telling the peer we gave up on our request ``ident`` (either side's)."""
     return encode_notification("notifications/cancelled", _encode({"requestId": ident, "reason": reason}))
+
+
+def _stateless_not_found(exc: ResourceNotFound) -> InvalidParams:
+    """A resource not found, as 2026-07-28 says it (-32602 with ``data.uri``): that revision must not emit -32002,
+    whichever handler raised it."""
+    return InvalidParams(exc.message, exc.data)

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, Self
 
 import anyio
 import msgspec
@@ -278,6 +278,43 @@ class CoreTaskHandle:
 
     def __repr__(self) -> str:
         return f"<CoreTaskHandle {self.task_id!r} {self.status}>"
+
+    @classmethod
+    async def create(cls, session: ClientSession, params: dict[str, Any], *, result_type: Any = dict) -> Self:
+        """Send ``tools/call`` asking for a task (``params["task"]``) and return the handle of its answer.
+
+        A task-augmented request is cancelled with ``tasks/cancel``, never ``notifications/cancelled``
+        (2025-11-25): a caller cancelled while it waits for the task still waits for it (shielded, a few seconds
+        at most), cancels the task, and only then is cancelled. Only a server that has not answered by then has
+        the request itself cancelled, since there is no task to name."""
+        answers: list[bytes] = []
+        failures: list[Exception] = []
+        finished = anyio.Event()
+        request = anyio.CancelScope(shield=True)
+
+        async def send() -> None:
+            with request:
+                try:
+                    answers.append(bytes(await session._request_raw("tools/call", params)))
+                except Exception as exc:
+                    failures.append(exc)
+            finished.set()
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(send)
+            try:
+                await finished.wait()
+            except anyio.get_cancelled_exc_class():
+                with anyio.CancelScope(shield=True):
+                    with anyio.move_on_after(_CANCEL_TIMEOUT):
+                        await finished.wait()
+                    request.cancel()
+                    if answers:
+                        await cls(session, msgspec.json.decode(answers[0]), result_type=result_type).abandon()
+                raise
+        if failures:
+            raise failures[0]
+        return cls(session, msgspec.json.decode(answers[0]), result_type=result_type)
 
     @property
     def status(self) -> str:
