@@ -190,10 +190,13 @@ def create_server(*, with_skills: bool = False) -> Server:
 
     @server.tool(description="Tests server-initiated elicitation (user input request)")
     async def test_elicitation(ctx: Context, message: str) -> str:
-        schema = {
+        schema = {  # (what the suite's scenario asks for, and answers)
             "type": "object",
-            "properties": {"response": {"type": "string", "description": "User's response"}},
-            "required": ["response"],
+            "properties": {
+                "username": {"type": "string", "description": "User's response"},
+                "email": {"type": "string", "description": "User's email address"},
+            },
+            "required": ["username", "email"],
         }
         result = await ctx.elicit(message, schema)
         content = result.content if isinstance(result.content, dict) else {}

@@ -48,7 +48,7 @@ async def test_sdk_client_against_our_stdio_server(mode: str) -> None:
         return sdk.CreateMessageResult(role="assistant", content=sdk.TextContent(type="text", text="Paris"), model="m")
 
     async def on_elicit(context: Any, params: Any) -> Any:
-        return sdk.ElicitResult(action="accept", content={"response": "Grace"})
+        return sdk.ElicitResult(action="accept", content={"username": "Grace", "email": "grace@example.com"})
 
     params = StdioServerParameters(command=OURS[0], args=OURS[1:])
     async with mcp.Client(
@@ -65,7 +65,9 @@ async def test_sdk_client_against_our_stdio_server(mode: str) -> None:
         await client.call_tool("test_tool_with_progress", {}, progress_callback=on_progress)
         assert _text(await client.call_tool("test_sampling", {"prompt": "Capital?"})) == "LLM response: Paris"
         elicited = await client.call_tool("test_elicitation", {"message": "Who?"})
-        assert _text(elicited) == 'User response: action=accept, content={"response": "Grace"}'
+        assert _text(elicited) == (
+            'User response: action=accept, content={"username": "Grace", "email": "grace@example.com"}'
+        )
         logged = await client.call_tool("test_logging_tool", {})
         assert _text(logged) == "Logging evaluated"
         failed = await client.call_tool("test_error_handling", {})
@@ -87,7 +89,14 @@ async def test_our_client_against_the_sdk_stdio_server(version: str) -> None:
         return types.CreateMessageResult(role="assistant", content=types.TextContent(text="Paris"), model="m")
 
     async def elicit(params: types.ElicitRequestParams) -> types.ElicitResult:
-        return types.ElicitResult(action="accept", content={"text": "Grace", "response": "Grace", "answer": "Grace"})
+        answer = {
+            "text": "Grace",
+            "response": "Grace",
+            "answer": "Grace",
+            "username": "Grace",
+            "email": "g@example.com",
+        }
+        return types.ElicitResult(action="accept", content=answer)  # (whichever the SDK's server asks for)
 
     async with Client.connect_stdio(
         THEIRS,
