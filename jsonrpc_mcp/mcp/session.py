@@ -31,6 +31,7 @@ from ..errors import (
     MethodNotFound,
     ResourceNotFound,
     RpcError,
+    UrlElicitationRequired,
 )
 from ..jsonrpc import codes
 from ..jsonrpc.dispatch import Dispatcher
@@ -398,6 +399,8 @@ class ServerSession:
             out = spec.handler(ctx, call.params)
         except InputRequired as need:
             return self._input_required(ctx, need, call, answers, opened)
+        except UrlElicitationRequired as exc:
+            return self._input_required(ctx, _url_inputs(exc), call, answers, opened)
         except ResourceNotFound as exc:
             raise _stateless_not_found(exc) from None
         if type(out) is CoroutineType:
@@ -411,6 +414,8 @@ class ServerSession:
             return await coro
         except InputRequired as need:
             return self._input_required(ctx, need, call, answers, opened)
+        except UrlElicitationRequired as exc:
+            return self._input_required(ctx, _url_inputs(exc), call, answers, opened)
         except ResourceNotFound as exc:
             raise _stateless_not_found(exc) from None
 
@@ -594,6 +599,14 @@ async def _drained(pending: Awaitable[Any]) -> None:
 def encode_cancellation(ident: RequestId, reason: str) -> bytes:
     """The ``notifications/cancelled`` frame telling the peer we gave up on our request ``ident`` (either side's)."""
     return encode_notification("notifications/cancelled", _encode({"requestId": ident, "reason": reason}))
+
+
+def _url_inputs(exc: UrlElicitationRequired) -> InputRequired:
+    """URL elicitation required, as 2026-07-28 says it: that revision defines no -32042 (and must not emit it); the
+    URL-mode elicitations the request waits for are its input requests."""
+    return InputRequired(
+        {item["elicitationId"]: {"method": "elicitation/create", "params": item} for item in exc.elicitations}
+    )
 
 
 def _stateless_not_found(exc: ResourceNotFound) -> InvalidParams:
