@@ -642,6 +642,7 @@ class ClientSession:
                 await self.ping(timeout=self.ping_timeout)
             except RequestTimeout:
                 logger.warning("ping: no answer within %g s; closing the connection as broken", self.ping_timeout)
+                self.dispatcher.close()  # (what waits fails now: a closed stream need not wake its reader)
                 await self.stream.aclose()
                 return
             except ConnectionClosed:
