@@ -102,12 +102,7 @@ class OutputSchemas:
             raise InvalidToolOutput(
                 tool, ["the tool has an outputSchema but the result has no structuredContent"], result
             )
-        problems = []
-        for error in validator.iter_errors(data):
-            path = "/".join(str(part) for part in error.instance_path)
-            problems.append(f"{path or 'structuredContent'}: {error.message}")
-            if len(problems) == _PROBLEMS_SHOWN:
-                break
+        problems = _problems(validator, data, "structuredContent")
         if problems:
             raise InvalidToolOutput(tool, problems, result)
 
@@ -172,12 +167,19 @@ def schema_problems(schema: Any, data: Any) -> list[str] | None:
         return None
     try:
         validator = schema_validator(jsonschema_rs, schema)
-    except Exception:  # the peer's schema itself is broken: nothing to check against
+    except Exception as exc:  # the peer's schema itself is broken: nothing to check against
+        logger.warning("a requested schema cannot be compiled (%s); the answer is not checked against it", exc)
         return None
+    return _problems(validator, data, "content")
+
+
+def _problems(validator: Any, data: Any, root: str) -> list[str]:
+    """What ``validator`` finds wrong with ``data``, at most :data:`_PROBLEMS_SHOWN`, each at its JSON path (``root``
+    for the top)."""
     problems = []
     for error in validator.iter_errors(data):
         path = "/".join(str(part) for part in error.instance_path)
-        problems.append(f"{path or 'content'}: {error.message}")
+        problems.append(f"{path or root}: {error.message}")
         if len(problems) == _PROBLEMS_SHOWN:
             break
     return problems
