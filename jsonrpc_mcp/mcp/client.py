@@ -728,7 +728,7 @@ class ClientSession:
         try:
             result = await self.request("tools/call", params, t.CallToolResult, **options)
         except RpcError as exc:
-            if exc.code != HEADER_MISMATCH or not isinstance(getattr(self.stream, "tool_headers", None), dict):
+            if exc.code != HEADER_MISMATCH or not isinstance(mirrored, dict):
                 raise
             # The tool's x-mcp-header parameters may have changed since it was listed: list the tools again and
             # retry once with the headers they now say (refused before it ran, the call is safe to send again).
