@@ -5,6 +5,7 @@ the answers the library client gives a server's requests, and what the server do
 from __future__ import annotations
 
 import json
+import logging
 from typing import Any
 
 import anyio
@@ -662,3 +663,16 @@ async def test_a_root_with_a_dot_segment_is_refused(uri: str) -> None:
         kept = await relayed(c, "roots/list", {})
     assert refused["code"] == -32603
     assert kept == {"result": {"roots": [{"uri": "file:///w/a.b"}]}}
+
+
+def test_a_requested_schema_that_cannot_be_compiled_is_logged_on_one_line_and_not_checked(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """An elicitation's ``requestedSchema`` that is not a schema cannot be checked against: the answer goes
+    unchecked, and a warning of one line says so."""
+    from jsonrpc_mcp.mcp.output_schemas import schema_problems
+
+    caplog.set_level(logging.WARNING, "jsonrpc_mcp")
+    assert schema_problems({"type": 12}, {"a": 1}) is None
+    (record,) = [r for r in caplog.records if "cannot be compiled" in r.getMessage()]
+    assert "\n" not in record.getMessage() and "not checked" in record.getMessage()

@@ -116,7 +116,9 @@ class OutputSchemas:
                 validator = schema_validator(self._engine, schema)
             except Exception as exc:  # the server's schema itself is broken: nothing to check against
                 logger.warning(
-                    "tool %r has an outputSchema that cannot be compiled (%s); its results are not checked", tool, exc
+                    "tool %r has an outputSchema that cannot be compiled (%s); its results are not checked",
+                    tool,
+                    _first_line(exc),
                 )
         self._validators[tool] = validator
         return validator
@@ -168,9 +170,16 @@ def schema_problems(schema: Any, data: Any) -> list[str] | None:
     try:
         validator = schema_validator(jsonschema_rs, schema)
     except Exception as exc:  # the peer's schema itself is broken: nothing to check against
-        logger.warning("a requested schema cannot be compiled (%s); the answer is not checked against it", exc)
+        logger.warning(
+            "a requested schema cannot be compiled (%s); the answer is not checked against it", _first_line(exc)
+        )
         return None
     return _problems(validator, data, "content")
+
+
+def _first_line(exc: Exception) -> str:
+    """What a schema's compile error says, on one line (jsonschema-rs quotes the schema on the lines after)."""
+    return str(exc).partition("\n")[0] or type(exc).__name__
 
 
 def _problems(validator: Any, data: Any, root: str) -> list[str]:
