@@ -11,7 +11,8 @@
     jsonrpc-mcp check (--url URL | -- COMMAND...) [--revision REV] [--json]
 
 HTTP options: ``--certfile PEM [--keyfile PEM]`` (HTTPS), ``--header-timeout S``, ``--body-timeout S``,
-``--max-connections N``, ``--allow-host NAME``.
+``--max-connections N``, ``--allow-host NAME``. TCP options: ``--certfile PEM [--keyfile PEM]`` (TLS),
+``--allow-remote`` (listen beyond loopback).
 
 ``APP`` is ``module:attribute`` or ``path/to/file.py[:attribute]`` naming a :class:`~jsonrpc_mcp.Server` (or a
 function returning one); without it the knowledge server is served. ``list`` and ``call`` print for a person
@@ -22,6 +23,7 @@ status means; ``jsonrpc-mcp --help`` prints it with examples.
 from __future__ import annotations
 
 import argparse
+import functools
 import importlib
 import importlib.util
 import json
@@ -32,12 +34,15 @@ import socket
 import sys
 import traceback
 from collections.abc import Sequence
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import anyio
 import msgspec
 
 from .cli_help import HelpFormatter, help_width, paragraph, section
+
+if TYPE_CHECKING:
+    import ssl
 
 __all__ = ("main", "load_app", "EXIT_STATUS")
 
@@ -279,8 +284,15 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument(
         "--body-timeout", type=_positive, default=30.0, metavar="S", help="HTTP: seconds to send a request body (30)"
     )
-    serve.add_argument("--certfile", metavar="PEM", help="HTTP: serve HTTPS with this certificate (chain)")
-    serve.add_argument("--keyfile", metavar="PEM", help="HTTP: the certificate's private key (with --certfile)")
+    serve.add_argument(
+        "--certfile", metavar="PEM", help="HTTP and TCP: serve over TLS (HTTPS) with this certificate (chain)"
+    )
+    serve.add_argument("--keyfile", metavar="PEM", help="HTTP and TCP: the certificate's private key (with --certfile)")
+    serve.add_argument(
+        "--allow-remote",
+        action="store_true",
+        help="TCP: listen beyond loopback (a connection carries no credentials: whoever reaches it may call the tools)",
+    )
     serve.add_argument(
         "--max-connections",
         type=_count,
@@ -499,8 +511,6 @@ def _http_only_options_given(args: argparse.Namespace) -> list[str]:
         "--allow-host": bool(args.allow_host),
         "--header-timeout": args.header_timeout != 10.0,
         "--body-timeout": args.body_timeout != 30.0,
-        "--certfile": args.certfile is not None,
-        "--keyfile": args.keyfile is not None,
         "--max-connections": args.max_connections is not None,
         "--keep-alive": args.keep_alive != 5.0,
         "--legacy-sse": args.legacy_sse,
@@ -516,10 +526,14 @@ def _serve(args: argparse.Namespace) -> int:
     ):
         raise SystemExit("jsonrpc-mcp: the --auth-* options need --auth-issuer")
     http_only = _http_only_options_given(args)
-    if http_only and not args.http:  # (not silently ignored: --certfile with --tcp would serve without TLS)
+    if http_only and not args.http:  # (not silently ignored)
         raise SystemExit(
             f"jsonrpc-mcp serve: {', '.join(http_only)} {'is' if len(http_only) == 1 else 'are'} for --http"
         )
+    if (args.certfile or args.keyfile) and not (args.http or args.tcp):  # (--unix or stdio would serve without TLS)
+        raise SystemExit("jsonrpc-mcp serve: --certfile and --keyfile are for --http and --tcp")
+    if args.allow_remote and not args.tcp:
+        raise SystemExit("jsonrpc-mcp serve: --allow-remote is for --tcp")
     if args.auth_issuer is not None and not args.http:
         raise SystemExit(
             "jsonrpc-mcp: authorization is for --http only; stdio and sockets take their credentials from the "
@@ -565,14 +579,19 @@ def _serve_socket(args: argparse.Namespace, server: Any) -> int:
     """``--tcp`` and ``--unix``: listen, then say how to connect (the port is known even for port 0), then serve
     until stopped. An address that cannot be listened on is one line, as for ``--http``."""
     from .transports.runner import run_until_stopped
-    from .transports.socket import serve_tcp, serve_unix
+    from .transports.socket import RemoteListenRefused, check_listen_host, serve_tcp, serve_unix
 
     serve: Any
     where: tuple[Any, ...]
     if args.tcp:
         host, port = args.tcp
         shown = f"[{host}]" if ":" in host else host
-        serve, where, address = serve_tcp, (host, port), f"{shown}:{port}"
+        try:
+            check_listen_host(host, allow_remote=args.allow_remote)
+        except RemoteListenRefused as exc:
+            raise SystemExit(f"jsonrpc-mcp serve: {exc}") from None
+        serve = functools.partial(serve_tcp, ssl_context=_server_tls(args), allow_remote=args.allow_remote)
+        where, address = (host, port), f"{shown}:{port}"
     else:
         serve, where, address = serve_unix, (args.unix,), args.unix
     failure: list[str] = []
@@ -585,7 +604,7 @@ def _serve_socket(args: argparse.Namespace, server: Any) -> int:
                 failure.append(f"jsonrpc-mcp: cannot listen on {address}: {exc.strerror or exc}")
                 return
             if args.tcp:
-                _banner(args, f"tcp://{shown}:{bound}", f"--tcp {shown}:{bound}")
+                _banner(args, f"{'tls' if args.certfile else 'tcp'}://{shown}:{bound}", f"--tcp {shown}:{bound}")
             else:
                 _banner(args, f"unix:{address}", f"--unix {address}")
 
@@ -593,6 +612,30 @@ def _serve_socket(args: argparse.Namespace, server: Any) -> int:
     if failure:
         raise SystemExit(failure[0])
     return _stopped_by(stopped)
+
+
+def _check_pem_files(args: argparse.Namespace) -> None:
+    if args.keyfile and not args.certfile:
+        raise SystemExit("jsonrpc-mcp serve: --keyfile needs --certfile")
+    for pem in (args.certfile, args.keyfile):
+        if pem and not os.path.isfile(pem):
+            raise SystemExit(f"jsonrpc-mcp serve: no such file: {pem}")
+
+
+def _server_tls(args: argparse.Namespace) -> ssl.SSLContext | None:
+    """The TLS context of ``--certfile``/``--keyfile``, or None without them; a certificate or key that cannot be
+    used is one line."""
+    _check_pem_files(args)
+    if not args.certfile:
+        return None
+    import ssl
+
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    try:
+        context.load_cert_chain(args.certfile, args.keyfile)
+    except ssl.SSLError as exc:  # not a certificate, or a key that does not match it
+        raise SystemExit(f"jsonrpc-mcp serve: cannot use the certificate and key: {exc.reason or exc}") from None
+    return context
 
 
 def _take_ctrl_c() -> None:
@@ -621,11 +664,7 @@ def _serve_http(args: argparse.Namespace, server: Any) -> int:
 
     from .transports.http_serve import make_uvicorn_server
 
-    if args.keyfile and not args.certfile:
-        raise SystemExit("jsonrpc-mcp serve: --keyfile needs --certfile")
-    for pem in (args.certfile, args.keyfile):
-        if pem and not os.path.isfile(pem):
-            raise SystemExit(f"jsonrpc-mcp serve: no such file: {pem}")
+    _check_pem_files(args)
     host, port = args.http
     sock = _listening_socket(args)
     try:

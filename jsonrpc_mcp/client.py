@@ -15,7 +15,7 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
-from typing import Any, Final, TypeVar
+from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 import anyio
 
@@ -24,6 +24,9 @@ from .mcp.client import ClientSession, refused_by_a_modern_server
 from .mcp.groups import unwrap_group
 from .mcp.server import Server
 from .transports.memory import memory_pair
+
+if TYPE_CHECKING:
+    import ssl
 
 __all__ = ("Client",)
 
@@ -70,13 +73,16 @@ class Client(ClientSession):
 
     @classmethod
     @asynccontextmanager
-    async def connect_tcp(cls, host: str, port: int, **options: Any) -> AsyncIterator[Client]:
-        """NDJSON over a TCP connection (:class:`~jsonrpc_mcp.errors.ServerUnreachable` if none can be made)."""
+    async def connect_tcp(
+        cls, host: str, port: int, *, ssl_context: ssl.SSLContext | None = None, **options: Any
+    ) -> AsyncIterator[Client]:
+        """NDJSON over a TCP connection (:class:`~jsonrpc_mcp.errors.ServerUnreachable` if none can be made); over
+        TLS with ``ssl_context`` (e.g. :func:`ssl.create_default_context`: the server's certificate is checked)."""
         from .transports.socket import connect_tcp
 
         shown = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
         async with AsyncExitStack() as stack:
-            stream = await _reach(stack, connect_tcp(host, port), shown)
+            stream = await _reach(stack, connect_tcp(host, port, ssl_context=ssl_context), shown)
             yield await stack.enter_async_context(cls.connect(stream, **options))
 
     @classmethod

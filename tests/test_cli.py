@@ -19,12 +19,16 @@ import tempfile
 import threading
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import Any
 
+import anyio
 import httpx
 import pytest
 from helpers import EVERYTHING, ROOT
+from tls_support import self_signed, trusting
 
+from jsonrpc_mcp import Client
 from jsonrpc_mcp.cli import main
 
 CLI = [sys.executable, "-m", "jsonrpc_mcp"]
@@ -380,6 +384,36 @@ def test_serve_legacy_sse_is_refused_where_it_cannot_work(where: list[str], mess
         [*SERVE, *where, "--legacy-sse"], capture_output=True, text=True, timeout=60, cwd=ROOT, stdin=subprocess.DEVNULL
     )
     assert proc.returncode != 0 and message in proc.stderr and "Traceback" not in proc.stderr
+
+
+@pytest.mark.parametrize(
+    ("where", "message"),
+    [
+        pytest.param(["--tcp", "0.0.0.0:0"], "refusing to serve MCP over TCP on 0.0.0.0", id="beyond loopback"),
+        pytest.param(["--unix", "x.sock", "--certfile", "c.pem"], "--certfile and --keyfile are for", id="TLS on unix"),
+        pytest.param(["--http", "127.0.0.1:0", "--allow-remote"], "--allow-remote is for --tcp", id="remote HTTP"),
+    ],
+)
+def test_serve_refuses_what_would_serve_less_safely_than_asked(where: list[str], message: str) -> None:
+    proc = subprocess.run(
+        [*SERVE, *where], capture_output=True, text=True, timeout=60, cwd=ROOT, stdin=subprocess.DEVNULL
+    )
+    assert proc.returncode != 0 and message in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_serve_tcp_with_a_certificate_serves_tls(tmp_path: Path) -> None:
+    certfile, keyfile = self_signed(tmp_path)
+    served = Served("--tcp", "127.0.0.1:0", "--certfile", str(certfile), "--keyfile", str(keyfile))
+    try:
+        port = int(served.wait_for(r"serving MCP on tls://127\.0\.0\.1:(\d+)").group(1))
+
+        async def listed() -> list[str]:
+            async with Client.connect_tcp("127.0.0.1", port, ssl_context=trusting(certfile)) as client:
+                return [tool.name for tool in await client.list_tools()]
+
+        assert "echo" in anyio.run(listed)
+    finally:
+        served.kill()
 
 
 def test_serve_tcp_stopped_ends_a_listen_stream_with_its_cancellation_and_result() -> None:

@@ -4,11 +4,8 @@ and responses, and its agreement with the Origin guard), and HTTPS with a certif
 
 from __future__ import annotations
 
-import datetime
-import ipaddress
 import json
 import os
-import ssl
 import subprocess
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -17,10 +14,6 @@ from pathlib import Path
 import anyio
 import httpx
 import pytest
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import NameOID
 from helpers import serve_command
 from http_support import (
     JSON_HEADERS,
@@ -32,6 +25,7 @@ from http_support import (
     raw_post,
     start_app,
 )
+from tls_support import self_signed, trusting
 
 from jsonrpc_mcp.transports.http_serve import make_uvicorn_server
 
@@ -158,33 +152,7 @@ async def test_cors_is_off_by_default(plain: ServerThread) -> None:
 
 @pytest.fixture(scope="module")
 def certificate(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
-    """A self-signed certificate for 127.0.0.1 and its key, as PEM files."""
-    folder = tmp_path_factory.mktemp("tls")
-    key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")])
-    now = datetime.datetime.now(datetime.UTC)
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(name)
-        .issuer_name(name)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=5))
-        .not_valid_after(now + datetime.timedelta(days=1))
-        .add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), False)
-        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-        .sign(key, hashes.SHA256())
-    )
-    certfile, keyfile = folder / "cert.pem", folder / "key.pem"
-    certfile.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-    keyfile.write_bytes(
-        key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
-    )
-    return certfile, keyfile
-
-
-def trusting(certfile: Path) -> ssl.SSLContext:
-    return ssl.create_default_context(cafile=str(certfile))
+    return self_signed(tmp_path_factory.mktemp("tls"))
 
 
 async def test_serve_http_over_tls(certificate: tuple[Path, Path]) -> None:

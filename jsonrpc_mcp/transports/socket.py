@@ -6,14 +6,18 @@ import errno
 import logging
 import os
 import socket
+import ssl
 import stat
-from collections.abc import AsyncIterator, Mapping
+import tempfile
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
 import anyio
 import anyio.abc
+import anyio.streams.tls
 
+from ..addresses import is_loopback_host
 from .framing import DEFAULT_MAX_FRAME
 from .ndjson import FdByteStream, NdjsonStream, socket_network
 from .serve_options import check_serve_options
@@ -21,7 +25,15 @@ from .serve_options import check_serve_options
 if TYPE_CHECKING:
     from ..mcp.server import Server
 
-__all__ = ("serve_tcp", "serve_unix", "serve_listener", "connect_tcp", "connect_unix")
+__all__ = ("serve_tcp", "serve_unix", "serve_listener", "connect_tcp", "connect_unix", "RemoteListenRefused")
+
+#: The permissions of a Unix socket ``serve_unix`` creates: its owner only may connect.
+OWNER_ONLY = 0o600
+
+
+class RemoteListenRefused(ValueError):
+    """``serve_tcp`` was asked to listen beyond the loopback interface without ``allow_remote=True``."""
+
 
 logger = logging.getLogger(__name__)
 
@@ -35,6 +47,15 @@ async def serve_listener(
 ) -> None:
     """Accept connections forever; each gets its own session. A failing connection never affects the others."""
     check_serve_options(max_frame, {})
+    async with listener:
+        task_status.started()
+        await listener.serve(_connection_handler(server, max_frame, {}))
+
+
+def _connection_handler(
+    server: Server, max_frame: int, limits: Mapping[str, Any]
+) -> Callable[[anyio.abc.ByteStream], Awaitable[None]]:
+    """What serves one connection of an anyio listener: its own session, its failure logged and kept to itself."""
 
     async def handle(conn: anyio.abc.ByteStream) -> None:
         family = conn.extra(anyio.abc.SocketAttribute.family, None)
@@ -43,13 +64,11 @@ async def serve_listener(
             network = socket_network(family, conn.extra(anyio.abc.SocketAttribute.remote_address), peer="client")
         async with conn:
             try:
-                await server.serve(NdjsonStream(conn, max_frame=max_frame, network=network))
+                await server.serve(NdjsonStream(conn, max_frame=max_frame, network=network), **limits)
             except Exception:
                 logger.exception("connection ended with an error")
 
-    async with listener:
-        task_status.started()
-        await listener.serve(handle)
+    return handle
 
 
 async def serve_tcp(
@@ -58,19 +77,44 @@ async def serve_tcp(
     port: int = 0,
     *,
     max_frame: int = DEFAULT_MAX_FRAME,
+    ssl_context: ssl.SSLContext | None = None,
+    allow_remote: bool = False,
     task_status: anyio.abc.TaskStatus[int] = anyio.TASK_STATUS_IGNORED,
     **limits: Any,
 ) -> None:
     """Serve on TCP; ``task_status.started()`` reports the bound port (useful with ``port=0``). ``limits`` are
-    :meth:`Server.serve`'s, for each connection (``max_in_flight``, ``max_queued_bytes``, ...)."""
+    :meth:`Server.serve`'s, for each connection (``max_in_flight``, ``max_queued_bytes``, ...).
+
+    A connection carries no credentials: whoever reaches the port may call every tool. So a ``host`` beyond the
+    loopback interface (``0.0.0.0``, a LAN address, a host name) is refused with :class:`RemoteListenRefused` unless
+    ``allow_remote=True`` says that is meant. ``ssl_context`` (a server-side :class:`ssl.SSLContext`) serves TLS;
+    with ``verify_mode = ssl.CERT_REQUIRED`` and the clients' CA loaded it also authenticates the clients."""
     check_serve_options(max_frame, limits)
+    check_listen_host(host, allow_remote=allow_remote)
     listener = await anyio.create_tcp_listener(local_host=host, local_port=port)
     bound = listener.extra(anyio.abc.SocketAttribute.local_port)
-    logger.info("serving MCP on tcp://%s:%d", host, bound)
+    logger.info("serving MCP on %s://%s:%d", "tls" if ssl_context else "tcp", host, bound)
+    if ssl_context is not None:
+        tls = anyio.streams.tls.TLSListener(listener, ssl_context, standard_compatible=False)
+        async with tls:
+            task_status.started(bound)
+            await tls.serve(_connection_handler(server, max_frame, limits))
+        return
     async with listener:
         await _serve_sockets(
             server, _raw_sockets(listener), max_frame, tcp=True, task_status=task_status, ready=bound, limits=limits
         )
+
+
+def check_listen_host(host: str, *, allow_remote: bool) -> None:
+    """Refuse a listening address beyond loopback unless the caller allows it (:class:`RemoteListenRefused`)."""
+    if allow_remote or is_loopback_host(host):
+        return
+    raise RemoteListenRefused(
+        f"refusing to serve MCP over TCP on {host or 'every interface'}: a connection carries no credentials, so "
+        "anyone who can reach the port could call every tool; pass allow_remote=True (jsonrpc-mcp serve "
+        "--allow-remote) if that is meant, or serve on 127.0.0.1, or use Streamable HTTP with authorization"
+    )
 
 
 async def serve_unix(
@@ -78,25 +122,47 @@ async def serve_unix(
     path: str,
     *,
     max_frame: int = DEFAULT_MAX_FRAME,
+    mode: int = OWNER_ONLY,
     task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
     **limits: Any,
 ) -> None:
     """Serve on a Unix socket at ``path`` (a stale socket file there is replaced; the file is removed at exit).
-    ``limits``: as for :func:`serve_tcp`."""
+    The socket has the permissions ``mode`` from its first moment (connecting needs write permission: the default
+    lets its owner only connect; ``0o660`` its group too). ``limits``: as for :func:`serve_tcp`."""
     check_serve_options(max_frame, limits)
     _remove_stale_socket(path)
-    listener = await anyio.create_unix_listener(path)
+    sock = _bind_unix(path, mode)
     logger.info("serving MCP on unix:%s", path)
     try:
-        async with listener:
-            await _serve_sockets(
-                server, _raw_sockets(listener), max_frame, tcp=False, task_status=task_status, limits=limits
-            )
+        with sock:
+            await _serve_sockets(server, [sock], max_frame, tcp=False, task_status=task_status, limits=limits)
     finally:
         try:
             os.unlink(path)
         except FileNotFoundError:
             pass
+
+
+def _bind_unix(path: str, mode: int) -> socket.socket:
+    """A listening Unix socket at ``path`` that nobody could reach with other permissions than ``mode``: bound in a
+    directory of its own that only its owner may enter, given ``mode`` there, then moved into place (the same
+    socket; a rename within the directory's file system)."""
+    folder = tempfile.mkdtemp(prefix=".mcp-", dir=os.path.dirname(os.path.abspath(path)))
+    staged = os.path.join(folder, "s")
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        sock.bind(staged)
+        os.chmod(staged, mode)
+        os.rename(staged, path)
+        sock.listen(socket.SOMAXCONN)
+    except BaseException:
+        sock.close()
+        raise
+    finally:
+        if os.path.lexists(staged):
+            os.unlink(staged)
+        os.rmdir(folder)
+    return sock
 
 
 def _raw_sockets(listener: anyio.abc.Listener[Any]) -> list[socket.socket]:
@@ -169,8 +235,16 @@ def _remove_stale_socket(path: str) -> None:
 
 
 @asynccontextmanager
-async def connect_tcp(host: str, port: int, *, max_frame: int = DEFAULT_MAX_FRAME) -> AsyncIterator[NdjsonStream]:
-    stream = await anyio.connect_tcp(host, port)
+async def connect_tcp(
+    host: str, port: int, *, max_frame: int = DEFAULT_MAX_FRAME, ssl_context: ssl.SSLContext | None = None
+) -> AsyncIterator[NdjsonStream]:
+    """NDJSON over TCP; with ``ssl_context`` (a client-side :class:`ssl.SSLContext`, e.g.
+    :func:`ssl.create_default_context`) over TLS, the server's certificate checked against ``host``."""
+    stream: anyio.abc.ByteStream
+    if ssl_context is None:
+        stream = await anyio.connect_tcp(host, port)
+    else:
+        stream = await anyio.connect_tcp(host, port, ssl_context=ssl_context, tls_standard_compatible=False)
     family = stream.extra(anyio.abc.SocketAttribute.family)
     network = socket_network(family, (host, port), peer="server")  # (the host as given, not the address it named)
     async with stream:
