@@ -405,6 +405,11 @@ def _target_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="NAME:VALUE",
         help="an HTTP header sent with every request (--url only; repeatable)",
     )
+    group.add_argument(
+        "--tls",
+        action="store_true",
+        help="--tcp over TLS, the server's certificate checked (a private CA: name its PEM file in SSL_CERT_FILE)",
+    )
     add_environment_arguments(parser)
     parser.add_argument(
         "--timeout", type=_positive, default=60.0, metavar="SECONDS", help="give up after this long (default 60)"
@@ -445,6 +450,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return run_check_command(args)
         if args.header and not args.url:
             parser.error("--header goes with --url (an HTTP endpoint)")
+        if args.tls and not args.tcp:
+            parser.error("--tls goes with --tcp (an https:// URL is TLS by itself)")
         from . import cli_client
         from ._cli_text import UsageError
 
@@ -604,7 +611,8 @@ def _serve_socket(args: argparse.Namespace, server: Any) -> int:
                 failure.append(f"jsonrpc-mcp: cannot listen on {address}: {exc.strerror or exc}")
                 return
             if args.tcp:
-                _banner(args, f"{'tls' if args.certfile else 'tcp'}://{shown}:{bound}", f"--tcp {shown}:{bound}")
+                tls = " --tls" if args.certfile else ""
+                _banner(args, f"{'tls' if tls else 'tcp'}://{shown}:{bound}", f"--tcp {shown}:{bound}{tls}")
             else:
                 _banner(args, f"unix:{address}", f"--unix {address}")
 

@@ -188,6 +188,10 @@ async def _connect(args: argparse.Namespace, command: list[str], progress: Progr
 
         options["extensions"] = [ClientTasks()]
     if args.tcp:
+        if getattr(args, "tls", False):
+            import ssl
+
+            options["ssl_context"] = ssl.create_default_context()
         async with Client.connect_tcp(*args.tcp, **options) as client:
             yield client
     elif args.unix:

@@ -412,6 +412,16 @@ def test_serve_tcp_with_a_certificate_serves_tls(tmp_path: Path) -> None:
                 return [tool.name for tool in await client.list_tools()]
 
         assert "echo" in anyio.run(listed)
+        # the banner's way to reach it works, the certificate trusted through SSL_CERT_FILE
+        reach = served.wait_for(r"jsonrpc-mcp list (--tcp \S+ --tls)").group(1).split()
+        env = {**os.environ, "SSL_CERT_FILE": str(certfile)}
+        listing = subprocess.run(
+            [*CLI, "list", "--json", *reach], capture_output=True, text=True, timeout=60, cwd=ROOT, env=env
+        )
+        assert listing.returncode == 0, listing.stderr
+        assert "echo" in [tool["name"] for tool in json.loads(listing.stdout)["tools"]]
+        untrusted = subprocess.run([*CLI, "list", *reach], capture_output=True, text=True, timeout=60, cwd=ROOT)
+        assert untrusted.returncode != 0 and "TLS certificate is not trusted" in untrusted.stderr
     finally:
         served.kill()
 
