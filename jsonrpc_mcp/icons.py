@@ -25,6 +25,9 @@ from __future__ import annotations
 
 import base64
 import binascii
+import functools
+import re
+import ssl
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
@@ -55,6 +58,9 @@ _ALIASES: Final = {"image/jpg": JPEG, "image/pjpeg": JPEG}
 _DEFAULT_PORTS: Final = {"https": 443, "http": 80}
 _REDIRECTS: Final = frozenset({301, 302, 303, 307, 308})
 _ACCEPT: Final = "image/png, image/jpeg, image/webp, image/gif"
+#: An SVG document: whitespace, an XML declaration, comments and a DOCTYPE without internal subset (which could
+#: declare entities), then the ``<svg`` root element.
+_SVG_ROOT: Final = re.compile(rb"(?:\s|<\?xml[^>]*\?>|<!--.*?-->|<!DOCTYPE[^>\[]*>)*<svg[\s>/]", re.DOTALL)
 
 
 class IconError(ValueError):
@@ -99,6 +105,11 @@ def _origin_text(origin: tuple[str, str, int]) -> str:
     return f"{scheme}://{host}" + ("" if port == _DEFAULT_PORTS[scheme] else f":{port}")
 
 
+def _has_userinfo(url: str) -> bool:
+    parts = urlsplit(url)
+    return parts.username is not None or parts.password is not None
+
+
 def icon_uri_problem(src: str, server_url: str, allow_origins: Iterable[str] = ()) -> str | None:
     """Why the icon URI ``src`` may not be fetched for the MCP server at ``server_url`` (one line), or None when it
     may: ``https:`` (``http:`` to loopback only) of the server's origin or one of ``allow_origins``, or ``data:``."""
@@ -112,7 +123,7 @@ def icon_uri_problem(src: str, server_url: str, allow_origins: Iterable[str] = (
         return "not a URL with a host"
     if scheme == "http" and not is_loopback_host(origin[1]):
         return "http: is refused off loopback (https: and data: only)"
-    if urlsplit(src).username is not None or urlsplit(src).password is not None:
+    if _has_userinfo(src):
         return "a URL with credentials in it is refused"
     trusted = {_origin(server_url)} | {_origin(o) for o in allow_origins}
     if origin not in trusted:
@@ -130,8 +141,7 @@ def _detect(data: bytes) -> str | None:
         return WEBP
     if data[:6] in (b"GIF87a", b"GIF89a"):
         return GIF
-    head = data[:4096].removeprefix(b"\xef\xbb\xbf").lstrip()
-    if head.startswith(b"<") and b"<svg" in head.lower():
+    if _SVG_ROOT.match(data[:4096].removeprefix(b"\xef\xbb\xbf")):
         return SVG
     return None
 
@@ -168,6 +178,15 @@ def _data_uri(src: str, icon_type: str, max_bytes: int, allow_svg: bool) -> Fetc
     if len(data) > max_bytes:
         raise IconError(src, f"larger than {max_bytes} bytes")
     return _checked(src, data, (icon_type, params[0]), allow_svg)
+
+
+@functools.cache
+def _tls() -> ssl.SSLContext:
+    """The TLS settings of every fetch, made once (50 ms each time otherwise): httpx's trusted certificates (or
+    ``SSL_CERT_FILE``), and no client certificate ever loaded into it."""
+    import httpx
+
+    return httpx.create_ssl_context()
 
 
 def _httpx() -> Any:
@@ -211,13 +230,13 @@ async def fetch_icon(
     reach = reach_type(server_url, parse_networks(allow_networks))
     try:
         with anyio.fail_after(timeout):
-            async with guarded_client(reach, timeout=timeout, verify=True) as http:
+            async with guarded_client(reach, timeout=timeout, verify=_tls()) as http:
                 data = await _get(http, src, max_bytes)
     except TimeoutError:
         raise IconError(src, f"not fetched within {timeout} s") from None
     except AuthorizationError as exc:
         raise IconError(src, exc.reason) from None
-    except httpx.HTTPError as exc:
+    except (httpx.HTTPError, httpx.InvalidURL) as exc:
         raise IconError(src, f"not fetched ({type(exc).__name__})") from None
     return _checked(src, data, (icon_type,), allow_svg)
 
@@ -234,6 +253,8 @@ async def _get(http: httpx.AsyncClient, src: str, max_bytes: int) -> bytes:
                 target = urljoin(url, response.headers.get("location", ""))
                 if _origin(target) != _origin(url):
                     raise IconError(src, "redirected to another origin or scheme: refused")
+                if _has_userinfo(target):
+                    raise IconError(src, "redirected to a URL with credentials in it: refused")
                 url = target
                 continue
             if response.status_code != 200:

@@ -5,12 +5,14 @@ credentials, the server's address rule, a bounded body, and the type told from t
 from __future__ import annotations
 
 import base64
+import sys
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from http_support import ServerThread
 
+from jsonrpc_mcp.errors import MissingExtra
 from jsonrpc_mcp.icons import FetchedIcon, IconError, fetch_icon, icon_uri_problem
 from jsonrpc_mcp.mcp.types import Icon
 
@@ -57,6 +59,13 @@ class Icons:
             status, headers = 302, [(b"location", b"/icon.png"), (b"set-cookie", b"sid=s3cret; Path=/")]
         elif path == "/loop":
             status, headers = 302, [(b"location", b"/loop")]
+        elif path == "/userinfo":
+            where = f"http://user:pw@127.0.0.1:{self.thread.port}/icon.png"
+            status, headers = 302, [(b"location", where.encode())]
+        elif path == "/stall":  # answers nothing until the client goes away
+            while (await receive())["type"] != "http.disconnect":
+                pass
+            return
         await send({"type": "http.response.start", "status": status, "headers": headers})
         await send({"type": "http.response.body", "body": body or b""})
 
@@ -149,6 +158,34 @@ async def test_a_redirect_to_another_origin_is_refused_and_not_followed(icons: I
     with pytest.raises(IconError, match="more than 3 redirects"):
         await fetch_icon(icons.origin + "/loop", server_url=icons.server_url)
     assert icons.paths()[-4:] == ["/loop"] * 4
+    with pytest.raises(IconError, match="redirected to a URL with credentials in it: refused"):
+        await fetch_icon(icons.origin + "/userinfo", server_url=icons.server_url)
+    assert icons.paths()[-1] == "/userinfo"
+
+
+async def test_a_fetch_that_takes_too_long_is_given_up(icons: Icons) -> None:
+    with pytest.raises(IconError, match=r"not fetched within 0\.2 s$"):
+        await fetch_icon(icons.origin + "/stall", server_url=icons.server_url, timeout=0.2)
+
+
+async def test_an_svg_is_told_by_its_root_element() -> None:
+    def data(content: bytes) -> str:
+        return "data:;base64," + base64.b64encode(content).decode()
+
+    server = "https://mcp.example.com/mcp"
+    svg = b"\xef\xbb\xbf <!-- drawn by hand -->\n<!DOCTYPE svg>\n<svg/>"
+    assert (await fetch_icon(data(svg), server_url=server, allow_svg=True)).mime_type == "image/svg+xml"
+    for other in (b"<!doctype html><html><body><svg></svg></body></html>", b'<!DOCTYPE svg [<!ENTITY a "aa">]><svg/>'):
+        with pytest.raises(IconError, match="its content is no PNG, JPEG, WebP, GIF or SVG image"):
+            await fetch_icon(data(other), server_url=server, allow_svg=True)
+
+
+async def test_without_the_http_extra_a_url_needs_it_and_a_data_uri_does_not(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "httpx", None)
+    with pytest.raises(MissingExtra, match=r"^fetching an icon needs httpx: install the http extra \(pip install"):
+        await fetch_icon("https://mcp.example.com/icon.png", server_url="https://mcp.example.com/mcp")
+    data = "data:image/png;base64," + base64.b64encode(PNG).decode()
+    assert (await fetch_icon(data, server_url="https://mcp.example.com/mcp")).data == PNG
 
 
 async def test_a_public_server_cannot_make_the_host_fetch_from_loopback(icons: Icons) -> None:
