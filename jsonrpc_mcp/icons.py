@@ -15,7 +15,8 @@ fetch them; :func:`fetch_icon` does it with the precautions the specification as
 - the body is bounded (``max_bytes``) and the whole fetch by ``timeout``;
 - its type is told from its first bytes, never from what anyone declares: PNG, JPEG, WebP and GIF, and SVG only
   when the caller opts in (``allow_svg=True``: an SVG can carry script, so the host must draw it as an image, never
-  as a document); a declared ``mimeType`` (the icon's, or a ``data:`` URI's) that names another type is refused.
+  as a document) and its root is ``<svg`` with no DTD internal subset (no entities); a declared ``mimeType`` (the
+  icon's, or a ``data:`` URI's) that names another type is refused; the ``Content-Type`` header is not read.
 
 Image dimensions are not read: ``sizes`` is the server's word, and the host scales what it draws.
 :func:`icon_uri_problem` is the check of the URI alone, without I/O.
