@@ -108,6 +108,7 @@ LAYERS: dict[str, int] = {
     "cli_help": 7,  # the layout of jsonrpc-mcp's --help
     "extensions": 7,  # the public face of mcp.extensions
     "tasks": 7,  # the public face of the tasks extension (server side, stores)
+    "icons": 7,  # fetching a server's icons the safe way (its docstring: L7; httpx, the OAuth client's address check)
 }
 #: Everything under these prefixes (after the exact table above).
 PREFIX_LAYERS: list[tuple[str, int]] = [
