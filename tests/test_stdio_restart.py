@@ -8,14 +8,14 @@ from __future__ import annotations
 
 import logging
 import subprocess
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, nullcontext
 from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
-from helpers import FIXTURES, PYTHON
+from helpers import FIXTURES, PYTHON, without_loop_processes
 
 from jsonrpc_mcp import Client, ConnectionClosed
 from jsonrpc_mcp.transports.stdio import RestartingProcessStream, RestartPolicy
@@ -24,6 +24,13 @@ pytestmark = pytest.mark.anyio
 
 RESTARTS = [PYTHON, str(FIXTURES / "restarts.py")]
 HANDSHAKE = {"protocol_version": "2025-11-25"}
+
+
+@pytest.fixture(params=["loop", "threads"])
+def children(request: pytest.FixtureRequest) -> Iterator[str]:
+    """How ``spawn`` runs its child: by the event loop, or by subprocess with its pipes on worker threads."""
+    with without_loop_processes() if request.param == "threads" else nullcontext():
+        yield str(request.param)
 
 
 @asynccontextmanager
@@ -49,7 +56,7 @@ async def pid_of(client: Client) -> int:
 
 
 async def test_a_handshake_era_server_that_exits_is_started_again_and_initialized_with_its_subscriptions(
-    tmp_path: Path, caplog: pytest.LogCaptureFixture
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, children: str
 ) -> None:
     caplog.set_level(logging.INFO, "jsonrpc_mcp")
     async with restarting(tmp_path, **HANDSHAKE) as (client, journal):
