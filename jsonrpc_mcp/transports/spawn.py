@@ -308,7 +308,8 @@ class RestartingProcessStream(MessageStream):
             await gone.stop(0.5)
         await anyio.sleep(delay)
         try:
-            self.current = await self._start()
+            with anyio.CancelScope(shield=True):  # (a process started is one the stream stops when it closes)
+                self.current = await self._start()
         except OSError as exc:
             self._end(f"{why} (it could not be started again: {exc.strerror or type(exc).__name__})")
             raise anyio.EndOfStream from None
