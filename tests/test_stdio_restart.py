@@ -15,9 +15,12 @@ from typing import Any
 
 import anyio
 import pytest
-from helpers import FIXTURES, PYTHON, without_loop_processes
+from helpers import FIXTURES, PYTHON, RawPeer, request_frame, without_loop_processes
 
 from jsonrpc_mcp import Client, ConnectionClosed
+from jsonrpc_mcp.jsonrpc.dispatch import Dispatcher
+from jsonrpc_mcp.jsonrpc.wire import Request
+from jsonrpc_mcp.transports.memory import memory_pair
 from jsonrpc_mcp.transports.stdio import RestartingProcessStream, RestartPolicy
 
 pytestmark = pytest.mark.anyio
@@ -176,3 +179,58 @@ def test_the_policy_refuses_bounds_that_could_not_be_meant_and_doubles_its_wait(
     for wrong in ({"max_restarts": 0}, {"max_restarts": True}, {"window": 0}, {"backoff": -1.0}, {"max_backoff": "5"}):
         with pytest.raises(ValueError):
             RestartPolicy(**wrong)  # type: ignore[arg-type]
+
+
+async def test_a_dispatcher_whose_peer_is_replaced_fails_what_waited_and_cancels_what_answered_the_old_one() -> None:
+    """``MessageStream.peer_replaced``, which the dispatcher sets: our requests waiting for the old peer fail with
+    ``ConnectionClosed`` (never sent again), the handler of the old peer's request is cancelled and never answered,
+    and the connection goes on with the new peer."""
+    started, cancelled = anyio.Event(), anyio.Event()
+
+    def handler(request: Request, context: Any) -> Any:
+        if request.method == "ping":
+            return b"{}"
+        return slow()
+
+    async def slow() -> bytes:
+        started.set()
+        try:
+            await anyio.sleep_forever()
+        finally:
+            cancelled.set()
+        raise AssertionError("never answered")  # pragma: no cover
+
+    ours, theirs = memory_pair(16)
+    dispatcher = Dispatcher(ours, handler)
+    peer = RawPeer(theirs)
+    failed: list[ConnectionClosed] = []
+    with anyio.fail_after(5):
+        async with anyio.create_task_group() as tg:
+            await tg.start(dispatcher.run)
+            await peer.send(request_frame(1, "slow"))
+            await started.wait()
+
+            async def call() -> None:
+                with pytest.raises(ConnectionClosed) as caught:
+                    await dispatcher.request("pending")
+                failed.append(caught.value)
+
+            tg.start_soon(call)
+            assert (await peer.recv_json())["method"] == "pending"
+            assert ours.peer_replaced is not None
+            ours.peer_replaced()
+            await cancelled.wait()
+            answered: list[bytes] = []
+
+            async def again() -> None:
+                answered.append(bytes(await dispatcher.request("again")))
+
+            tg.start_soon(again)
+            assert await peer.sync() == [request_frame(2, "again")]  # (and no answer to the old peer's request 1)
+            await peer.send(b'{"jsonrpc":"2.0","id":2,"result":{"new":true}}')
+            assert await peer.sync() == []
+            assert answered == [b'{"new":true}'] and not dispatcher.closed
+            tg.cancel_scope.cancel()
+    await ours.aclose()
+    await theirs.aclose()
+    assert len(failed) == 1
