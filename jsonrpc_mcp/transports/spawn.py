@@ -262,7 +262,6 @@ class RestartingProcessStream(MessageStream):
         self._generation = 0  # the number of the current process (0: the first)
         self._recent: deque[float] = deque()  # when the process was started again, within the window
         self._held: list[Outgoing] | None = None  # frames sent since the exit, until the new handshake is done
-        self._write = anyio.Lock()  # (the held frames are written outside the dispatcher's write lock)
         self._last_exit: str | None = None
         self._ended: str | None = None  # why the stream ended for good, when it did by itself
 
@@ -338,9 +337,8 @@ class RestartingProcessStream(MessageStream):
             return
         while generation == self._generation and self._held:
             frames, self._held = self._held, []
-            try:
-                async with self._write:
-                    await self.current.send(frames)
+            try:  # (no one else writes meanwhile: what is sent now is held, and this loop takes it next)
+                await self.current.send(frames)
             except (anyio.BrokenResourceError, anyio.ClosedResourceError):
                 return  # (the process ended meanwhile: the reader starts it again, or ends the stream)
         if generation == self._generation:
@@ -355,8 +353,7 @@ class RestartingProcessStream(MessageStream):
         elif self._held is not None:
             self._held.extend(frames)
             return
-        async with self._write:
-            await self.current.send(frames)
+        await self.current.send(frames)
 
     async def aclose(self) -> None:
         self.closing = True
