@@ -7,6 +7,8 @@ again, a listen stream opens itself again; a server that keeps exiting ends the 
 from __future__ import annotations
 
 import logging
+import os
+import signal
 import subprocess
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, nullcontext
@@ -234,3 +236,23 @@ async def test_a_dispatcher_whose_peer_is_replaced_fails_what_waited_and_cancels
     await ours.aclose()
     await theirs.aclose()
     assert len(failed) == 1
+
+
+@pytest.mark.skipif(not hasattr(signal, "SIGKILL"), reason="no signals on this platform")
+async def test_a_server_killed_by_a_signal_is_started_again(tmp_path: Path) -> None:
+    async with restarting(tmp_path) as (client, _):
+        first = await pid_of(client)
+        running = anyio.Event()
+        async with anyio.create_task_group() as tg:
+
+            async def kill_once_running() -> None:
+                await running.wait()
+                os.kill(first, signal.SIGKILL)
+
+            tg.start_soon(kill_once_running)
+            with pytest.raises(ConnectionClosed) as caught:
+                await client.call_tool("hang", {}, progress=lambda *_: running.set())
+        assert caught.value.message == (
+            "the server process was killed by SIGKILL (started again) before answering tools/call"
+        )
+        assert await pid_of(client) != first
