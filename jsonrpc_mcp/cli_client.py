@@ -208,7 +208,8 @@ async def _connect(args: argparse.Namespace, command: list[str], progress: Progr
             yield client
     elif command:
         environment = {"env": dict(args.env or ()), "inherit_env": args.inherit_env}
-        async with Client.connect_stdio(command, **environment, **options) as client:
+        # (one request and out: a server started again after it exited would only be stopped)
+        async with Client.connect_stdio(command, **environment, restart=False, **options) as client:
             yield client
     else:
         raise text.UsageError("give --url URL, --tcp HOST:PORT, --unix PATH or -- COMMAND... (a stdio server)")

@@ -28,6 +28,8 @@ from .transports.memory import memory_pair
 if TYPE_CHECKING:
     import ssl
 
+    from .transports.spawn import RestartPolicy
+
 __all__ = ("Client",)
 
 T = TypeVar("T")
@@ -54,6 +56,7 @@ class Client(ClientSession):
         inherit_env: bool = False,
         cwd: str | None = None,
         stderr: int | None = None,
+        restart: bool | RestartPolicy = True,
         **options: Any,
     ) -> AsyncIterator[Client]:
         """Spawn a server process and talk to it over its stdin/stdout (stopped on exit: EOF, SIGTERM, SIGKILL).
@@ -62,13 +65,27 @@ class Client(ClientSession):
         :data:`~jsonrpc_mcp.transports.spawn.DEFAULT_ENV_VARS`) plus ``env``, not this process's whole environment
         unless ``inherit_env=True``. A server that exits before answering raises
         :class:`~jsonrpc_mcp.ConnectionClosed` naming its exit status.
-        """
-        from .transports.spawn import spawn
 
+        A server process that exits while connected (a crash, any exit status, a signal) is started again, in
+        every era (decision 105): the requests it had not answered fail with ``ConnectionClosed`` naming its exit
+        status (they are not sent again), the handshake is made again where the era has one (then the log level
+        and the resource subscriptions), and the requests made meanwhile go to the new process. ``restart``: a
+        :class:`~jsonrpc_mcp.transports.spawn.RestartPolicy` for the bounds (by default at most 5 restarts within
+        60 s, 0.1 s after the exit doubling to 5 s; one more exit ends the connection, saying why), ``False``
+        never starts it again. Leaving the block never does.
+        """
+        from .transports.spawn import RestartingProcessStream, spawn
+        from .transports.spawn import RestartPolicy as Policy
+
+        if not isinstance(restart, (bool, Policy)):
+            raise TypeError(f"restart is True, False or a RestartPolicy, not {restart!r}")
+        policy = Policy() if restart is True else restart or None
         async with (
-            spawn(command, env=env, inherit_env=inherit_env, cwd=cwd, stderr=stderr) as stream,
+            spawn(command, env=env, inherit_env=inherit_env, cwd=cwd, stderr=stderr, restart=policy) as stream,
             cls.connect(stream, **options) as client,
         ):
+            if isinstance(stream, RestartingProcessStream):
+                stream.armed = True  # (connected: an exit from now on starts the server again)
             yield client
 
     @classmethod

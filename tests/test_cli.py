@@ -25,7 +25,7 @@ from typing import Any
 import anyio
 import httpx
 import pytest
-from helpers import EVERYTHING, ROOT
+from helpers import EVERYTHING, FIXTURES, ROOT
 from tls_support import self_signed, trusting
 
 from jsonrpc_mcp import Client
@@ -337,6 +337,13 @@ def test_run_until_stopped_raises_the_servers_own_error(backend: str) -> None:
         [sys.executable, "-c", UNTIL_STOPPED, backend, "fail"], capture_output=True, text=True, timeout=60, cwd=ROOT
     )
     assert (proc.returncode, proc.stdout) == (0, "OSError address in use\n"), proc.stderr
+
+
+def test_call_reports_a_server_that_exits_in_the_call_without_starting_it_again() -> None:
+    """One request and out: the server is not started again after it exits (decision 105), and the error says so."""
+    done = run_in_process(["call", "die", '{"status": 7}', "--", sys.executable, str(FIXTURES / "dies.py")])
+    assert done.returncode != 0
+    assert "the server process exited with status 7 before answering tools/call\n" in done.stderr, done.stderr
 
 
 @pytest.mark.parametrize("seconds", ["0", "-5", "nan"])

@@ -214,7 +214,7 @@ async def test_a_server_that_exits_at_start_up_says_so_with_its_status(children:
 
 async def test_a_server_that_dies_in_a_call_says_so_and_the_connection_is_closed(children: str) -> None:
     with anyio.fail_after(30):
-        async with Client.connect_stdio(DIES, stderr=subprocess.DEVNULL, **HANDSHAKE) as client:
+        async with Client.connect_stdio(DIES, stderr=subprocess.DEVNULL, restart=False, **HANDSHAKE) as client:
             with pytest.raises(ConnectionClosed) as caught:
                 await client.call_tool("die", {"status": 7})
             assert caught.value.message == "the server process exited with status 7 before answering tools/call"

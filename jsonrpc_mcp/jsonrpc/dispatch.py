@@ -245,6 +245,7 @@ class Dispatcher:
         self.stream = stream
         if stream is not None:  # (a dispatcher that only answers, given no stream, as in tests)
             stream.fail_request = self.fail
+            stream.peer_replaced = self.peer_replaced
         self.on_request = on_request
         self.on_notification = on_notification
         self.allow_batch = allow_batch
@@ -843,6 +844,15 @@ class Dispatcher:
             return False
         self._resolve(ident, None, error)
         return True
+
+    def peer_replaced(self) -> None:
+        """The peer behind the stream was replaced by a new one (a stdio server process started again): our
+        requests waiting for an answer fail with :class:`ConnectionClosed` (the new peer never saw them, and they
+        are not sent again: they may have run), and the handlers of the old peer's requests are cancelled (their
+        answers would reach a peer that never asked)."""
+        for pending in list(self._inflight.values()):
+            self.cancel_inbound(pending.request.id)
+        self._fail_pending()
 
     def _resolve(self, ident: RequestId, result: Raw | None, error: Exception | None) -> None:
         waiter = self._pending.pop(ident, None)

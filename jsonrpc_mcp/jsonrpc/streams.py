@@ -90,6 +90,10 @@ class MessageStream(ABC):
     #: error)`` ends one of its pending requests by raising ``error`` to its caller, for a transport that could not
     #: carry the request or its answer (False: no such request is pending). None: no dispatcher reads it.
     fail_request: Callable[[RequestId, Exception], bool] | None = None
+    #: Set by the :class:`~jsonrpc_mcp.jsonrpc.dispatch.Dispatcher` that reads this stream, for a transport that
+    #: starts its peer again (a stdio server process that exited): called once the old peer is gone, it fails what
+    #: waits for the old peer's answer and cancels what answers the old peer's requests (nothing is sent again).
+    peer_replaced: Callable[[], None] | None = None
     #: Set by the protocol layer above, for a transport whose session can end under it (a Streamable HTTP server
     #: that answers 404 for it): starts a new session (the handshake again). None: the session stays ended.
     restart_session: Callable[[], Awaitable[None]] | None = None

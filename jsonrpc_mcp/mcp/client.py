@@ -463,11 +463,15 @@ class ClientSession:
         return result
 
     async def _restart_session(self) -> None:
-        """The server ended our session (Streamable HTTP: a 404 for it): the handshake again, with the same
-        capabilities and client info, then what the last session had: the log level and the resource
-        subscriptions (each one that fails is logged, the others go on)."""
+        """The server ended our session (Streamable HTTP: a 404 for it), or its process was started again (stdio):
+        in the handshake era the handshake again, with the same capabilities and client info, then what the last
+        session had: the log level and the resource subscriptions (each one that fails is logged, the others go
+        on). The stateless era has no handshake and nothing the server keeps (the log level goes with every
+        request; a ``listen`` stream opens itself again)."""
+        if self.stateless:
+            return
         await self.initialize()
-        logger.info("started a new MCP session: the server ended the last one")
+        logger.info("started a new MCP session: the last one ended")
         again: list[tuple[str, dict[str, Any]]] = [("resources/subscribe", {"uri": uri}) for uri in self._subscriptions]
         if self.log_level is not None:
             again.insert(0, ("logging/setLevel", {"level": self.log_level}))
@@ -646,7 +650,9 @@ class ClientSession:
                 await self.stream.aclose()
                 return
             except ConnectionClosed:
-                return
+                if self.dispatcher.closed:
+                    return
+                # (the server process was started again: its pings go on)
             except RpcError as exc:
                 logger.warning("ping failed: %s (%s)", exc.message, exc.code)
 
@@ -946,8 +952,22 @@ class ClientSession:
             async with anyio.create_task_group() as tg:
 
                 async def run() -> None:
+                    nonlocal ident
                     try:
-                        await self._send("subscriptions/listen", body, ident=ident, timeout=None)
+                        while True:
+                            restarts = getattr(self.stream, "restarts", 0)
+                            try:
+                                await self._send("subscriptions/listen", body, ident=ident, timeout=None)
+                                return
+                            except ConnectionClosed:
+                                if self.dispatcher.closed or getattr(self.stream, "restarts", 0) == restarts:
+                                    raise
+                            # The server process was started again (stdio): the stream is opened in the new one,
+                            # under a new id; the filter acknowledged is the same dict, updated by its answer.
+                            logger.info("subscriptions/listen opened again in the server process started again")
+                            entry = self._acks.pop(ident, (acknowledged, {}))
+                            ident = self.dispatcher.next_request_id()
+                            self._acks[ident] = entry
                     finally:
                         acknowledged.set()
 

@@ -20,7 +20,7 @@ from .framing import DEFAULT_MAX_FRAME
 from .ndjson import PIPE, NdjsonStream
 from .pipes import pipe_byte_stream
 from .runner import run
-from .spawn import DEFAULT_ENV_VARS, ProcessStream, default_environment, spawn
+from .spawn import DEFAULT_ENV_VARS, ProcessStream, RestartingProcessStream, RestartPolicy, default_environment, spawn
 
 if TYPE_CHECKING:
     from ..mcp.server import Server
@@ -32,6 +32,8 @@ __all__ = (
     "stdio_stream",
     "spawn",
     "ProcessStream",
+    "RestartingProcessStream",
+    "RestartPolicy",
     "DEFAULT_ENV_VARS",
     "default_environment",
 )
