@@ -85,9 +85,9 @@ logger = logging.getLogger(__name__)
 RequestHandler = Callable[[Request, Any], "bytes | Coroutine[Any, Any, bytes]"]
 NotificationHandler = Callable[[Notification], "Coroutine[Any, Any, None] | None"]
 
-#: The code of our capacity refusals (too many requests in flight): in the range JSON-RPC leaves to
-#: implementations. Streamable HTTP answers it with 429.
-BUSY: Final = -32010
+#: The code of our capacity refusals (too many requests in flight): :data:`~.codes.BUSY`, the code of every refusal
+#: for "too many" (Streamable HTTP answers it with 429).
+BUSY: Final = codes.BUSY
 
 #: Errors about our own outgoing requests; their codes are local-only and never go on the wire.
 _LOCAL_ONLY: Final = (RequestTimeout, ConnectionClosed)
@@ -257,6 +257,10 @@ class Dispatcher:
         #: (logged), for a peer that must not send us requests (a 2026-07-28 client never answers its server). ``None``:
         #: every one is answered.
         self.answers: Callable[[], bool] | None = None
+        #: Asked for each error response to one of our requests: ``True`` when the session is of the handshake era,
+        #: whose errors :func:`~jsonrpc_mcp.errors.error_for_code` reads with the codes of earlier releases too
+        #: (set by the client, which decides the era).
+        self.handshake: Callable[[], bool] = lambda: False
         #: Prefixed to the ids of our outgoing requests (strings then): ids unique across processes that speak to one
         #: peer (workers serving one session).
         self.id_prefix: str | None = None
@@ -316,7 +320,7 @@ class Dispatcher:
             if msg.id is None:
                 logger.warning("peer sent an error without id: %s %.200r", msg.code, msg.message)
             else:
-                self._resolve(msg.id, None, error_for_code(msg.code, msg.message, msg.data))
+                self._resolve(msg.id, None, error_for_code(msg.code, msg.message, msg.data, handshake=self.handshake()))
         else:
             logger.error("a request was handed to Dispatcher.deliver, which answers nothing; it is dropped")
 
