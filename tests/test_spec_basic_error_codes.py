@@ -13,6 +13,7 @@ from typing import Any, cast
 import anyio
 import pytest
 from helpers import ROOT, PrincipalStream, RawPeer, raw_server, request_frame
+from http_support import JSON_HEADERS, asgi_request, init_body, stateless_body, stateless_headers
 
 from jsonrpc_mcp import Client, Context, Server, errors, middleware
 from jsonrpc_mcp.errors import ResourceNotFound, RpcError, UrlElicitationRequired
@@ -22,6 +23,7 @@ from jsonrpc_mcp.jsonrpc.wire import Request
 from jsonrpc_mcp.mcp import tasks
 from jsonrpc_mcp.mcp.principal import AccessToken
 from jsonrpc_mcp.transports import _http_io
+from jsonrpc_mcp.transports.http_asgi import McpAsgiApp
 from jsonrpc_mcp.transports.memory import MemoryMessageStream
 
 pytestmark = pytest.mark.anyio
@@ -188,6 +190,69 @@ def test_too_many_requests_in_flight_is_refused_outside_the_reserved_range() -> 
     assert json.loads(busy)["error"]["code"] == -31010
     assert _http_io.answer_status(busy, stateless=False) == 429
     dispatcher.close()
+
+
+class AwayBackend:
+    """A shared backend whose service cannot be reached: each command that would reach it is refused (as the Redis
+    backend's are when Redis is away)."""
+
+    async def publish(self, event: Any) -> None:
+        raise errors.Unavailable(2)
+
+    def state_keys(self) -> tuple[bytes, ...]:
+        return (b"k" * 32,)
+
+    async def claim(self, nonce: str, expires: float) -> bool:
+        raise errors.Unavailable(2)
+
+    def task_store(self) -> Any:
+        raise NotImplementedError  # (no tasks here)
+
+    async def load_session(self, sid: str, ttl: float) -> bytes | None:
+        raise errors.Unavailable(2)
+
+    async def save_session(
+        self, sid: str, record: bytes, ttl: float, *, changed: bool, most: int | None = None
+    ) -> None:
+        raise errors.Unavailable(2)
+
+    async def end_session(self, sid: str) -> None:
+        raise errors.Unavailable(2)
+
+    async def run(self, deliver: Any, *, task_status: Any = anyio.TASK_STATUS_IGNORED) -> None:
+        task_status.started()
+        await anyio.sleep_forever()
+
+    async def aclose(self) -> None:
+        pass
+
+
+async def test_the_http_refusals_use_our_codes_with_their_statuses() -> None:
+    """Over Streamable HTTP (the ASGI app, in this event loop): the shared backend away is 503 with ``Retry-After``
+    and -31012; a rate limit in a 2026-07-28 request is 429 and -31010."""
+    away = McpAsgiApp(Server("away", "1"), backend=AwayBackend())
+    try:
+        status, headers, body = await asgi_request(away, "POST", JSON_HEADERS, json.dumps(init_body()).encode())
+    finally:
+        await away.aclose()
+    assert (status, headers["retry-after"]) == (503, "2")
+    assert json.loads(body)["error"] == {
+        "code": -31012,
+        "message": "Service unavailable: retry in 2 s",
+        "data": {"retryAfter": 2},
+    }
+    limited = McpAsgiApp(refusing_server())
+    try:
+        answers = [
+            await asgi_request(
+                limited, "POST", stateless_headers("tools/list"), json.dumps(stateless_body(n, "tools/list")).encode()
+            )
+            for n in (1, 2)
+        ]
+    finally:
+        await limited.aclose()
+    assert answers[0][0] == 200 and answers[1][0] == 429
+    assert json.loads(answers[1][2])["error"]["code"] == -31010
 
 
 def test_no_code_the_library_sends_is_of_the_legacy_sub_range() -> None:
