@@ -378,3 +378,19 @@ async def test_a_local_timeout_or_closed_connection_is_told_apart_from_the_peers
     assert errors.ConnectionClosed().local and errors.local_failure("HTTP 500 without an answer").local
     failure = errors.local_failure("x")
     assert failure.code == -32000 and not isinstance(failure, errors.ConnectionClosed)
+
+
+@pytest.mark.parametrize("version", ["2025-11-25", "2026-07-28"])
+async def test_a_local_error_escaping_a_handler_never_puts_its_code_on_the_wire(version: str) -> None:
+    """A handler that lets escape an error of ours about its own exchange (here the -32000 of an HTTP answer that
+    was none, as a handler that calls another server may meet) answers -32603 "Internal error", not -32000."""
+    server = Server("proxy", "1")
+
+    @server.method("custom/forward", eras="both")
+    def forward(ctx: Context, params: Any) -> dict[str, Any]:
+        raise errors.local_failure("the server answered the request with HTTP 502 and no response")
+
+    params = {"_meta": META} if version == "2026-07-28" else {}
+    async with raw_server(server, version=None if version == "2026-07-28" else version) as peer:
+        answer = await peer.call(request_frame(1, "custom/forward", params))
+    assert answer["error"] == {"code": -32603, "message": "Internal error"}

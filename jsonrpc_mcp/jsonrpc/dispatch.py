@@ -89,8 +89,6 @@ NotificationHandler = Callable[[Notification], "Coroutine[Any, Any, None] | None
 #: for "too many" (Streamable HTTP answers it with 429).
 BUSY: Final = codes.BUSY
 
-#: Errors about our own outgoing requests; their codes are local-only and never go on the wire.
-_LOCAL_ONLY: Final = (RequestTimeout, ConnectionClosed)
 _HANDLER_TASK: Final = "jsonrpc-mcp request handler"
 _OTHER_TASK: Final = "jsonrpc-mcp connection task"
 
@@ -135,10 +133,11 @@ def _failure_reply(req: Request, exc: Exception) -> ErrorReply:
 def failure_error(method: str, exc: Exception) -> tuple[int, str, Any]:
     """The JSON-RPC error (code, message, data) of a handler of ``method`` that raised ``exc``: its own when it is
     an :class:`RpcError`; otherwise -32603 "Internal error", the exception logged with its traceback and never
-    shown to the peer. A timeout or a closed connection of the handler's own outgoing request (codes that only
-    mean something here) is an internal error too, logged as a warning. (A request's answer, and the error of a
+    shown to the peer. An error of ours about an exchange (``local``: a timeout or a closed connection of the
+    handler's own outgoing request, an HTTP answer that was none; codes that only mean something here) is an
+    internal error too, logged as a warning. (A request's answer, and the error of a
     task that ran one: the one rule for both.)"""
-    if isinstance(exc, _LOCAL_ONLY):
+    if isinstance(exc, RpcError) and exc.local:  # (an error of ours about an exchange: its code never goes out)
         logger.warning("handler for %r failed: %s", method, exc.message)
     elif isinstance(exc, RpcError):
         return exc.code, exc.message, exc.data
