@@ -387,6 +387,7 @@ def rpc_error_classes() -> list[type[RpcError]]:
 def test_every_error_class_is_read_back_from_its_code() -> None:
     """A class added to errors.py without a place in error_for_code fails here."""
     for kind in rpc_error_classes():
+        assert kind.local == (kind in LOCAL_ONLY), kind  # (only what is made here is local)
         if kind in LOCAL_ONLY:
             continue
         data = {"uri": "a://b", "requiredScopes": ["s"], "requiredCapabilities": {"sampling": {}}, "retryAfter": 3}
