@@ -7,7 +7,7 @@
 Two worker processes (tests/fixtures/fault_worker.py: their tasks' lease 4 s, their Redis deadline 0.5 s, at most
 50 sessions between them) share a ``redis-server`` of the soak's own (tests/redis_support.py: a Unix socket,
 nothing saved). Round after round, tasks are started and sessions opened on workers picked at random, then one
-fault, picked at random, is met: Redis paused (SIGSTOP) until a worker answers -32012, Redis stopped and started
+fault, picked at random, is met: Redis paused (SIGSTOP) until a worker answers -31012, Redis stopped and started
 again empty, or a worker killed with SIGKILL and a new one started. Every task of the round must then settle
 within 10 s (completed; failed when its worker was killed; gone when Redis forgot it); the first that does not
 stops the soak with its error. At the end it prints the figures (JSON) that docs/robustness.md records.

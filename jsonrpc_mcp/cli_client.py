@@ -19,8 +19,7 @@ import anyio
 import msgspec
 
 from . import _cli_text as text
-from .errors import InvalidParams, MissingExtra, RpcError, ServerUnreachable
-from .jsonrpc import codes
+from .errors import InvalidParams, MissingExtra, RequestTimeout, RpcError, ServerUnreachable
 from .transports.connect_errors import start_failure
 
 __all__ = (
@@ -60,8 +59,6 @@ EXIT_USAGE: Final = 2
 EXIT_RPC_ERROR: Final = 3
 EXIT_UNREACHABLE: Final = 4
 EXIT_TIMEOUT: Final = 5
-#: Errors made here, never by the server: the connection went away or was never authorized, or no answer came.
-_LOCAL_CODES: Final = (codes.CONNECTION_CLOSED, codes.AUTHORIZATION_FAILED, codes.REQUEST_TIMEOUT)
 
 
 class Progress:
@@ -142,9 +139,9 @@ async def _run(args: argparse.Namespace, command: list[str], words: list[str]) -
                     return _print_listing(args, await _list_everything(client))
                 return await _call(args, client, words, progress)
     except RpcError as exc:
-        if exc.code in _LOCAL_CODES:
+        if exc.local:  # (made here, never by the server: the connection went away or was never authorized, no answer)
             _say(exc.message + exit_hint(command, exc.message))
-            return EXIT_TIMEOUT if exc.code == codes.REQUEST_TIMEOUT else EXIT_UNREACHABLE
+            return EXIT_TIMEOUT if isinstance(exc, RequestTimeout) else EXIT_UNREACHABLE
         if args.json:
             error: dict[str, Any] = {"code": exc.code, "message": exc.message}
             if exc.data is not None:  # as on the wire: an error without data has no "data" key
@@ -333,7 +330,7 @@ async def _ask_for_logs(args: argparse.Namespace, client: Any) -> None:
     try:
         await client.set_logging_level(level, even_if_undeclared=args.log_level is not None)
     except RpcError as exc:
-        if exc.code in _LOCAL_CODES:
+        if exc.local:
             raise
         _say(f"warning: the server refused logging/setLevel {level} (error {exc.code}: {exc.message}); calling anyway")
 

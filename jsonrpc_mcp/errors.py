@@ -37,6 +37,7 @@ __all__ = (
     "InputRequired",
     "ProtocolViolation",
     "error_for_code",
+    "local_failure",
 )
 
 
@@ -49,6 +50,10 @@ class RpcError(Exception):
 
     code: int = codes.INTERNAL_ERROR
     default_message: str = "Internal error"
+    #: True for an error this process made about an exchange (no answer in time, the connection gone, no
+    #: authorization, an HTTP answer that is none), never received from the peer: a peer's error of the same code is
+    #: a plain :class:`RpcError` with ``local`` False.
+    local: bool = False
 
     def __init__(self, message: str | None = None, data: Any = None, *, code: int | None = None) -> None:
         self.message = message if message is not None else self.default_message
@@ -113,7 +118,7 @@ class ResourceNotFound(RpcError):
 
 
 class InsufficientScope(RpcError):
-    """The request's principal lacks scopes the operation needs (-32011; over HTTP the app answers 403 first).
+    """The request's principal lacks scopes the operation needs (-31011; over HTTP the app answers 403 first).
 
     ``data``: ``{"error": "insufficient_scope", "requiredScopes": [...]}``, every scope the operation needs."""
 
@@ -140,7 +145,7 @@ class InsufficientScope(RpcError):
 
 
 class Unavailable(RpcError):
-    """Something the server shares with its other workers (their Redis) cannot be reached right now: -32012 with
+    """Something the server shares with its other workers (their Redis) cannot be reached right now: -31012 with
     ``data.retryAfter`` (seconds); Streamable HTTP answers 503 with ``Retry-After``."""
 
     code = codes.UNAVAILABLE
@@ -164,6 +169,7 @@ class RequestTimeout(RpcError):
 
     code = codes.REQUEST_TIMEOUT
     default_message = "Request timed out"
+    local = True
 
 
 class ConnectionClosed(RpcError):
@@ -171,6 +177,7 @@ class ConnectionClosed(RpcError):
 
     code = codes.CONNECTION_CLOSED
     default_message = "Connection closed"
+    local = True
 
 
 class AuthorizationError(ConnectionClosed):
@@ -191,12 +198,14 @@ class AuthorizationError(ConnectionClosed):
         self.step = step
         self.reason = reason
 
-    @classmethod
-    def received(cls, message: str, data: Any = None) -> Self:
-        error = super().received(message, data)
-        error.step = str(data.get("step", "")) if isinstance(data, dict) else ""
-        error.reason = str(data.get("reason", message)) if isinstance(data, dict) else message
-        return error
+
+def local_failure(message: str) -> RpcError:
+    """An exchange our transport saw fail while the server is there (an HTTP answer that is no answer, a POST it
+    refused): code -32000 and ``local`` True, so it is never taken for an error the server sent (raised locally,
+    never sent). No :class:`ConnectionClosed`: the era fallback may still try the handshake after it."""
+    error = RpcError(message, code=codes.CONNECTION_CLOSED)
+    error.local = True
+    return error
 
 
 class SessionExpired(ConnectionClosed):
@@ -290,18 +299,22 @@ class ProtocolViolation(Exception):
     """The peer broke a rule the spec states (raised locally; the caller decides what to answer)."""
 
 
-def error_for_code(code: int, message: str, data: Any = None) -> RpcError:
+def error_for_code(code: int, message: str, data: Any = None, *, handshake: bool = False) -> RpcError:
     """The error a peer sent, as the class this module defines for its code (message and data as they came), or a
-    plain :class:`RpcError` for a code without one. The local-only codes (-32000 connection closed, -32001
-    timeout) are not read back: other implementations send them for errors of their own."""
-    if code == codes.AUTHORIZATION_FAILED:
-        if isinstance(data, dict) and isinstance(data.get("step"), str):
-            return AuthorizationError.received(message, data)
-        return RpcError(message, data, code=code)
-    kind = _RECEIVED.get(code)
+    plain :class:`RpcError` for a code without one; either way ``local`` is False.
+
+    No code of the legacy sub-range -32000..-32019 is given a meaning but -32002 (resource not found, which 2026-07-28
+    still asks clients to accept): the local-only codes (-32000 connection closed, -32001 timeout, -32003
+    authorization failed) never become those local errors, other implementations sending them for errors of their
+    own. Only in a ``handshake``-era session are the codes earlier releases of this library sent for insufficient
+    scope and unavailable (:data:`~.jsonrpc.codes.LEGACY_INSUFFICIENT_SCOPE`,
+    :data:`~.jsonrpc.codes.LEGACY_UNAVAILABLE`) read as those, their code as it came."""
+    kind = _RECEIVED.get(code) or (_RECEIVED_IN_HANDSHAKE.get(code) if handshake else None)
     if kind is None:
         return RpcError(message, data, code=code)
-    return kind.received(message, data)
+    error = kind.received(message, data)
+    error.code = code
+    return error
 
 
 #: The classes :func:`error_for_code` gives back, by code.
@@ -319,6 +332,11 @@ _RECEIVED: dict[int, type[RpcError]] = {
         MissingClientCapability,
         UrlElicitationRequired,
     )
+}
+#: The codes earlier releases of this library sent, read as their classes in a handshake-era session only.
+_RECEIVED_IN_HANDSHAKE: dict[int, type[RpcError]] = {
+    codes.LEGACY_INSUFFICIENT_SCOPE: InsufficientScope,
+    codes.LEGACY_UNAVAILABLE: Unavailable,
 }
 
 

@@ -21,6 +21,7 @@ from typing import Any, Final, cast
 import msgspec
 
 from .errors import InternalError, RpcError
+from .jsonrpc import codes
 from .mcp import types as t
 from .mcp.middleware import CallNext, Message, Middleware
 from .mcp.versions import META_CLIENT_INFO
@@ -39,8 +40,6 @@ __all__ = (
     "by_principal",
     "TASK_OPERATIONS",
 )
-
-BUSY: Final = -32010
 
 
 def _after(message: Message, out: Any, then: Callable[[Any, BaseException | None], None]) -> Any:
@@ -145,9 +144,10 @@ def by_header(name: str) -> Callable[[Message], Hashable]:
 
 
 class RateLimited(RpcError):
-    """Too many requests from one key: -32010 with ``data.retryAfter`` (seconds); Streamable HTTP answers 429."""
+    """Too many requests from one key: -31010 (:data:`~jsonrpc_mcp.jsonrpc.codes.BUSY`) with ``data.retryAfter``
+    (seconds); Streamable HTTP answers 429."""
 
-    code = BUSY
+    code = codes.BUSY
     default_message = "Too many requests"
 
     def __init__(self, retry_after: float) -> None:
@@ -157,7 +157,7 @@ class RateLimited(RpcError):
 
 class RateLimiter:
     """A token bucket per key: ``burst`` requests at once, refilled at ``rate`` requests a second. A request over
-    the limit is refused with :class:`RateLimited` (-32010, ``data.retryAfter``) before its handler runs.
+    the limit is refused with :class:`RateLimited` (-31010, ``data.retryAfter``) before its handler runs.
     Notifications are never limited (they cannot be refused). At most ``max_keys`` buckets are kept (the least
     recently used go first)."""
 

@@ -79,7 +79,6 @@ _SERVER_METRIC_KEYS: Final = (
 _CLIENT_METRIC_KEYS: Final = (*_SERVER_METRIC_KEYS, "server.address", "server.port")
 _SCOPE: Final = "jsonrpc_mcp"
 #: The errors of a request sent that never come from the peer: its own code is not what went over the wire.
-_LOCAL_ONLY: Final = (RequestTimeout, ConnectionClosed)
 _INTERNAL_ERROR: Final = str(INTERNAL_ERROR)
 
 
@@ -309,7 +308,7 @@ class _Operation:
         description = None
         if _is_cancellation(exc):
             self.note("error.type", "cancelled")
-        elif isinstance(exc, RpcError) and not isinstance(exc, _LOCAL_ONLY):
+        elif isinstance(exc, RpcError) and not exc.local:
             self.note("error.type", str(exc.code))
             self.note("rpc.response.status_code", str(exc.code))
             description = exc.message

@@ -2,7 +2,7 @@
 fault suite (tests/test_faults.py, a few rounds) and ``make soak`` (bench/soak.py, for minutes).
 
 Each round starts tasks and opens sessions on workers picked at random, then meets one fault, picked at random:
-Redis paused (SIGSTOP) or stopped and started again empty, until a worker has answered -32012 for it; or a
+Redis paused (SIGSTOP) or stopped and started again empty, until a worker has answered -31012 for it; or a
 worker killed with SIGKILL and a new one started in its place. Then every task of the round must settle within
 :data:`SETTLE` seconds: ``completed``, or ``failed`` when its worker was killed, or gone (-32602) when Redis
 forgot it — never ``working`` for ever. Nothing waits for a time: each step waits for the answer it needs.
@@ -43,7 +43,7 @@ class Figures:
     rounds: int = 0
     faults: dict[str, int] = field(default_factory=lambda: dict.fromkeys(FAULTS, 0))
     started: int = 0  #: tasks created
-    refused: int = 0  #: tool calls answered -32012 (Redis away as they came)
+    refused: int = 0  #: tool calls answered -31012 (Redis away as they came)
     ended: dict[str, int] = field(default_factory=dict)  #: tasks by how they settled
     sessions: int = 0  #: sessions opened
     worst_settle: float = 0.0  #: seconds from a fault's end until the last task of its round settled
@@ -114,11 +114,11 @@ class FaultRun:
             await stop_worker(worker)
 
     async def _away(self, http: httpx.AsyncClient) -> None:
-        """Until a worker answers -32012: the fault is seen."""
+        """Until a worker answers -31012: the fault is seen."""
         with anyio.fail_after(STEP):
             while True:
                 reply = await call_v5(http, self.rng.choice(self.workers).url, "tasks/get", {"taskId": "none"})
-                if reply.get("error", {}).get("code") == -32012:
+                if reply.get("error", {}).get("code") == -31012:
                     return
 
     async def round(self, http: httpx.AsyncClient) -> None:
@@ -129,7 +129,7 @@ class FaultRun:
             arguments = {"steps": rng.randint(2, 6), "pause": rng.choice((0.01, 0.05, 0.2))}
             reply = await call_v5(http, worker.url, "tools/call", {"name": "work", "arguments": arguments})
             if "error" in reply:
-                assert reply["error"]["code"] == -32012, reply
+                assert reply["error"]["code"] == -31012, reply
                 figures.refused += 1
                 continue
             tasks.append((reply["result"]["taskId"], worker))
@@ -197,7 +197,7 @@ def figures_of(run: FaultRun, seconds: float) -> dict[str, Any]:
         "rounds": f.rounds,
         "faults": f.faults,
         "tasks started": f.started,
-        "refused (-32012)": f.refused,
+        "refused (-31012)": f.refused,
         "tasks ended": f.ended,
         "worst settle (s)": round(f.worst_settle, 2),
         "sessions opened": f.sessions,

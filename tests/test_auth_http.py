@@ -645,14 +645,14 @@ async def test_one_client_holds_at_most_its_share_of_sessions(auth: AuthServer, 
 async def test_a_batch_is_checked_by_the_server_itself(
     protected: ServerThread, auth: AuthServer, http: httpx.AsyncClient
 ) -> None:
-    """A 2025-03-26 batch is not looked into by the HTTP policy: each request gets the server's -32011 error."""
+    """A 2025-03-26 batch is not looked into by the HTTP policy: each request gets the server's -31011 error."""
     session = await open_session(http, protected.url, auth.mint(aud=RESOURCE, scope="notes:read"), "2025-03-26")
     batch = [call_body(2, "write_note", {"text": "x"}), call_body(3, "whoami", {})]
     reply = await http.post(protected.url, json=batch, headers=session)
     assert reply.status_code == 200
     answers = {m["id"]: m for m in reply.json()}
     assert answers[2]["error"] == {
-        "code": -32011,
+        "code": -31011,
         "message": "Insufficient scope: this request needs notes:write",
         "data": {"error": "insufficient_scope", "requiredScopes": ["notes:write"]},
     }
@@ -688,7 +688,7 @@ async def test_the_server_refuses_a_scope_the_principal_lacks_on_any_transport(v
         else:
             await peer.initialize(version)
         refused = await peer.call(request_frame(1, "tools/call", params))
-        assert refused["error"]["code"] == -32011
+        assert refused["error"]["code"] == -31011
         assert refused["error"]["data"] == {"error": "insufficient_scope", "requiredScopes": ["notes:write"]}
         secret = await peer.call(request_frame(2, "resources/read", read))
         assert secret["error"]["data"]["requiredScopes"] == ["notes:admin"]

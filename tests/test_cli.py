@@ -200,6 +200,29 @@ def test_protocol_error_exits_3(runs: dict[str, subprocess.CompletedProcess[str]
     assert output(missing)["error"]["data"] == {"uri": "nope://x"}
 
 
+def test_a_servers_error_with_a_local_only_code_is_an_error_of_the_servers() -> None:
+    """A server's -32000 or -32001 (other implementations send them for errors of their own) exits 3 with the error
+    as it came, never 4 (unreachable) or 5 (timeout), which only errors made here give."""
+    from http_support import start_app
+
+    from jsonrpc_mcp import RpcError, Server
+
+    server = Server("others", "1")
+
+    @server.tool()
+    def fail(code: int) -> str:
+        raise RpcError("theirs", code=code)
+
+    thread = start_app(server)
+    try:
+        for code in (-32000, -32001):
+            argv = ["call", "--json", "--url", thread.url, "tools/call", "fail", json.dumps({"code": code})]
+            proc = run_in_process(argv)
+            assert (proc.returncode, output(proc)) == (3, {"error": {"code": code, "message": "theirs"}}), proc.stderr
+    finally:
+        thread.stop()
+
+
 def test_call_resources_and_prompts(runs: dict[str, subprocess.CompletedProcess[str]]) -> None:
     read = runs["call-read"]
     assert read.returncode == 0, read.stderr

@@ -387,6 +387,7 @@ def rpc_error_classes() -> list[type[RpcError]]:
 def test_every_error_class_is_read_back_from_its_code() -> None:
     """A class added to errors.py without a place in error_for_code fails here."""
     for kind in rpc_error_classes():
+        assert kind.local == (kind in LOCAL_ONLY), kind  # (only what is made here is local)
         if kind in LOCAL_ONLY:
             continue
         data = {"uri": "a://b", "requiredScopes": ["s"], "requiredCapabilities": {"sampling": {}}, "retryAfter": 3}
@@ -435,11 +436,11 @@ async def test_every_error_a_server_raises_comes_back_as_its_own_class(version: 
         "resource": (ResourceNotFound, -32002, "Resource not found", {"uri": "notes://gone"}),
         "scope": (
             InsufficientScope,
-            -32011,
+            -31011,
             "Insufficient scope: this request needs notes:write",
             {"error": "insufficient_scope", "requiredScopes": ["notes:read", "notes:write"]},
         ),
-        "unavailable": (errors.Unavailable, -32012, "Service unavailable: retry in 7 s", {"retryAfter": 7}),
+        "unavailable": (errors.Unavailable, -31012, "Service unavailable: retry in 7 s", {"retryAfter": 7}),
     }
     if version == "auto":  # 2026-07-28 has no -32002: a resource not found is -32602 with data.uri
         expected["resource"] = (InvalidParams, -32602, "Resource not found", {"uri": "notes://gone"})

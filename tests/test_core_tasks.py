@@ -554,7 +554,7 @@ async def test_tasks_get_over_streamable_http_is_answered_in_json_not_on_a_strea
 async def test_task_operations_are_rate_limited_per_principal() -> None:
     """ "receivers SHOULD implement rate limiting on task operations": RateLimiter(methods=TASK_OPERATIONS,
     key=by_principal) refuses a principal's tasks/get, tasks/result, tasks/list and tasks/cancel past its burst with
-    -32010 and data.retryAfter, until its bucket refills, on any of its sessions; another principal's bucket is its
+    -31010 and data.retryAfter, until its bucket refills, on any of its sessions; another principal's bucket is its
     own, and making tasks
     is bounded by the tasks kept per client instead (tests/test_task_quotas.py)."""
     app = App()
@@ -566,7 +566,7 @@ async def test_task_operations_are_rate_limited_per_principal() -> None:
         try:
             await client.request(method, params)
         except RpcError as exc:
-            if exc.code == -32010:
+            if exc.code == -31010:
                 assert exc.data == {"retryAfter": 2}
             return exc.code
         return None
@@ -585,11 +585,11 @@ async def test_task_operations_are_rate_limited_per_principal() -> None:
                 now[0] += 10  # (the bucket is full again)
                 codes = [await code_of(alice, method, params) for _ in range(3)]
                 answered = -32602 if method == "tasks/cancel" else None  # (a finished task cannot be cancelled)
-                assert codes == [answered, answered, -32010], method
+                assert codes == [answered, answered, -31010], method
                 assert await code_of(bob, "tasks/list", {}) is None
             now[0] += 2  # (one token back)
             assert await code_of(alice, "tasks/get", by_task) is None
-            assert await code_of(again, "tasks/get", by_task) == -32010  # (the principal's bucket, not the session's)
+            assert await code_of(again, "tasks/get", by_task) == -31010  # (the principal's bucket, not the session's)
 
 
 def test_where_no_requestor_is_identified_the_limitation_is_documented_with_what_holds_then() -> None:

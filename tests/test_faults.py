@@ -115,7 +115,7 @@ def two(own_redis: RedisProcess, prefix: str, steps: Steps) -> Iterator[Workers]
 
 
 async def until_ended(http: Any, url: str, task_id: str) -> dict[str, Any]:
-    """``tasks/get`` until the task has ended (answers -32012 while Redis is away are read again)."""
+    """``tasks/get`` until the task has ended (answers -31012 while Redis is away are read again)."""
     with anyio.fail_after(STEP):
         while True:
             reply = await call_v5(http, url, "tasks/get", {"taskId": task_id})
@@ -166,7 +166,7 @@ async def test_a_client_waiting_for_its_task_while_redis_is_paused_gets_its_resu
             try:
                 tg.start_soon(wait)
                 steps.go.set()
-                assert await anyio.to_thread.run_sync(asked_again.event.wait, STEP)  # a tasks/get met -32012
+                assert await anyio.to_thread.run_sync(asked_again.event.wait, STEP)  # a tasks/get met -31012
             finally:
                 own_redis.resume()
         assert [r.content[0].text for r in results] == ["done"]
@@ -297,13 +297,13 @@ async def test_a_pause_of_redis_longer_than_the_lease_fails_no_task_of_a_living_
         try:
             for _ in range(9):  # each answer waits for the worker's deadline (0.5 s): past the 4 s lease in all
                 reply = await call_v5(http, here, "tasks/get", {"taskId": task_id})
-                assert reply["error"]["code"] == -32012
+                assert reply["error"]["code"] == -31012
         finally:
             own_redis.resume()
         for url in (here, there, here):
             with anyio.fail_after(STEP):
                 while "result" not in (reply := await call_v5(http, url, "tasks/get", {"taskId": task_id})):
-                    assert reply["error"]["code"] == -32012  # (until the worker's connection is back)
+                    assert reply["error"]["code"] == -31012  # (until the worker's connection is back)
             assert reply["result"]["status"] == "working", reply  # its worker lives: its lease is renewed
 
 
@@ -323,7 +323,7 @@ async def test_redis_restarted_empty_under_a_running_task_leaves_nothing_stuck(
     with anyio.fail_after(STEP):
         while True:
             reply = await call_v5(http, two.url(1), "tasks/get", {"taskId": task_id})
-            if reply.get("error", {}).get("code") != -32012:  # (until the worker's connections are back)
+            if reply.get("error", {}).get("code") != -31012:  # (until the worker's connections are back)
                 break
     assert reply["error"]["code"] == -32602  # gone, as an expired task: never working for ever
     again = await call_v5(http, two.url(1), "tools/call", {"name": "step", "arguments": {}})

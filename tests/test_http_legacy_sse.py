@@ -295,6 +295,17 @@ async def test_our_client_speaks_the_legacy_transport_outright(legacy: ServerThr
         assert done.content[0].text == "2 steps" and sorted(seen) == [1, 2]
 
 
+async def test_a_post_the_server_refuses_fails_its_request_at_once_with_an_error_of_ours(legacy: ServerThread) -> None:
+    """A request whose POST is refused (here 413: larger than ``max_body``) fails at once with an error made in this
+    process (-32000, ``local``), never one that looks like the server's; the session goes on."""
+    async with Client.connect_sse(root(legacy) + "/sse") as client:
+        with anyio.fail_after(TIMEOUT), pytest.raises(RpcError) as refused:
+            await client.call_tool("add", {"a": 1, "b": 2, "pad": "x" * 100_000})
+        assert (type(refused.value), refused.value.code, refused.value.local) == (RpcError, -32000, True)
+        assert "the server answered HTTP 413" in refused.value.message
+        assert (await client.call_tool("add", {"a": 2, "b": 3})).structured_content == {"result": 5}
+
+
 async def test_connect_http_falls_back_to_the_legacy_transport_when_the_first_post_is_refused(
     legacy: ServerThread,
 ) -> None:

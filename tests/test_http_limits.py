@@ -75,7 +75,7 @@ async def test_too_many_requests_in_flight_is_429(http: httpx.AsyncClient) -> No
             refused = await session.post(call_body("c", "add", {"a": 1}))
             assert refused.status_code == 429
             assert refused.headers["retry-after"] == "1"
-            assert refused.json()["id"] == "c" and refused.json()["error"]["code"] == -32010
+            assert refused.json()["id"] == "c" and refused.json()["error"]["code"] == -31010
             note = await session.post({"jsonrpc": "2.0", "method": "notifications/roots/list_changed"})
             assert note.status_code == 202  # notifications are not requests in flight
             for key in (first, second):  # release through a fresh session (this one is full)
@@ -120,7 +120,7 @@ async def test_when_every_session_is_busy_a_newcomer_gets_503_with_retry_after(h
             refused = await http.post(thread.url, json=init_body(ident=9), headers=JSON_HEADERS)
             assert refused.status_code == 503
             assert int(refused.headers["retry-after"]) >= 1
-            assert refused.json()["error"]["code"] == -32010 and refused.json()["id"] == 9
+            assert refused.json()["error"]["code"] == -31010 and refused.json()["id"] == 9
             assert "mcp-session-id" not in refused.headers
             await one.call(3, "release", {"key": key})
     finally:

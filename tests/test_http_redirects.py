@@ -105,6 +105,7 @@ async def test_a_post_does_not_follow_a_redirect_that_would_make_it_a_get(server
         async with Client.connect_http(url(server, f"/moved-{status}"), protocol_version="2025-11-25"):
             pass
     assert f"HTTP {status}" in info.value.message and "redirect not followed" in info.value.message
+    assert info.value.local and info.value.code == -32000  # (made here: never taken for an error the server sent)
 
 
 async def test_a_redirect_to_another_origin_is_not_followed(server: ServerThread, redirecting: Redirecting) -> None:

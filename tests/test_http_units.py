@@ -489,7 +489,7 @@ def test_one_table_gives_the_http_status_of_answers_and_refusals() -> None:
     dispatcher.close()
     # A refusal before dispatch: the table's status for its code, 400 where the table has none, or its own.
     assert _http_io.HttpRefusal("x").status == 400
-    assert _http_io.HttpRefusal("x", code=-32012).status == 503
+    assert _http_io.HttpRefusal("x", code=-31012).status == 503
     assert _http_io.HttpRefusal("x", code=-32602).status == 400
     assert _http_io.HttpRefusal("gone", status=404).status == 404
 
@@ -508,7 +508,7 @@ async def test_a_refusal_is_answered_with_the_dispatchers_error_reply() -> None:
     assert msgspec.json.decode(sent[1]["body"]) == {
         "jsonrpc": "2.0",
         "id": "r1",
-        "error": {"code": -32012, "message": "Service unavailable: retry in 7 s", "data": {"retryAfter": 7}},
+        "error": {"code": -31012, "message": "Service unavailable: retry in 7 s", "data": {"retryAfter": 7}},
     }
 
 

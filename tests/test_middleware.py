@@ -215,7 +215,7 @@ async def test_a_rate_limiter_refuses_past_its_burst_and_tells_when_to_retry() -
         assert "result" in await peer.call(request_frame(1, "tools/call", call))
         refused = await peer.call(request_frame(2, "tools/call", call))
         assert refused["error"] == {
-            "code": -32010,
+            "code": -31010,
             "message": "Too many requests: retry after 2 s",
             "data": {"retryAfter": 2},
         }
@@ -253,7 +253,7 @@ async def test_a_rate_limiter_given_methods_limits_those_only() -> None:
         for ident in (1, 2, 3):
             assert "result" in await peer.call(request_frame(ident, "tools/list", {}))  # (not limited)
         assert "result" in await peer.call(request_frame(4, "tools/call", call))
-        assert (await peer.call(request_frame(5, "tools/call", call)))["error"]["code"] == -32010
+        assert (await peer.call(request_frame(5, "tools/call", call)))["error"]["code"] == -31010
 
 
 def test_a_rate_limiter_keeps_max_keys_buckets_the_least_recently_used_going_first() -> None:
@@ -295,7 +295,7 @@ async def test_a_rate_limit_over_http_is_429_in_both_eras() -> None:
             session = {**JSON_HEADERS, **mine, "Mcp-Session-Id": init.headers["mcp-session-id"]}
             ok = await http.post(thread.url, json=call_body(2, "ping_tool", {}), headers=session)
             over = await http.post(thread.url, json=call_body(3, "ping_tool", {}), headers=session)
-            assert ok.status_code == 200 and over.status_code == 429 and over.json()["error"]["code"] == -32010
+            assert ok.status_code == 200 and over.status_code == 429 and over.json()["error"]["code"] == -31010
             body = stateless_body(4, "tools/call", {"name": "ping_tool", "arguments": {}})
             stateless = {**stateless_headers("tools/call", "ping_tool"), **mine}
             refused = await http.post(thread.url, json=body, headers=stateless)

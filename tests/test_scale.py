@@ -312,7 +312,7 @@ async def test_while_redis_is_away_requests_get_503_and_service_returns_with_it(
                     response = await session.post(call_body(ident, "whoami", {}))
                 assert response.status_code == 503
                 assert response.headers["retry-after"] == "1"
-                assert response.json()["error"]["code"] == -32012
+                assert response.json()["error"]["code"] == -31012
                 assert response.json()["error"]["data"] == {"retryAfter": 1}
             response = await http.post(group.url(0), json=init_body(), headers=JSON_HEADERS)
             assert response.status_code == 503

@@ -119,7 +119,7 @@ async def test_one_unauthenticated_client_with_its_quota_full_locks_no_other_out
     held = (await call(first, url, "tools/call", {"name": "hold", "arguments": {"key": "a"}}))["result"]
     assert held["resultType"] == "task"
     refused = await call(first, url, "tools/call", {"name": "must", "arguments": {"key": "a"}})
-    assert refused["error"]["code"] == -32010  # this client has its one task working
+    assert refused["error"]["code"] == -31010  # this client has its one task working
     other = (await call(second, url, "tools/call", {"name": "must", "arguments": {"key": "b"}}))["result"]
     assert other["resultType"] == "task"  # another client has a quota of its own
     seen = (await call(second, url, "tasks/get", {"taskId": held["taskId"]}))["result"]
@@ -146,7 +146,7 @@ async def test_the_server_wide_cap_bounds_all_clients_and_its_oldest_finished_ta
         gone = await call(first, url, "tasks/get", {"taskId": done["taskId"]})
         assert gone["error"]["code"] == -32602
         refused = await call(first, url, "tools/call", {"name": "must", "arguments": {"key": "w"}})
-        assert refused["error"]["code"] == -32010  # two working: nothing gives way
+        assert refused["error"]["code"] == -31010  # two working: nothing gives way
         inline = await call(first, url, "tools/call", {"name": "hold", "arguments": {"key": "done"}})
         assert inline["result"]["content"][0]["text"] == "held done"  # optional: answered in its request
         gates("w").set()

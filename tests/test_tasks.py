@@ -445,7 +445,7 @@ async def test_a_client_gets_so_many_tasks_working_and_a_required_one_more_is_re
         for _ in range(2):
             await peer.tool("work", key=gate)
         refused = await peer.call("tools/call", {"name": "must_be_a_task", "arguments": {"key": gate}})
-        assert refused["error"]["code"] == -32010 and "Too many tasks" in refused["error"]["message"]
+        assert refused["error"]["code"] == -31010 and "Too many tasks" in refused["error"]["message"]
         await peer.tool("release", key=gate)
 
 

@@ -85,12 +85,10 @@ logger = logging.getLogger(__name__)
 RequestHandler = Callable[[Request, Any], "bytes | Coroutine[Any, Any, bytes]"]
 NotificationHandler = Callable[[Notification], "Coroutine[Any, Any, None] | None"]
 
-#: The code of our capacity refusals (too many requests in flight): in the range JSON-RPC leaves to
-#: implementations. Streamable HTTP answers it with 429.
-BUSY: Final = -32010
+#: The code of our capacity refusals (too many requests in flight): :data:`~.codes.BUSY`, the code of every refusal
+#: for "too many" (Streamable HTTP answers it with 429).
+BUSY: Final = codes.BUSY
 
-#: Errors about our own outgoing requests; their codes are local-only and never go on the wire.
-_LOCAL_ONLY: Final = (RequestTimeout, ConnectionClosed)
 _HANDLER_TASK: Final = "jsonrpc-mcp request handler"
 _OTHER_TASK: Final = "jsonrpc-mcp connection task"
 
@@ -135,10 +133,11 @@ def _failure_reply(req: Request, exc: Exception) -> ErrorReply:
 def failure_error(method: str, exc: Exception) -> tuple[int, str, Any]:
     """The JSON-RPC error (code, message, data) of a handler of ``method`` that raised ``exc``: its own when it is
     an :class:`RpcError`; otherwise -32603 "Internal error", the exception logged with its traceback and never
-    shown to the peer. A timeout or a closed connection of the handler's own outgoing request (codes that only
-    mean something here) is an internal error too, logged as a warning. (A request's answer, and the error of a
+    shown to the peer. An error of ours about an exchange (``local``: a timeout or a closed connection of the
+    handler's own outgoing request, an HTTP answer that was none; codes that only mean something here) is an
+    internal error too, logged as a warning. (A request's answer, and the error of a
     task that ran one: the one rule for both.)"""
-    if isinstance(exc, _LOCAL_ONLY):
+    if isinstance(exc, RpcError) and exc.local:  # (an error of ours about an exchange: its code never goes out)
         logger.warning("handler for %r failed: %s", method, exc.message)
     elif isinstance(exc, RpcError):
         return exc.code, exc.message, exc.data
@@ -258,6 +257,10 @@ class Dispatcher:
         #: (logged), for a peer that must not send us requests (a 2026-07-28 client never answers its server). ``None``:
         #: every one is answered.
         self.answers: Callable[[], bool] | None = None
+        #: Asked for each error response to one of our requests: ``True`` when the session is of the handshake era,
+        #: whose errors :func:`~jsonrpc_mcp.errors.error_for_code` reads with the codes of earlier releases too
+        #: (set by the client, which decides the era).
+        self.handshake: Callable[[], bool] = lambda: False
         #: Prefixed to the ids of our outgoing requests (strings then): ids unique across processes that speak to one
         #: peer (workers serving one session).
         self.id_prefix: str | None = None
@@ -317,7 +320,7 @@ class Dispatcher:
             if msg.id is None:
                 logger.warning("peer sent an error without id: %s %.200r", msg.code, msg.message)
             else:
-                self._resolve(msg.id, None, error_for_code(msg.code, msg.message, msg.data))
+                self._resolve(msg.id, None, error_for_code(msg.code, msg.message, msg.data, handshake=self.handshake()))
         else:
             logger.error("a request was handed to Dispatcher.deliver, which answers nothing; it is dropped")
 

@@ -295,6 +295,7 @@ class ClientSession:
         # 2026-07-28: "The client MUST NOT send JSON-RPC responses" (a server of that era sends no requests): in the
         # stateless era a request from the server is dropped unanswered, and logged.
         self.dispatcher.answers = lambda: not self.stateless
+        self.dispatcher.handshake = lambda: not self.stateless  # (the codes of earlier releases: errors.error_for_code)
         self.log_level: str | None = None
         self.max_input_rounds = 16
         #: The most pages ``list_tools`` and the other listings read before giving up on a server that never stops

@@ -161,7 +161,7 @@ class TaskHandle:
         once); gives ``progress(progress, total, message)`` each change of the task's progress or
         ``statusMessage``. A failed task raises its JSON-RPC error, a cancelled one :class:`TaskCancelled`;
         ``timeout`` (seconds, default none) raises ``TimeoutError`` and leaves the task as it is. A ``tasks/get``
-        answered -32012 (:class:`~jsonrpc_mcp.errors.Unavailable`: the server's shared store is away) is asked
+        answered -31012 (:class:`~jsonrpc_mcp.errors.Unavailable`: the server's shared store is away) is asked
         again after its ``retryAfter``."""
         outcome = await self.outcome(progress=progress, timeout=timeout)
         try:

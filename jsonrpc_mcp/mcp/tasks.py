@@ -55,7 +55,8 @@ from ..errors import (
     RequestTimeout,
     RpcError,
 )
-from ..jsonrpc.dispatch import BUSY, failure_error
+from ..jsonrpc import codes
+from ..jsonrpc.dispatch import failure_error
 from . import task_state as ts
 from .context import Context, StartTask, _input_request, on_worker_thread
 from .extensions import Extension, WrapNext
@@ -85,10 +86,10 @@ _RETRY_MOST: Final = 2.0
 
 
 class TooManyTasks(RpcError):
-    """The client has as many tasks as the server keeps for one (-32010, HTTP 429): some must finish and expire,
+    """The client has as many tasks as the server keeps for one (-31010, HTTP 429): some must finish and expire,
     or be cancelled, first."""
 
-    code = BUSY
+    code = codes.BUSY
     default_message = "Too many tasks"
 
 
@@ -235,7 +236,7 @@ class Tasks(Extension):
     :param max_per_client: tasks one client may have kept at once (working, or finished and not yet expired). A
         client is the principal the transport authenticated, else its session, else its connection. One more
         makes the client's oldest finished task give way (its result is gone); when all of them are working it
-        is refused with -32010 (HTTP 429) — a ``task="optional"`` tool then runs in its request instead.
+        is refused with -31010 (HTTP 429) — a ``task="optional"`` tool then runs in its request instead.
     :param max_tasks: tasks the server keeps at once in all, whatever the client; one more makes the oldest
         finished task of any client give way, and is refused as above when every kept task is working.
     :param input_timeout: seconds a task waits for the answers to its input requests (default: ``ttl``); then the

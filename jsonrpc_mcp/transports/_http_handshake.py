@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from ..errors import RpcError, Unavailable
 from ..jsonrpc import codes
-from ..jsonrpc.dispatch import BUSY, Pending, error_reply
+from ..jsonrpc.dispatch import Pending, error_reply
 from ..jsonrpc.wire import Message, Request, RequestId, classify, decode_batch, decode_frame
 from ..mcp.eras import Call, read_call
 from ..mcp.versions import BATCH_VERSIONS, HANDSHAKE_VERSIONS, STATELESS_VERSIONS
@@ -141,7 +141,7 @@ class HandshakeEndpoint:
             raise HttpRefusal(
                 "Service Unavailable: too many sessions",
                 status=503,
-                code=BUSY,
+                code=codes.BUSY,
                 ident=request.id,
                 headers=[(b"retry-after", b"%d" % self.table.retry_after())],
             )

@@ -19,7 +19,7 @@ import anyio
 
 from ..errors import RpcError, Unavailable
 from ..jsonrpc import codes
-from ..jsonrpc.dispatch import BUSY, ErrorReply, error_reply
+from ..jsonrpc.dispatch import ErrorReply, error_reply
 from ..jsonrpc.streams import Network
 from ..jsonrpc.wire import Intake, RequestId
 
@@ -65,7 +65,7 @@ HTTP_STATUS: Final[Mapping[int, int]] = MappingProxyType(
         codes.HEADER_MISMATCH: 400,
         codes.MISSING_REQUIRED_CLIENT_CAPABILITY: 400,
         codes.UNSUPPORTED_PROTOCOL_VERSION: 400,
-        BUSY: 429,
+        codes.BUSY: 429,
         codes.UNAVAILABLE: 503,
     }
 )
@@ -236,10 +236,10 @@ def http_status(code: int, default: int) -> int:
 def answer_status(reply: bytes, *, stateless: bool) -> int:
     """The HTTP status of an answer the dispatcher made at once: 200 for a result; for an error, the table's in the
     stateless era, and in the handshake era only for a request the dispatcher refused (its id in use, too many in
-    flight) or a capacity refusal (-32010), the other errors of a session being answers like any other (200)."""
+    flight) or a capacity refusal (-31010), the other errors of a session being answers like any other (200)."""
     if type(reply) is not ErrorReply:
         return 200
-    if stateless or reply.refused is not None or reply.code == BUSY:
+    if stateless or reply.refused is not None or reply.code == codes.BUSY:
         return http_status(reply.code, 200)
     return 200
 

@@ -63,7 +63,15 @@ import anyio.abc
 import msgspec
 from msgspec import UNSET
 
-from ..errors import AuthorizationError, ConnectionClosed, MissingExtra, RpcError, ServerUnreachable, SessionExpired
+from ..errors import (
+    AuthorizationError,
+    ConnectionClosed,
+    MissingExtra,
+    RpcError,
+    ServerUnreachable,
+    SessionExpired,
+    local_failure,
+)
 from ..jsonrpc import codes
 from ..jsonrpc.streams import MessageStream, Network, Outgoing
 from ..jsonrpc.wire import RequestId, decode_frame, encode_error, is_batch
@@ -532,11 +540,12 @@ class HttpClientStream(MessageStream):
     async def _fail(self, out: _Out, error: Exception | str) -> None:
         """End the request ``out`` with ``error``, raised to its caller; for a notification or an answer, a log line.
         A message is an answer of the server's that is not one (an error status without a JSON-RPC error, a
-        redirect not followed, a body too large...): an :class:`RpcError` saying it (code -32000), which is no
-        :class:`ConnectionClosed` (the server is there: the era fallback may try the handshake after it). A stream
-        no dispatcher reads gets the error as an error response (code -32000 unless the error has its own)."""
+        redirect not followed, a body too large...): an :class:`RpcError` saying it (code -32000, ``local``:
+        :func:`~jsonrpc_mcp.errors.local_failure`), which is no :class:`ConnectionClosed` (the server is there: the
+        era fallback may try the handshake after it). A stream no dispatcher reads gets the error as an error
+        response (code -32000 unless the error has its own)."""
         if isinstance(error, str):
-            error = RpcError(error, code=codes.CONNECTION_CLOSED)
+            error = local_failure(error)
         message = error.message if isinstance(error, RpcError) else str(error)
         if out.kind != "request" or out.ident is None:
             logger.warning("%s (%s)", message, out.method or "response")

@@ -11,8 +11,9 @@
 The client GETs the server's SSE URL and waits for the ``endpoint`` event, which names the URL it POSTs its
 messages to (of the same origin: one that names another is refused, so a server cannot send our messages, and
 their credentials, elsewhere). Everything the server sends comes as ``message`` events on that one stream; each
-POST is answered 202 with no body. A request whose POST the server refuses gets an error response (code -32000,
-made here, never sent), so its caller does not wait for its timeout. When the stream ends the session is over:
+POST is answered 202 with no body. A request whose POST the server refuses fails at once with an error made here,
+never sent (code -32000, ``local``: :func:`~jsonrpc_mcp.errors.local_failure`), so its caller does not wait for its
+timeout. When the stream ends the session is over:
 requests still waiting fail with :class:`~jsonrpc_mcp.errors.ConnectionClosed`.
 """
 
@@ -27,7 +28,7 @@ from urllib.parse import urljoin, urlsplit
 import anyio
 import anyio.abc
 
-from ..errors import ConnectionClosed, ServerUnreachable
+from ..errors import ConnectionClosed, ServerUnreachable, local_failure
 from ..jsonrpc import codes
 from ..jsonrpc.streams import MessageStream, Outgoing
 from ..jsonrpc.wire import encode_error
@@ -91,8 +92,10 @@ class SseClientStream(MessageStream):
 
     async def _refused(self, frame: bytes, message: str) -> None:
         out = _inspect(frame)
-        if out.kind == "request" and out.ident is not None:
-            try:
+        if out.kind == "request" and out.ident is not None and self.fail_request is not None:
+            self.fail_request(out.ident, local_failure(message))
+        elif out.kind == "request" and out.ident is not None:
+            try:  # (no dispatcher reads this stream: its reader gets the error as an error response)
                 self.inbox.send_nowait(encode_error(out.ident, codes.CONNECTION_CLOSED, message))
             except (anyio.WouldBlock, anyio.ClosedResourceError):
                 pass  # (the session is over, or its reader full: the request fails when the stream ends)
