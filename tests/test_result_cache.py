@@ -121,7 +121,8 @@ async def test_a_fresh_result_is_served_from_the_cache_and_the_server_hears_noth
 async def test_an_expired_result_is_fetched_again_at_its_next_access_and_not_before() -> None:
     """2026-07-28: "Once the TTL expires, the response is stale and the client SHOULD re-fetch on next access";
     "Clients SHOULD NOT treat TTL as a polling interval that triggers automatic background refetches" (the
-    cache starts no task: nothing runs that could ask the server on its own)."""
+    cache starts no task: nothing runs that could ask the server on its own), so "Implementations that do choose
+    to poll MUST apply jitter and backoff" holds with no polling to apply it to."""
     clock = FakeClock()
     async with connected(make_server(ttl_ms=1_000), cache=ResultCache(clock=clock)) as (client, tap):
         tasks_before = len(anyio.get_running_tasks())
