@@ -15,6 +15,7 @@ from typing import Any
 
 import anyio
 import pytest
+from http_support import start_app
 
 from jsonrpc_mcp import CacheHint, Client, ConnectionClosed, Context, InvalidParams, ResultCache, Server, types
 from jsonrpc_mcp.jsonrpc.streams import Outgoing
@@ -378,3 +379,34 @@ def test_a_cache_is_bounded_and_checks_its_options() -> None:
     send, receive = anyio.create_memory_object_stream[bytes](1)
     with send, receive, pytest.raises(TypeError, match="ResultCache"):
         Client(MemoryMessageStream(send, receive), cache="yes")  # type: ignore[arg-type]
+
+
+async def test_over_http_the_authorization_header_is_the_context_of_private_results() -> None:
+    """2026-07-28: "a different access token requires a different cache", over Streamable HTTP: clients sharing a
+    cache and sending another ``Authorization`` header (or none) read a private result again, one sending the same
+    reads it from the cache; a public result is shared by all."""
+    server = Server("http-cached", "1", cache=CacheHint(ttl_ms=60_000, scope="private"))
+    reads = {"private": 0, "public": 0}
+
+    def read(which: str) -> Callable[[], str]:
+        def count() -> str:
+            reads[which] += 1
+            return which
+
+        return count
+
+    server.add_resource(read("private"), uri="mem://private")
+    server.add_resource(read("public"), uri="mem://public", cache=CacheHint(ttl_ms=60_000, scope="public"))
+    thread = start_app(server)
+    cache = ResultCache()
+    try:
+        for header in ("Bearer alice", "Bearer bob", "Bearer alice", None):
+            headers = {"Authorization": header} if header else None
+            async with Client.connect_http(thread.url, headers=headers, cache=cache) as client:
+                assert client.stateless and (client.cache_auth is None) == (header is None)
+                assert "alice" not in (client.cache_auth or "")  # (a digest: the cache holds no credential)
+                await client.read_resource("mem://private")
+                await client.read_resource("mem://public")
+    finally:
+        thread.stop()
+    assert reads == {"private": 3, "public": 1}  # alice, bob, nobody; the second alice from the cache
