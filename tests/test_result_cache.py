@@ -327,6 +327,23 @@ async def test_a_refused_cursor_drops_every_cached_page_and_the_listing_starts_a
         assert len(cache) == 0
 
 
+async def test_a_tool_call_refused_as_unknown_drops_the_tool_listing_kept() -> None:
+    """The caching page's MAY: "Clients MAY re-fetch before the TTL expires if they have reason to believe the data
+    has changed (e.g., receiving an unexpected error on a tool call indicating the method was not found or the
+    parameters were invalid)": the next list_tools() asks the server, which no longer has the tool."""
+    server = make_server(ttl_ms=60_000)
+    async with connected(server, cache=ResultCache(clock=FakeClock())) as (client, tap):
+        await client.list_tools()
+        await client.read_resource("mem://a")
+        server.remove_tool("a")  # (no listen stream: no notification tells the client)
+        assert [tool.name for tool in await client.list_tools()] == list("abcde")  # fresh in the cache
+        with pytest.raises(InvalidParams):
+            await client.call_tool("a", {})
+        assert [tool.name for tool in await client.list_tools()] == list("bcde")
+        await client.read_resource("mem://a")
+    assert cursors(tap).count(None) == 2 and tap.count("resources/read") == 1  # the reads were not suspect
+
+
 async def test_without_a_cache_every_call_reaches_the_server() -> None:
     """``cache=`` not given: nothing is kept, the hints go to the application on each result as they came."""
     async with connected(make_server()) as (client, tap):

@@ -594,9 +594,9 @@ class ClientSession:
             if isinstance(exc, RequestTimeout):
                 raise
             raise await self._explain(exc, method) from None
-        except RpcError:
-            if slot is not None:
-                slot.refused()  # (a cursor refused: every page of that listing goes)
+        except RpcError as exc:
+            if self.cache is not None and self.stateless:  # (a refused cursor, a tool gone: what is kept goes)
+                self.cache.failed(self.cache_origin, method, body, exc.code)
             raise
         finally:
             if token is not None:

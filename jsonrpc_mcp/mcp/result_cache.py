@@ -23,6 +23,8 @@ from typing import Any, Final
 
 import msgspec
 
+from ..jsonrpc.codes import INVALID_PARAMS, METHOD_NOT_FOUND
+
 __all__ = ("ResultCache", "CacheSlot", "CacheKey", "identity_of", "token_identity", "CACHEABLE")
 
 #: The methods whose complete results carry caching hints (2026-07-28, "Cacheable Results").
@@ -35,6 +37,15 @@ _CHANGED: Final[Mapping[str, tuple[str, ...]]] = {
     "notifications/prompts/list_changed": ("prompts/list",),
     "notifications/resources/list_changed": ("resources/list", "resources/templates/list"),
 }
+#: The listings a request's "method not found" or "invalid params" answer makes suspect (the caching page: a client
+#: MAY re-fetch early on "an unexpected error on a tool call indicating the method was not found or the parameters
+#: were invalid"): the tool, prompt or resource asked for may be gone.
+_LISTED_BY: Final[Mapping[str, tuple[str, ...]]] = {
+    "tools/call": ("tools/list",),
+    "prompts/get": ("prompts/list",),
+    "resources/read": ("resources/list", "resources/templates/list"),
+}
+_SUSPECT_CODES: Final = frozenset({METHOD_NOT_FOUND, INVALID_PARAMS})
 #: The parameters of a multi round-trip retry: its result depends on them, so it is never kept.
 _RETRY_PARAMS: Final = ("inputResponses", "requestState")
 _PUBLIC: Final = ("public",)
@@ -199,6 +210,16 @@ class ResultCache:
         if method == "notifications/resources/updated" and isinstance(params.get("uri"), str):
             self.drop_method(server, "resources/read", params["uri"])
 
+    def failed(self, server: str, method: str, params: Mapping[str, Any], code: int) -> None:
+        """``server`` answered a request with an error: a page's cursor refused drops every page of that listing
+        (the caching page: "discard all cached pages"); a call of a tool, prompt or resource answered "method not
+        found" or "invalid params" drops the listing it came from, which may be out of date."""
+        if method in CACHEABLE and "cursor" in params:
+            self.drop_method(server, method)
+        if code in _SUSPECT_CODES:
+            for listing in _LISTED_BY.get(method, ()):
+                self.drop_method(server, listing)
+
     def _drop(self, stored: tuple[CacheKey, tuple[str, ...]]) -> None:
         entry = self._entries.pop(stored, None)
         if entry is not None:
@@ -248,8 +269,3 @@ class CacheSlot:
     def keep(self, raw: bytes) -> None:
         """The server's result for it, kept as its hints say (received now)."""
         self.cache.put(self.key, self.auth, raw, self.cache.clock())
-
-    def refused(self) -> None:
-        """The server answered it with an error: a page's cursor refused drops every page of the listing."""
-        if "cursor" in msgspec.json.decode(self.key[3]):
-            self.cache.drop_method(self.key[0], self.key[2])
