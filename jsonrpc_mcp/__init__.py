@@ -37,6 +37,7 @@ __all__ = (
     "ClientSession",
     "Context",
     "CacheHint",
+    "ResultCache",
     "types",
     "structured_data",
     "NoStructuredData",
@@ -64,6 +65,7 @@ __all__ = (
 if TYPE_CHECKING:
     from .client import Client
     from .mcp.client import ClientSession, InvalidToolOutput, NoStructuredData, ToolResultError, structured_data
+    from .mcp.result_cache import ResultCache
     from .mcp.tracing import TracingHook
     from .transports.session_store import SharedBackend
 
@@ -75,6 +77,7 @@ _LAZY = {
     "ToolResultError": "mcp.client",
     "InvalidToolOutput": "mcp.client",
     "structured_data": "mcp.client",
+    "ResultCache": "mcp.result_cache",
 }
 
 

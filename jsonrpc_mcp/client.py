@@ -12,6 +12,8 @@ that open a concrete transport (L6) first, so the layers keep pointing down.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import logging
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
@@ -22,6 +24,7 @@ import anyio
 from .errors import RpcError, ServerUnreachable
 from .mcp.client import ClientSession, refused_by_a_modern_server
 from .mcp.groups import unwrap_group
+from .mcp.result_cache import identity_of, token_identity
 from .mcp.server import Server
 from .transports.memory import memory_pair
 
@@ -80,6 +83,8 @@ class Client(ClientSession):
         if not isinstance(restart, (bool, Policy)):
             raise TypeError(f"restart is True, False or a RestartPolicy, not {restart!r}")
         policy = Policy() if restart is True else restart or None
+        origin = json.dumps([list(command), cwd, sorted((env or {}).items()), inherit_env])
+        options.setdefault("cache_origin", "stdio:" + hashlib.sha256(origin.encode()).hexdigest())
         async with (
             spawn(command, env=env, inherit_env=inherit_env, cwd=cwd, stderr=stderr, restart=policy) as stream,
             cls.connect(stream, **options) as client,
@@ -98,6 +103,7 @@ class Client(ClientSession):
         from .transports.socket import connect_tcp
 
         shown = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+        options.setdefault("cache_origin", f"tcp:{shown}")
         async with AsyncExitStack() as stack:
             stream = await _reach(stack, connect_tcp(host, port, ssl_context=ssl_context), shown)
             yield await stack.enter_async_context(cls.connect(stream, **options))
@@ -108,6 +114,7 @@ class Client(ClientSession):
         """NDJSON over a Unix socket (:class:`~jsonrpc_mcp.errors.ServerUnreachable` if none can be made)."""
         from .transports.socket import connect_unix
 
+        options.setdefault("cache_origin", f"unix:{path}")
         async with AsyncExitStack() as stack:
             stream = await _reach(stack, connect_unix(path), path)
             yield await stack.enter_async_context(cls.connect(stream, **options))
@@ -142,6 +149,8 @@ class Client(ClientSession):
         http = dict(http_options or {})
         if auth is not None:
             http["auth"] = auth
+        options.setdefault("cache_origin", url)
+        options.setdefault("cache_auth", _authorization_context(headers, auth))
         refused: RpcError | None = None
         async with connect_http(url, headers=headers, timeout=timeout, **http) as stream:
             connected = False
@@ -197,6 +206,8 @@ class Client(ClientSession):
             http["auth"] = auth
         if options.get("protocol_version", "auto") == "auto":
             options["protocol_version"] = LATEST_HANDSHAKE
+        options.setdefault("cache_origin", url)
+        options.setdefault("cache_auth", _authorization_context(headers, auth))
         async with (
             connect_sse(url, headers=headers, timeout=timeout, **http) as stream,
             cls.connect(stream, **options) as client,
@@ -208,6 +219,7 @@ class Client(ClientSession):
     async def connect_server(cls, server: Server, **options: Any) -> AsyncIterator[Client]:
         """An in-process client for ``server`` over an in-memory stream pair (tests, embedding)."""
         ours, theirs = memory_pair()
+        options.setdefault("cache_origin", identity_of(server, "server"))
         with unwrap_group():
             async with AsyncExitStack() as stack:
                 stack.push_async_callback(theirs.aclose)  # closed last, after the server has stopped
@@ -217,6 +229,16 @@ class Client(ClientSession):
                 stack.callback(tg.cancel_scope.cancel)
                 client = await stack.enter_async_context(cls.connect(ours, **options))
                 yield client
+
+
+def _authorization_context(headers: Mapping[str, str] | None, auth: Any) -> str | None:
+    """Whose results a cache keeps apart (2026-07-28 ``"private"`` ones): the ``Authorization`` header sent (its
+    digest), else the ``httpx.Auth`` that authorizes (each object one context: the tokens it obtains and refreshes
+    are its own), else none."""
+    for name, value in (headers or {}).items():
+        if name.lower() == "authorization":
+            return token_identity(value)
+    return None if auth is None else identity_of(auth, "auth")
 
 
 async def _reach(stack: AsyncExitStack, opening: AbstractAsyncContextManager[T], where: str) -> T:

@@ -76,6 +76,7 @@ LAYERS: dict[str, int] = {
     # L5: the public API
     "mcp.server": 5,
     "mcp.client": 5,
+    "mcp.result_cache": 5,  # the client's cache of results the server marked cacheable (a clock: not sans I/O)
     "mcp.tools": 5,
     "mcp.signature": 5,
     "mcp.extensions": 5,  # protocol extensions (SEP-2133): what the server and the client declare and add

@@ -50,6 +50,7 @@ from .headers import InvalidHeaderAnnotation, param_headers, tool_header_params
 from .middleware import ClientMessage, ClientMiddleware, is_awaitable, run_chain
 from .output_schemas import InvalidToolOutput, OutputSchemas, schema_problems
 from .pydantic_support import dec_hook
+from .result_cache import CacheSlot, ResultCache, identity_of
 from .sampling import conversation_problem
 from .session import encode_cancellation
 from .task_client import ClientTasks, CoreTaskHandle, TaskHandle
@@ -225,6 +226,9 @@ class ClientSession:
         tracing: TracingHook | bool | None = None,
         ping_interval: float | None = None,
         ping_timeout: float = 10.0,
+        cache: ResultCache | bool | None = None,
+        cache_origin: str | None = None,
+        cache_auth: str | None = None,
     ) -> None:
         _check_options(
             protocol_version, elicitation_modes, request_timeout, max_total_timeout, ping_interval, ping_timeout
@@ -311,6 +315,17 @@ class ClientSession:
         self._url_elicitations: dict[str, None] = {}
         self._tokens = itertools.count(1)
         self._subscriptions: set[str] = set()  # resources/subscribe'd in this session: renewed with a new one
+        if cache is not None and not isinstance(cache, (bool, ResultCache)):
+            raise TypeError(f"cache is a ResultCache, or True for one of this client's own, not {cache!r}")
+        #: The cache of 2026-07-28 results this client reads and fills (``None``: every request goes to the
+        #: server); the server is ``cache_origin`` in it (the ``connect_*`` constructors name it: its URL, its
+        #: command; else this client alone), the authorization context ``cache_auth`` (``connect_http`` takes it
+        #: from the credential; ``None``: none).
+        self.cache: ResultCache | None = (
+            cache if isinstance(cache, ResultCache) else ResultCache() if cache is True else None
+        )
+        self.cache_origin = cache_origin if cache_origin is not None else identity_of(self, "client")
+        self.cache_auth = cache_auth
         stream.restart_session = self._restart_session
 
     # --- connecting ----------------------------------------------------------------------------------------
@@ -526,11 +541,16 @@ class ClientSession:
         reset_timeout_on_progress: bool | None = None,
         declare: Sequence[Extension] = (),
         keep: frozenset[str] = frozenset(),
+        cached: bool = True,
     ) -> Raw:
         """:meth:`request` up to the raw result: ``declare`` adds extensions to this request's capabilities
         (2026-07-28), and a result of a kind in ``keep`` is returned as it is rather than handed to its
-        extension."""
+        extension. With a :attr:`cache`, a fresh result kept for the request answers it (unless ``cached`` is
+        False), and a result the server marked cacheable is kept."""
         body: dict[str, Any] = msgspec.to_builtins(params) if isinstance(params, msgspec.Struct) else dict(params or {})
+        slot = self._cache_slot(method, body)
+        if slot is not None and cached and (hit := slot.get()) is not None:
+            return Raw(hit)
         token: int | None = None
         watch: _ProgressWatch | None = None
         if progress is not None:
@@ -571,14 +591,32 @@ class ClientSession:
                 kind = _result_kind(raw)
             if watch is not None:
                 await watch.settled(self.request_timeout)  # every progress callback has run when the call returns
-        except ConnectionClosed as exc:
+        except (ConnectionClosed, RequestTimeout) as exc:
+            stale = slot.stale() if slot is not None and not isinstance(exc, AuthorizationError) else None
+            if stale is not None:
+                logger.warning("%s: serving a stale cached result: %s", method, exc.message)
+                return Raw(stale)
+            if isinstance(exc, RequestTimeout):
+                raise
             raise await self._explain(exc, method) from None
+        except RpcError as exc:
+            if self.cache is not None and self.stateless:  # (a refused cursor, a tool gone: what is kept goes)
+                self.cache.failed(self.cache_origin, method, body, exc.code)
+            raise
         finally:
             if token is not None:
                 self._progress.pop(token, None)
+        if slot is not None and rounds == 0:  # (a result after inputResponses or requestState is never kept)
+            slot.keep(raw)
         if kind != "complete" and kind not in keep:
             raw = await self._extension_result(kind, method, body, raw, progress, declare)
         return raw
+
+    def _cache_slot(self, method: str, body: Mapping[str, Any]) -> CacheSlot | None:
+        """Where the :attr:`cache` keeps the result of a request (2026-07-28), or ``None``: it is not kept."""
+        if self.cache is None or not self.stateless:
+            return None
+        return self.cache.slot(self.cache_origin, self.cache_auth, self.protocol_version, method, body)
 
     async def _extension_result(
         self,
@@ -631,8 +669,8 @@ class ClientSession:
 
     async def ping(self, *, timeout: float | object | None = ...) -> None:
         """``ping`` (in the stateless era, which has none, ``server/discover``)."""
-        if self.stateless:
-            await self.request("server/discover", None, dict, timeout=timeout)
+        if self.stateless:  # (never answered from the cache: the server is asked)
+            await self._request_raw("server/discover", None, timeout=timeout, cached=False)
             return
         await self.request("ping", timeout=timeout)
 
@@ -1036,12 +1074,30 @@ class ClientSession:
         await self._notify("notifications/roots/list_changed")
 
     async def _all_pages(self, method: str, kind: Any, attr: str) -> list[Any]:
-        items: list[Any] = []
-        async for page in self._pages(method, kind):
-            items.extend(getattr(page, attr))
+        """Every item of a listing. With a :attr:`cache`, the listing is a snapshot: all its pages from the
+        cache when each one is fresh there, else all read again from the first (without a cursor); a cursor the
+        server refuses on the way drops the pages kept and the listing is read once more from the first."""
+        slot = self._cache_slot(method, {})
+        if slot is None:
+            return [item async for page in self._pages(method, kind) for item in getattr(page, attr)]
+        kept = slot.cache.listing(self.cache_origin, self.protocol_version, method, self.cache_auth, self.max_pages)
+        if kept:
+            return [item for raw in kept for item in getattr(_result_of(method, raw, kind), attr)]
+        for again in (False, True):
+            items: list[Any] = []
+            pages = 0
+            try:
+                async for page in self._pages(method, kind, cached=False):
+                    pages += 1
+                    items.extend(getattr(page, attr))
+                break
+            except InvalidParams:
+                if not pages or again:
+                    raise
+                logger.info("%s: the server refused a cursor; reading the listing again from the first page", method)
         return items
 
-    async def _pages(self, method: str, kind: Any) -> AsyncIterator[Any]:
+    async def _pages(self, method: str, kind: Any, *, cached: bool = True) -> AsyncIterator[Any]:
         """Each page of a paginated listing, its ``nextCursor`` sent back as it came (cursors are opaque: never
         parsed, never changed); it ends at a page without one, or with one seen already, and raises
         :class:`ProtocolViolation` past :attr:`max_pages`."""
@@ -1053,7 +1109,7 @@ class ClientSession:
                     f"{method}: the server went on paginating past {self.max_pages} pages (max_pages)"
                 )
             params = {"cursor": cursor} if cursor is not None else None
-            page = await self.request(method, params, kind)
+            page = _result_of(method, await self._request_raw(method, params, cached=cached), kind)
             yield page
             nxt = page.next_cursor
             if not isinstance(nxt, str) or nxt in seen:
@@ -1210,6 +1266,8 @@ class ClientSession:
             return None
         if method == "notifications/tools/list_changed":
             self._output_schemas.forget()
+        if self.cache is not None:
+            self.cache.notified(self.cache_origin, method, params)  # (a list changed: its pages are stale now)
         if method == "notifications/elicitation/complete" and not self._completes(params.get("elicitationId")):
             return None  # clients MUST ignore notifications referencing unknown or already-completed ids
         if method == "notifications/tasks/status":
