@@ -25,7 +25,16 @@ from .serve_options import check_serve_options
 if TYPE_CHECKING:
     from ..mcp.server import Server
 
-__all__ = ("serve_tcp", "serve_unix", "serve_listener", "connect_tcp", "connect_unix", "RemoteListenRefused")
+__all__ = (
+    "serve_tcp",
+    "serve_unix",
+    "serve_listener",
+    "connect_tcp",
+    "connect_unix",
+    "check_listen_host",
+    "RemoteListenRefused",
+    "OWNER_ONLY",
+)
 
 #: The permissions of a Unix socket ``serve_unix`` creates: its owner only may connect.
 OWNER_ONLY = 0o600
