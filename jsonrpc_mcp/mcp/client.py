@@ -49,6 +49,8 @@ from .groups import unwrap_group
 from .headers import InvalidHeaderAnnotation, param_headers, tool_header_params
 from .middleware import ClientMessage, ClientMiddleware, is_awaitable, run_chain
 from .output_schemas import InvalidToolOutput, OutputSchemas, schema_problems
+from .progress import DEFAULT_INTERVAL as DEFAULT_PROGRESS_INTERVAL
+from .progress import Pacer, check_interval
 from .pydantic_support import dec_hook
 from .sampling import conversation_problem
 from .session import encode_cancellation
@@ -225,6 +227,7 @@ class ClientSession:
         tracing: TracingHook | bool | None = None,
         ping_interval: float | None = None,
         ping_timeout: float = 10.0,
+        progress_interval: float = DEFAULT_PROGRESS_INTERVAL,
     ) -> None:
         _check_options(
             protocol_version, elicitation_modes, request_timeout, max_total_timeout, ping_interval, ping_timeout
@@ -265,6 +268,11 @@ class ClientSession:
         #: notification, up to ``max_total_timeout`` seconds from its start when that is set.
         self.reset_timeout_on_progress = reset_timeout_on_progress
         self.max_total_timeout = max_total_timeout
+        #: The progress callback of a request is called at most once per ``progress_interval`` seconds, however
+        #: often the server reports: the latest report held meanwhile is passed when the interval ends, or before
+        #: the result is returned (decision 104; 0: each report as it comes).
+        self.progress_interval = check_interval(progress_interval)
+        self._paced = Pacer(self.progress_interval, _pass_progress, self._spawn)
         self._extra_capabilities = dict(capabilities or {})
         #: The protocol extensions this client declares (SEP-2133), by identifier.
         self.extensions: dict[str, Extension] = {extension.id: extension for extension in extensions}
@@ -311,6 +319,9 @@ class ClientSession:
         self._tokens = itertools.count(1)
         self._subscriptions: set[str] = set()  # resources/subscribe'd in this session: renewed with a new one
         stream.restart_session = self._restart_session
+
+    def _spawn(self, fn: Callable[..., Coroutine[Any, Any, Any]], *args: Any) -> bool:
+        return self.dispatcher.spawn(fn, *args)
 
     # --- connecting ----------------------------------------------------------------------------------------
 
@@ -565,12 +576,14 @@ class ClientSession:
                 raw = await self._send(method, retry, timeout=timeout, ident=ident)
                 kind = _result_kind(raw)
             if watch is not None:
+                await self._paced.finish(token)  # the latest report held back, before the result
                 await watch.settled(self.request_timeout)  # every progress callback has run when the call returns
         except ConnectionClosed as exc:
             raise await self._explain(exc, method) from None
         finally:
             if token is not None:
                 self._progress.pop(token, None)
+                self._paced.drop(token)
         if kind != "complete" and kind not in keep:
             raw = await self._extension_result(kind, method, body, raw, progress, declare)
         return raw
@@ -1205,14 +1218,16 @@ class ClientSession:
         # Every callback the notification is for hears of it; the async ones are awaited in turn, in one task.
         running: list[Awaitable[Any]] = []
         if method == "notifications/progress":
-            watch = self._progress.get(params.get("progressToken"))  # type: ignore[arg-type]
-            if watch is not None:
-                deadline = watch.deadline()
+            token = params.get("progressToken")
+            watch = self._progress.get(token)  # type: ignore[arg-type]
+            if watch is not None:  # (progress on a token of no request of ours is dropped here)
+                deadline = watch.deadline()  # every report moves the timeout, passed to the callback or held
                 if deadline is not None and watch.ident is not None:
                     self.dispatcher.postpone(watch.ident, deadline)
-                out = watch.callback(params.get("progress", 0), params.get("total"), params.get("message"))
-                if out is not None:
-                    running.append(watch.follow(out))
+                if self._paced.offer(token, (watch, params)):
+                    out = watch.callback(params.get("progress", 0), params.get("total"), params.get("message"))
+                    if out is not None:
+                        running.append(watch.follow(out))
         if method == "notifications/message" and self.on_log is not None:
             try:
                 out = self.on_log(msgspec.convert(params, t.LoggingMessageNotificationParams))
@@ -1227,6 +1242,17 @@ class ClientSession:
         if not running:
             return None
         return _in_turn(method, running)
+
+
+async def _pass_progress(held: tuple[_ProgressWatch, dict[str, Any]]) -> None:
+    """Call a request's progress callback with a report the pacer held back (and wait for it if it is async)."""
+    watch, params = held
+    try:
+        out = watch.callback(params.get("progress", 0), params.get("total"), params.get("message"))
+        if out is not None:
+            await watch.follow(out)
+    except Exception:
+        logger.exception("a callback for the notification 'notifications/progress' failed")
 
 
 class _ProgressWatch:

@@ -184,7 +184,10 @@ class Context(msgspec.Struct, kw_only=True):
 
     async def report_progress(self, progress: float, total: float | None = None, message: str | None = None) -> None:
         """Send ``notifications/progress`` if the client asked for progress; ``progress`` must increase. Once the
-        request is answered (or cancelled) nothing more is sent: its token is no longer the client's active one."""
+        request is answered (or cancelled) nothing more is sent: its token is no longer the client's active one.
+        Reports are paced (``Server(progress_interval=...)``, 50 ms by default): one passes at once, those within
+        the interval after it are held, and only the latest held is sent, when the interval ends or before the
+        response, whichever comes first."""
         if self.progress_token is None or not self.session.dispatcher.still_wanted(self.request_id):
             return
         if self._progress_last is not None and progress <= self._progress_last:
@@ -195,7 +198,7 @@ class Context(msgspec.Struct, kw_only=True):
             params["total"] = total
         if message is not None:
             params["message"] = message
-        await self.session.send_notification("notifications/progress", params, related=self.request_id)
+        await self.session.report_progress(self.request_id, params)
 
     async def log(self, level: LogLevel, data: Any, logger_name: str | None = None) -> None:
         """Send ``notifications/message`` when the client's level lets it through (never in the stateless era
