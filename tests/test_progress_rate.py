@@ -23,6 +23,7 @@ from helpers import RawPeer, notification_frame, raw_server, request_frame
 from jsonrpc_mcp import Client, Context, Server
 from jsonrpc_mcp.jsonrpc.streams import NOTIFICATION, MessageStream, Outgoing
 from jsonrpc_mcp.mcp import progress as pacing
+from jsonrpc_mcp.tasks import MemoryTaskStore, Tasks
 from jsonrpc_mcp.transports.memory import memory_pair
 
 pytestmark = pytest.mark.anyio
@@ -235,3 +236,33 @@ async def test_without_the_clients_pacing_every_flooded_report_reaches_the_callb
     async with flooded(50, 0) as client:
         await client.call_tool("x", {}, progress=lambda p, total, message: heard.append(p))
     assert heard == list(range(1, 51))
+
+
+# --- a task's progress -------------------------------------------------------------------------------------------
+
+
+async def test_a_tasks_burst_reaches_the_client_as_its_first_and_last_report_before_its_end() -> None:
+    """A 2025-11-25 task's progress goes on the call's token after the call was answered: paced the same way, its
+    latest report held back until just before the task ends (so before ``tasks/result`` answers)."""
+    store = MemoryTaskStore()
+    server = Server("tasks", "1", progress_interval=LONG, extensions=[Tasks(store, ttl=60, poll_interval=0.01)])
+    go = anyio.Event()
+
+    @server.tool(task="optional")
+    async def steps(count: int, ctx: Context) -> str:
+        await go.wait()
+        for step in range(1, count + 1):
+            await ctx.report_progress(step, count, f"step {step}")
+        return "done"
+
+    async with raw_server(server, version="2025-11-25") as peer:
+        params = {"name": "steps", "arguments": {"count": N}, "task": {}, "_meta": {"progressToken": "tok"}}
+        created = await peer.call(request_frame(1, "tools/call", params))
+        task_id = created["result"]["task"]["taskId"]
+        await peer.send(request_frame(2, "tasks/result", {"taskId": task_id}))
+        go.set()
+        answer, before = await peer.recv_until(lambda m: m.get("id") == 2)
+    assert [m["params"]["progress"] for m in before if m.get("method") == "notifications/progress"] == [1, N]
+    assert answer["result"]["content"][0]["text"] == "done"
+    record = await store.get(task_id)
+    assert record is not None and record.status == "completed"
