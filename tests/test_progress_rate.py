@@ -14,9 +14,7 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 import anyio
-import anyio.from_thread
 import anyio.lowlevel
-import anyio.to_thread
 import pytest
 from helpers import RawPeer, notification_frame, raw_server, request_frame
 
@@ -64,16 +62,20 @@ def reporting_server(interval: float, clock: FakeClock | None = None) -> Server:
         return f"{count} reports"
 
     @server.tool()
-    async def threaded(count: int, ctx: Context) -> str:
-        """Work on a worker thread (anyio's) that reports through the event loop, as the knowledge server's import
-        does."""
-
-        def work() -> None:
-            for step in range(1, count + 1):
-                anyio.from_thread.run(ctx.report_progress, step, count)
-
-        await anyio.to_thread.run_sync(work)
+    def threaded(count: int, ctx: Context) -> str:
+        """A plain tool, on a worker thread: its reports go through the event loop, paced as any."""
+        for step in range(1, count + 1):
+            ctx.report_progress(step, count)
         return f"{count} reports from a thread"
+
+    @server.tool()
+    def threaded_backwards(ctx: Context) -> str:
+        ctx.report_progress(2)
+        try:
+            ctx.report_progress(1)
+        except ValueError as exc:
+            return str(exc)
+        return "no error"
 
     @server.tool()
     async def failing(count: int, ctx: Context) -> str:
@@ -144,11 +146,16 @@ async def test_a_held_report_goes_out_when_its_interval_ends(clock: FakeClock) -
         assert (await peer.recv_json())["id"] == 1
 
 
-async def test_reports_from_a_worker_thread_are_paced_too() -> None:
+async def test_a_plain_tools_reports_from_its_worker_thread_are_paced_too() -> None:
     async with raw_server(reporting_server(LONG), version="2025-11-25") as peer:
         heard, answer = await progress_before_answer(peer, call_frame(1, "threaded", N))
         assert heard == [1, N]
         assert answer["result"]["content"][0]["text"] == f"{N} reports from a thread"
+        heard, answer = await progress_before_answer(
+            peer, request_frame(2, "tools/call", {"name": "threaded_backwards", "_meta": {"progressToken": "b"}})
+        )
+        assert heard == [2]  # and a progress that does not increase is the tool's error, raised on its thread
+        assert answer["result"]["content"][0]["text"] == "progress must increase with each report"
 
 
 async def test_an_interval_of_zero_sends_every_report() -> None:

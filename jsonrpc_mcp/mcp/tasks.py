@@ -200,7 +200,7 @@ class TaskContext(Context, kw_only=True):
         if message is not None:
             await self.tasks.report(self.run, message=message)
 
-    async def report_progress(self, progress: float, total: float | None = None, message: str | None = None) -> None:
+    async def _report_progress(self, progress: float, total: float | None, message: str | None) -> None:
         """How far the task got: ``message`` becomes its ``statusMessage``, and ``progress``/``total`` are in the
         ``_meta.progress`` of ``tasks/get`` (a task sends no ``notifications/progress``). ``progress`` must
         increase."""
