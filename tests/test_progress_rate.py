@@ -273,3 +273,22 @@ async def test_a_tasks_burst_reaches_the_client_as_its_first_and_last_report_bef
     assert answer["result"]["content"][0]["text"] == "done"
     record = await store.get(task_id)
     assert record is not None and record.status == "completed"
+
+
+async def test_what_a_pacer_keeps_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    """One slot per key, at most MAX_KEYS of them: a report of a key past them passes as it comes, never held."""
+    monkeypatch.setattr(pacing, "MAX_KEYS", 2)
+    passed: list[tuple[str, int]] = []
+
+    async def deliver(value: tuple[str, int]) -> None:
+        passed.append(value)
+
+    pacer = pacing.Pacer(LONG, deliver, lambda fn, *args: False)  # (no task: what is held waits for finish)
+    for key in ("a", "b", "c"):
+        await pacer.report(key, (key, 1))
+        await pacer.report(key, (key, 2))
+    assert passed == [("a", 1), ("b", 1), ("c", 1), ("c", 2)]  # "c" has no slot: never held
+    assert pacer.held == 2 and "c" not in pacer
+    await pacer.finish("a")
+    pacer.drop("b")
+    assert passed[-1] == ("a", 2) and pacer.held == 0 and "a" not in pacer and "b" not in pacer
