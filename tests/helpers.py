@@ -226,3 +226,12 @@ class PrincipalIntake(Intake):
 
     def __init__(self, principal: AccessToken | None) -> None:
         self.auth = principal
+
+
+def paced(heard: Sequence[Any], reported: Sequence[Any]) -> bool:
+    """Whether ``heard`` is what the pacing of progress (decision 104) may make of ``reported``, the reports made
+    in quick succession: the first and the last of them, and any of those between, in order."""
+    if not heard or heard[0] != reported[0] or heard[-1] != reported[-1]:
+        return False
+    rest = iter(reported)
+    return all(any(item == candidate for candidate in rest) for item in heard)

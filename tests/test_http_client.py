@@ -14,6 +14,7 @@ from typing import Any
 import anyio
 import httpx
 import pytest
+from helpers import paced
 from http_support import HTTPX_GENERATORS, ServerThread, make_server, unique
 from http_support import collect_garbage as collect_garbage
 
@@ -102,7 +103,7 @@ async def test_tools_progress_and_elicitation(server: ServerThread, version: str
         with pytest.raises(RpcError) as info:
             await client.call_tool("no_such_tool", {})
         assert info.value.code == -32602
-    assert steps == [1, 2, 3]
+    assert paced(steps, [1, 2, 3])
 
 
 async def test_mcp_param_headers_are_mirrored(server: ServerThread) -> None:

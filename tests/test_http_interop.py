@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from helpers import paced
 from http_support import HTTPX_GENERATORS, ServerThread, start_app
 from http_support import collect_garbage as collect_garbage
 
@@ -72,7 +73,7 @@ async def test_sdk_client_against_our_server(ours: ServerThread, mode: str) -> N
         assert _text(asked) == "accept: Grace"
         failed = await client.call_tool("fail", {"message": "nope"})
         assert failed.is_error is True
-    assert progress == [1, 2, 3]
+    assert paced(progress, [1, 2, 3])
 
 
 async def test_sdk_sse_client_against_our_legacy_sse_transport() -> None:
@@ -164,7 +165,7 @@ async def test_our_client_against_the_sdk_server(theirs: ServerThread, version: 
         assert client.stateless is (version == "auto")
         with pytest.raises(RpcError):
             await client.request("no/such/method")
-    assert steps == [1, 2, 3]
+    assert paced(steps, [1, 2, 3])
 
 
 @pytest.fixture(scope="module")

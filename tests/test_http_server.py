@@ -16,7 +16,7 @@ import anyio
 import anyio.lowlevel
 import httpx
 import pytest
-from helpers import BOTH_RUNNERS
+from helpers import BOTH_RUNNERS, paced
 from http_support import (
     ACCEPT,
     HTTPX_GENERATORS,
@@ -260,7 +260,7 @@ async def test_progress_streams_over_sse_with_priming_and_retry(server: ServerTh
             assert reader.parser.retry_ms == 1000
             events = await reader.rest()
     msgs = messages(events)
-    assert [m["params"]["progress"] for m in msgs[:-1]] == [1, 2, 3]
+    assert paced([m["params"]["progress"] for m in msgs[:-1]], [1, 2, 3])
     assert all(m["params"]["progressToken"] == "tok" for m in msgs[:-1])
     assert msgs[-1]["id"] == 2 and msgs[-1]["result"]["content"][0]["text"] == "3 steps"
     ids = [priming.id] + [e.id for e in events]

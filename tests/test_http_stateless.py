@@ -15,6 +15,7 @@ from typing import Any
 import anyio
 import httpx
 import pytest
+from helpers import paced
 from http_support import (
     HTTPX_GENERATORS,
     JSON_HEADERS,
@@ -274,7 +275,8 @@ async def test_sse_carries_notifications_then_the_response(server: ServerThread,
     events = parse_sse(response.content)
     assert all(event.id is None for event in events)  # not resumable in this era
     msgs = messages(events)
-    assert [m["method"] for m in msgs[:-1]] == ["notifications/progress"] * 3
+    assert paced([m["params"]["progress"] for m in msgs[:-1]], [1, 2, 3])
+    assert {m["method"] for m in msgs[:-1]} == {"notifications/progress"}
     assert msgs[-1]["id"] == 3 and msgs[-1]["result"]["resultType"] == "complete"
     assert all("method" not in m or m["method"].startswith("notifications/") for m in msgs)
 

@@ -15,6 +15,7 @@ from typing import Any
 
 import anyio
 import pytest
+from helpers import paced
 from test_knowledge_helpers import HANDSHAKE, TIMEOUT, knowledge
 
 from jsonrpc_mcp.examples.knowledge import KnowledgeStore
@@ -92,7 +93,9 @@ async def test_in_the_handshake_era_an_import_answers_in_its_request_with_progre
         result = await kb.client.call_tool("import_entries", {"entries": facts(120)}, progress=progress)
         data = result.structured_content
         assert isinstance(data, dict) and (data["imported"], data["txId"]) == (120, 1)
-    assert seen == [(50, 120, "50 of 120 entries"), (100, 120, "100 of 120 entries"), (120, 120, "120 of 120 entries")]
+    assert paced(
+        seen, [(50, 120, "50 of 120 entries"), (100, 120, "100 of 120 entries"), (120, 120, "120 of 120 entries")]
+    )
 
 
 async def test_in_the_handshake_era_a_cancelled_import_request_writes_nothing(db: Path) -> None:

@@ -66,6 +66,7 @@ LAYERS: dict[str, int] = {
     "jsonrpc.streams": 3,
     "jsonrpc.workers": 3,  # plain functions on worker threads: a pool with a queue of its own
     "jsonrpc._reference": 3,  # the plain reference runner of the dispatcher, for the tests
+    "mcp.progress": 3,  # progress paced per token (decision 104): anyio only
     # L4: typed requests over a MessageStream
     "mcp.context": 4,
     "mcp.session": 4,

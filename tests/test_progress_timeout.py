@@ -97,7 +97,8 @@ async def test_without_progress_the_timeout_is_the_timeout() -> None:
 
 
 async def test_every_async_progress_callback_has_run_when_the_call_returns() -> None:
-    server = Server("reporter", "1.0")
+    """Every report is passed on here (no pacing on either side, decision 104), so each has its callback."""
+    server = Server("reporter", "1.0", progress_interval=0)
 
     @server.tool()
     async def report(steps: int, ctx: Context) -> str:
@@ -113,7 +114,7 @@ async def test_every_async_progress_callback_has_run_when_the_call_returns() -> 
         heard.append(progress)
 
     with anyio.fail_after(30):
-        async with Client.connect_server(server, **V) as client:
+        async with Client.connect_server(server, **V, progress_interval=0) as client:
             result = await client.call_tool("report", {"steps": 3}, progress=slow_to_note)
             assert result.content[0].text == "3 steps"  # type: ignore[union-attr]
             assert sorted(heard) == [1, 2, 3]

@@ -34,6 +34,7 @@ from helpers import (
     TIMEOUT,
     ConnectionTracker,
     init_frame,
+    paced,
     serve_command,
     without_loop_processes,
 )
@@ -165,7 +166,7 @@ async def test_notifications_and_server_requests(transport: Transport) -> None:
     async with transport.serve() as connect, connect(**options, **HANDSHAKE) as client:
         result = await client.call_tool("progress", {"steps": 3}, progress=lambda *a: progress.append(a))
         assert result.content[0].text == "3 steps"  # type: ignore[union-attr]
-        assert progress == [(1, 3, "step 1"), (2, 3, "step 2"), (3, 3, "step 3")]
+        assert paced(progress, [(1, 3, "step 1"), (2, 3, "step 2"), (3, 3, "step 3")])
 
         await client.call_tool("log", {"level": "debug", "message": "hidden"})  # default level: info
         await client.call_tool("log", {"level": "warning", "message": "shown"})

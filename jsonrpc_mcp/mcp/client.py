@@ -49,6 +49,8 @@ from .groups import unwrap_group
 from .headers import InvalidHeaderAnnotation, param_headers, tool_header_params
 from .middleware import ClientMessage, ClientMiddleware, is_awaitable, run_chain
 from .output_schemas import InvalidToolOutput, OutputSchemas, schema_problems
+from .progress import DEFAULT_INTERVAL as DEFAULT_PROGRESS_INTERVAL
+from .progress import Pacer, check_interval
 from .pydantic_support import dec_hook
 from .result_cache import CacheSlot, ResultCache, identity_of
 from .sampling import conversation_problem
@@ -229,6 +231,7 @@ class ClientSession:
         cache: ResultCache | bool | None = None,
         cache_origin: str | None = None,
         cache_auth: str | None = None,
+        progress_interval: float = DEFAULT_PROGRESS_INTERVAL,
     ) -> None:
         _check_options(
             protocol_version, elicitation_modes, request_timeout, max_total_timeout, ping_interval, ping_timeout
@@ -269,6 +272,11 @@ class ClientSession:
         #: notification, up to ``max_total_timeout`` seconds from its start when that is set.
         self.reset_timeout_on_progress = reset_timeout_on_progress
         self.max_total_timeout = max_total_timeout
+        #: The progress callback of a request is called at most once per ``progress_interval`` seconds, however
+        #: often the server reports: the latest report held meanwhile is passed when the interval ends, or before
+        #: the result is returned (decision 104; 0: each report as it comes).
+        self.progress_interval = check_interval(progress_interval)
+        self._paced = Pacer(self.progress_interval, _pass_progress, self._spawn)
         self._extra_capabilities = dict(capabilities or {})
         #: The protocol extensions this client declares (SEP-2133), by identifier.
         self.extensions: dict[str, Extension] = {extension.id: extension for extension in extensions}
@@ -327,6 +335,9 @@ class ClientSession:
         self.cache_origin = cache_origin if cache_origin is not None else identity_of(self, "client")
         self.cache_auth = cache_auth
         stream.restart_session = self._restart_session
+
+    def _spawn(self, fn: Callable[..., Coroutine[Any, Any, Any]], *args: Any) -> bool:
+        return self.dispatcher.spawn(fn, *args)
 
     # --- connecting ----------------------------------------------------------------------------------------
 
@@ -590,6 +601,7 @@ class ClientSession:
                 raw = await self._send(method, retry, timeout=timeout, ident=ident)
                 kind = _result_kind(raw)
             if watch is not None:
+                await self._paced.finish(token)  # the latest report held back, before the result
                 await watch.settled(self.request_timeout)  # every progress callback has run when the call returns
         except (ConnectionClosed, RequestTimeout) as exc:
             stale = slot.stale() if slot is not None and not isinstance(exc, AuthorizationError) else None
@@ -606,6 +618,7 @@ class ClientSession:
         finally:
             if token is not None:
                 self._progress.pop(token, None)
+                self._paced.drop(token)
         if slot is not None and rounds == 0:  # (a result after inputResponses or requestState is never kept)
             slot.keep(raw)
         if kind != "complete" and kind not in keep:
@@ -1284,14 +1297,16 @@ class ClientSession:
         # Every callback the notification is for hears of it; the async ones are awaited in turn, in one task.
         running: list[Awaitable[Any]] = []
         if method == "notifications/progress":
-            watch = self._progress.get(params.get("progressToken"))  # type: ignore[arg-type]
-            if watch is not None:
-                deadline = watch.deadline()
+            token = params.get("progressToken")
+            watch = self._progress.get(token)  # type: ignore[arg-type]
+            if watch is not None:  # (progress on a token of no request of ours is dropped here)
+                deadline = watch.deadline()  # every report moves the timeout, passed to the callback or held
                 if deadline is not None and watch.ident is not None:
                     self.dispatcher.postpone(watch.ident, deadline)
-                out = watch.callback(params.get("progress", 0), params.get("total"), params.get("message"))
-                if out is not None:
-                    running.append(watch.follow(out))
+                if self._paced.offer(token, (watch, params)):
+                    out = watch.callback(params.get("progress", 0), params.get("total"), params.get("message"))
+                    if out is not None:
+                        running.append(watch.follow(out))
         if method == "notifications/message" and self.on_log is not None:
             try:
                 out = self.on_log(msgspec.convert(params, t.LoggingMessageNotificationParams))
@@ -1306,6 +1321,17 @@ class ClientSession:
         if not running:
             return None
         return _in_turn(method, running)
+
+
+async def _pass_progress(held: tuple[_ProgressWatch, dict[str, Any]]) -> None:
+    """Call a request's progress callback with a report the pacer held back (and wait for it if it is async)."""
+    watch, params = held
+    try:
+        out = watch.callback(params.get("progress", 0), params.get("total"), params.get("message"))
+        if out is not None:
+            await watch.follow(out)
+    except Exception:
+        logger.exception("a callback for the notification 'notifications/progress' failed")
 
 
 class _ProgressWatch:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import logging
 import math
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Generator, Mapping
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Final, Literal, cast
 
@@ -54,6 +54,19 @@ _NO_ANSWERS: Final[Mapping[str, Any]] = MappingProxyType({})
 _STATELESS: Final = Era.STATELESS
 _LEVEL_RANK: Final = {name: i for i, name in enumerate(LOG_LEVELS)}
 _UNREAD: Final[Any] = object()  # ``Context.auth`` not looked up yet
+
+
+class _Done:
+    """An awaitable that is already done: what :meth:`Context.report_progress` returns on a worker thread."""
+
+    __slots__ = ()
+
+    def __await__(self) -> Generator[None, None, None]:
+        return
+        yield  # (a generator that ends at once)
+
+
+_DONE: Final = _Done()
 
 LogLevel = Literal["debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"]
 
@@ -182,9 +195,42 @@ class Context(msgspec.Struct, kw_only=True):
 
     # --- notifications -------------------------------------------------------------------------------------
 
-    async def report_progress(self, progress: float, total: float | None = None, message: str | None = None) -> None:
+    def report_progress(
+        self, progress: float, total: float | None = None, message: str | None = None
+    ) -> Awaitable[None]:
         """Send ``notifications/progress`` if the client asked for progress; ``progress`` must increase. Once the
-        request is answered (or cancelled) nothing more is sent: its token is no longer the client's active one."""
+        request is answered (or cancelled) nothing more is sent: its token is no longer the client's active one.
+        Reports are paced (``Server(progress_interval=...)``, 50 ms by default): one passes at once, those within
+        the interval after it are held, and only the latest held is sent, when the interval ends or before the
+        response, whichever comes first.
+
+        Awaited in an ``async def`` handler; in a plain ``def`` one (on a worker thread) called as it is: the
+        report is handed to the event loop, and the call returns once it is sent or held."""
+        if on_worker_thread():
+            self._report_from_thread(progress, total, message)
+            return _DONE
+        return self._report_progress(progress, total, message)
+
+    def _report_from_thread(self, progress: float, total: float | None, message: str | None) -> None:
+        """:meth:`report_progress` from a worker thread: run on the event loop, waited for here (so that it is
+        sent or held before the handler returns, and its response goes out after it)."""
+        done = threading.Event()
+        failed: list[Exception] = []
+
+        async def report() -> None:
+            try:
+                await self._report_progress(progress, total, message)
+            except Exception as exc:  # (a progress that does not increase: raised in the handler)
+                failed.append(exc)
+            finally:
+                done.set()
+
+        if self.session.dispatcher.spawn(report):  # (False once the connection ended: nothing to send to)
+            done.wait()
+        if failed:
+            raise failed[0]
+
+    async def _report_progress(self, progress: float, total: float | None, message: str | None) -> None:
         if self.progress_token is None or not self.session.dispatcher.still_wanted(self.request_id):
             return
         if self._progress_last is not None and progress <= self._progress_last:
@@ -195,7 +241,7 @@ class Context(msgspec.Struct, kw_only=True):
             params["total"] = total
         if message is not None:
             params["message"] = message
-        await self.session.send_notification("notifications/progress", params, related=self.request_id)
+        await self.session.report_progress(self.request_id, params)
 
     async def log(self, level: LogLevel, data: Any, logger_name: str | None = None) -> None:
         """Send ``notifications/message`` when the client's level lets it through (never in the stateless era

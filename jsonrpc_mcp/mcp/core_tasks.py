@@ -89,10 +89,11 @@ class CoreTaskContext(TaskContext, kw_only=True):
         out["_meta"] = {**(out.get("_meta") or {}), RELATED_TASK: {"taskId": self.run.task_id}}
         return out
 
-    async def report_progress(self, progress: float, total: float | None = None, message: str | None = None) -> None:
+    async def _pass_progress(self, progress: float, total: float | None, message: str | None) -> None:
         """The task's ``statusMessage`` (as in a task of the extension), and ``notifications/progress`` on the
-        call's token, which stays the client's until the task ends: none once it is cancelled or has ended."""
-        await super().report_progress(progress, total, message)
+        call's token, which stays the client's until the task ends: none once it is cancelled or has ended (paced
+        as a task's reports are: ``report_progress`` of the extension's task)."""
+        await super()._pass_progress(progress, total, message)
         run = self.run
         if self.progress_token is None or run.stopped or run.cancel_requested or run.ending is not None:
             return

@@ -40,6 +40,8 @@ from .methods import BOTH, HANDSHAKE_ONLY, STATELESS_ONLY, MethodSpec
 from .middleware import Middleware, checked_chain
 from .pagination import paginate
 from .principal import missing_scopes
+from .progress import DEFAULT_INTERVAL as DEFAULT_PROGRESS_INTERVAL
+from .progress import check_interval
 from .session import ServerSession
 from .signature import describe_validation_error, inspect_function
 from .tools import ToolDef, ToolOptions, call_completer, check_options, make_tool, runner
@@ -258,6 +260,9 @@ class Server:
     :param tracing: OpenTelemetry spans and metrics of every message (:mod:`jsonrpc_mcp.otel`): ``None``, by
         themselves once the application configures OpenTelemetry; ``False``, never; a
         :class:`~jsonrpc_mcp.otel.Tracing`, with its providers.
+    :param progress_interval: seconds between two ``notifications/progress`` of one request (50 ms): reports
+        within it are held and only the latest is sent, at the interval's end or before the response (decision
+        104); ``0`` sends every report as it comes.
     """
 
     def __init__(
@@ -279,6 +284,7 @@ class Server:
         scope_hierarchy: Mapping[str, Iterable[str]] | None = None,
         extensions: Iterable[Extension] = (),
         tracing: TracingHook | bool | None = None,
+        progress_interval: float = DEFAULT_PROGRESS_INTERVAL,
     ) -> None:
         if page_size is not None and page_size < 1:
             raise ValueError("page_size must be positive or None")
@@ -306,6 +312,8 @@ class Server:
         if not request_state_ttl > 0:  # (a NaN is not either)
             raise ValueError(f"request_state_ttl must be positive, not {request_state_ttl!r}")
         self.request_state_ttl = request_state_ttl
+        #: Seconds between two ``notifications/progress`` of one request (decision 104; 0: every report is sent).
+        self.progress_interval = check_interval(progress_interval)
         self._spent_states: Any = None
         #: What this server shares with its other workers (:meth:`use_backend`), or ``None``: nothing to share.
         self.backend: Bus | None = None

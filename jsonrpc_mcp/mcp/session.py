@@ -42,6 +42,7 @@ from .context import Context, InputRequired
 from .eras import Call, meta_problem, read_call
 from .methods import BOTH, INPUT_METHODS, MethodSpec, require_defined
 from .middleware import Message, Middleware, is_awaitable, run_chain
+from .progress import Pacer
 from .tracing import TracingSwitch
 from .versions import (
     BATCH_VERSIONS,
@@ -90,6 +91,7 @@ class ServerApp(Protocol):
     tracing: TracingSwitch | None
     instructions: str | None
     request_state_ttl: float
+    progress_interval: float  #: seconds between two progress notifications of one request (0: no pacing)
 
     @property
     def request_state_keys(self) -> tuple[bytes, ...]: ...  # (the first seals, every one opens)
@@ -196,6 +198,8 @@ class ServerSession:
         # Stateless-era listen streams: subscription id -> filter
         self.listeners: dict[RequestId, dict[str, Any]] = {}
         self.closed = False
+        #: What paces the progress of its requests, from the first report on (:meth:`report_progress`).
+        self.pacer: Pacer | None = None
         #: Where work that outlives its request runs (a task's, 2026-07-28): ``None`` for the connection's own tasks; a
         #: transport whose session lasts one request (Streamable HTTP) sets the app's (see :meth:`start_detached`).
         self.detached: Callable[..., Awaitable[None]] | None = None
@@ -283,13 +287,50 @@ class ServerSession:
         return _encode(out)
 
     async def _finish_later(self, call: Call, pending: Any) -> bytes:
-        return self._finish(call, await pending)
+        try:
+            out = await pending
+        except Exception:
+            await self._finish_progress(call.request.id)
+            raise
+        except BaseException:
+            self._drop_progress(call.request.id)
+            raise
+        await self._finish_progress(call.request.id)
+        return self._finish(call, out)
 
     async def _finish_parked(self, call: Call, pending: Any) -> bytes:
         """:meth:`_finish_later` of a coroutine of ours that calls a plain function on a worker thread, with nothing
         of anybody else's on the way (no middleware): its call may park (:func:`.workers.start_step`)."""
-        allow_parking()
-        return self._finish(call, await pending)
+        allow_parking()  # (and _finish_later enters no cancel scope, starts no task before it awaits the call)
+        return await self._finish_later(call, pending)
+
+    async def _finish_progress(self, ident: RequestId) -> None:
+        """Send the progress the request holds back before its response (an error response too): a client never
+        hears of progress after the response."""
+        if self.pacer is not None and ident in self.pacer:
+            await self.pacer.finish(ident)
+
+    def _drop_progress(self, ident: RequestId) -> None:
+        """A cancelled request's held progress is never sent."""
+        if self.pacer is not None:
+            self.pacer.drop(ident)
+
+    # --- progress ------------------------------------------------------------------------------------------
+
+    async def report_progress(self, ident: RequestId, params: dict[str, Any]) -> None:
+        """Send ``notifications/progress`` for request ``ident``, paced (:mod:`.progress`, decision 104)."""
+        pacer = self.pacer
+        if pacer is None:
+            pacer = self.pacer = Pacer(self.app.progress_interval, self._send_progress, self._spawn)
+        await pacer.report(ident, (ident, params))
+
+    def _spawn(self, fn: Callable[..., Coroutine[Any, Any, Any]], *args: Any) -> bool:
+        return self.dispatcher.spawn(fn, *args)
+
+    async def _send_progress(self, held: tuple[RequestId, dict[str, Any]]) -> None:
+        ident, params = held
+        if self.dispatcher.still_wanted(ident):  # (a held report of a request cancelled meanwhile is not sent)
+            await self.send_notification("notifications/progress", params, related=ident)
 
     def _through_middleware(self, call: Call, chain: tuple[Middleware, ...]) -> bytes | Coroutine[Any, Any, bytes]:
         message = Message(self, call)

@@ -39,7 +39,7 @@ import secrets
 import time
 import weakref
 from collections import OrderedDict
-from collections.abc import Mapping
+from collections.abc import Callable, Coroutine, Mapping
 from typing import TYPE_CHECKING, Any, Final
 
 import anyio
@@ -60,6 +60,7 @@ from ..jsonrpc.dispatch import failure_error
 from . import task_state as ts
 from .context import Context, StartTask, _input_request, on_worker_thread
 from .extensions import Extension, WrapNext
+from .progress import Pacer
 from .session import encode_stateless_result
 from .task_store import MemoryTaskStore, TaskStore, TellsStopped
 from .versions import STATELESS_VERSIONS
@@ -144,7 +145,7 @@ class _Versions:
 class _Run:
     """A task this process runs: its id, what its work is stopped with, what it asked, how it ends."""
 
-    __slots__ = ("cancel_requested", "ending", "keys", "progress_lost", "scope", "stopped", "task_id")
+    __slots__ = ("cancel_requested", "ending", "keys", "paced", "progress_lost", "scope", "stopped", "task_id")
 
     def __init__(self, task_id: str) -> None:
         self.task_id = task_id
@@ -154,11 +155,18 @@ class _Run:
         self.keys: set[str] = set()
         self.ending: _Ending | None = None  #: its end, until it is stored
         self.progress_lost = False  #: a progress report could not be stored (logged once)
+        #: What paces its progress (decision 104), while its work runs.
+        self.paced: Pacer | None = None
 
     def stop(self) -> None:
         """Interrupt the work at its next ``await``."""
         self.stopped = True
         self.scope.cancel()
+
+
+async def _pass_held_progress(held: tuple[TaskContext, float, float | None, str | None]) -> None:
+    ctx, progress, total, message = held
+    await ctx._pass_progress(progress, total, message)
 
 
 class _Ending(msgspec.Struct, frozen=True):
@@ -193,13 +201,21 @@ class TaskContext(Context, kw_only=True):
         if message is not None:
             await self.tasks.report(self.run, message=message)
 
-    async def report_progress(self, progress: float, total: float | None = None, message: str | None = None) -> None:
+    async def _report_progress(self, progress: float, total: float | None, message: str | None) -> None:
         """How far the task got: ``message`` becomes its ``statusMessage``, and ``progress``/``total`` are in the
         ``_meta.progress`` of ``tasks/get`` (a task sends no ``notifications/progress``). ``progress`` must
         increase."""
         if self._progress_last is not None and progress <= self._progress_last:
             raise ValueError("progress must increase with each report")
         self._progress_last = progress
+        paced = self.run.paced
+        if paced is None:  # (no work of Tasks runs it: passed as it comes)
+            await self._pass_progress(progress, total, message)
+        else:  # paced as a request's progress is: the latest held report is passed before the task ends
+            await paced.report(self.run.task_id, (self, progress, total, message))
+
+    async def _pass_progress(self, progress: float, total: float | None, message: str | None) -> None:
+        """A report the pacer lets pass: stored in the task's record."""
         await self.tasks.report(self.run, message=message, progress=progress, total=total)
 
     async def log(self, level: Any, data: Any, logger_name: str | None = None) -> None:
@@ -417,12 +433,20 @@ class Tasks(Extension):
         try:
             async with anyio.create_task_group() as tg:
                 tg.start_soon(self._watch, run)
+
+                def spawn(fn: Callable[..., Coroutine[Any, Any, Any]], *args: Any) -> bool:
+                    tg.start_soon(fn, *args)
+                    return True
+
+                run.paced = Pacer(ctx.session.app.progress_interval, _pass_held_progress, spawn)
                 try:
                     with run.scope:
                         out = call_next(ctx, params)
                         if inspect.isawaitable(out):
                             out = await out
                         result = msgspec.json.decode(encode_stateless_result(out))
+                    if not (run.scope.cancelled_caught or run.cancel_requested):
+                        await run.paced.finish(run.task_id)  # (the latest report held, before the end)
                     if run.scope.cancelled_caught or run.cancel_requested:
                         # (interrupted, or it ran to its end after the client asked: its answer is dropped, as
                         # a cancelled request's is)
@@ -433,9 +457,11 @@ class Tasks(Extension):
                     logger.error("task %s raised InputRequired itself; a task asks through its Context", run.task_id)
                     await self._end(run, "failed", error=_error(method, InternalError()))
                 except Exception as exc:  # (an RpcError is the task's error; anything else is logged, -32603)
+                    await run.paced.finish(run.task_id)
                     error = _error(method, exc)
                     await self._end(run, "failed", error=error, message=error["message"])
                 finally:
+                    run.paced.drop(run.task_id)
                     tg.cancel_scope.cancel()
         except anyio.get_cancelled_exc_class():
             # (the server stops: one more try, its own end if it had one; else the store's restart or a lease

@@ -11,7 +11,6 @@ from __future__ import annotations
 from typing import Annotated, Any, Final
 from urllib.parse import urlencode
 
-import anyio.from_thread
 import msgspec
 from msgspec import UNSET
 
@@ -666,7 +665,7 @@ def register_tools(kb: Knowledge) -> None:
         total = len(items)
 
         def progress(done: int) -> None:  # (on the import's worker thread)
-            anyio.from_thread.run(ctx.report_progress, done, total, f"{done} of {total} entries")
+            ctx.report_progress(done, total, f"{done} of {total} entries")  # (sent from the loop, waited for)
 
         def cancelled() -> bool:
             return ctx.cancelled
