@@ -103,7 +103,10 @@ async def test_garbage_on_stdout_is_skipped_and_the_call_answered() -> None:
 
 
 async def test_a_server_that_closes_its_stdout_and_runs_on_is_named_so() -> None:
-    async with Client.connect_stdio(hostile_stdio("close-stdout"), protocol_version="2025-11-25") as client:
+    """(Not started again: what is pinned is how the end is named.)"""
+    async with Client.connect_stdio(
+        hostile_stdio("close-stdout"), protocol_version="2025-11-25", restart=False
+    ) as client:
         with anyio.fail_after(10), pytest.raises(ConnectionClosed) as info:
             await client.list_tools()
     assert info.value.message == "the server process closed its stdout before answering tools/list"
