@@ -61,7 +61,7 @@ from .wire import (
     is_batch,
     read_message,
 )
-from .workers import Job, ParkedCalls, end_step, start_step
+from .workers import POOL, Job, ParkedCalls, SyncCall, end_step, start_step
 
 __all__ = (
     "Dispatcher",
@@ -77,12 +77,13 @@ __all__ = (
 
 logger = logging.getLogger(__name__)
 
-#: ``on_request(request, context)``: the encoded result, or a coroutine producing it; raises
+#: ``on_request(request, context)``: the encoded result, or a coroutine producing it (or a :class:`.workers.SyncCall`:
+#: a plain function on a worker thread does, the sync lane); raises
 #: :class:`~jsonrpc_mcp.errors.RpcError` to answer with an error. ``context`` is the one value that came with the
 #: request: what the transport passed to :meth:`Dispatcher.answer_request` (what it already learned of the request, its
 #: :class:`~.streams.Intake` included), or from the read loop the :class:`~.streams.Intake` of the frames'
 #: :class:`~.streams.Arrival` (``None`` when they came with nothing).
-RequestHandler = Callable[[Request, Any], "bytes | Coroutine[Any, Any, bytes]"]
+RequestHandler = Callable[[Request, Any], "bytes | Coroutine[Any, Any, bytes] | SyncCall"]
 NotificationHandler = Callable[[Notification], "Coroutine[Any, Any, None] | None"]
 
 #: The code of our capacity refusals (too many requests in flight): in the range JSON-RPC leaves to
@@ -147,6 +148,17 @@ def failure_error(method: str, exc: Exception) -> tuple[int, str, Any]:
     return codes.INTERNAL_ERROR, "Internal error", None
 
 
+def _answer_sync(pending: Pending) -> bytes:
+    """On a worker thread: the answer frame of a request on the sync lane (its handler's :class:`SyncCall`), or its
+    error reply, made as :meth:`Dispatcher._run_request` makes them."""
+    req = pending.request
+    sync: SyncCall = pending.coro  # type: ignore[assignment]
+    try:
+        return encode_result(req.id, sync.run())
+    except Exception as exc:
+        return _failure_reply(req, exc)
+
+
 def _null_handler(req: Request, context: Any) -> bytes:
     raise RpcError("Method not found", code=codes.METHOD_NOT_FOUND)
 
@@ -155,7 +167,7 @@ class Pending(msgspec.Struct):
     """A request whose handler has to wait. Its answer arrives through the stream (``related`` = its id)."""
 
     request: Request
-    coro: Coroutine[Any, Any, bytes]
+    coro: Coroutine[Any, Any, bytes] | SyncCall  # (a SyncCall: the sync lane, see Dispatcher._run_handlers)
     batch: _Batch | None = None  # the batch it came in, and its place there
     slot: int = 0
     token: object = None  # the task that is its own, once it has waited (see Dispatcher._run_handlers)
@@ -296,7 +308,7 @@ class Dispatcher:
             return _failure_reply(req, exc)
         if type(result) is bytes:
             return encode_result(ident, result)
-        if type(result) is not CoroutineType and not isinstance(result, Coroutine):
+        if type(result) is not CoroutineType and type(result) is not SyncCall and not isinstance(result, Coroutine):
             logger.error("handler for %r returned %s, not bytes or a coroutine", req.method, type(result).__name__)
             return _error_reply(ident, codes.INTERNAL_ERROR, "Internal error")
         pending = Pending(req, result)
@@ -473,8 +485,15 @@ class Dispatcher:
         if self._next_run is run:
             self._next_run = None
         parked: ParkedCalls | None = None
+        lane: ParkedCalls | None = None  # the calls of the sync lane
         try:
             for at, pending in enumerate(run):
+                if type(pending.coro) is SyncCall:
+                    if lane is None:
+                        lane = ParkedCalls()
+                    job = Job(_answer_sync, (pending,), None, POOL)  # (in a copy of the context: the request's own)
+                    lane.add(job, job.context, job)
+                    continue
                 handler = self._run_request(pending)
                 context = copy_context()
                 start_step()
@@ -493,6 +512,10 @@ class Dispatcher:
                     continue
                 if at + 1 < len(run):
                     self._spawn(_Run(run[at + 1 :]))
+                if lane is not None:
+                    lane.send()
+                    self._spawn_lane(lane)
+                    lane = None
                 if parked is not None:  # (this task is the waiting handler's from now on)
                     parked.send()
                     self._spawn_parked(parked)
@@ -502,11 +525,83 @@ class Dispatcher:
                     self._tasks.cancel(run.token)  # type: ignore[union-attr]
                 await continue_in_task(handler, waits_for, context)
                 return
+            if lane is not None:
+                lane.send()
+                if parked is None:
+                    await self._answer_lane(lane)
+                    return
+                self._spawn_lane(lane)
             if parked is not None:
                 parked.send()
                 await self._resume_parked(parked, run.token)
         finally:
             self._tasks.forget(run.token)  # type: ignore[union-attr]
+
+    async def _answer_lane(self, lane: ParkedCalls) -> None:
+        """Answer the requests of the sync lane whose calls are in ``lane``, as their calls come back: those back in
+        one wake-up of the loop answered together. If this task is cancelled (the connection ends), the calls are
+        waited for, and their requests are never answered."""
+        try:
+            while lane.left:
+                await lane.arrival()
+                jobs = []
+                while lane.done:
+                    jobs.append(lane.take())
+                await self._answer_sync(jobs)
+        except BaseException:
+            with anyio.CancelScope(shield=True):
+                while lane.left:
+                    await lane.arrival()
+                    while lane.done:
+                        pending = lane.take().args[0]
+                        pending.answering = True
+                        if pending.cancelled:
+                            self.stream.finished(pending.request.id)
+                        self._forget_request(pending.request)
+            raise
+
+    async def _answer_sync(self, jobs: list[Job]) -> None:
+        """Write the answers of the sync lane's ``jobs`` (done), as :meth:`_run_request` would: one write for them."""
+        queued = 0
+        try:
+            for job in jobs:
+                pending: Pending = job.args[0]
+                req = pending.request
+                pending.answering = True
+                if job.error is not None:  # (the pool was shut down, or the call raised a BaseException)
+                    error, job.error = job.error, None
+                    if not isinstance(error, Exception):
+                        raise error
+                    reply: bytes | None = _failure_reply(req, error)
+                else:
+                    reply = job.value
+                if pending.cancelled:  # the peer cancelled it while it ran, and it finished without noticing
+                    reply = None
+                    self.stream.finished(req.id)
+                ident: RequestId | None = req.id
+                if pending.batch is not None:
+                    reply, ident = pending.batch.add(pending.slot, reply), None
+                if reply is not None:
+                    self._unwritten += len(reply)
+                    self._replies.append(Outgoing(reply, ident, RESPONSE))
+                    queued += 1
+            if queued and len(self._replies) == queued and not self._read_loop_writes:
+                await self._write_replies()  # (else the task that queued the first writes them, or the read loop)
+        finally:
+            for job in jobs:
+                self._forget_request(job.args[0].request)
+
+    def _forget_request(self, req: Request) -> None:
+        """``req`` is answered (its answer handed to the stream) or never will be: its id is free again."""
+        del self._inflight[req.id]
+        self._make_room()
+        self._running -= 1
+        if not self._running and self._idle is not None:
+            self._idle.set()
+
+    def _spawn_lane(self, lane: ParkedCalls) -> None:
+        """The requests of the sync lane's calls in ``lane`` answered by a task of their own."""
+        self._tasks.start_soon(self._answer_lane(lane), _HANDLER_TASK)  # type: ignore[union-attr]
 
     async def _resume_parked(self, parked: ParkedCalls, token: object) -> None:
         """Resume each parked handler once its call is done (this task's ``token``). The first that waits again keeps
@@ -579,11 +674,7 @@ class Dispatcher:
                 await self._reply(Outgoing(reply, req.id, RESPONSE))
         finally:
             # Only now, with the answer written, may a draining run() consider this request done.
-            del self._inflight[req.id]
-            self._make_room()
-            self._running -= 1
-            if not self._running and self._idle is not None:
-                self._idle.set()
+            self._forget_request(req)
 
     async def _answer_batch(self, pending: Pending, reply: bytes | None) -> None:
         assert pending.batch is not None

@@ -51,6 +51,7 @@ __all__ = (
     "POOL",
     "Job",
     "ParkedCalls",
+    "SyncCall",
     "WorkerPool",
     "allow_parking",
     "end_step",
@@ -377,6 +378,41 @@ async def run_in_worker(fn: Callable[..., T], *args: Any, pool: WorkerPool = POO
         raise error
     value: T = job.value
     return value
+
+
+class SyncCall:
+    """A handler's result that a plain function makes on a worker thread: ``fn(*args)`` returns it (or raises).
+
+    The *sync lane*: a handler that returns one needs nothing of the event loop for the rest of its request, so the
+    dispatcher makes no coroutine for it; it hands the calls of one read to the pool together, each in its request's
+    own context, and writes their answers as they come back (``Dispatcher._run_handlers``). Anywhere else it is an
+    awaitable like any other: awaited, the call runs on a worker thread as :func:`run_in_worker` runs it (a wrapper
+    around a handler, a task that runs it, the plain reference runner)."""
+
+    __slots__ = ("args", "fn", "then", "then_arg")
+
+    def __init__(self, fn: Callable[..., Any], *args: Any) -> None:
+        self.fn = fn
+        self.args = args
+        self.then: Callable[[Any, Any], Any] | None = None
+        self.then_arg: Any = None
+
+    def finish_with(self, then: Callable[[Any, Any], Any], arg: Any) -> None:
+        """Have ``then(arg, result)`` made of the result on the worker thread too (what the caller does with it)."""
+        self.then = then
+        self.then_arg = arg
+
+    def run(self) -> Any:
+        """On a worker thread: the call, and what :meth:`finish_with` asked for."""
+        value = self.fn(*self.args)
+        then = self.then
+        return value if then is None else then(self.then_arg, value)
+
+    def __await__(self) -> Generator[Any, None, Any]:
+        return run_in_worker(self.run).__await__()
+
+    def close(self) -> None:
+        """Nothing to close (a coroutine's :meth:`close`, for a handler's result that is never awaited)."""
 
 
 #: A call on a worker thread, as a parked coroutine yields it (see :func:`start_step`).

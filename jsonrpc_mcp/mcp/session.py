@@ -36,7 +36,7 @@ from ..errors import (
 from ..jsonrpc import codes
 from ..jsonrpc.dispatch import Dispatcher
 from ..jsonrpc.wire import Intake, Notification, Request, RequestId, encode_notification
-from ..jsonrpc.workers import allow_parking, is_parkable
+from ..jsonrpc.workers import SyncCall, allow_parking, is_parkable
 from .compat import FITTED_METHODS, content_types, fit_content
 from .context import Context, InputRequired
 from .eras import Call, meta_problem, read_call
@@ -214,7 +214,9 @@ class ServerSession:
 
     # --- inbound requests ----------------------------------------------------------------------------------
 
-    def on_request(self, req: Request, call: Call | Intake | None = None) -> bytes | Coroutine[Any, Any, bytes]:
+    def on_request(
+        self, req: Request, call: Call | Intake | None = None
+    ) -> bytes | Coroutine[Any, Any, bytes] | SyncCall:
         """Answer ``req``: bytes at once, or a coroutine to run. ``call``: the request as the transport already
         read it (:func:`.eras.read_call`, what came with it included), else it is read here (with the
         :class:`~jsonrpc_mcp.jsonrpc.wire.Intake` that came with the frames the read loop took, when that is what the
@@ -231,6 +233,9 @@ class ServerSession:
             if is_parkable(out):
                 return self._finish_parked(call, out)
             return self._finish_later(call, out)
+        if type(out) is SyncCall:  # (the sync lane: the result encoded on the worker thread too)
+            out.finish_with(self._finish, call)
+            return out
         return self._finish(call, out)
 
     def _handle(self, call: Call) -> Any:
@@ -403,12 +408,12 @@ class ServerSession:
             return self._input_required(ctx, _url_inputs(exc), call, answers, opened)
         except ResourceNotFound as exc:
             raise _stateless_not_found(exc) from None
-        if type(out) is CoroutineType:
+        if type(out) is CoroutineType or type(out) is SyncCall:  # (what it raises is answered here: awaited)
             return self._await_stateless(ctx, out, call, answers, opened)
         return out
 
     async def _await_stateless(
-        self, ctx: Context, coro: Coroutine[Any, Any, Any], call: Call, answers: dict[str, Any], opened: Any
+        self, ctx: Context, coro: Awaitable[Any], call: Call, answers: dict[str, Any], opened: Any
     ) -> Any:
         try:
             return await coro
