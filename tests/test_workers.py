@@ -25,10 +25,7 @@ from jsonrpc_mcp.jsonrpc.workers import (
     Job,
     ParkedCalls,
     WorkerPool,
-    allow_parking,
-    end_step,
     run_in_worker,
-    start_step,
 )
 from jsonrpc_mcp.mcp.context import on_worker_thread
 
@@ -332,7 +329,7 @@ async def test_a_context_variable_set_before_the_handler_reaches_the_plain_tool(
 
 
 async def test_the_plain_calls_of_one_read_wait_for_their_threads_without_a_task_each(anyio_backend: str) -> None:
-    """The calls of one read park on the pool (``workers.start_step``): while they run, the connection has not a
+    """The calls of one read take the sync lane (``workers.SyncCall``): while they run, the connection has not a
     task per call; their answers come when their threads return."""
     if anyio_backend != "asyncio":
         pytest.skip("counts asyncio's tasks")
@@ -396,7 +393,7 @@ async def test_the_plain_calls_of_one_read_wait_for_their_threads_without_a_task
         release.set()
 
 
-# --- the calls of one read, parked together ---------------------------------------------------------------------
+# --- the calls of one read, on the lane together ---------------------------------------------------------------------
 
 
 class Reads(MessageStream):
@@ -628,21 +625,10 @@ async def test_a_connection_that_ends_while_plain_calls_are_parked_cancels_them_
 # --- ParkedCalls and the pool: the results of calls run one after another ------------------------------------
 
 
-async def park(fn: Callable[..., Any], *args: Any, pool: WorkerPool) -> Any:
-    allow_parking()
-    return await run_in_worker(fn, *args, pool=pool, park=True)
-
-
-def first_step(parked: ParkedCalls, coro: Any) -> None:
-    """Take the first step of ``coro`` as a stepper does, and add the call it parks to ``parked``."""
-    context = contextvars.copy_context()
-    start_step()
-    try:
-        job = context.run(coro.send, None)
-    finally:
-        end_step()
-    assert type(job) is Job
-    parked.add(job, context, coro)
+def add_call(parked: ParkedCalls, fn: Callable[..., Any], *args: Any, pool: WorkerPool) -> None:
+    """Add a call of ``fn(*args)`` to ``parked``, as the dispatcher adds those of the sync lane (its own owner)."""
+    job = Job(fn, args, None, pool)
+    parked.add(job, job.context, job)
 
 
 async def test_results_of_calls_run_one_after_another_come_back_together() -> None:
@@ -658,8 +644,8 @@ async def test_results_of_calls_run_one_after_another_come_back_together() -> No
 
     parked = ParkedCalls()
     for n in range(7):
-        first_step(parked, park(str, n, pool=pool))
-    first_step(parked, park(finish, pool=pool))
+        add_call(parked, str, n, pool=pool)
+    add_call(parked, finish, pool=pool)
     parked.send()
     try:
         await wait_for(entered)  # the seven done before, on the same thread
@@ -671,10 +657,7 @@ async def test_results_of_calls_run_one_after_another_come_back_together() -> No
             await parked.arrival()
         values = []
         while parked.done:
-            coro = parked.take()
-            with pytest.raises(StopIteration) as end:
-                coro.send(None)
-            values.append(end.value.value)
+            values.append(parked.take().value)
         assert sorted(values) == sorted([*map(str, range(7)), "last"]) and parked.left == 0
     finally:
         last.set()
@@ -689,8 +672,8 @@ async def test_results_kept_behind_a_call_that_blocks_come_back_while_it_blocks(
 
     parked = ParkedCalls()
     for n in range(6):
-        first_step(parked, park(str, n, pool=pool))
-    first_step(parked, park(release.wait, 30, pool=pool))
+        add_call(parked, str, n, pool=pool)
+    add_call(parked, release.wait, 30, pool=pool)
     parked.send()
     values = []
     try:
@@ -698,16 +681,12 @@ async def test_results_kept_behind_a_call_that_blocks_come_back_while_it_blocks(
             while len(values) < 6:
                 await parked.arrival()
                 while parked.done:
-                    with pytest.raises(StopIteration) as end:
-                        parked.take().send(None)
-                    values.append(end.value.value)
+                    values.append(parked.take().value)
         assert sorted(values) == [str(n) for n in range(6)] and parked.left == 1
         release.set()
         with anyio.fail_after(10):
             await parked.arrival()
-        with pytest.raises(StopIteration) as end:
-            parked.take().send(None)
-        assert end.value.value is True
+        assert parked.take().value is True
     finally:
         release.set()
         pool.shutdown()

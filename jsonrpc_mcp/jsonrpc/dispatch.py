@@ -61,7 +61,7 @@ from .wire import (
     is_batch,
     read_message,
 )
-from .workers import POOL, Job, ParkedCalls, SyncCall, end_step, start_step
+from .workers import POOL, Job, ParkedCalls, SyncCall
 
 __all__ = (
     "Dispatcher",
@@ -180,11 +180,6 @@ class _Run(list[Pending]):
 
     __slots__ = ("token",)
     token: object
-
-
-async def _go_on(handler: Coroutine[Any, Any, None], waits_for: Any, context: Any) -> None:
-    """A task for a resumed handler that waits again."""
-    await continue_in_task(handler, waits_for, context)
 
 
 class _Batch:
@@ -478,13 +473,12 @@ class Dispatcher:
     async def _run_handlers(self, run: _Run) -> None:
         """One task for the handlers of ``run``, each started here in a context of its own; most finish in that step
         (a task each costs more than they do: docs/performance.md). The first that waits keeps this task for good (its
-        ``current_task`` and cancel scopes are its own), and the handlers after it go on in a new task. A handler that
-        parks a plain call on a worker thread (:func:`.workers.start_step`) waits for none: the calls parked go to the
-        pool together once the others have taken their first step, and this task resumes each handler when its call
-        is done (:class:`.workers.ParkedCalls`)."""
+        ``current_task`` and cancel scopes are its own), and the handlers after it go on in a new task. A request on
+        the sync lane (its handler answered with a :class:`.workers.SyncCall`) has no coroutine at all: the calls of
+        the lane go to the pool together once the others have taken their first step, each in its request's own
+        context, and their answers are written as they come back (:meth:`_answer_lane`)."""
         if self._next_run is run:
             self._next_run = None
-        parked: ParkedCalls | None = None
         lane: ParkedCalls | None = None  # the calls of the sync lane
         try:
             for at, pending in enumerate(run):
@@ -496,30 +490,18 @@ class Dispatcher:
                     continue
                 handler = self._run_request(pending)
                 context = copy_context()
-                start_step()
                 try:
                     waits_for = context.run(handler.send, None)
                 except StopIteration:
                     continue
                 except anyio.get_cancelled_exc_class():  # (it cancelled itself: it ends, as a task of its own would)
                     continue
-                finally:
-                    end_step()
-                if type(waits_for) is Job:
-                    if parked is None:
-                        parked = ParkedCalls()
-                    parked.add(waits_for, context, (pending, handler, context))
-                    continue
                 if at + 1 < len(run):
                     self._spawn(_Run(run[at + 1 :]))
-                if lane is not None:
+                if lane is not None:  # (this task is the waiting handler's from now on)
                     lane.send()
-                    self._spawn_lane(lane)
+                    self._tasks.start_soon(self._answer_lane(lane), _HANDLER_TASK)  # type: ignore[union-attr]
                     lane = None
-                if parked is not None:  # (this task is the waiting handler's from now on)
-                    parked.send()
-                    self._spawn_parked(parked)
-                    parked = None
                 pending.token = run.token
                 if pending.cancelled:  # (by the peer before it started: cancelled where it waits, as a task is)
                     self._tasks.cancel(run.token)  # type: ignore[union-attr]
@@ -527,13 +509,7 @@ class Dispatcher:
                 return
             if lane is not None:
                 lane.send()
-                if parked is None:
-                    await self._answer_lane(lane)
-                    return
-                self._spawn_lane(lane)
-            if parked is not None:
-                parked.send()
-                await self._resume_parked(parked, run.token)
+                await self._answer_lane(lane)
         finally:
             self._tasks.forget(run.token)  # type: ignore[union-attr]
 
@@ -598,55 +574,6 @@ class Dispatcher:
         self._running -= 1
         if not self._running and self._idle is not None:
             self._idle.set()
-
-    def _spawn_lane(self, lane: ParkedCalls) -> None:
-        """The requests of the sync lane's calls in ``lane`` answered by a task of their own."""
-        self._tasks.start_soon(self._answer_lane(lane), _HANDLER_TASK)  # type: ignore[union-attr]
-
-    async def _resume_parked(self, parked: ParkedCalls, token: object) -> None:
-        """Resume each parked handler once its call is done (this task's ``token``). The first that waits again keeps
-        this task, as in :meth:`_run_handlers` (it may have entered a cancel scope since it was resumed), and the rest
-        are resumed by a new task. If this task is cancelled (the connection ends), the calls are waited for, then
-        the handlers are cancelled."""
-        try:
-            while parked.left:
-                await parked.arrival()
-                while parked.done:
-                    pending, handler, context = parked.take()
-                    try:
-                        waits_for = context.run(handler.send, None)
-                    except BaseException:  # (it ended: answered, or cancelled; _run_request did what it must)
-                        continue
-                    if parked.left:
-                        self._spawn_parked(parked)
-                        parked = ParkedCalls()  # (none left for this task)
-                    pending.token = token
-                    if pending.cancelled:
-                        self._tasks.cancel(token)  # type: ignore[union-attr]
-                    await continue_in_task(handler, waits_for, context)
-                    return
-        except BaseException as exc:
-            with anyio.CancelScope(shield=True):
-                while parked.left:
-                    await parked.arrival()
-                    while parked.done:
-                        pending, handler, context = parked.take()
-                        try:
-                            waits_for = context.run(handler.throw, exc)
-                        except BaseException:
-                            continue
-                        pending.token = self._tasks.start_soon(  # type: ignore[union-attr]
-                            _go_on(handler, waits_for, context), _HANDLER_TASK
-                        )
-            raise
-
-    def _spawn_parked(self, parked: ParkedCalls) -> None:
-        """The parked handlers of ``parked`` resumed by a task of their own."""
-        holder = _Run()
-        holder.token = self._tasks.start_soon(self._resume_parked_later(parked, holder), _HANDLER_TASK)  # type: ignore[union-attr]
-
-    async def _resume_parked_later(self, parked: ParkedCalls, holder: _Run) -> None:
-        await self._resume_parked(parked, holder.token)
 
     async def _run_request(self, pending: Pending) -> None:
         """Run the handler, then answer. The id stays in use until the answer is handed to the stream."""

@@ -36,7 +36,7 @@ from ..errors import (
 from ..jsonrpc import codes
 from ..jsonrpc.dispatch import Dispatcher
 from ..jsonrpc.wire import Intake, Notification, Request, RequestId, encode_notification
-from ..jsonrpc.workers import SyncCall, allow_parking, is_parkable
+from ..jsonrpc.workers import SyncCall
 from .compat import FITTED_METHODS, content_types, fit_content
 from .context import Context, InputRequired
 from .eras import Call, meta_problem, read_call
@@ -230,8 +230,6 @@ class ServerSession:
             return self._through_middleware(call, chain)
         out = self._handle(call)
         if type(out) is CoroutineType:
-            if is_parkable(out):
-                return self._finish_parked(call, out)
             return self._finish_later(call, out)
         if type(out) is SyncCall:  # (the sync lane: the result encoded on the worker thread too)
             out.finish_with(self._finish, call)
@@ -288,12 +286,6 @@ class ServerSession:
         return _encode(out)
 
     async def _finish_later(self, call: Call, pending: Any) -> bytes:
-        return self._finish(call, await pending)
-
-    async def _finish_parked(self, call: Call, pending: Any) -> bytes:
-        """:meth:`_finish_later` of a coroutine of ours that calls a plain function on a worker thread, with nothing
-        of anybody else's on the way (no middleware): its call may park (:func:`.workers.start_step`)."""
-        allow_parking()
         return self._finish(call, await pending)
 
     def _through_middleware(self, call: Call, chain: tuple[Middleware, ...]) -> bytes | Coroutine[Any, Any, bytes]:

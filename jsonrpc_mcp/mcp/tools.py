@@ -24,7 +24,7 @@ from msgspec import UNSET, Raw
 
 from ..errors import ConnectionClosed, InvalidParams, RequestTimeout, RpcError, ToolError
 from ..jsonrpc.wire import unpack_byte
-from ..jsonrpc.workers import SyncCall, parkable, run_in_worker
+from ..jsonrpc.workers import SyncCall, run_in_worker
 from . import types as t
 from .context import Context, InputRequired, StartTask, call_on_worker_thread
 from .output_schemas import schema_validator
@@ -63,10 +63,9 @@ TaskStart = Literal["at_call", "in_handler"]
 def run_sync(fn: Callable[..., R], kwargs: Mapping[str, Any]) -> Awaitable[R]:
     """Call a plain handler on a worker thread: how every plain ``def`` tool, resource, prompt and completion
     handler not registered ``inline`` runs (a thread of :data:`~jsonrpc_mcp.jsonrpc.workers.POOL`, in the
-    request's context). A cancelled request does not interrupt the thread: it finishes, and its result is
-    dropped (the function can look at ``ctx.cancelled``). Returns the call's awaitable (:func:`run_in_worker`'s
-    coroutine itself: where it may park, nothing stands between it and the stepper)."""
-    return run_in_worker(call_on_worker_thread, fn, kwargs, park=True)
+    request's context) when it does not take the sync lane (``sync_lane`` off). A cancelled request does not
+    interrupt the thread: it finishes, and its result is dropped (the function can look at ``ctx.cancelled``)."""
+    return run_in_worker(call_on_worker_thread, fn, kwargs)
 
 
 async def run_sync_per_call(fn: Callable[..., R], kwargs: Mapping[str, Any]) -> R:
@@ -407,10 +406,8 @@ def _invoke(fn: Callable[..., Any], sig: Signature, kwargs: dict[str, Any], tool
     return _invoke_async(pending, sig, tool_name)
 
 
-@parkable  # (nothing between its start and the call enters a cancel scope or starts a task)
 async def _invoke_plain(fn: Callable[..., Any], sig: Signature, kwargs: dict[str, Any], tool_name: str) -> Any:
-    """A plain tool's call on a worker thread: a call that may park (:func:`~jsonrpc_mcp.jsonrpc.workers.start_step`)
-    where nothing of anybody else's awaits it."""
+    """A plain tool's call on a worker thread, awaited (``sync_lane`` off)."""
     try:
         value = await run_sync(fn, kwargs)
     except (ToolError, RpcError, InputRequired, Exception) as exc:
