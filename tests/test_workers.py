@@ -462,6 +462,87 @@ async def serving(server: Server) -> AsyncIterator[Reads]:
         await stream.aclose()
 
 
+async def test_the_plain_calls_of_one_read_take_the_lane_in_one_hand_off_and_make_no_coroutine(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The sync lane: the handler of each call answers with a ``SyncCall`` (no coroutine is made for the request),
+    the calls of the read go to the pool in one hand-off, and on the thread the whole answer frame is made."""
+    from jsonrpc_mcp.jsonrpc import dispatch
+
+    server = Server("lane", "1")
+    handed: list[int] = []
+    submit_many = POOL.submit_many
+    monkeypatch.setattr(POOL, "submit_many", lambda jobs: (handed.append(len(jobs)), submit_many(jobs)))
+    framed_on: list[bool] = []
+    answer_sync = dispatch._answer_sync
+
+    def framed(pending: Any) -> bytes:
+        frame = answer_sync(pending)
+        framed_on.append(on_worker_thread() is False and threading.current_thread() is not threading.main_thread())
+        return frame
+
+    monkeypatch.setattr(dispatch, "_answer_sync", framed)
+    made: list[Any] = []
+    run_request = dispatch.Dispatcher._run_request
+    monkeypatch.setattr(dispatch.Dispatcher, "_run_request", lambda self, p: (made.append(p), run_request(self, p))[1])
+
+    @server.tool()
+    def quick(n: int) -> str:
+        return str(n)
+
+    async with serving(server) as conn:
+        made.clear()
+        conn.read(*(call_frame(n, "quick", n=n) for n in range(1, 9)))
+        with anyio.fail_after(10):
+            answers = await conn.answered(*range(1, 9))
+    assert [text(a) for a in answers] == [str(n) for n in range(1, 9)]
+    assert handed == [8] and framed_on == [True] * 8 and made == []
+
+
+async def test_plain_resources_prompts_and_completions_take_the_lane_too(monkeypatch: pytest.MonkeyPatch) -> None:
+    from jsonrpc_mcp.jsonrpc import dispatch
+
+    server = Server("lane", "1")
+    handed: list[int] = []
+    submit_many = POOL.submit_many
+    monkeypatch.setattr(POOL, "submit_many", lambda jobs: (handed.append(len(jobs)), submit_many(jobs)))
+    made: list[Any] = []
+    run_request = dispatch.Dispatcher._run_request
+    monkeypatch.setattr(dispatch.Dispatcher, "_run_request", lambda self, p: (made.append(p), run_request(self, p))[1])
+
+    @server.resource("plain://{name}")
+    def named(name: str) -> str:
+        return f"read {name}"
+
+    @server.prompt()
+    def explain(topic: str) -> str:
+        return f"Explain {topic}"
+
+    @server.completion()
+    def complete(ref: dict[str, Any], argument: str, value: str, context: dict[str, Any]) -> list[str]:
+        return [value + "?"]
+
+    async with serving(server) as conn:
+        made.clear()
+        conn.read(
+            request_frame(1, "resources/read", {"uri": "plain://x"}),
+            request_frame(2, "prompts/get", {"name": "explain", "arguments": {"topic": "lanes"}}),
+            request_frame(
+                3,
+                "completion/complete",
+                {"ref": {"type": "ref/resource", "uri": "plain://{name}"}, "argument": {"name": "name", "value": "n"}},
+            ),
+            request_frame(4, "resources/read", {"uri": "unknown://x"}),
+        )
+        with anyio.fail_after(10):
+            read, prompt, completion, missing = await conn.answered(1, 2, 3, 4)
+    assert read["result"]["contents"][0]["text"] == "read x"
+    assert prompt["result"]["messages"][0]["content"]["text"] == "Explain lanes"
+    assert completion["result"]["completion"]["values"] == ["n?"]
+    assert missing["error"]["code"] == -32002  # (found missing on the loop: answered at once)
+    assert handed == [3] and made == []
+
+
 async def test_one_blocking_plain_call_of_a_read_never_holds_up_the_others_of_that_read(sync_path: str) -> None:
     """Calls run one after another on a thread, the rest of the read queued behind a call that blocks: the calls
     before it are answered, and those after it are run by another thread, while it blocks."""
