@@ -537,8 +537,9 @@ class Dispatcher:
             raise
 
     async def _answer_sync(self, jobs: list[Job]) -> None:
-        """Write the answers of the sync lane's ``jobs`` (done), as :meth:`_run_request` would: one write for them."""
-        queued = 0
+        """Write the answers of the sync lane's ``jobs`` (done), as :meth:`_run_request` would (:meth:`_reply`'s
+        gathering: one write for them and those of the other handlers of this pass of the loop)."""
+        writes = False
         try:
             for job in jobs:
                 pending: Pending = job.args[0]
@@ -558,11 +559,9 @@ class Dispatcher:
                 if pending.batch is not None:
                     reply, ident = pending.batch.add(pending.slot, reply), None
                 if reply is not None:
-                    self._unwritten += len(reply)
-                    self._replies.append(Outgoing(reply, ident, RESPONSE))
-                    queued += 1
-            if queued and len(self._replies) == queued and not self._read_loop_writes:
-                await self._write_replies()  # (else the task that queued the first writes them, or the read loop)
+                    writes = self._queue_reply(Outgoing(reply, ident, RESPONSE)) or writes
+            if writes:
+                await self._write_gathered()
         finally:
             for job in jobs:
                 self._forget_request(job.args[0].request)
@@ -761,10 +760,18 @@ class Dispatcher:
         """Write an answer of a handler task. The answers of the handlers that finish in one pass of the event loop
         go out in one write: the first queues its answer and yields once, the others add theirs, and the first
         writes them, unless the read loop will (:meth:`_let_new_handlers_run`). They count in ``max_queued_bytes``."""
+        if self._queue_reply(answer):
+            await self._write_gathered()
+
+    def _queue_reply(self, answer: Outgoing) -> bool:
+        """Queue an answer for :meth:`_reply`'s write: True when the caller is to write (:meth:`_write_gathered`),
+        False when the task that queued the first one writes them, or the read loop."""
         self._unwritten += len(answer.frame)
         self._replies.append(answer)
-        if len(self._replies) > 1 or self._read_loop_writes:
-            return  # the task that queued the first one writes them, or the read loop
+        return len(self._replies) == 1 and not self._read_loop_writes
+
+    async def _write_gathered(self) -> None:
+        """Write the answers queued, with those that the other handlers of this pass of the loop add."""
         if len(self._inflight) > 1 and self.stream.gathers_replies:
             await anyio.lowlevel.cancel_shielded_checkpoint()
         await self._write_replies()
