@@ -154,7 +154,9 @@ def _answer_sync(pending: Pending) -> bytes:
     req = pending.request
     sync: SyncCall = pending.coro  # type: ignore[assignment]
     try:
-        return encode_result(req.id, sync.run())
+        value = sync.fn(*sync.args)  # (SyncCall.run, without its call)
+        then = sync.then
+        return encode_result(req.id, value if then is None else then(sync.then_arg, value))
     except Exception as exc:
         return _failure_reply(req, exc)
 
@@ -520,10 +522,7 @@ class Dispatcher:
         try:
             while lane.left:
                 await lane.arrival()
-                jobs = []
-                while lane.done:
-                    jobs.append(lane.take())
-                await self._answer_sync(jobs)
+                await self._answer_sync(lane.take_all())
         except BaseException:
             with anyio.CancelScope(shield=True):
                 while lane.left:

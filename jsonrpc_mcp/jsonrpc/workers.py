@@ -307,7 +307,7 @@ class WorkerPool:
         """``job`` has run (the lock held): its result goes back now, or with those of the calls that follow it on
         this thread — while there are some, for at most :attr:`handoff` seconds from the first one kept."""
         inbox = job.inbox
-        inbox.keep(job)
+        inbox._done.append(job)  # (Inbox.keep, without its call)
         unflushed = self._unflushed
         if not unflushed:
             self._kept_since = time.monotonic()
@@ -455,9 +455,11 @@ class ParkedCalls:
             loop = self._loop = _running_asyncio_loop()
         inbox = _inbox(loop, None if loop is not None else _trio())
         pool = jobs[0].pool
+        one_pool = True
         for job in jobs:
             job.inbox = inbox
-        if all(job.pool is pool for job in jobs):
+            one_pool = one_pool and job.pool is pool
+        if one_pool:
             _submit(pool, jobs)
         else:
             for job in jobs:
@@ -501,6 +503,14 @@ class ParkedCalls:
         """The owner of a call done (there must be one: :attr:`done`)."""
         self.left -= 1
         return self._done.popleft().owner
+
+    def take_all(self) -> list[Any]:
+        """The owners of every call done (none: an empty list)."""
+        done = self._done
+        owners = [job.owner for job in done]
+        done.clear()
+        self.left -= len(owners)
+        return owners
 
 
 _UNKNOWN: Final = object()
