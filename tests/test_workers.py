@@ -420,6 +420,9 @@ class Reads(MessageStream):
     async def send(self, frames: Sequence[Outgoing]) -> None:
         for out in frames:
             message = json.loads(out.frame)
+            if isinstance(message, list):  # a batch's answer: kept under "batch"
+                self.answers["batch"] = message
+                continue
             self.answers[message.get("id")] = message
         self._answered.set()
         self._answered = anyio.Event()
@@ -434,8 +437,8 @@ class Reads(MessageStream):
             await self._answered.wait()
         return [self.answers[i] for i in ids]
 
-    async def handshake(self) -> None:
-        self.read(init_frame(ident="init"), notification_frame("notifications/initialized"))
+    async def handshake(self, version: str = "2025-11-25") -> None:
+        self.read(init_frame(version, ident="init"), notification_frame("notifications/initialized"))
         await self.answered("init")
 
 
@@ -448,14 +451,14 @@ def text(answer: Any) -> str:
 
 
 @asynccontextmanager
-async def serving(server: Server) -> AsyncIterator[Reads]:
+async def serving(server: Server, version: str = "2025-11-25") -> AsyncIterator[Reads]:
     """``server`` serving a :class:`Reads` connection, initialized; the connection ends when the block does."""
     stream = Reads()
     try:
         async with anyio.create_task_group() as tg:
             tg.start_soon(server.serve, stream)
             with anyio.fail_after(10):
-                await stream.handshake()
+                await stream.handshake(version)
             yield stream
             stream.end()
     finally:
@@ -541,6 +544,31 @@ async def test_plain_resources_prompts_and_completions_take_the_lane_too(monkeyp
     assert completion["result"]["completion"]["values"] == ["n?"]
     assert missing["error"]["code"] == -32002  # (found missing on the loop: answered at once)
     assert handed == [3] and made == []
+
+
+async def test_a_batch_of_plain_calls_is_answered_as_one_array_in_its_order(sync_path: str) -> None:
+    """2025-03-26 batches: the items on the lane, one that fails and one answered at once, in one array."""
+    server = Server("batch", "1")
+
+    @server.tool()
+    def quick(n: int) -> str:
+        if n == 2:
+            raise ValueError("no two")
+        return str(n)
+
+    async with serving(server, "2025-03-26") as conn:
+        items = [
+            call_frame(1, "quick", n=1),
+            call_frame(2, "quick", n=2),
+            request_frame(3, "ping"),
+            call_frame(4, "quick", n=4),
+        ]
+        conn.read(b"[" + b",".join(items) + b"]")
+        with anyio.fail_after(10):
+            (answer,) = await conn.answered("batch")
+    assert [item["id"] for item in answer] == [1, 2, 3, 4]
+    assert text(answer[0]) == "1" and text(answer[3]) == "4" and answer[2]["result"] == {}
+    assert answer[1]["result"]["isError"] is True and "no two" not in text(answer[1])
 
 
 async def test_one_blocking_plain_call_of_a_read_never_holds_up_the_others_of_that_read(sync_path: str) -> None:
