@@ -44,13 +44,16 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         items[:] = [item for item in items if id(item) not in dropped]
 
 
-@pytest.fixture(params=[pytest.param("pool", id="pool"), pytest.param("per-call", id="per-call")])
+@pytest.fixture(params=[pytest.param("lane", id="lane"), pytest.param("per-call", id="per-call")])
 def sync_path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
-    """Plain ``def`` handlers run the default way (``pool``: :func:`jsonrpc_mcp.mcp.tools.run_sync`, the worker
-    pool), or on the plain path it is checked against (``per-call``: a thread of anyio's per call)."""
+    """Plain ``def`` handlers run the default way (``lane``: the sync lane, a
+    :class:`~jsonrpc_mcp.jsonrpc.workers.SyncCall` run whole on the worker pool), or on the plain path they are
+    checked against (``per-call``: a coroutine that awaits a thread of anyio's per call,
+    :func:`jsonrpc_mcp.mcp.tools.run_sync_per_call`)."""
     if request.param == "per-call":
         from jsonrpc_mcp.mcp import tools
 
+        monkeypatch.setattr(tools, "sync_lane", False)
         monkeypatch.setattr(tools, "run_sync", tools.run_sync_per_call)
     return str(request.param)
 

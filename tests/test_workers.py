@@ -25,10 +25,7 @@ from jsonrpc_mcp.jsonrpc.workers import (
     Job,
     ParkedCalls,
     WorkerPool,
-    allow_parking,
-    end_step,
     run_in_worker,
-    start_step,
 )
 from jsonrpc_mcp.mcp.context import on_worker_thread
 
@@ -332,7 +329,7 @@ async def test_a_context_variable_set_before_the_handler_reaches_the_plain_tool(
 
 
 async def test_the_plain_calls_of_one_read_wait_for_their_threads_without_a_task_each(anyio_backend: str) -> None:
-    """The calls of one read park on the pool (``workers.start_step``): while they run, the connection has not a
+    """The calls of one read take the sync lane (``workers.SyncCall``): while they run, the connection has not a
     task per call; their answers come when their threads return."""
     if anyio_backend != "asyncio":
         pytest.skip("counts asyncio's tasks")
@@ -396,7 +393,7 @@ async def test_the_plain_calls_of_one_read_wait_for_their_threads_without_a_task
         release.set()
 
 
-# --- the calls of one read, parked together ---------------------------------------------------------------------
+# --- the calls of one read, on the lane together ---------------------------------------------------------------------
 
 
 class Reads(MessageStream):
@@ -423,6 +420,9 @@ class Reads(MessageStream):
     async def send(self, frames: Sequence[Outgoing]) -> None:
         for out in frames:
             message = json.loads(out.frame)
+            if isinstance(message, list):  # a batch's answer: kept under "batch"
+                self.answers["batch"] = message
+                continue
             self.answers[message.get("id")] = message
         self._answered.set()
         self._answered = anyio.Event()
@@ -437,8 +437,8 @@ class Reads(MessageStream):
             await self._answered.wait()
         return [self.answers[i] for i in ids]
 
-    async def handshake(self) -> None:
-        self.read(init_frame(ident="init"), notification_frame("notifications/initialized"))
+    async def handshake(self, version: str = "2025-11-25") -> None:
+        self.read(init_frame(version, ident="init"), notification_frame("notifications/initialized"))
         await self.answered("init")
 
 
@@ -451,18 +451,124 @@ def text(answer: Any) -> str:
 
 
 @asynccontextmanager
-async def serving(server: Server) -> AsyncIterator[Reads]:
+async def serving(server: Server, version: str = "2025-11-25") -> AsyncIterator[Reads]:
     """``server`` serving a :class:`Reads` connection, initialized; the connection ends when the block does."""
     stream = Reads()
     try:
         async with anyio.create_task_group() as tg:
             tg.start_soon(server.serve, stream)
             with anyio.fail_after(10):
-                await stream.handshake()
+                await stream.handshake(version)
             yield stream
             stream.end()
     finally:
         await stream.aclose()
+
+
+async def test_the_plain_calls_of_one_read_take_the_lane_in_one_hand_off_and_make_no_coroutine(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The sync lane: the handler of each call answers with a ``SyncCall`` (no coroutine is made for the request),
+    the calls of the read go to the pool in one hand-off, and on the thread the whole answer frame is made."""
+    from jsonrpc_mcp.jsonrpc import dispatch
+
+    server = Server("lane", "1")
+    handed: list[int] = []
+    submit_many = POOL.submit_many
+    monkeypatch.setattr(POOL, "submit_many", lambda jobs: (handed.append(len(jobs)), submit_many(jobs)))
+    framed_on: list[bool] = []
+    answer_sync = dispatch._answer_sync
+
+    def framed(pending: Any) -> bytes:
+        frame = answer_sync(pending)
+        framed_on.append(on_worker_thread() is False and threading.current_thread() is not threading.main_thread())
+        return frame
+
+    monkeypatch.setattr(dispatch, "_answer_sync", framed)
+    made: list[Any] = []
+    run_request = dispatch.Dispatcher._run_request
+    monkeypatch.setattr(dispatch.Dispatcher, "_run_request", lambda self, p: (made.append(p), run_request(self, p))[1])
+
+    @server.tool()
+    def quick(n: int) -> str:
+        return str(n)
+
+    async with serving(server) as conn:
+        made.clear()
+        conn.read(*(call_frame(n, "quick", n=n) for n in range(1, 9)))
+        with anyio.fail_after(10):
+            answers = await conn.answered(*range(1, 9))
+    assert [text(a) for a in answers] == [str(n) for n in range(1, 9)]
+    assert handed == [8] and framed_on == [True] * 8 and made == []
+
+
+async def test_plain_resources_prompts_and_completions_take_the_lane_too(monkeypatch: pytest.MonkeyPatch) -> None:
+    from jsonrpc_mcp.jsonrpc import dispatch
+
+    server = Server("lane", "1")
+    handed: list[int] = []
+    submit_many = POOL.submit_many
+    monkeypatch.setattr(POOL, "submit_many", lambda jobs: (handed.append(len(jobs)), submit_many(jobs)))
+    made: list[Any] = []
+    run_request = dispatch.Dispatcher._run_request
+    monkeypatch.setattr(dispatch.Dispatcher, "_run_request", lambda self, p: (made.append(p), run_request(self, p))[1])
+
+    @server.resource("plain://{name}")
+    def named(name: str) -> str:
+        return f"read {name}"
+
+    @server.prompt()
+    def explain(topic: str) -> str:
+        return f"Explain {topic}"
+
+    @server.completion()
+    def complete(ref: dict[str, Any], argument: str, value: str, context: dict[str, Any]) -> list[str]:
+        return [value + "?"]
+
+    async with serving(server) as conn:
+        made.clear()
+        conn.read(
+            request_frame(1, "resources/read", {"uri": "plain://x"}),
+            request_frame(2, "prompts/get", {"name": "explain", "arguments": {"topic": "lanes"}}),
+            request_frame(
+                3,
+                "completion/complete",
+                {"ref": {"type": "ref/resource", "uri": "plain://{name}"}, "argument": {"name": "name", "value": "n"}},
+            ),
+            request_frame(4, "resources/read", {"uri": "unknown://x"}),
+        )
+        with anyio.fail_after(10):
+            read, prompt, completion, missing = await conn.answered(1, 2, 3, 4)
+    assert read["result"]["contents"][0]["text"] == "read x"
+    assert prompt["result"]["messages"][0]["content"]["text"] == "Explain lanes"
+    assert completion["result"]["completion"]["values"] == ["n?"]
+    assert missing["error"]["code"] == -32002  # (found missing on the loop: answered at once)
+    assert handed == [3] and made == []
+
+
+async def test_a_batch_of_plain_calls_is_answered_as_one_array_in_its_order(sync_path: str) -> None:
+    """2025-03-26 batches: the items on the lane, one that fails and one answered at once, in one array."""
+    server = Server("batch", "1")
+
+    @server.tool()
+    def quick(n: int) -> str:
+        if n == 2:
+            raise ValueError("no two")
+        return str(n)
+
+    async with serving(server, "2025-03-26") as conn:
+        items = [
+            call_frame(1, "quick", n=1),
+            call_frame(2, "quick", n=2),
+            request_frame(3, "ping"),
+            call_frame(4, "quick", n=4),
+        ]
+        conn.read(b"[" + b",".join(items) + b"]")
+        with anyio.fail_after(10):
+            (answer,) = await conn.answered("batch")
+    assert [item["id"] for item in answer] == [1, 2, 3, 4]
+    assert text(answer[0]) == "1" and text(answer[3]) == "4" and answer[2]["result"] == {}
+    assert answer[1]["result"]["isError"] is True and "no two" not in text(answer[1])
 
 
 async def test_one_blocking_plain_call_of_a_read_never_holds_up_the_others_of_that_read(sync_path: str) -> None:
@@ -611,7 +717,7 @@ async def test_a_connection_that_ends_while_plain_calls_are_parked_cancels_them_
             with anyio.fail_after(10):
                 await served.wait()
         await stream.aclose()
-        if sync_path == "pool":  # (anyio's thread per call: a native cancellation on asyncio may leave the thread
+        if sync_path != "per-call":  # (anyio's thread per call: a native cancellation on asyncio may leave the thread
             # behind, and on trio the call returns and its answer goes out before the cancellation is delivered)
             assert sorted(returned) == list(range(1, calls + 1))
             assert set(stream.answers) == {"init"}  # none of them answered
@@ -628,21 +734,10 @@ async def test_a_connection_that_ends_while_plain_calls_are_parked_cancels_them_
 # --- ParkedCalls and the pool: the results of calls run one after another ------------------------------------
 
 
-async def park(fn: Callable[..., Any], *args: Any, pool: WorkerPool) -> Any:
-    allow_parking()
-    return await run_in_worker(fn, *args, pool=pool, park=True)
-
-
-def first_step(parked: ParkedCalls, coro: Any) -> None:
-    """Take the first step of ``coro`` as a stepper does, and add the call it parks to ``parked``."""
-    context = contextvars.copy_context()
-    start_step()
-    try:
-        job = context.run(coro.send, None)
-    finally:
-        end_step()
-    assert type(job) is Job
-    parked.add(job, context, coro)
+def add_call(parked: ParkedCalls, fn: Callable[..., Any], *args: Any, pool: WorkerPool) -> None:
+    """Add a call of ``fn(*args)`` to ``parked``, as the dispatcher adds those of the sync lane (its own owner)."""
+    job = Job(fn, args, None, pool)
+    parked.add(job, job.context, job)
 
 
 async def test_results_of_calls_run_one_after_another_come_back_together() -> None:
@@ -658,8 +753,8 @@ async def test_results_of_calls_run_one_after_another_come_back_together() -> No
 
     parked = ParkedCalls()
     for n in range(7):
-        first_step(parked, park(str, n, pool=pool))
-    first_step(parked, park(finish, pool=pool))
+        add_call(parked, str, n, pool=pool)
+    add_call(parked, finish, pool=pool)
     parked.send()
     try:
         await wait_for(entered)  # the seven done before, on the same thread
@@ -671,10 +766,7 @@ async def test_results_of_calls_run_one_after_another_come_back_together() -> No
             await parked.arrival()
         values = []
         while parked.done:
-            coro = parked.take()
-            with pytest.raises(StopIteration) as end:
-                coro.send(None)
-            values.append(end.value.value)
+            values.append(parked.take().value)
         assert sorted(values) == sorted([*map(str, range(7)), "last"]) and parked.left == 0
     finally:
         last.set()
@@ -689,8 +781,8 @@ async def test_results_kept_behind_a_call_that_blocks_come_back_while_it_blocks(
 
     parked = ParkedCalls()
     for n in range(6):
-        first_step(parked, park(str, n, pool=pool))
-    first_step(parked, park(release.wait, 30, pool=pool))
+        add_call(parked, str, n, pool=pool)
+    add_call(parked, release.wait, 30, pool=pool)
     parked.send()
     values = []
     try:
@@ -698,16 +790,12 @@ async def test_results_kept_behind_a_call_that_blocks_come_back_while_it_blocks(
             while len(values) < 6:
                 await parked.arrival()
                 while parked.done:
-                    with pytest.raises(StopIteration) as end:
-                        parked.take().send(None)
-                    values.append(end.value.value)
+                    values.append(parked.take().value)
         assert sorted(values) == [str(n) for n in range(6)] and parked.left == 1
         release.set()
         with anyio.fail_after(10):
             await parked.arrival()
-        with pytest.raises(StopIteration) as end:
-            parked.take().send(None)
-        assert end.value.value is True
+        assert parked.take().value is True
     finally:
         release.set()
         pool.shutdown()

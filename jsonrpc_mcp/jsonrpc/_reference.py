@@ -6,7 +6,7 @@ connection ends; its answer is written by that task, under the connection's writ
 loop reads, takes what it read, and reads again.
 
 :class:`~.dispatch.Dispatcher` is an optimisation of that rule, and behaves the same: the handlers of one read
-share a task until one waits, a handler that parks a plain call on a worker thread waits in no task, the answers
+share a task until one waits, a request on the sync lane (a plain call on a worker thread) has no task, the answers
 of the handlers that finish in one pass of the event loop go out in one write, and the tasks are the event loop's
 own (:func:`.concurrency.open_handler_tasks`) rather than anyio's. Here none of that: :class:`PlainDispatcher`
 overrides only the scheduling, on anyio's task group and cancel scopes (:class:`PlainTasks`); taking a message,

@@ -30,7 +30,7 @@ from __future__ import annotations
 import logging
 import math
 import threading
-from collections.abc import Callable, Coroutine, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from contextvars import copy_context
 from types import CoroutineType
 from typing import Any, Final, NamedTuple
@@ -61,7 +61,7 @@ from .wire import (
     is_batch,
     read_message,
 )
-from .workers import Job, ParkedCalls, end_step, start_step
+from .workers import POOL, Job, ParkedCalls, SyncCall
 
 __all__ = (
     "Dispatcher",
@@ -77,12 +77,13 @@ __all__ = (
 
 logger = logging.getLogger(__name__)
 
-#: ``on_request(request, context)``: the encoded result, or a coroutine producing it; raises
+#: ``on_request(request, context)``: the encoded result, or a coroutine producing it (or a :class:`.workers.SyncCall`:
+#: a plain function on a worker thread does, the sync lane); raises
 #: :class:`~jsonrpc_mcp.errors.RpcError` to answer with an error. ``context`` is the one value that came with the
 #: request: what the transport passed to :meth:`Dispatcher.answer_request` (what it already learned of the request, its
 #: :class:`~.streams.Intake` included), or from the read loop the :class:`~.streams.Intake` of the frames'
 #: :class:`~.streams.Arrival` (``None`` when they came with nothing).
-RequestHandler = Callable[[Request, Any], "bytes | Coroutine[Any, Any, bytes]"]
+RequestHandler = Callable[[Request, Any], "bytes | Coroutine[Any, Any, bytes] | SyncCall"]
 NotificationHandler = Callable[[Notification], "Coroutine[Any, Any, None] | None"]
 
 #: The code of our capacity refusals (too many requests in flight): :data:`~.codes.BUSY`, the code of every refusal
@@ -146,6 +147,19 @@ def failure_error(method: str, exc: Exception) -> tuple[int, str, Any]:
     return codes.INTERNAL_ERROR, "Internal error", None
 
 
+def _answer_sync(pending: Pending) -> bytes:
+    """On a worker thread: the answer frame of a request on the sync lane (its handler's :class:`SyncCall`), or its
+    error reply, made as :meth:`Dispatcher._run_request` makes them."""
+    req = pending.request
+    sync: SyncCall = pending.coro  # type: ignore[assignment]
+    try:
+        value = sync.fn(*sync.args)  # (SyncCall.run, without its call)
+        then = sync.then
+        return encode_result(req.id, value if then is None else then(sync.then_arg, value))
+    except Exception as exc:
+        return _failure_reply(req, exc)
+
+
 def _null_handler(req: Request, context: Any) -> bytes:
     raise RpcError("Method not found", code=codes.METHOD_NOT_FOUND)
 
@@ -154,7 +168,7 @@ class Pending(msgspec.Struct):
     """A request whose handler has to wait. Its answer arrives through the stream (``related`` = its id)."""
 
     request: Request
-    coro: Coroutine[Any, Any, bytes]
+    coro: Coroutine[Any, Any, bytes] | SyncCall  # (a SyncCall: the sync lane, see Dispatcher._run_handlers)
     batch: _Batch | None = None  # the batch it came in, and its place there
     slot: int = 0
     token: object = None  # the task that is its own, once it has waited (see Dispatcher._run_handlers)
@@ -167,11 +181,6 @@ class _Run(list[Pending]):
 
     __slots__ = ("token",)
     token: object
-
-
-async def _go_on(handler: Coroutine[Any, Any, None], waits_for: Any, context: Any) -> None:
-    """A task for a resumed handler that waits again."""
-    await continue_in_task(handler, waits_for, context)
 
 
 class _Batch:
@@ -261,6 +270,9 @@ class Dispatcher:
         #: whose errors :func:`~jsonrpc_mcp.errors.error_for_code` reads with the codes of earlier releases too
         #: (set by the client, which decides the era).
         self.handshake: Callable[[], bool] = lambda: False
+        #: Asked before the answer of a request of the sync lane is written, with its id: an awaitable to await first
+        #: (what the layer above must send before an answer: a request's progress held back), or ``None``.
+        self.before_answer: Callable[[RequestId], Awaitable[None] | None] | None = None
         #: Prefixed to the ids of our outgoing requests (strings then): ids unique across processes that speak to one
         #: peer (workers serving one session).
         self.id_prefix: str | None = None
@@ -300,7 +312,7 @@ class Dispatcher:
             return _failure_reply(req, exc)
         if type(result) is bytes:
             return encode_result(ident, result)
-        if type(result) is not CoroutineType and not isinstance(result, Coroutine):
+        if type(result) is not CoroutineType and type(result) is not SyncCall and not isinstance(result, Coroutine):
             logger.error("handler for %r returned %s, not bytes or a coroutine", req.method, type(result).__name__)
             return _error_reply(ident, codes.INTERNAL_ERROR, "Internal error")
         pending = Pending(req, result)
@@ -470,92 +482,107 @@ class Dispatcher:
     async def _run_handlers(self, run: _Run) -> None:
         """One task for the handlers of ``run``, each started here in a context of its own; most finish in that step
         (a task each costs more than they do: docs/performance.md). The first that waits keeps this task for good (its
-        ``current_task`` and cancel scopes are its own), and the handlers after it go on in a new task. A handler that
-        parks a plain call on a worker thread (:func:`.workers.start_step`) waits for none: the calls parked go to the
-        pool together once the others have taken their first step, and this task resumes each handler when its call
-        is done (:class:`.workers.ParkedCalls`)."""
+        ``current_task`` and cancel scopes are its own), and the handlers after it go on in a new task. A request on
+        the sync lane (its handler answered with a :class:`.workers.SyncCall`) has no coroutine at all: the calls of
+        the lane go to the pool together once the others have taken their first step, each in its request's own
+        context, and their answers are written as they come back (:meth:`_answer_lane`)."""
         if self._next_run is run:
             self._next_run = None
-        parked: ParkedCalls | None = None
+        lane: ParkedCalls | None = None  # the calls of the sync lane
         try:
             for at, pending in enumerate(run):
+                if type(pending.coro) is SyncCall:
+                    if lane is None:
+                        lane = ParkedCalls()
+                    job = Job(_answer_sync, (pending,), None, POOL)  # (in a copy of the context: the request's own)
+                    lane.add(job, job.context, job)
+                    continue
                 handler = self._run_request(pending)
                 context = copy_context()
-                start_step()
                 try:
                     waits_for = context.run(handler.send, None)
                 except StopIteration:
                     continue
                 except anyio.get_cancelled_exc_class():  # (it cancelled itself: it ends, as a task of its own would)
                     continue
-                finally:
-                    end_step()
-                if type(waits_for) is Job:
-                    if parked is None:
-                        parked = ParkedCalls()
-                    parked.add(waits_for, context, (pending, handler, context))
-                    continue
                 if at + 1 < len(run):
                     self._spawn(_Run(run[at + 1 :]))
-                if parked is not None:  # (this task is the waiting handler's from now on)
-                    parked.send()
-                    self._spawn_parked(parked)
-                    parked = None
+                if lane is not None:  # (this task is the waiting handler's from now on)
+                    lane.send()
+                    self._tasks.start_soon(self._answer_lane(lane), _HANDLER_TASK)  # type: ignore[union-attr]
+                    lane = None
                 pending.token = run.token
                 if pending.cancelled:  # (by the peer before it started: cancelled where it waits, as a task is)
                     self._tasks.cancel(run.token)  # type: ignore[union-attr]
                 await continue_in_task(handler, waits_for, context)
                 return
-            if parked is not None:
-                parked.send()
-                await self._resume_parked(parked, run.token)
+            if lane is not None:
+                lane.send()
+                await self._answer_lane(lane)
         finally:
             self._tasks.forget(run.token)  # type: ignore[union-attr]
 
-    async def _resume_parked(self, parked: ParkedCalls, token: object) -> None:
-        """Resume each parked handler once its call is done (this task's ``token``). The first that waits again keeps
-        this task, as in :meth:`_run_handlers` (it may have entered a cancel scope since it was resumed), and the rest
-        are resumed by a new task. If this task is cancelled (the connection ends), the calls are waited for, then
-        the handlers are cancelled."""
+    async def _answer_lane(self, lane: ParkedCalls) -> None:
+        """Answer the requests of the sync lane whose calls are in ``lane``, as their calls come back: those back in
+        one wake-up of the loop answered together. If this task is cancelled (the connection ends), the calls are
+        waited for, and their requests are never answered."""
         try:
-            while parked.left:
-                await parked.arrival()
-                while parked.done:
-                    pending, handler, context = parked.take()
-                    try:
-                        waits_for = context.run(handler.send, None)
-                    except BaseException:  # (it ended: answered, or cancelled; _run_request did what it must)
-                        continue
-                    if parked.left:
-                        self._spawn_parked(parked)
-                        parked = ParkedCalls()  # (none left for this task)
-                    pending.token = token
-                    if pending.cancelled:
-                        self._tasks.cancel(token)  # type: ignore[union-attr]
-                    await continue_in_task(handler, waits_for, context)
-                    return
-        except BaseException as exc:
+            while lane.left:
+                await lane.arrival()
+                await self._answer_sync(lane.take_all())
+        except BaseException:
             with anyio.CancelScope(shield=True):
-                while parked.left:
-                    await parked.arrival()
-                    while parked.done:
-                        pending, handler, context = parked.take()
-                        try:
-                            waits_for = context.run(handler.throw, exc)
-                        except BaseException:
-                            continue
-                        pending.token = self._tasks.start_soon(  # type: ignore[union-attr]
-                            _go_on(handler, waits_for, context), _HANDLER_TASK
-                        )
+                while lane.left:
+                    await lane.arrival()
+                    while lane.done:
+                        pending = lane.take().args[0]
+                        pending.answering = True
+                        if pending.cancelled:
+                            self.stream.finished(pending.request.id)
+                        self._forget_request(pending.request)
             raise
 
-    def _spawn_parked(self, parked: ParkedCalls) -> None:
-        """The parked handlers of ``parked`` resumed by a task of their own."""
-        holder = _Run()
-        holder.token = self._tasks.start_soon(self._resume_parked_later(parked, holder), _HANDLER_TASK)  # type: ignore[union-attr]
+    async def _answer_sync(self, jobs: list[Job]) -> None:
+        """Write the answers of the sync lane's ``jobs`` (done), as :meth:`_run_request` would (:meth:`_reply`'s
+        gathering: one write for them and those of the other handlers of this pass of the loop)."""
+        writes = False
+        try:
+            for job in jobs:
+                pending: Pending = job.args[0]
+                req = pending.request
+                pending.answering = True
+                if self.before_answer is not None:
+                    first = self.before_answer(req.id)
+                    if first is not None:
+                        await first
+                if job.error is not None:  # (the pool was shut down, or the call raised a BaseException)
+                    error, job.error = job.error, None
+                    if not isinstance(error, Exception):
+                        raise error
+                    reply: bytes | None = _failure_reply(req, error)
+                else:
+                    reply = job.value
+                if pending.cancelled:  # the peer cancelled it while it ran, and it finished without noticing
+                    reply = None
+                    self.stream.finished(req.id)
+                ident: RequestId | None = req.id
+                if pending.batch is not None:
+                    reply, ident = pending.batch.add(pending.slot, reply), None
+                if reply is not None:
+                    writes = self._queue_reply(Outgoing(reply, ident, RESPONSE)) or writes
+            if writes:
+                await self._write_gathered()
+        finally:
+            for job in jobs:
+                self._forget_request(job.args[0].request)
 
-    async def _resume_parked_later(self, parked: ParkedCalls, holder: _Run) -> None:
-        await self._resume_parked(parked, holder.token)
+    def _forget_request(self, req: Request) -> None:
+        """``req`` is answered (its answer handed to the stream) or never will be: its id is free again."""
+        del self._inflight[req.id]
+        self._make_room()
+        self._running -= 1
+        if not self._running and self._idle is not None:
+            self._idle.set()
 
     async def _run_request(self, pending: Pending) -> None:
         """Run the handler, then answer. The id stays in use until the answer is handed to the stream."""
@@ -583,11 +610,7 @@ class Dispatcher:
                 await self._reply(Outgoing(reply, req.id, RESPONSE))
         finally:
             # Only now, with the answer written, may a draining run() consider this request done.
-            del self._inflight[req.id]
-            self._make_room()
-            self._running -= 1
-            if not self._running and self._idle is not None:
-                self._idle.set()
+            self._forget_request(req)
 
     async def _answer_batch(self, pending: Pending, reply: bytes | None) -> None:
         assert pending.batch is not None
@@ -747,10 +770,18 @@ class Dispatcher:
         """Write an answer of a handler task. The answers of the handlers that finish in one pass of the event loop
         go out in one write: the first queues its answer and yields once, the others add theirs, and the first
         writes them, unless the read loop will (:meth:`_let_new_handlers_run`). They count in ``max_queued_bytes``."""
+        if self._queue_reply(answer):
+            await self._write_gathered()
+
+    def _queue_reply(self, answer: Outgoing) -> bool:
+        """Queue an answer for :meth:`_reply`'s write: True when the caller is to write (:meth:`_write_gathered`),
+        False when the task that queued the first one writes them, or the read loop."""
         self._unwritten += len(answer.frame)
         self._replies.append(answer)
-        if len(self._replies) > 1 or self._read_loop_writes:
-            return  # the task that queued the first one writes them, or the read loop
+        return len(self._replies) == 1 and not self._read_loop_writes
+
+    async def _write_gathered(self) -> None:
+        """Write the answers queued, with those that the other handlers of this pass of the loop add."""
         if len(self._inflight) > 1 and self.stream.gathers_replies:
             await anyio.lowlevel.cancel_shielded_checkpoint()
         await self._write_replies()

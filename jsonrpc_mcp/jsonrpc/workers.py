@@ -4,12 +4,11 @@
 asyncio and trio. It costs a fraction of a thread of anyio's per call (``anyio.to_thread.run_sync``, the plain
 path it is checked against in the tests): a call is put on the pool's queue and, when a worker is already
 running, wakes nothing — the worker takes it when it is done with the one before; the results of the calls
-done while the event loop was busy come back in one wake-up of the loop (:class:`_Inbox`). A call may also
-*park* (:func:`start_step`): the dispatcher, which runs the handlers of one read in one task, then goes on to the
-next handler instead of giving the waiting one a task of its own, hands the calls parked by the handlers of the read
-to the pool in one go (:class:`ParkedCalls`), and resumes each handler when its call is done. A thread that has
-more calls queued behind the one it ran keeps its result and hands back those of the calls it runs one after
-another together, in one wake-up of the loop (:meth:`WorkerPool._done`).
+done while the event loop was busy come back in one wake-up of the loop (:class:`_Inbox`). A handler may also
+answer with a :class:`SyncCall` (the *sync lane*): the dispatcher then makes no coroutine for its request, hands
+the calls of one read to the pool in one go (:class:`ParkedCalls`), and writes each answer when its call is done. A
+thread that has more calls queued behind the one it ran keeps its result and hands back those of the calls it runs
+one after another together, in one wake-up of the loop (:meth:`WorkerPool._done`).
 
 What a thread is for is kept:
 
@@ -23,8 +22,8 @@ What a thread is for is kept:
 * **Cancellation** does not interrupt the thread: the caller's cancellation waits until the function returns
   (its result dropped), as ``anyio.to_thread.run_sync`` does by default. A function that runs long looks at the
   request's own state (``ctx.cancelled``).
-* **Context variables** (a tracing span, say) flow into the call: it runs in a copy of the caller's context, a
-  parked one in the context of the coroutine that parked it (each request's own: the dispatcher's copy for it).
+* **Context variables** (a tracing span, say) flow into the call: it runs in a copy of the caller's context (on
+  the sync lane, each request's own: the dispatcher's copy for it).
 
 Threads are started when the first call comes, end after :attr:`WorkerPool.idle_timeout` seconds without
 work, end at once when the process exits (:meth:`WorkerPool.shutdown`, registered with :mod:`atexit`), and are
@@ -38,7 +37,6 @@ import os
 import sys
 import threading
 import time
-import types
 import weakref
 from collections import deque
 from collections.abc import Callable, Generator
@@ -51,13 +49,9 @@ __all__ = (
     "POOL",
     "Job",
     "ParkedCalls",
+    "SyncCall",
     "WorkerPool",
-    "allow_parking",
-    "end_step",
-    "is_parkable",
-    "parkable",
     "run_in_worker",
-    "start_step",
 )
 
 T = TypeVar("T")
@@ -73,8 +67,7 @@ class _Job:
     ) -> None:
         self.fn = fn
         self.args = args
-        # A parked call gets both from its stepper (ParkedCalls): the inbox of its loop, and the context the
-        # coroutine that made it runs in, whose step is over when the call starts.
+        # (a call of ParkedCalls gets its inbox when it is sent)
         self.context: Context = copy_context() if context is None else context
         self.inbox: _Inbox = inbox
         self.pool = pool
@@ -83,7 +76,7 @@ class _Job:
         self.error: BaseException | None = None
         self.waiter: Any = None  # an asyncio future, a trio task, or (a cancelled asyncio caller's) an anyio.Event
         self.wake: Callable[[_Job], None] = _set_result  # called on the loop when the call is done
-        self.owner: Any = None  # a parked call's: what its stepper resumes when it is done
+        self.owner: Any = None  # a call of ParkedCalls: what its taker gets when it is done
 
     def run(self) -> None:
         """On a worker thread: the call (its outcome goes back to the caller's event loop: WorkerPool._done)."""
@@ -314,7 +307,7 @@ class WorkerPool:
         """``job`` has run (the lock held): its result goes back now, or with those of the calls that follow it on
         this thread — while there are some, for at most :attr:`handoff` seconds from the first one kept."""
         inbox = job.inbox
-        inbox.keep(job)
+        inbox._done.append(job)  # (Inbox.keep, without its call)
         unflushed = self._unflushed
         if not unflushed:
             self._kept_since = time.monotonic()
@@ -352,26 +345,17 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_after_fork)
 
 
-async def run_in_worker(fn: Callable[..., T], *args: Any, pool: WorkerPool = POOL, park: bool = False) -> T:
+async def run_in_worker(fn: Callable[..., T], *args: Any, pool: WorkerPool = POOL) -> T:
     """Call ``fn(*args)`` on a thread of ``pool``, in a copy of the caller's context, and return what it returns
-    (or raise what it raised). A cancelled caller waits for the function to return, then is cancelled.
-
-    ``park``: where the caller allows it (:func:`allow_parking`), the call is *parked* instead of waited for in the
-    calling task: the coroutine yields its :class:`Job` to the one that steps it (the dispatcher), which resumes it
-    once the call is done, without a task of its own (see :func:`start_step`)."""
-    if park and _local.__dict__.get("step") is _ALLOWED:
-        _local.step = _STEPPING
-        job = _Job(fn, args, None, pool, _PARKED)  # (the stepper submits it: ParkedCalls)
-        await _parked(job)
+    (or raise what it raised). A cancelled caller waits for the function to return, then is cancelled."""
+    loop = _running_asyncio_loop()
+    if loop is not None:
+        job = _Job(fn, args, _inbox(loop), pool)
+        await _wait_asyncio(job, loop, pool)
     else:
-        loop = _running_asyncio_loop()
-        if loop is not None:
-            job = _Job(fn, args, _inbox(loop), pool)
-            await _wait_asyncio(job, loop, pool)
-        else:
-            trio = _trio()
-            job = _Job(fn, args, _inbox(None, trio), pool)
-            await _wait_trio(job, trio, pool)
+        trio = _trio()
+        job = _Job(fn, args, _inbox(None, trio), pool)
+        await _wait_trio(job, trio, pool)
     if job.error is not None:
         error, job.error = job.error, None
         raise error
@@ -379,9 +363,44 @@ async def run_in_worker(fn: Callable[..., T], *args: Any, pool: WorkerPool = POO
     return value
 
 
-#: A call on a worker thread, as a parked coroutine yields it (see :func:`start_step`).
+class SyncCall:
+    """A handler's result that a plain function makes on a worker thread: ``fn(*args)`` returns it (or raises).
+
+    The *sync lane*: a handler that returns one needs nothing of the event loop for the rest of its request, so the
+    dispatcher makes no coroutine for it; it hands the calls of one read to the pool together, each in its request's
+    own context, and writes their answers as they come back (``Dispatcher._run_handlers``). Anywhere else it is an
+    awaitable like any other: awaited, the call runs on a worker thread as :func:`run_in_worker` runs it (a wrapper
+    around a handler, a task that runs it, the plain reference runner)."""
+
+    __slots__ = ("args", "fn", "then", "then_arg")
+
+    def __init__(self, fn: Callable[..., Any], *args: Any) -> None:
+        self.fn = fn
+        self.args = args
+        self.then: Callable[[Any, Any], Any] | None = None
+        self.then_arg: Any = None
+
+    def finish_with(self, then: Callable[[Any, Any], Any], arg: Any) -> None:
+        """Have ``then(arg, result)`` made of the result on the worker thread too (what the caller does with it)."""
+        self.then = then
+        self.then_arg = arg
+
+    def run(self) -> Any:
+        """On a worker thread: the call, and what :meth:`finish_with` asked for."""
+        value = self.fn(*self.args)
+        then = self.then
+        return value if then is None else then(self.then_arg, value)
+
+    def __await__(self) -> Generator[Any, None, Any]:
+        return run_in_worker(self.run).__await__()
+
+    def close(self) -> None:
+        """Nothing to close (a coroutine's :meth:`close`, for a handler's result that is never awaited)."""
+
+
+#: A call on a worker thread: ``Job(fn, args, None, pool)`` runs ``fn(*args)`` in a copy of the caller's context,
+#: once added to a :class:`ParkedCalls` and sent.
 Job = _Job
-_PARKED: Final = Context()  # (a parked job's context until its stepper gives it the coroutine's)
 
 
 def _inbox(loop: Any, trio: Any = None) -> _Inbox:
@@ -398,15 +417,13 @@ def _inbox(loop: Any, trio: Any = None) -> _Inbox:
 
 
 class ParkedCalls:
-    """The calls parked in the steps a stepper takes (:func:`start_step`), with what the stepper resumes for each
-    (its ``owner``), and those of them done, not yet resumed.
+    """Calls handed to the pool together (the sync lane's of one read), with what their taker gets for each (its
+    ``owner``), and those of them done, not yet taken.
 
-    :meth:`add` each call as a step yields it, :meth:`send` them to the pool together once the steps are taken
-    (each runs in the context given with it, that of the coroutine that parked it: its step is over, and it is
-    entered again only once the call is done), then :meth:`arrival` waits until one is done and :meth:`take`
-    gives the owner of each done. The calls sent together take one hand-off to the pool, and their results come
-    back in as few wake-ups of the loop as their threads allow (:meth:`WorkerPool.submit_many`). Used on one event
-    loop, asyncio's or trio's."""
+    :meth:`add` each call, :meth:`send` them to the pool together (each runs in the context given with it: its
+    request's own), then :meth:`arrival` waits until one is done and :meth:`take` gives the owner of each done.
+    The calls sent together take one hand-off to the pool, and their results come back in as few wake-ups of the
+    loop as their threads allow (:meth:`WorkerPool.submit_many`). Used on one event loop, asyncio's or trio's."""
 
     __slots__ = ("_done", "_loop", "_unsent", "_waiter", "left")
 
@@ -438,9 +455,11 @@ class ParkedCalls:
             loop = self._loop = _running_asyncio_loop()
         inbox = _inbox(loop, None if loop is not None else _trio())
         pool = jobs[0].pool
+        one_pool = True
         for job in jobs:
             job.inbox = inbox
-        if all(job.pool is pool for job in jobs):
+            one_pool = one_pool and job.pool is pool
+        if one_pool:
             _submit(pool, jobs)
         else:
             for job in jobs:
@@ -485,6 +504,14 @@ class ParkedCalls:
         self.left -= 1
         return self._done.popleft().owner
 
+    def take_all(self) -> list[Any]:
+        """The owners of every call done (none: an empty list)."""
+        done = self._done
+        owners = [job.owner for job in done]
+        done.clear()
+        self.left -= len(owners)
+        return owners
+
 
 _UNKNOWN: Final = object()
 
@@ -496,50 +523,6 @@ def _submit(pool: WorkerPool, jobs: list[_Job]) -> None:
         for job in jobs:
             job.error = exc
             job.inbox.put(job)
-
-
-_STEPPING: Final = "stepping"  # a coroutine's step taken by a stepper that resumes parked calls
-_ALLOWED: Final = "allowed"  # and the coroutine allowed parking for its next call
-_PARKABLE: set[Any] = set()  # the code objects of the coroutine functions whose calls may park
-
-
-def start_step() -> None:
-    """Before one step of a coroutine, taken by a stepper that knows parked calls (until :func:`end_step`): in it,
-    a call of :func:`run_in_worker` with ``park=True`` that :func:`allow_parking` allowed yields its :class:`Job`
-    instead of waiting; the stepper sets the job's ``wake`` (called on the event loop with the job once it is
-    done), hands it to the pool after the step with the others of its steps (:class:`ParkedCalls`), and later
-    resumes the coroutine with ``None``. A call parks only where every frame between
-    the stepper and the call is one whose code cannot have entered a cancel scope or started a task (the stepper
-    may step others in the same task meanwhile): the coroutines of :func:`parkable` functions."""
-    _local.step = _STEPPING
-
-
-def end_step() -> None:
-    _local.step = None
-
-
-def parkable(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """Mark a coroutine function whose coroutines may allow their call of :func:`run_in_worker` to park: one whose
-    code between its start and that call enters no cancel scope and starts no task (a decorator)."""
-    _PARKABLE.add(fn.__code__)
-    return fn
-
-
-def is_parkable(coro: Any) -> bool:
-    """Whether ``coro`` is a coroutine of a :func:`parkable` function."""
-    return getattr(coro, "cr_code", None) in _PARKABLE
-
-
-def allow_parking() -> None:
-    """Called by a coroutine that awaits only :func:`parkable` ones down to its call of :func:`run_in_worker`: that
-    call may park, when a stepper that knows parked calls takes this step (:func:`start_step`)."""
-    if _local.__dict__.get("step") is _STEPPING:
-        _local.step = _ALLOWED
-
-
-@types.coroutine
-def _parked(job: _Job) -> Generator[_Job, None, None]:
-    yield job  # (resumed with None once the call is done)
 
 
 def _running_asyncio_loop() -> Any:

@@ -32,6 +32,7 @@ from msgspec import UNSET, Raw, UnsetType
 from ..errors import InsufficientScope, InvalidParams, ResourceNotFound, RpcError, Unavailable
 from ..jsonrpc.dispatch import Dispatcher
 from ..jsonrpc.streams import MessageStream
+from ..jsonrpc.workers import SyncCall
 from . import types as t
 from .bus import Bus, BusEvent, ExtensionEvent, ListChanged, LogMessage, ResourceUpdated
 from .context import LOG_LEVELS, Context
@@ -877,8 +878,18 @@ class Server:
             out = fn(**kwargs)
         except ResourceNotFound:
             raise _not_found(ctx, uri) from None
+        if type(out) is SyncCall:  # (a plain function's, on the sync lane: the result made on its thread too)
+            return SyncCall(self._read_on_thread, ctx, uri, out, mime, cache)
         if hasattr(out, "__await__"):
             return self._read_async(ctx, uri, out, mime, cache)
+        return self._read_result(ctx, uri, out, mime, cache)
+
+    def _read_on_thread(self, ctx: Context, uri: str, call: SyncCall, mime: str | None, cache: CacheHint | None) -> Any:
+        """On a worker thread: a plain resource function's read, and its result, as :meth:`_read_async` makes it."""
+        try:
+            out = call.run()
+        except ResourceNotFound:
+            raise _not_found(ctx, uri) from None
         return self._read_result(ctx, uri, out, mime, cache)
 
     async def _read_async(
@@ -1071,6 +1082,8 @@ class Server:
         if entry.signature.context_param:
             kwargs[entry.signature.context_param] = ctx
         out = entry.render(**kwargs)
+        if type(out) is SyncCall:
+            return SyncCall(_prompt_on_thread, out, entry.prompt)
         if hasattr(out, "__await__"):
             return self._prompt_async(out, entry)
         return prompt_result(out, entry.prompt)
@@ -1123,6 +1136,8 @@ class Server:
             out = call_completer(self._completion, ref, arg_name, value, context_args)
         else:
             out = []
+        if type(out) is SyncCall:
+            return SyncCall(_complete_on_thread, out)
         if hasattr(out, "__await__"):
             return _complete_async(out)
         return complete_result(out)
@@ -1436,6 +1451,16 @@ def complete_result(value: Any) -> t.CompleteResult:
 
 async def _complete_async(pending: Awaitable[Any]) -> t.CompleteResult:
     return complete_result(await pending)
+
+
+def _complete_on_thread(call: SyncCall) -> t.CompleteResult:
+    """On a worker thread: a plain completion function's call and its result (the sync lane)."""
+    return complete_result(call.run())
+
+
+def _prompt_on_thread(call: SyncCall, prompt: t.Prompt) -> t.GetPromptResult:
+    """On a worker thread: a plain prompt function's call and its result (the sync lane)."""
+    return prompt_result(call.run(), prompt)
 
 
 def _not_found(ctx: Context, uri: str) -> RpcError:

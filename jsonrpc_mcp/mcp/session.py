@@ -36,7 +36,7 @@ from ..errors import (
 from ..jsonrpc import codes
 from ..jsonrpc.dispatch import Dispatcher
 from ..jsonrpc.wire import Intake, Notification, Request, RequestId, encode_notification
-from ..jsonrpc.workers import allow_parking, is_parkable
+from ..jsonrpc.workers import SyncCall
 from .compat import FITTED_METHODS, content_types, fit_content
 from .context import Context, InputRequired
 from .eras import Call, meta_problem, read_call
@@ -212,13 +212,16 @@ class ServerSession:
         dispatcher.on_notification = self.on_notification
         dispatcher.allow_batch = self.allow_batch
         dispatcher.cancel_frame = encode_cancellation
+        dispatcher.before_answer = self._held_progress
 
     def allow_batch(self) -> bool:
         return self.version in BATCH_VERSIONS
 
     # --- inbound requests ----------------------------------------------------------------------------------
 
-    def on_request(self, req: Request, call: Call | Intake | None = None) -> bytes | Coroutine[Any, Any, bytes]:
+    def on_request(
+        self, req: Request, call: Call | Intake | None = None
+    ) -> bytes | Coroutine[Any, Any, bytes] | SyncCall:
         """Answer ``req``: bytes at once, or a coroutine to run. ``call``: the request as the transport already
         read it (:func:`.eras.read_call`, what came with it included), else it is read here (with the
         :class:`~jsonrpc_mcp.jsonrpc.wire.Intake` that came with the frames the read loop took, when that is what the
@@ -232,9 +235,10 @@ class ServerSession:
             return self._through_middleware(call, chain)
         out = self._handle(call)
         if type(out) is CoroutineType:
-            if is_parkable(out):
-                return self._finish_parked(call, out)
             return self._finish_later(call, out)
+        if type(out) is SyncCall:  # (the sync lane: the result encoded on the worker thread too)
+            out.finish_with(self._finish, call)
+            return out
         return self._finish(call, out)
 
     def _handle(self, call: Call) -> Any:
@@ -298,11 +302,12 @@ class ServerSession:
         await self._finish_progress(call.request.id)
         return self._finish(call, out)
 
-    async def _finish_parked(self, call: Call, pending: Any) -> bytes:
-        """:meth:`_finish_later` of a coroutine of ours that calls a plain function on a worker thread, with nothing
-        of anybody else's on the way (no middleware): its call may park (:func:`.workers.start_step`)."""
-        allow_parking()  # (and _finish_later enters no cancel scope, starts no task before it awaits the call)
-        return await self._finish_later(call, pending)
+    def _held_progress(self, ident: RequestId) -> Awaitable[None] | None:
+        """The sending of what the request holds back, before its answer on the sync lane (:meth:`_finish_later`
+        sends it on the coroutine path), or ``None`` when it holds nothing."""
+        if self.pacer is not None and ident in self.pacer:
+            return self.pacer.finish(ident)
+        return None
 
     async def _finish_progress(self, ident: RequestId) -> None:
         """Send the progress the request holds back before its response (an error response too): a client never
@@ -444,12 +449,12 @@ class ServerSession:
             return self._input_required(ctx, _url_inputs(exc), call, answers, opened)
         except ResourceNotFound as exc:
             raise _stateless_not_found(exc) from None
-        if type(out) is CoroutineType:
+        if type(out) is CoroutineType or type(out) is SyncCall:  # (what it raises is answered here: awaited)
             return self._await_stateless(ctx, out, call, answers, opened)
         return out
 
     async def _await_stateless(
-        self, ctx: Context, coro: Coroutine[Any, Any, Any], call: Call, answers: dict[str, Any], opened: Any
+        self, ctx: Context, coro: Awaitable[Any], call: Call, answers: dict[str, Any], opened: Any
     ) -> Any:
         try:
             return await coro

@@ -24,7 +24,7 @@ from msgspec import UNSET, Raw
 
 from ..errors import ConnectionClosed, InvalidParams, RequestTimeout, RpcError, ToolError
 from ..jsonrpc.wire import unpack_byte
-from ..jsonrpc.workers import parkable, run_in_worker
+from ..jsonrpc.workers import SyncCall, run_in_worker
 from . import types as t
 from .context import Context, InputRequired, StartTask, call_on_worker_thread
 from .output_schemas import schema_validator
@@ -63,10 +63,9 @@ TaskStart = Literal["at_call", "in_handler"]
 def run_sync(fn: Callable[..., R], kwargs: Mapping[str, Any]) -> Awaitable[R]:
     """Call a plain handler on a worker thread: how every plain ``def`` tool, resource, prompt and completion
     handler not registered ``inline`` runs (a thread of :data:`~jsonrpc_mcp.jsonrpc.workers.POOL`, in the
-    request's context). A cancelled request does not interrupt the thread: it finishes, and its result is
-    dropped (the function can look at ``ctx.cancelled``). Returns the call's awaitable (:func:`run_in_worker`'s
-    coroutine itself: where it may park, nothing stands between it and the stepper)."""
-    return run_in_worker(call_on_worker_thread, fn, kwargs, park=True)
+    request's context) when it does not take the sync lane (``sync_lane`` off). A cancelled request does not
+    interrupt the thread: it finishes, and its result is dropped (the function can look at ``ctx.cancelled``)."""
+    return run_in_worker(call_on_worker_thread, fn, kwargs)
 
 
 async def run_sync_per_call(fn: Callable[..., R], kwargs: Mapping[str, Any]) -> R:
@@ -88,7 +87,7 @@ def runner(fn: Callable[..., Any], *, inline: bool, what: str) -> Callable[..., 
         return fn
     if inline:
         return lambda **kwargs: call_inline(fn, kwargs, what)
-    return lambda **kwargs: run_sync(fn, kwargs)
+    return lambda **kwargs: _on_worker(fn, kwargs)
 
 
 def call_completer(fn: Callable[..., Any], *args: Any) -> Any:
@@ -100,7 +99,16 @@ def call_completer(fn: Callable[..., Any], *args: Any) -> Any:
 
     if getattr(fn, "runs_inline", False) or inspect.iscoroutinefunction(fn):
         return fn(*args)
-    return run_sync(functools.partial(fn, *args), {})
+    return _on_worker(functools.partial(fn, *args), {})
+
+
+def _on_worker(fn: Callable[..., Any], kwargs: Mapping[str, Any]) -> Any:
+    """A plain handler's call on a worker thread: on the sync lane (a
+    :class:`~jsonrpc_mcp.jsonrpc.workers.SyncCall`, awaitable where it is not taken by the dispatcher), or
+    :func:`run_sync`'s awaitable (``sync_lane`` off)."""
+    if sync_lane:
+        return SyncCall(call_on_worker_thread, fn, kwargs)
+    return run_sync(fn, kwargs)
 
 
 def call_inline(fn: Callable[..., R], kwargs: Mapping[str, Any], what: str) -> R:
@@ -378,9 +386,18 @@ def _raw_schema_caller(
     return call
 
 
+#: Whether a plain tool's call takes the sync lane (a :class:`~jsonrpc_mcp.jsonrpc.workers.SyncCall`: the whole call
+#: on a worker thread, no coroutine); ``False``: the coroutine path (:func:`run_sync` awaited), which the tests check
+#: the lane against.
+sync_lane = True
+
+
 def _invoke(fn: Callable[..., Any], sig: Signature, kwargs: dict[str, Any], tool_name: str) -> Any:
-    """The tool's call as a coroutine: an ``async def`` tool's own, or a plain one's on a worker thread."""
+    """The tool's call: an ``async def`` tool's coroutine; a plain one's on a worker thread, as a
+    :class:`~jsonrpc_mcp.jsonrpc.workers.SyncCall` (the sync lane) or a coroutine."""
     if not sig.is_async:
+        if sync_lane:
+            return SyncCall(_call_plain, fn, sig, kwargs, tool_name)
         return _invoke_plain(fn, sig, kwargs, tool_name)
     try:
         pending = fn(**kwargs)  # binding the arguments can fail before the coroutine exists
@@ -389,12 +406,19 @@ def _invoke(fn: Callable[..., Any], sig: Signature, kwargs: dict[str, Any], tool
     return _invoke_async(pending, sig, tool_name)
 
 
-@parkable  # (nothing between its start and the call enters a cancel scope or starts a task)
 async def _invoke_plain(fn: Callable[..., Any], sig: Signature, kwargs: dict[str, Any], tool_name: str) -> Any:
-    """A plain tool's call on a worker thread: a call that may park (:func:`~jsonrpc_mcp.jsonrpc.workers.start_step`)
-    where nothing of anybody else's awaits it."""
+    """A plain tool's call on a worker thread, awaited (``sync_lane`` off)."""
     try:
         value = await run_sync(fn, kwargs)
+    except (ToolError, RpcError, InputRequired, Exception) as exc:
+        return _failure(exc, tool_name)
+    return tool_result(value, sig, tool_name)
+
+
+def _call_plain(fn: Callable[..., Any], sig: Signature, kwargs: dict[str, Any], tool_name: str) -> Any:
+    """On a worker thread: a plain tool's whole call, its result or its failure as :func:`_invoke_plain` makes them."""
+    try:
+        value = call_on_worker_thread(fn, kwargs)
     except (ToolError, RpcError, InputRequired, Exception) as exc:
         return _failure(exc, tool_name)
     return tool_result(value, sig, tool_name)
