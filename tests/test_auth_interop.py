@@ -229,15 +229,15 @@ def test_authorization_is_refused_off_http(capsys: pytest.CaptureFixture[str]) -
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
-        (["--tcp", "127.0.0.1:0", "--certfile", "cert.pem"], "--certfile is for --http"),  # (it served without TLS)
+        (["--unix", "x.sock", "--certfile", "cert.pem"], "--certfile and --keyfile are for --http and --tcp"),
         (["--unix", "/tmp/x.sock", "--allow-host", "mcp.example.com"], "--allow-host is for --http"),
         (
             ["--max-connections", "10", "--keep-alive", "60", "--body-timeout", "5"],
             "--body-timeout, --max-connections, --keep-alive are for --http",
         ),
         (
-            ["--stdio", "--path", "/api", "--header-timeout", "3", "--keyfile", "k.pem"],
-            "--path, --header-timeout, --keyfile are for --http",
+            ["--stdio", "--path", "/api", "--header-timeout", "3"],
+            "--path, --header-timeout are for --http",
         ),
     ],
 )
