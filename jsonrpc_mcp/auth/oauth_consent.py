@@ -18,7 +18,6 @@ from __future__ import annotations
 import html
 import http.server
 import logging
-import re
 import socket
 import sys
 import webbrowser
@@ -32,6 +31,7 @@ import anyio.to_thread
 
 from ..addresses import is_loopback_host
 from ..errors import AuthorizationError
+from ..transports.http_log_redaction import redact_http_logs
 from .oauth_wire import is_secure_endpoint
 
 __all__ = ("Consent", "LoopbackConsent", "HeadlessConsent", "check_redirect_uri", "redact_http_logs")
@@ -68,41 +68,6 @@ def check_redirect_uri(uri: str) -> str:
 def _state_of(url: str) -> str | None:
     values = parse_qs(urlsplit(url).query).get("state")
     return values[0] if values else None
-
-
-#: a query (or fragment) parameter that carries an authorization code or a token, and its value
-_SECRET_PARAMETER: Final = re.compile(r"([?&#;](?:code|access_token|id_token|refresh_token)=)[^&#;\s'\"]*")
-#: httpx logs each request's URL (INFO); httpcore the headers of each answer (DEBUG), where a redirect back
-#: carries the code in its Location
-_HTTP_LOGGERS: Final = (
-    "httpx",
-    "httpcore.http11",
-    "httpcore.http2",
-    "httpcore.connection",
-    "httpcore.proxy",
-    "httpcore.socks",
-)
-
-
-class _RedactSecrets(logging.Filter):
-    def filter(self, record: logging.LogRecord) -> bool:
-        message = record.getMessage()
-        redacted = _SECRET_PARAMETER.sub(r"\1[redacted]", message)
-        if redacted != message:
-            record.msg, record.args = redacted, None
-        return True
-
-
-_REDACT: Final = _RedactSecrets()
-
-
-def redact_http_logs() -> None:
-    """Keep authorization codes (and tokens in URLs) out of the HTTP library's log records at every level: their
-    values become ``[redacted]``. Called by the OAuth client and the consents; calling it again changes nothing."""
-    for name in _HTTP_LOGGERS:
-        logger_ = logging.getLogger(name)
-        if _REDACT not in logger_.filters:
-            logger_.addFilter(_REDACT)
 
 
 def _same_endpoint(url: str, redirect_uri: str) -> bool:

@@ -80,7 +80,7 @@ from ..mcp.headers import param_headers, standard_headers
 from ..mcp.versions import META_PROTOCOL_VERSION
 from .connect_errors import check_http_url, http_connect_failure
 from .http_bodies import read_limited
-from .http_log_redaction import redact_session_ids
+from .http_log_redaction import redact_http_logs
 from .sse import SseParser, SseTooLarge
 
 if TYPE_CHECKING:
@@ -802,7 +802,7 @@ async def connect_http(
     """
     check_http_url(url)
     _check_timeouts(timeout, sse_read_timeout)
-    redact_session_ids()
+    redact_http_logs()
     if isinstance(max_reconnects, bool) or not isinstance(max_reconnects, int) or max_reconnects < 0:
         raise ValueError(f"max_reconnects must be a whole number, zero or more, not {max_reconnects!r}")
     owned = http_client is None

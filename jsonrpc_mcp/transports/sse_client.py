@@ -36,7 +36,7 @@ from ..mcp.groups import unwrap_group
 from .connect_errors import check_http_url, http_connect_failure
 from .http_bodies import read_limited
 from .http_client import _check_timeouts, _httpx, _inspect, _network, _new_http_client, _reason
-from .http_log_redaction import redact_session_ids
+from .http_log_redaction import redact_http_logs
 from .memory import receive_frames
 from .sse import SseParser, SseTooLarge
 
@@ -168,7 +168,7 @@ async def connect_sse(
     ``max_event``: the largest event read (bytes)."""
     check_http_url(url)
     _check_timeouts(timeout, sse_read_timeout)
-    redact_session_ids()  # (the endpoint's URL holds the session id)
+    redact_http_logs()  # (the endpoint's URL holds the session id)
     httpx = _httpx()
     owned = http_client is None
     client = http_client if http_client is not None else _new_http_client(url, timeout, sse_read_timeout)
