@@ -294,26 +294,25 @@ class ServerSession:
         try:
             out = await pending
         except Exception:
-            await self._finish_progress(call.request.id)
+            held = self._held_progress(call.request.id)
+            if held is not None:
+                await held
             raise
         except BaseException:
             self._drop_progress(call.request.id)
             raise
-        await self._finish_progress(call.request.id)
+        held = self._held_progress(call.request.id)
+        if held is not None:  # (no coroutine at all for a request that holds nothing: most of them)
+            await held
         return self._finish(call, out)
 
     def _held_progress(self, ident: RequestId) -> Awaitable[None] | None:
-        """The sending of what the request holds back, before its answer on the sync lane (:meth:`_finish_later`
-        sends it on the coroutine path), or ``None`` when it holds nothing."""
+        """The sending of the progress the request holds back, to await before its response (an error response
+        too: a client never hears of progress after the response), or ``None`` when it holds nothing. Awaited by
+        :meth:`_finish_later`, and by the dispatcher before a sync lane answer (``Dispatcher.before_answer``)."""
         if self.pacer is not None and ident in self.pacer:
             return self.pacer.finish(ident)
         return None
-
-    async def _finish_progress(self, ident: RequestId) -> None:
-        """Send the progress the request holds back before its response (an error response too): a client never
-        hears of progress after the response."""
-        if self.pacer is not None and ident in self.pacer:
-            await self.pacer.finish(ident)
 
     def _drop_progress(self, ident: RequestId) -> None:
         """A cancelled request's held progress is never sent."""
