@@ -45,7 +45,7 @@ if TYPE_CHECKING:
 
 __all__ = ("FetchedIcon", "IconError", "fetch_icon", "icon_uri_problem")
 
-#: The most a body (or a ``data:`` URI's decoded content) may weigh by default: 1 MiB.
+#: The most a body (or a ``data:`` URI's decoded content) may weigh by default.
 MAX_BYTES: Final = 1 << 20
 #: Redirects followed within one origin before the fetch is refused.
 MAX_REDIRECTS: Final = 3

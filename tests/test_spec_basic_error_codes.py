@@ -22,6 +22,7 @@ from jsonrpc_mcp.jsonrpc.dispatch import Dispatcher, ErrorReply, Pending
 from jsonrpc_mcp.jsonrpc.wire import Request
 from jsonrpc_mcp.mcp import tasks
 from jsonrpc_mcp.mcp.principal import AccessToken
+from jsonrpc_mcp.mcp.task_store import MemoryTaskStore
 from jsonrpc_mcp.transports import _http_io
 from jsonrpc_mcp.transports.http_asgi import McpAsgiApp
 from jsonrpc_mcp.transports.memory import MemoryMessageStream
@@ -206,7 +207,7 @@ class AwayBackend:
         raise errors.Unavailable(2)
 
     def task_store(self) -> Any:
-        raise NotImplementedError  # (no tasks here)
+        return MemoryTaskStore()  # (these tests start no task)
 
     async def load_session(self, sid: str, ttl: float) -> bytes | None:
         raise errors.Unavailable(2)

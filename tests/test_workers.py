@@ -92,17 +92,37 @@ async def warm(pool: WorkerPool, threads: int) -> None:
     assert pool.threads >= threads
 
 
-@pytest.mark.parametrize("idle", [0, 3], ids=["fresh", "idle-threads"])
-async def test_a_call_that_blocks_does_not_hold_up_the_calls_queued_after_it(idle: int) -> None:
-    pool = WorkerPool(8)
-    if idle:
-        await warm(pool, idle)
+def blocking_call() -> tuple[Callable[[], str], threading.Event, threading.Event]:
+    """A plain function that blocks: ``entered`` is set once it runs, it returns ``"released"`` once ``release`` is."""
     entered, release = threading.Event(), threading.Event()
 
     def block() -> str:
         entered.set()
         release.wait(30)
         return "released"
+
+    return block, entered, release
+
+
+def blocking_server(name: str) -> tuple[Server, threading.Event, threading.Event]:
+    """A server with the plain tools ``block`` (:func:`blocking_call`'s, its events returned) and ``quick(n)``."""
+    server = Server(name, "1")
+    block, entered, release = blocking_call()
+    server.tool()(block)
+
+    @server.tool()
+    def quick(n: int) -> str:
+        return str(n)
+
+    return server, entered, release
+
+
+@pytest.mark.parametrize("idle", [0, 3], ids=["fresh", "idle-threads"])
+async def test_a_call_that_blocks_does_not_hold_up_the_calls_queued_after_it(idle: int) -> None:
+    pool = WorkerPool(8)
+    if idle:
+        await warm(pool, idle)
+    block, entered, release = blocking_call()
 
     try:
         async with anyio.create_task_group() as tg:
@@ -270,18 +290,7 @@ async def test_plain_tools_resources_prompts_and_completions_run_on_a_worker_thr
 
 
 async def test_a_blocking_plain_tool_does_not_hold_up_the_plain_calls_after_it(sync_path: str) -> None:
-    server = Server("blocking", "1")
-    entered, release = threading.Event(), threading.Event()
-
-    @server.tool()
-    def block() -> str:
-        entered.set()
-        release.wait(30)
-        return "released"
-
-    @server.tool()
-    def quick(n: int) -> str:
-        return str(n)
+    server, entered, release = blocking_server("blocking")
 
     try:
         async with Client.connect_server(server, protocol_version="2025-11-25") as client:
@@ -574,18 +583,7 @@ async def test_a_batch_of_plain_calls_is_answered_as_one_array_in_its_order(sync
 async def test_one_blocking_plain_call_of_a_read_never_holds_up_the_others_of_that_read(sync_path: str) -> None:
     """Calls run one after another on a thread, the rest of the read queued behind a call that blocks: the calls
     before it are answered, and those after it are run by another thread, while it blocks."""
-    server = Server("one read", "1")
-    entered, release = threading.Event(), threading.Event()
-
-    @server.tool()
-    def block() -> str:
-        entered.set()
-        release.wait(30)
-        return "released"
-
-    @server.tool()
-    def quick(n: int) -> str:
-        return str(n)
+    server, entered, release = blocking_server("one read")
 
     try:
         async with serving(server) as conn:
@@ -668,7 +666,7 @@ async def test_a_cancelled_call_of_a_read_reaches_its_running_plain_tool_and_is_
 async def test_a_connection_that_ends_while_plain_calls_are_parked_cancels_them_once_they_return(
     sync_path: str,
 ) -> None:
-    """As documented (Dispatcher._resume_parked): the calls are waited for, then their handlers are cancelled (never
+    """As documented (Dispatcher._answer_lane): the calls are waited for, then their handlers are cancelled (never
     answered); nothing of the connection is left, and the pool serves the next connection."""
     server = Server("ending", "1")
     calls = 6
@@ -821,12 +819,7 @@ async def test_a_forked_child_starts_with_a_fresh_pool() -> None:
     import multiprocessing
     import warnings
 
-    entered, release = threading.Event(), threading.Event()
-
-    def block() -> str:
-        entered.set()
-        release.wait(30)
-        return "released"
+    block, entered, release = blocking_call()
 
     try:
         async with anyio.create_task_group() as tg:
