@@ -10,6 +10,7 @@ from __future__ import annotations
 import itertools
 import json
 import sys
+import threading
 from collections import deque
 from collections.abc import AsyncIterator, Iterator, Sequence
 from contextlib import asynccontextmanager, contextmanager
@@ -20,7 +21,7 @@ from unittest import mock
 import anyio
 import pytest
 
-from jsonrpc_mcp import Server
+from jsonrpc_mcp import Context, Server
 from jsonrpc_mcp.jsonrpc.streams import NOTIFICATION, Arrival, Intake, MessageStream, Outgoing
 from jsonrpc_mcp.mcp.principal import AccessToken
 from jsonrpc_mcp.transports.memory import MemoryMessageStream, memory_pair
@@ -235,3 +236,21 @@ def paced(heard: Sequence[Any], reported: Sequence[Any]) -> bool:
         return False
     rest = iter(reported)
     return all(any(item == candidate for candidate in rest) for item in heard)
+
+
+def add_patient_tool(server: Server) -> tuple[threading.Event, threading.Event, threading.Event]:
+    """Register the plain tool ``patient``: a long computation that looks at ``ctx.cancelled`` now and then. Its
+    events: ``started`` once it runs, ``saw`` once it saw it was cancelled (it then returns ``"stopped"``), and
+    ``give_up``, which makes it return ``"never told"`` (set it at the end of a test that fails)."""
+    started, saw, give_up = threading.Event(), threading.Event(), threading.Event()
+
+    @server.tool()
+    def patient(ctx: Context) -> str:
+        started.set()
+        while not ctx.cancelled:
+            if give_up.wait(0.01):
+                return "never told"
+        saw.set()
+        return "stopped"
+
+    return started, saw, give_up

@@ -13,7 +13,7 @@ import itertools
 import json
 import socket
 import threading
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -248,6 +248,16 @@ def start_app(server: Server | None = None, *, lifespan: str = "on", **options: 
 
 
 # --- requests ------------------------------------------------------------------------------------------------
+
+
+async def read_body(receive: Callable[[], Awaitable[dict[str, Any]]]) -> bytes:
+    """The whole body of an ASGI request, as its ``http.request`` messages bring it."""
+    chunks = []
+    while True:
+        message = await receive()
+        chunks.append(message.get("body", b""))
+        if not message.get("more_body"):
+            return b"".join(chunks)
 
 
 def init_body(

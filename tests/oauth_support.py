@@ -24,7 +24,7 @@ from typing import Any
 from urllib.parse import parse_qsl, unquote, urlencode, urlsplit
 
 import pytest
-from http_support import ServerThread, make_server
+from http_support import ServerThread, make_server, read_body
 from joserfc import jwt
 from joserfc.errors import JoseError
 from joserfc.jwk import ECKey, Key, import_key
@@ -46,15 +46,6 @@ def oauth(**options: Any) -> OAuth:
 Scope = dict[str, Any]
 Receive = Callable[[], Awaitable[dict[str, Any]]]
 Send = Callable[[dict[str, Any]], Awaitable[None]]
-
-
-async def _body(receive: Receive) -> bytes:
-    chunks = []
-    while True:
-        message = await receive()
-        chunks.append(message.get("body", b""))
-        if not message.get("more_body"):
-            return b"".join(chunks)
 
 
 async def _respond(
@@ -198,7 +189,7 @@ class AuthServer:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             return
-        request = Request(scope, await _body(receive))
+        request = Request(scope, await read_body(receive))
         self.requests.append(request)
         path = request.path
         if path in self.metadata_paths() and request.method == "GET":
@@ -501,7 +492,7 @@ class ProtectedMcp:
             else:
                 await _respond(send, 404, {"error": "not_found"})
             return
-        body = await _body(receive)
+        body = await read_body(receive)
         request = Request(scope, body)
         self.requests.append(request)
         header = request.headers.get("authorization", "")
@@ -622,7 +613,7 @@ class IdentityProvider:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             return
-        request = Request(scope, await _body(receive))
+        request = Request(scope, await read_body(receive))
         self.requests.append(request)
         form = request.form
         if (

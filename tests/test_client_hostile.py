@@ -20,7 +20,7 @@ import anyio
 import anyio.lowlevel
 import pytest
 from helpers import FIXTURES, PYTHON
-from http_support import HTTPX_GENERATORS, ServerThread
+from http_support import HTTPX_GENERATORS, ServerThread, read_body
 from http_support import collect_garbage as collect_garbage
 
 from jsonrpc_mcp import Client, ConnectionClosed, RequestTimeout, RpcError
@@ -201,12 +201,7 @@ class HostileEndpoint:
         if scope["method"] != "POST":
             await _plain(send, 405)
             return
-        body = b""
-        while True:
-            message = await receive()
-            body += message.get("body", b"")
-            if not message.get("more_body"):
-                break
+        body = await read_body(receive)
         request = json.loads(body)
         method, ident = request.get("method"), request.get("id")
         if method is None and ident == "s1":

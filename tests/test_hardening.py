@@ -14,10 +14,10 @@ import anyio.lowlevel
 import anyio.to_thread
 import httpx
 import pytest
-from helpers import init_frame, raw_server, request_frame
+from helpers import add_patient_tool, init_frame, raw_server, request_frame
 from http_support import HTTPX_GENERATORS, ServerThread, stateless_headers
 
-from jsonrpc_mcp import Client, Context, Server
+from jsonrpc_mcp import Client, Server
 from jsonrpc_mcp.mcp import tools
 from jsonrpc_mcp.transports.http_asgi import McpAsgiApp
 from jsonrpc_mcp.transports.socket import serve_tcp
@@ -143,16 +143,7 @@ async def test_a_blocking_plain_tool_does_not_stop_other_connections(sync_path: 
 
 async def test_a_plain_tool_on_its_worker_thread_sees_that_it_was_cancelled(sync_path: str) -> None:
     server = Server("patient", "1")
-    started, saw, give_up = threading.Event(), threading.Event(), threading.Event()
-
-    @server.tool()
-    def patient(ctx: Context) -> str:
-        started.set()
-        while not ctx.cancelled:  # a long computation that looks now and then
-            if give_up.wait(0.01):
-                return "never told"
-        saw.set()
-        return "stopped"
+    started, saw, give_up = add_patient_tool(server)
 
     try:
         async with Client.connect_server(server) as client:

@@ -19,10 +19,10 @@ import anyio.lowlevel
 import httpcore
 import httpx
 import pytest
-from http_support import ServerThread
+from http_support import ServerThread, read_body
 from joserfc import jwt
 from joserfc.jwk import ECKey
-from oauth_support import AuthServer, IdentityProvider, ProtectedMcp, Request, _body, _respond
+from oauth_support import AuthServer, IdentityProvider, ProtectedMcp, Request, _respond
 
 from jsonrpc_mcp import Client
 from jsonrpc_mcp.auth import HeadlessConsent, MemoryTokenStore, OAuth
@@ -240,7 +240,7 @@ class Site:
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         if scope["type"] != "http":
             return
-        self.requests.append(Request(scope, await _body(receive)))
+        self.requests.append(Request(scope, await read_body(receive)))
         document = self.documents.get(scope["path"])
         await _respond(send, 200 if document is not None else 404, document if document is not None else {})
 
@@ -486,7 +486,7 @@ class Endless:
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         if scope["type"] != "http":
             return
-        await _body(receive)
+        await read_body(receive)
         head = [(b"content-type", b"application/json")]
         await send({"type": "http.response.start", "status": 200, "headers": head})
         await send({"type": "http.response.body", "body": b'{"access_token": "', "more_body": True})

@@ -9,7 +9,7 @@ from typing import Any
 
 import httpx
 import pytest
-from http_support import HTTPX_GENERATORS, ServerThread, stateless_body, stateless_headers
+from http_support import HTTPX_GENERATORS, ServerThread, read_body, stateless_body, stateless_headers
 from http_support import collect_garbage as collect_garbage
 from http_support import http as http
 from http_support import server as server
@@ -105,12 +105,7 @@ class RefusingDiscover:
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         if scope["type"] != "http":
             return
-        body = b""
-        while True:
-            message = await receive()
-            body += message.get("body", b"")
-            if not message.get("more_body"):
-                break
+        body = await read_body(receive)
         request = json.loads(body) if body else {}
         self.methods.append(f"{scope['method']} {request.get('method')}")
         reply = json.dumps({"jsonrpc": "2.0", "id": request.get("id"), "error": self.refusal}).encode()

@@ -15,7 +15,7 @@ import anyio
 import anyio.lowlevel
 import anyio.to_thread
 import pytest
-from helpers import init_frame, notification_frame, request_frame
+from helpers import add_patient_tool, init_frame, notification_frame, request_frame
 
 from jsonrpc_mcp import Client, Context, Server
 from jsonrpc_mcp import types as t
@@ -632,16 +632,7 @@ async def test_a_cancelled_call_of_a_read_reaches_its_running_plain_tool_and_is_
     sync_path: str,
 ) -> None:
     server = Server("cancel", "1")
-    started, saw, give_up = threading.Event(), threading.Event(), threading.Event()
-
-    @server.tool()
-    def patient(ctx: Context) -> str:
-        started.set()
-        while not ctx.cancelled:  # a long computation that looks now and then
-            if give_up.wait(0.01):
-                return "never told"
-        saw.set()
-        return "stopped"
+    started, saw, give_up = add_patient_tool(server)
 
     @server.tool()
     def quick(n: int) -> str:
