@@ -153,9 +153,7 @@ def _answer_sync(pending: Pending) -> bytes:
     req = pending.request
     sync: SyncCall = pending.coro  # type: ignore[assignment]
     try:
-        value = sync.fn(*sync.args)  # (SyncCall.run, without its call)
-        then = sync.then
-        return encode_result(req.id, value if then is None else then(sync.then_arg, value))
+        return encode_result(req.id, sync.run())
     except Exception as exc:
         return _failure_reply(req, exc)
 
