@@ -9,18 +9,25 @@ pacer's clock is the test's own (spaced reports without waiting), so nothing dep
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
 import anyio
 import anyio.lowlevel
+import anyio.to_thread
 import pytest
 from helpers import RawPeer, notification_frame, raw_server, request_frame
 
 from jsonrpc_mcp import Client, Context, Server
+from jsonrpc_mcp.jsonrpc.dispatch import Dispatcher
 from jsonrpc_mcp.jsonrpc.streams import NOTIFICATION, MessageStream, Outgoing
+from jsonrpc_mcp.jsonrpc.workers import run_in_worker
 from jsonrpc_mcp.mcp import progress as pacing
+from jsonrpc_mcp.mcp.context import call_on_worker_thread
+from jsonrpc_mcp.mcp.session import ServerSession
+from jsonrpc_mcp.mcp.versions import Era
 from jsonrpc_mcp.tasks import MemoryTaskStore, Tasks
 from jsonrpc_mcp.transports.memory import memory_pair
 
@@ -292,3 +299,52 @@ async def test_what_a_pacer_keeps_is_bounded(monkeypatch: pytest.MonkeyPatch) ->
     await pacer.finish("a")
     pacer.drop("b")
     assert passed[-1] == ("a", 2) and pacer.held == 0 and "a" not in pacer and "b" not in pacer
+
+
+class SpawnSeen(Dispatcher):
+    """A dispatcher that says when it has taken work to spawn (``spawned``, set from any thread)."""
+
+    def __init__(self, stream: MessageStream) -> None:
+        super().__init__(stream, lambda req, context: b"")
+        self.spawned = threading.Event()
+
+    def spawn(self, fn: Any, *args: Any) -> bool:
+        taken = super().spawn(fn, *args)
+        self.spawned.set()
+        return taken
+
+
+async def test_a_plain_tools_report_is_not_waited_for_once_its_connection_ends_without_sending_it() -> None:
+    """The report of a plain tool's thread is handed to the connection's event loop; a connection that ends
+    before it runs drops it (``Dispatcher.close``: kept work is dropped), and the thread goes on, not waiting
+    for a report that will never be made."""
+    ours, theirs = memory_pair()
+    dispatcher = SpawnSeen(ours)  # (not serving yet: what it spawns is kept until it does)
+    server = Server("s")
+    session = ServerSession(server, dispatcher)
+    ctx = Context(
+        session=session,
+        request_id=1,
+        method="tools/call",
+        era=Era.HANDSHAKE,
+        version="2025-11-25",
+        client_capabilities={},
+    )
+
+    def tool() -> str:
+        ctx.report_progress(1)
+        return "went on"
+
+    with anyio.fail_after(10):
+        async with anyio.create_task_group() as tg:
+            result: list[str] = []
+
+            async def call() -> None:
+                result.append(await run_in_worker(call_on_worker_thread, tool, {}))
+
+            tg.start_soon(call)
+            await anyio.to_thread.run_sync(dispatcher.spawned.wait)
+            dispatcher.close()
+    await ours.aclose()
+    await theirs.aclose()
+    assert result == ["went on"]

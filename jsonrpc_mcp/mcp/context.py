@@ -80,6 +80,10 @@ _RESULT_TYPE_OF: Final = {
 _worker_thread = threading.local()
 
 
+#: How often a worker thread waiting for its progress report to be handed on looks whether the connection ended.
+_GONE_CHECK: Final = 0.1
+
+
 def call_on_worker_thread(fn: Callable[..., Any], kwargs: Mapping[str, Any]) -> Any:
     """Call ``fn(**kwargs)`` as a plain handler on a worker thread (see :func:`on_worker_thread`)."""
     _worker_thread.busy = True
@@ -225,8 +229,12 @@ class Context(msgspec.Struct, kw_only=True):
             finally:
                 done.set()
 
-        if self.session.dispatcher.spawn(report):  # (False once the connection ended: nothing to send to)
-            done.wait()
+        dispatcher = self.session.dispatcher
+        if dispatcher.spawn(report):  # (False once the connection ended: nothing to send to)
+            # A connection that ends before the report's task runs drops it: the thread does not wait on for it.
+            while not done.wait(_GONE_CHECK):
+                if dispatcher.closed:
+                    break
         if failed:
             raise failed[0]
 
