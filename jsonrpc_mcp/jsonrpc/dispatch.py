@@ -493,7 +493,7 @@ class Dispatcher:
                     if lane is None:
                         lane = ParkedCalls()
                     job = Job(_answer_sync, (pending,), None, POOL)  # (in a copy of the context: the request's own)
-                    lane.add(job, job.context, job)
+                    lane.add(job, job.context)
                     continue
                 handler = self._run_request(pending)
                 context = copy_context()

@@ -439,7 +439,10 @@ class ParkedCalls:
         """Whether a call is done that was not taken."""
         return bool(self._done)
 
-    def add(self, job: Job, context: Context, owner: object) -> None:
+    def add(self, job: Job, context: Context, owner: object = None) -> None:
+        """Add ``job``, to run in ``context``; :meth:`take` gives ``owner`` for it once it is done (the job itself
+        when ``None``: a job that named itself its owner would be a reference cycle, freed only by the garbage
+        collector)."""
         job.context, job.owner, job.wake = context, owner, self._arrived
         self._unsent.append(job)
         self.left += 1
@@ -502,12 +505,13 @@ class ParkedCalls:
     def take(self) -> Any:
         """The owner of a call done (there must be one: :attr:`done`)."""
         self.left -= 1
-        return self._done.popleft().owner
+        job = self._done.popleft()
+        return job if job.owner is None else job.owner
 
     def take_all(self) -> list[Any]:
         """The owners of every call done (none: an empty list)."""
         done = self._done
-        owners = [job.owner for job in done]
+        owners = [job if job.owner is None else job.owner for job in done]
         done.clear()
         self.left -= len(owners)
         return owners
