@@ -540,6 +540,57 @@ async def test_the_calls_of_the_lane_are_freed_without_the_garbage_collector() -
     assert left == []
 
 
+async def test_a_post_whose_call_is_on_the_lane_waits_for_its_answer_without_glancing(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Over Streamable HTTP a POST whose handler has yet to answer first looks for the answer in the loop's next few
+    passes (an ``async def`` tool's often comes there), then waits with a timeout. A call on the sync lane comes back
+    only after a worker thread's hop, so its POST waits at once; both answer as JSON."""
+    from http_support import JSON_HEADERS, asgi_request, call_body, init_body
+
+    from jsonrpc_mcp.transports import _http_outlet
+    from jsonrpc_mcp.transports.http_asgi import McpAsgiApp
+
+    server = Server("lane", "1")
+
+    @server.tool()
+    def plain(n: int) -> str:
+        return f"plain {n}"
+
+    @server.tool()
+    async def coroutine(n: int) -> str:
+        return f"coroutine {n}"
+
+    glanced: list[int] = []
+    glance = _http_outlet._glance
+
+    async def counted(feed: Any) -> Any:
+        glanced.append(1)
+        return await glance(feed)
+
+    monkeypatch.setattr(_http_outlet, "_glance", counted)
+    app = McpAsgiApp(server, path="/mcp")
+
+    async def post(body: dict[str, Any], headers: dict[str, str]) -> tuple[int, dict[str, str], bytes]:
+        return await asgi_request(app, "POST", headers, json.dumps(body).encode())
+
+    async with app.lifespan():
+        status, headers, _ = await post(init_body(), JSON_HEADERS)
+        assert status == 200
+        session = {**JSON_HEADERS, "Mcp-Session-Id": headers["mcp-session-id"], "MCP-Protocol-Version": "2025-11-25"}
+        await post({"jsonrpc": "2.0", "method": "notifications/initialized"}, session)
+        answers = {}
+        for name in ("plain", "coroutine"):
+            before = len(glanced)
+            status, headers, body = await post(call_body(1, name, {"n": 1}), session)
+            text = json.loads(body)["result"]["content"][0]["text"]
+            answers[name] = (status, headers["content-type"], text, len(glanced) - before)
+    assert answers == {
+        "plain": (200, "application/json", "plain 1", 0),
+        "coroutine": (200, "application/json", "coroutine 1", 1),
+    }
+
+
 async def test_plain_resources_prompts_and_completions_take_the_lane_too(monkeypatch: pytest.MonkeyPatch) -> None:
 
     server = Server("lane", "1")

@@ -173,6 +173,12 @@ class Pending(msgspec.Struct):
     cancelled: bool = False  # by the peer: it is never answered
     answering: bool = False  # its handler has returned: it can no longer be cancelled
 
+    @property
+    def on_worker_thread(self) -> bool:
+        """Whether the request is on the sync lane: its answer comes once a worker thread has run it, never within
+        the loop's next few passes (as an ``async def`` handler's often does)."""
+        return type(self.coro) is SyncCall
+
 
 class _Run(list[Pending]):
     """Handlers started together, in one task (:meth:`Dispatcher._run_handlers`), whose token is ``token``."""

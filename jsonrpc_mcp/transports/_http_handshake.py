@@ -122,7 +122,8 @@ class HandshakeEndpoint:
             raise unavailable(exc, getattr(msg, "id", None)) from None
         if type(answer) is Pending:
             outlet = self._open_exchange(session, (msg.id,))
-            await self._respond(session, outlet, receive, send, waiting=True, until=headers.until)
+            soon = not answer.on_worker_thread
+            await self._respond(session, outlet, receive, send, waiting=True, soon=soon, until=headers.until)
             return
         reply: bytes = answer  # type: ignore[assignment]
         status = answer_status(reply, stateless=False)
@@ -189,14 +190,15 @@ class HandshakeEndpoint:
         fmt: ResponseFormat | None = None,
         after: int = 0,
         waiting: bool = False,
+        soon: bool = True,
         answered: Sequence[tuple[bytes, int]] = (),
         until: float | None = None,
     ) -> None:
         """Write what ``outlet`` yields as this response of the session: ``after`` is the number of the last frame the
-        client has (those after it in the store are replayed first); ``waiting``: a handler has yet to answer;
-        ``answered``: answers made at once, as (frame, item kind), put first; ``until``: when the stream ends at the
-        latest (the request's admission, :attr:`Headers.until`). A delivered stream is forgotten as soon
-        as it ends, before this task yields again, so that a client that resumes it right after reading its end
+        client has (those after it in the store are replayed first); ``waiting``: a handler has yet to answer (``soon``:
+        as for :func:`respond`); ``answered``: answers made at once, as (frame, item kind), put first; ``until``: when
+        the stream ends at the latest (the request's admission, :attr:`Headers.until`). A delivered stream is forgotten
+        as soon as it ends, before this task yields again, so that a client that resumes it right after reading its end
         finds it gone."""
         outlet.buffer += len(answered)  # they are put before anything reads them: a batch's many must all fit
         connection = session.connect(outlet)
@@ -214,6 +216,7 @@ class HandshakeEndpoint:
                 fmt or self.format,
                 headers=session.id_header,
                 waiting=waiting,
+                soon=soon,
                 after=after,
                 replay=replay,
                 on_end=release,

@@ -214,6 +214,7 @@ async def respond(
     *,
     headers: HeaderList,
     waiting: bool = False,
+    soon: bool = True,
     after: int = 0,
     replay: Sequence[tuple[int, bytes]] = (),
     on_end: Callable[[bool], Awaitable[None]] | None = None,
@@ -222,17 +223,19 @@ async def respond(
     """Write what ``outlet`` yields through ``feed`` as the HTTP response, in the endpoint's ``fmt``, with
     ``headers``; True when its final frame was written.
 
-    ``waiting``: a handler has yet to answer; unless SSE is preferred it gets a little time to answer first, as
-    JSON, without the machinery of a stream. A stream runs beside a task that watches for the client going away
-    (which stops it); ``on_end(delivered)`` runs as soon as the stream has stopped, before that task is left (which
-    yields). ``after`` is the number of the last frame the client has (the outlet's count when ``feed`` was
-    connected, or the ``Last-Event-ID`` of a resumption, whose missed events come in ``replay``). ``until``: when
-    a stream ends at the latest (``time.time()`` seconds: the request's admission, an access token's expiry), as
-    when the server closes it; a JSON answer waits for its handler all the same.
+    ``waiting``: a handler has yet to answer; unless SSE is preferred it gets a little time to answer first, as JSON,
+    without the machinery of a stream. ``soon``: the answer may come within the loop's next few passes (an ``async def``
+    handler's first steps), so it is looked for there before the wait with a timeout; ``False`` for an answer that takes
+    a worker thread's hop, which waits with the timeout at once. A stream runs beside a task that watches for the client
+    going away (which stops it); ``on_end(delivered)`` runs as soon as the stream has stopped, before that task is left
+    (which yields). ``after`` is the number of the last frame the client has (the outlet's count when ``feed`` was
+    connected, or the ``Last-Event-ID`` of a resumption, whose missed events come in ``replay``). ``until``: when a
+    stream ends at the latest (``time.time()`` seconds: the request's admission, an access token's expiry), as when the
+    server closes it; a JSON answer waits for its handler all the same.
     """
     early: list[Item | None] = []
     if waiting and fmt.preference != "sse":  # a little time for the handler, then its answer as JSON at once
-        early = await _glance(feed)
+        early = await _glance(feed) if soon else []
         if not early:
             with anyio.move_on_after(_PATIENCE_SECONDS):
                 try:
