@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import json
 from typing import Any
 
@@ -12,6 +13,9 @@ from helpers import BOTH_RUNNERS, init_frame, notification_frame, raw_server, re
 
 from jsonrpc_mcp import Client, Context, MissingClientCapability, RpcError, Server
 from jsonrpc_mcp import types as t
+from jsonrpc_mcp.jsonrpc.dispatch import Dispatcher
+from jsonrpc_mcp.jsonrpc.streams import MessageStream
+from jsonrpc_mcp.mcp.session import ServerSession
 from jsonrpc_mcp.transports.memory import memory_pair
 
 pytestmark = [pytest.mark.anyio, pytest.mark.usefixtures("runner"), BOTH_RUNNERS]
@@ -307,3 +311,49 @@ async def test_cancellation_end_to_end_both_ways() -> None:
             await tool_cancelled.wait()
             assert (await client.call_tool("ask")).content[0].text == "gave up"  # type: ignore[union-attr]
             await sampling_cancelled.wait()
+
+
+async def test_a_connection_that_ends_leaves_no_cycles_behind() -> None:
+    """A connection's session, dispatcher and stream are freed by reference counting once it has ended (both eras:
+    a handler that answers at once, one that waits): with the cyclic collector off, none of them is left behind."""
+    server = Server("cycles", "1")
+
+    @server.tool(inline=True)
+    def now() -> str:
+        return "now"
+
+    @server.tool()
+    async def later() -> str:
+        await anyio.lowlevel.checkpoint()
+        return "later"
+
+    meta = {"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {}}
+
+    async def connection(frames: list[bytes]) -> None:
+        ours, theirs = memory_pair()
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(server.serve, theirs)
+            for frame in frames:
+                await send_raw(ours, frame)
+                with anyio.fail_after(10):
+                    (reply,) = await ours.receive()
+                assert b'"result"' in reply, reply
+            await ours.aclose()
+        await theirs.aclose()
+
+    calls = [request_frame(n, "tools/call", {"name": name}) for n, name in enumerate(("now", "later"))]
+    stateless = [
+        request_frame(n, "tools/call", {"name": name, "_meta": meta}) for n, name in enumerate(("now", "later"))
+    ]
+    kinds = (ServerSession, Dispatcher, MessageStream)
+    await connection([init_frame(), *calls])  # (what the first connection makes once, the server keeps)
+    gc.collect()
+    gc.disable()
+    try:
+        before = sum(1 for obj in gc.get_objects() if isinstance(obj, kinds))
+        await connection([init_frame(), *calls])
+        await connection(stateless)
+        left = sum(1 for obj in gc.get_objects() if isinstance(obj, kinds)) - before
+    finally:
+        gc.enable()
+    assert left == 0

@@ -30,6 +30,7 @@ from __future__ import annotations
 import logging
 import math
 import threading
+import weakref
 from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from contextvars import copy_context
 from types import CoroutineType
@@ -162,6 +163,31 @@ def _null_handler(req: Request, context: Any) -> bytes:
     raise RpcError("Method not found", code=codes.METHOD_NOT_FOUND)
 
 
+def _never() -> bool:
+    return False
+
+
+class _StreamHooks:
+    """What a dispatcher gives the stream it reads (:attr:`.MessageStream.fail_request`,
+    :attr:`.MessageStream.peer_replaced`), reaching the dispatcher through a weak reference: the stream, which the
+    dispatcher holds, does not hold it in turn, and both are freed by reference counting once the connection is
+    over (not left in a cycle for the cyclic collector). With the dispatcher gone, they do nothing."""
+
+    __slots__ = ("_dispatcher",)
+
+    def __init__(self, dispatcher: Dispatcher) -> None:
+        self._dispatcher = weakref.ref(dispatcher)
+
+    def fail_request(self, ident: RequestId, error: Exception) -> bool:
+        dispatcher = self._dispatcher()
+        return dispatcher is not None and dispatcher.fail(ident, error)
+
+    def peer_replaced(self) -> None:
+        dispatcher = self._dispatcher()
+        if dispatcher is not None:
+            dispatcher.peer_replaced()
+
+
 class Pending(msgspec.Struct):
     """A request whose handler has to wait. Its answer arrives through the stream (``related`` = its id)."""
 
@@ -245,7 +271,7 @@ class Dispatcher:
         on_request: RequestHandler = _null_handler,
         on_notification: NotificationHandler | None = None,
         *,
-        allow_batch: Callable[[], bool] = lambda: False,
+        allow_batch: Callable[[], bool] = _never,
         cancel_frame: Callable[[RequestId, str], bytes | None] | None = None,
         max_in_flight: int = 128,
         max_queued_bytes: int = 16 * 1024 * 1024,
@@ -256,8 +282,9 @@ class Dispatcher:
             raise ValueError("max_in_flight and max_queued_bytes must be at least 1")
         self.stream = stream
         if stream is not None:  # (a dispatcher that only answers, given no stream, as in tests)
-            stream.fail_request = self.fail
-            stream.peer_replaced = self.peer_replaced
+            hooks = _StreamHooks(self)
+            stream.fail_request = hooks.fail_request
+            stream.peer_replaced = hooks.peer_replaced
         self.on_request = on_request
         self.on_notification = on_notification
         self.allow_batch = allow_batch
@@ -273,7 +300,7 @@ class Dispatcher:
         #: Asked for each error response to one of our requests: ``True`` when the session is of the handshake era,
         #: whose errors :func:`~jsonrpc_mcp.errors.error_for_code` reads with the codes of earlier releases too
         #: (set by the client, which decides the era).
-        self.handshake: Callable[[], bool] = lambda: False
+        self.handshake: Callable[[], bool] = _never
         #: Asked before the answer of a request of the sync lane is written, with its id: an awaitable to await first
         #: (what the layer above must send before an answer: a request's progress held back), or ``None``.
         self.before_answer: Callable[[RequestId], Awaitable[None] | None] | None = None
@@ -755,6 +782,16 @@ class Dispatcher:
         for pending in list(self._inflight.values()):
             self.cancel_inbound(pending.request.id)
         self._fail_pending()
+
+    def forget_handlers(self) -> None:
+        """Let go of the handlers the layer above gave (``on_request``, ``on_notification``, ``allow_batch``,
+        ``before_answer``), when it is done with the connection: they hold their owner (a session), which holds this
+        dispatcher, and the two are freed by reference counting then, not left in a cycle for the cyclic collector.
+        A request that still came would be answered -32601, a notification dropped."""
+        self.on_request = _null_handler
+        self.on_notification = None
+        self.allow_batch = _never
+        self.before_answer = None
 
     # --- writing -------------------------------------------------------------------------------------------
 

@@ -618,12 +618,17 @@ class ServerSession:
             raise ConnectionClosed()
 
     def close(self) -> None:
-        """The connection is over: its handlers still running are cancelled, the server forgets it."""
+        """The connection is over: its handlers still running are cancelled, the server forgets it. The session lets
+        go of what links it to its dispatcher and back (:meth:`bind`'s handlers, the pacer's), so that a session of
+        one request (the stateless era on Streamable HTTP, thousands a second) is freed by reference counting as soon
+        as its transport drops it, not left in cycles for the cyclic collector."""
         if self.closed:
             return
         self.closed = True
         if self.dispatcher is not None:
             self.dispatcher.close()
+            self.dispatcher.forget_handlers()
+        self.pacer = None
         self.app.detach(self)
 
 
