@@ -560,7 +560,7 @@ class Dispatcher:
         try:
             while lane.left:
                 await lane.arrival()
-                await self._answer_sync(lane.take_all())
+                await self._write_lane_answers(lane.take_all())
         except BaseException:
             with anyio.CancelScope(shield=True):
                 while lane.left:
@@ -573,7 +573,7 @@ class Dispatcher:
                         self._forget_request(pending.request)
             raise
 
-    async def _answer_sync(self, jobs: list[Job]) -> None:
+    async def _write_lane_answers(self, jobs: list[Job]) -> None:
         """Write the answers of the sync lane's ``jobs`` (done), as :meth:`_run_request` would (:meth:`_reply`'s
         gathering: one write for them and those of the other handlers of this pass of the loop)."""
         writes = False

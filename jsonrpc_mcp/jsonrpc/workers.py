@@ -307,7 +307,7 @@ class WorkerPool:
         """``job`` has run (the lock held): its result goes back now, or with those of the calls that follow it on
         this thread — while there are some, for at most :attr:`handoff` seconds from the first one kept."""
         inbox = job.inbox
-        inbox._done.append(job)  # (Inbox.keep, without its call)
+        inbox.keep(job)
         unflushed = self._unflushed
         if not unflushed:
             self._kept_since = time.monotonic()
