@@ -223,13 +223,16 @@ async def test_a_dispatcher_whose_peer_is_replaced_fails_what_waited_and_cancels
             ours.peer_replaced()
             await cancelled.wait()
             answered: list[bytes] = []
+            came_back = anyio.Event()
 
             async def again() -> None:
                 answered.append(bytes(await dispatcher.request("again")))
+                came_back.set()
 
             tg.start_soon(again)
             assert await peer.sync() == [request_frame(2, "again")]  # (and no answer to the old peer's request 1)
             await peer.send(b'{"jsonrpc":"2.0","id":2,"result":{"new":true}}')
+            await came_back.wait()
             assert await peer.sync() == []
             assert answered == [b'{"new":true}'] and not dispatcher.closed
             tg.cancel_scope.cancel()
