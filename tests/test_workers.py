@@ -17,7 +17,7 @@ import anyio.to_thread
 import pytest
 from helpers import add_patient_tool, init_frame, notification_frame, request_frame
 
-from jsonrpc_mcp import Client, Context, Server
+from jsonrpc_mcp import Client, Context, InputRequired, ResourceNotFound, Server
 from jsonrpc_mcp import types as t
 from jsonrpc_mcp.jsonrpc import dispatch
 from jsonrpc_mcp.jsonrpc.streams import MessageStream, Outgoing
@@ -551,8 +551,8 @@ async def test_a_post_whose_call_is_on_the_lane_waits_for_its_answer_without_gla
 ) -> None:
     """Over Streamable HTTP a POST whose handler has yet to answer first looks for the answer in the loop's next few
     passes (an ``async def`` tool's often comes there), then waits with a timeout. A call on the sync lane comes back
-    only after a worker thread's hop, so its POST waits at once; both answer as JSON."""
-    from http_support import JSON_HEADERS, asgi_request, call_body, init_body
+    only after a worker thread's hop, so its POST waits at once; both answer as JSON, in either era."""
+    from http_support import JSON_HEADERS, asgi_request, call_body, init_body, stateless_body, stateless_headers
 
     from jsonrpc_mcp.transports import _http_outlet
     from jsonrpc_mcp.transports.http_asgi import McpAsgiApp
@@ -591,9 +591,17 @@ async def test_a_post_whose_call_is_on_the_lane_waits_for_its_answer_without_gla
             status, headers, body = await post(call_body(1, name, {"n": 1}), session)
             text = json.loads(body)["result"]["content"][0]["text"]
             answers[name] = (status, headers["content-type"], text, len(glanced) - before)
+        for name in ("plain", "coroutine"):
+            before = len(glanced)
+            call = stateless_body(2, "tools/call", {"name": name, "arguments": {"n": 2}})
+            status, headers, body = await post(call, stateless_headers("tools/call", name))
+            text = json.loads(body)["result"]["content"][0]["text"]
+            answers[f"{name}, 2026-07-28"] = (status, headers["content-type"], text, len(glanced) - before)
     assert answers == {
         "plain": (200, "application/json", "plain 1", 0),
         "coroutine": (200, "application/json", "coroutine 1", 1),
+        "plain, 2026-07-28": (200, "application/json", "plain 2", 0),
+        "coroutine, 2026-07-28": (200, "application/json", "coroutine 2", 1),
     }
 
 
@@ -637,6 +645,57 @@ async def test_plain_resources_prompts_and_completions_take_the_lane_too(monkeyp
     assert prompt["result"]["messages"][0]["content"]["text"] == "Explain lanes"
     assert completion["result"]["completion"]["values"] == ["n?"]
     assert missing["error"]["code"] == -32002  # (found missing on the loop: answered at once)
+    assert handed == [3] and made == []
+
+
+async def test_the_plain_calls_of_the_stateless_era_take_the_lane_and_what_they_raise_is_answered_there(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """2026-07-28: the plain calls of one read take the lane as the handshake era's do (one hand-off, no coroutine),
+    and what a plain handler raises that the era answers in its own way is answered on the worker thread: the input
+    it asks for as an ``input_required`` result, a resource not found as -32602 with its URI."""
+    server = Server("lane", "1")
+    handed: list[int] = []
+    submit_many = POOL.submit_many
+    monkeypatch.setattr(POOL, "submit_many", lambda jobs: (handed.append(len(jobs)), submit_many(jobs)))
+    made: list[Any] = []
+    run_request = dispatch.Dispatcher._run_request
+    monkeypatch.setattr(dispatch.Dispatcher, "_run_request", lambda self, p: (made.append(p), run_request(self, p))[1])
+    asked = {"method": "elicitation/create", "params": {"message": "Name?", "requestedSchema": {"type": "object"}}}
+
+    @server.tool()
+    def quick(n: int) -> str:
+        return str(n)
+
+    @server.tool()
+    def ask() -> str:
+        raise InputRequired({"name": asked})
+
+    @server.resource("plain://{name}")
+    def named(name: str) -> str:
+        raise ResourceNotFound(f"plain://{name}")
+
+    meta = {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}},
+    }
+    stream = Reads()
+    try:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(server.serve, stream)
+            stream.read(
+                request_frame(1, "tools/call", {"name": "quick", "arguments": {"n": 1}, "_meta": meta}),
+                request_frame(2, "tools/call", {"name": "ask", "arguments": {}, "_meta": meta}),
+                request_frame(3, "resources/read", {"uri": "plain://x", "_meta": meta}),
+            )
+            with anyio.fail_after(10):
+                done, needs, missing = await stream.answered(1, 2, 3)
+            stream.end()
+    finally:
+        await stream.aclose()
+    assert done["result"]["resultType"] == "complete" and text(done) == "1"
+    assert needs["result"]["resultType"] == "input_required" and needs["result"]["inputRequests"] == {"name": asked}
+    assert missing["error"] == {"code": -32602, "message": "Resource not found", "data": {"uri": "plain://x"}}
     assert handed == [3] and made == []
 
 

@@ -70,6 +70,9 @@ _NOTHING: Final[Mapping[str, Any]] = MappingProxyType({})
 _HANDSHAKE: Final = Era.HANDSHAKE
 _SPENT: Final = "Invalid params: this requestState was answered already (it is single-use)"
 _STATELESS: Final = Era.STATELESS
+#: What a handler may raise that the stateless era answers with a result or an error of its own
+#: (:meth:`ServerSession._stateless_raised`).
+_ANSWERED_IN_THE_STATELESS_ERA: Final = (InputRequired, UrlElicitationRequired, ResourceNotFound)
 
 
 class UnsupportedProtocolVersion(RpcError):
@@ -442,13 +445,11 @@ class ServerSession:
     ) -> Any:
         try:
             out = spec.handler(ctx, call.params)
-        except InputRequired as need:
-            return self._input_required(ctx, need, call, answers, opened)
-        except UrlElicitationRequired as exc:
-            return self._input_required(ctx, _url_inputs(exc), call, answers, opened)
-        except ResourceNotFound as exc:
-            raise _stateless_not_found(exc) from None
-        if type(out) is CoroutineType or type(out) is SyncCall:  # (what it raises is answered here: awaited)
+        except _ANSWERED_IN_THE_STATELESS_ERA as exc:
+            return self._stateless_raised(exc, ctx, call, answers, opened)
+        if type(out) is SyncCall:  # (the sync lane: what the call raises is answered on its worker thread too)
+            return SyncCall(self._run_stateless_sync, out, ctx, call, answers, opened)
+        if type(out) is CoroutineType:  # (what it raises is answered here: awaited)
             return self._await_stateless(ctx, out, call, answers, opened)
         return out
 
@@ -457,12 +458,30 @@ class ServerSession:
     ) -> Any:
         try:
             return await coro
-        except InputRequired as need:
-            return self._input_required(ctx, need, call, answers, opened)
-        except UrlElicitationRequired as exc:
+        except _ANSWERED_IN_THE_STATELESS_ERA as exc:
+            return self._stateless_raised(exc, ctx, call, answers, opened)
+
+    def _run_stateless_sync(
+        self, sync: SyncCall, ctx: Context, call: Call, answers: dict[str, Any], opened: Any
+    ) -> Any:
+        """On a worker thread: a plain handler's call, what it raises answered as :meth:`_await_stateless` answers
+        it."""
+        try:
+            return sync.run()
+        except _ANSWERED_IN_THE_STATELESS_ERA as exc:
+            return self._stateless_raised(exc, ctx, call, answers, opened)
+
+    def _stateless_raised(
+        self, exc: Exception, ctx: Context, call: Call, answers: dict[str, Any], opened: StatePayload | None
+    ) -> dict[str, Any]:
+        """What a handler raising one of :data:`_ANSWERED_IN_THE_STATELESS_ERA` is answered in the stateless era: an
+        input-required result for the input it asked for, or the error of a resource not found."""
+        if isinstance(exc, InputRequired):
+            return self._input_required(ctx, exc, call, answers, opened)
+        if isinstance(exc, UrlElicitationRequired):
             return self._input_required(ctx, _url_inputs(exc), call, answers, opened)
-        except ResourceNotFound as exc:
-            raise _stateless_not_found(exc) from None
+        assert isinstance(exc, ResourceNotFound)
+        raise _stateless_not_found(exc) from None
 
     async def _claim_then_run(
         self, claim: Awaitable[bool], ctx: Context, spec: MethodSpec, call: Call, answers: dict[str, Any], opened: Any

@@ -100,7 +100,17 @@ async def serve_alone(
     try:
         async with open_handler_tasks() as tasks:  # (leaving it cancels a handler still running, and waits)
             dispatcher.use_tasks(tasks)
-            await respond(send, receive, outlet, connection, fmt, headers=[], waiting=True, until=headers.until)
+            await respond(
+                send,
+                receive,
+                outlet,
+                connection,
+                fmt,
+                headers=[],
+                waiting=True,
+                until=headers.until,
+                soon=not answer.on_worker_thread,  # (a plain handler's answer comes after a thread's hop)
+            )
     finally:
         outlet.disconnect(connection)
         session.close()
