@@ -74,6 +74,9 @@ TARGETS = (
     ("def tool (worker thread): HTTP server CPU per call ≤ 1.5x the async def tool's", "thread_cpu_http", 1.5, "<="),
     ("def tool (worker thread): stdio calls/s ≥ 1x TypeScript SDK 1.x", "thread_stdio_vs_ts", 1.0, ">="),
     ("def tool (worker thread): HTTP calls/s ≥ 1x TypeScript SDK 1.x", "thread_http_vs_ts", 1.0, ">="),
+    ("def tool, 2026-07-28: stdio CPU per call ≤ 1.5x the async def tool's", "thread_cpu_stateless_stdio", 1.5, "<="),
+    ("def tool, 2026-07-28: HTTP CPU per call ≤ 1.5x the async def tool's", "thread_cpu_stateless_http", 1.5, "<="),
+    ("def tool, 2026-07-28: stdio calls/s ≥ 1x TypeScript SDK v2", "thread_stateless_stdio_vs_ts_v2", 1.0, ">="),
     ("stdio calls/s ≥ 0.3x floor", "stdio_vs_floor", 0.3, ">="),
     ("p50 at 1 in flight ≤ 2x floor", "p50_c1_vs_floor", 2.0, "<="),
     ("HTTP calls/s ≥ 12x official Python SDK (low-level)", "http_vs_py_lowlevel", 12.0, ">="),
@@ -264,7 +267,7 @@ def compare_targets(scenario: Scenario) -> tuple[Target, ...]:
         # the Python SDKs need minutes for enough 64 KiB calls; this scenario's target is against the floor
         return (OURS, FLOOR, TS, TS_V2)
     if scenario.era == STATELESS:
-        return (OURS, OURS_ASYNC, FLOOR, PY_LOW, PY_HIGH, FASTMCP, TS_V2)
+        return (*OUR_FORMS, FLOOR, PY_LOW, PY_HIGH, FASTMCP, TS_V2)
     return (*OUR_FORMS, FLOOR, *ANCHORS)
 
 
@@ -596,7 +599,7 @@ def run_bench(args: argparse.Namespace, server_log: str) -> dict[str, Any]:
     for transport in ("stdio", "http"):
         for conc in concs:
             scn = Scenario(STATELESS, transport, "1k", conc)
-            plan += [(OURS, scn), (FLOOR, scn), (OURS_ASYNC, scn)]
+            plan += [(OURS, scn), (FLOOR, scn), (OURS_THREAD, scn), (OURS_ASYNC, scn)]
     for target, scn in plan:
         name = f"{scn.name}/{target.name}"
         if not wanted(name, args, scn.era):
@@ -766,6 +769,9 @@ def targets_report(summary: dict[str, Any], out: dict[str, Any]) -> dict[str, An
         "thread_cpu_http": ratio("http/1k/c64", "ours-thread", "ours-async", "cpu_us"),
         "thread_stdio_vs_ts": ratio("stdio/1k/c64", "ours-thread", "ts-sdk-v1"),
         "thread_http_vs_ts": ratio("http/1k/c64", "ours-thread", "ts-sdk-v1"),
+        "thread_cpu_stateless_stdio": ratio("stateless-stdio/1k/c64", "ours-thread", "ours-async", "cpu_us"),
+        "thread_cpu_stateless_http": ratio("stateless-http/1k/c64", "ours-thread", "ours-async", "cpu_us"),
+        "thread_stateless_stdio_vs_ts_v2": ratio("stateless-stdio/1k/c64", "ours-thread", "ts-sdk-v2"),
         "stdio_vs_floor": ratio("stdio/1k/c64", "ours", "floor"),
         "p50_c1_vs_floor": ratio("stdio/1k/c1", "ours", "floor", "p50_us"),
         "http_vs_py_lowlevel": ratio("http/1k/c64", "ours", "py-lowlevel"),
