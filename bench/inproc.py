@@ -116,14 +116,25 @@ def apply_variant(server: Any, variant: str | None) -> None:
         metrics.set_meter_provider(MeterProvider(metric_readers=[PeriodicExportingMetricReader(DropMetrics())]))
 
 
-def build(frames: int, batch: int, payload: int) -> list[bytes]:
+#: What a 2026-07-28 request carries instead of a handshake (``--era stateless``).
+STATELESS_META = {
+    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+    "io.modelcontextprotocol/clientCapabilities": {},
+    "io.modelcontextprotocol/clientInfo": {"name": "inproc", "version": "1"},
+}
+
+
+def build(frames: int, batch: int, payload: int, era: str = "handshake") -> list[bytes]:
     text = "x" * payload
 
-    def frame(i: int) -> bytes:
-        params = {"name": "echo", "arguments": {"text": text}}
+    def frame(i: int | str) -> bytes:
+        params: dict[str, Any] = {"name": "echo", "arguments": {"text": text}}
+        if era == "stateless":
+            params["_meta"] = STATELESS_META
         return msgspec.json.encode({"jsonrpc": "2.0", "id": i, "method": "tools/call", "params": params}) + b"\n"
 
-    return [INIT] + [
+    first = INIT if era == "handshake" else frame("warm")  # (the first read is not measured)
+    return [first] + [
         b"".join(frame(i) for i in range(base, min(base + batch, frames))) for base in range(0, frames, batch)
     ]
 
@@ -155,20 +166,26 @@ def main() -> None:
     p.add_argument("--backend", default="asyncio", choices=("asyncio", "trio"))
     p.add_argument("--uvloop", action="store_true", help="asyncio on uvloop's loop, as the benchmark's servers run")
     p.add_argument("--variant", choices=("bare", "noop2", "otel-unconfigured", "otel-sdk"))
+    p.add_argument(
+        "--era",
+        default="handshake",
+        choices=("handshake", "stateless"),
+        help="handshake: initialize, then 2025-11-25 calls (default); stateless: 2026-07-28 calls, each with its _meta",
+    )
     args = p.parse_args()
     module = __import__(args.server)
     import jsonrpc_mcp
 
     apply_variant(module.server, args.variant)
 
-    chunks = build(args.frames, args.batch, args.payload)
+    chunks = build(args.frames, args.batch, args.payload, args.era)
     options = {"use_uvloop": True} if args.uvloop else {}
     res = anyio.run(
         measure, module.server, chunks, args.frames, args.rounds, backend=args.backend, backend_options=options
     )
     print(
         f"{args.server} {args.payload} B x {args.batch} per read, {args.backend}{' (uvloop)' if args.uvloop else ''}, "
-        f"{args.variant or 'as loaded'}: "
+        f"{args.variant or 'as loaded'}{', 2026-07-28' if args.era == 'stateless' else ''}: "
         f"min {min(res):.2f} median {statistics.median(res):.2f} us CPU per frame "
         f"({jsonrpc_mcp.__file__})"
     )
