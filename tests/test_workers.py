@@ -452,6 +452,17 @@ class Reads(MessageStream):
         await self.answered("init")
 
 
+def spy_on_the_lane(monkeypatch: pytest.MonkeyPatch) -> tuple[list[int], list[Any]]:
+    """What the pool is handed (the size of each hand-off) and the requests given a coroutine, from now on."""
+    handed: list[int] = []
+    submit_many = POOL.submit_many
+    monkeypatch.setattr(POOL, "submit_many", lambda jobs: (handed.append(len(jobs)), submit_many(jobs)))
+    made: list[Any] = []
+    run_request = dispatch.Dispatcher._run_request
+    monkeypatch.setattr(dispatch.Dispatcher, "_run_request", lambda self, p: (made.append(p), run_request(self, p))[1])
+    return handed, made
+
+
 def call_frame(ident: int, tool: str, **arguments: Any) -> bytes:
     return request_frame(ident, "tools/call", {"name": tool, "arguments": arguments})
 
@@ -482,9 +493,7 @@ async def test_the_plain_calls_of_one_read_take_the_lane_in_one_hand_off_and_mak
     the calls of the read go to the pool in one hand-off, and on the thread the whole answer frame is made."""
 
     server = Server("lane", "1")
-    handed: list[int] = []
-    submit_many = POOL.submit_many
-    monkeypatch.setattr(POOL, "submit_many", lambda jobs: (handed.append(len(jobs)), submit_many(jobs)))
+    handed, made = spy_on_the_lane(monkeypatch)
     framed_on: list[bool] = []
     answer_sync = dispatch._answer_sync
 
@@ -494,9 +503,6 @@ async def test_the_plain_calls_of_one_read_take_the_lane_in_one_hand_off_and_mak
         return frame
 
     monkeypatch.setattr(dispatch, "_answer_sync", framed)
-    made: list[Any] = []
-    run_request = dispatch.Dispatcher._run_request
-    monkeypatch.setattr(dispatch.Dispatcher, "_run_request", lambda self, p: (made.append(p), run_request(self, p))[1])
 
     @server.tool()
     def quick(n: int) -> str:
@@ -608,12 +614,7 @@ async def test_a_post_whose_call_is_on_the_lane_waits_for_its_answer_without_gla
 async def test_plain_resources_prompts_and_completions_take_the_lane_too(monkeypatch: pytest.MonkeyPatch) -> None:
 
     server = Server("lane", "1")
-    handed: list[int] = []
-    submit_many = POOL.submit_many
-    monkeypatch.setattr(POOL, "submit_many", lambda jobs: (handed.append(len(jobs)), submit_many(jobs)))
-    made: list[Any] = []
-    run_request = dispatch.Dispatcher._run_request
-    monkeypatch.setattr(dispatch.Dispatcher, "_run_request", lambda self, p: (made.append(p), run_request(self, p))[1])
+    handed, made = spy_on_the_lane(monkeypatch)
 
     @server.resource("plain://{name}")
     def named(name: str) -> str:
@@ -655,12 +656,7 @@ async def test_the_plain_calls_of_the_stateless_era_take_the_lane_and_what_they_
     and what a plain handler raises that the era answers in its own way is answered on the worker thread: the input
     it asks for as an ``input_required`` result, a resource not found as -32602 with its URI."""
     server = Server("lane", "1")
-    handed: list[int] = []
-    submit_many = POOL.submit_many
-    monkeypatch.setattr(POOL, "submit_many", lambda jobs: (handed.append(len(jobs)), submit_many(jobs)))
-    made: list[Any] = []
-    run_request = dispatch.Dispatcher._run_request
-    monkeypatch.setattr(dispatch.Dispatcher, "_run_request", lambda self, p: (made.append(p), run_request(self, p))[1])
+    handed, made = spy_on_the_lane(monkeypatch)
     asked = {"method": "elicitation/create", "params": {"message": "Name?", "requestedSchema": {"type": "object"}}}
 
     @server.tool()
