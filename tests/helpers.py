@@ -7,6 +7,7 @@ frames in order, so everything received before the ping's reply is what the fram
 
 from __future__ import annotations
 
+import gc
 import itertools
 import json
 import sys
@@ -227,6 +228,19 @@ class PrincipalIntake(Intake):
 
     def __init__(self, principal: AccessToken | None) -> None:
         self.auth = principal
+
+
+def left_in_cycles(*kinds: type) -> list[Any]:
+    """The objects of ``kinds`` the cyclic collector finds unreachable now, left in reference cycles since it last
+    ran (call it with the collector disabled). Objects still in use are not counted: a worker thread's last call,
+    which it lets go of just after the answer is out, or another test's."""
+    gc.set_debug(gc.DEBUG_SAVEALL)
+    try:
+        gc.collect()
+        return [obj for obj in gc.garbage if isinstance(obj, kinds)]
+    finally:
+        gc.set_debug(0)
+        gc.garbage.clear()
 
 
 def paced(heard: Sequence[Any], reported: Sequence[Any]) -> bool:

@@ -16,7 +16,7 @@ from typing import Any
 import anyio
 import httpx
 import pytest
-from helpers import paced
+from helpers import left_in_cycles, paced
 from http_support import (
     HTTPX_GENERATORS,
     JSON_HEADERS,
@@ -349,19 +349,6 @@ async def test_json_preference_drops_side_messages(http: httpx.AsyncClient) -> N
         thread.stop()
 
 
-def _sessions_in_cycles() -> int:
-    """How many sessions, dispatchers and message streams the collector finds in cycles now, since it last ran (one
-    still in use, by a worker thread about to let go of its last call, is not its to free)."""
-    kinds = (ServerSession, Dispatcher, MessageStream)
-    gc.set_debug(gc.DEBUG_SAVEALL)
-    try:
-        gc.collect()
-        return sum(1 for obj in gc.garbage if isinstance(obj, kinds))
-    finally:
-        gc.set_debug(0)
-        gc.garbage.clear()
-
-
 async def test_a_stateless_post_leaves_no_cycles_behind() -> None:
     """The session of a stateless POST, its dispatcher and its stream are freed by reference counting once it is
     answered (at once, on a worker thread, after a wait, as SSE with progress): with the cyclic collector off, none
@@ -381,7 +368,7 @@ async def test_a_stateless_post_leaves_no_cycles_behind() -> None:
         gc.disable()
         try:
             await post_each()
-            left = _sessions_in_cycles()
+            left = len(left_in_cycles(ServerSession, Dispatcher, MessageStream))
         finally:
             gc.enable()
     assert left == 0

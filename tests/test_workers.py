@@ -15,7 +15,7 @@ import anyio
 import anyio.lowlevel
 import anyio.to_thread
 import pytest
-from helpers import add_patient_tool, init_frame, notification_frame, request_frame
+from helpers import add_patient_tool, init_frame, left_in_cycles, notification_frame, request_frame
 
 from jsonrpc_mcp import Client, Context, InputRequired, ResourceNotFound, Server
 from jsonrpc_mcp import types as t
@@ -472,14 +472,16 @@ def text(answer: Any) -> str:
 
 
 @asynccontextmanager
-async def serving(server: Server, version: str = "2025-11-25") -> AsyncIterator[Reads]:
-    """``server`` serving a :class:`Reads` connection, initialized; the connection ends when the block does."""
+async def serving(server: Server, version: str | None = "2025-11-25") -> AsyncIterator[Reads]:
+    """``server`` serving a :class:`Reads` connection, initialized at ``version`` (``None``: not at all, for the
+    stateless era); the connection ends when the block does."""
     stream = Reads()
     try:
         async with anyio.create_task_group() as tg:
             tg.start_soon(server.serve, stream)
-            with anyio.fail_after(10):
-                await stream.handshake(version)
+            if version is not None:
+                with anyio.fail_after(10):
+                    await stream.handshake(version)
             yield stream
             stream.end()
     finally:
@@ -539,14 +541,8 @@ async def test_the_calls_of_the_lane_are_freed_without_the_garbage_collector() -
             conn.read(*(call_frame(n, "quick", n=n) for n in range(1, 9)))
             with anyio.fail_after(10):
                 answers = await conn.answered(*range(1, 9))
-            # What the collector finds now is what was left in a cycle since it last ran (objects still in use, a
-            # worker thread's last job or another test's, are not its to free).
-            gc.set_debug(gc.DEBUG_SAVEALL)
-            gc.collect()
-            left = [o for o in gc.garbage if type(o) in (Job, ParkedCalls, dispatch.Pending)]
+            left = left_in_cycles(Job, ParkedCalls, dispatch.Pending)
         finally:
-            gc.set_debug(0)
-            gc.garbage.clear()
             gc.enable()
     assert [text(a) for a in answers] == [str(n) for n in range(1, 9)]
     assert left == []
@@ -675,20 +671,14 @@ async def test_the_plain_calls_of_the_stateless_era_take_the_lane_and_what_they_
         "io.modelcontextprotocol/protocolVersion": "2026-07-28",
         "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}},
     }
-    stream = Reads()
-    try:
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(server.serve, stream)
-            stream.read(
-                request_frame(1, "tools/call", {"name": "quick", "arguments": {"n": 1}, "_meta": meta}),
-                request_frame(2, "tools/call", {"name": "ask", "arguments": {}, "_meta": meta}),
-                request_frame(3, "resources/read", {"uri": "plain://x", "_meta": meta}),
-            )
-            with anyio.fail_after(10):
-                done, needs, missing = await stream.answered(1, 2, 3)
-            stream.end()
-    finally:
-        await stream.aclose()
+    async with serving(server, version=None) as conn:
+        conn.read(
+            request_frame(1, "tools/call", {"name": "quick", "arguments": {"n": 1}, "_meta": meta}),
+            request_frame(2, "tools/call", {"name": "ask", "arguments": {}, "_meta": meta}),
+            request_frame(3, "resources/read", {"uri": "plain://x", "_meta": meta}),
+        )
+        with anyio.fail_after(10):
+            done, needs, missing = await conn.answered(1, 2, 3)
     assert done["result"]["resultType"] == "complete" and text(done) == "1"
     assert needs["result"]["resultType"] == "input_required" and needs["result"]["inputRequests"] == {"name": asked}
     assert missing["error"] == {"code": -32602, "message": "Resource not found", "data": {"uri": "plain://x"}}
