@@ -16,6 +16,7 @@ import anyio
 import anyio.lowlevel
 import httpx
 import pytest
+from helpers import left_in_cycles
 from http_support import (
     HTTPX_GENERATORS,
     JSON_HEADERS,
@@ -36,7 +37,9 @@ from http_support import collect_garbage as collect_garbage
 
 from jsonrpc_mcp import Context, Server
 from jsonrpc_mcp.errors import RequestTimeout
-from jsonrpc_mcp.transports._http_handshake_session import HttpSession
+from jsonrpc_mcp.jsonrpc.dispatch import Dispatcher
+from jsonrpc_mcp.mcp.session import ServerSession
+from jsonrpc_mcp.transports._http_handshake_session import HttpSession, SessionStream
 from jsonrpc_mcp.transports.events import InMemoryEventStore
 from jsonrpc_mcp.transports.http_asgi import McpAsgiApp
 from jsonrpc_mcp.transports.http_serve import make_uvicorn_server
@@ -577,6 +580,39 @@ async def test_a_deleted_session_is_wound_up() -> None:
         assert live.closed and live.mcp.closed and live.dispatcher.closed and server.sessions() == []
         ping = {"jsonrpc": "2.0", "id": 3, "method": "ping"}
         assert (await asgi_request(app, "POST", session, json.dumps(ping).encode()))[0] == 404
+
+
+async def test_a_deleted_session_leaves_no_cycles_behind() -> None:
+    """A session DELETEd (after a call on a worker thread, after progress over SSE, or while a handler waits) is
+    freed by reference counting: with the cyclic collector off, none of its objects is left in a cycle (each such
+    session left ~20 objects behind, its stream holding the session that holds it)."""
+    app = McpAsgiApp(make_server())
+    calls = [("add", {"a": 1}), ("progress", {"steps": 2}), ("wait_for", {"key": "never"})]
+
+    async def each_deleted() -> None:
+        for ident, (name, arguments) in enumerate(calls):
+            _, headers, _ = await asgi_request(app, "POST", JSON_HEADERS, json.dumps(init_body()).encode())
+            session = {**JSON_HEADERS, "Mcp-Session-Id": headers["mcp-session-id"]}
+            initialized = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+            await asgi_request(app, "POST", session, json.dumps(initialized).encode())
+            body = json.dumps(call_body(ident, name, arguments, meta={"progressToken": ident})).encode()
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(asgi_request, app, "POST", session, body)
+                await anyio.wait_all_tasks_blocked()  # (answered, or its handler waits)
+                assert (await asgi_request(app, "DELETE", session))[0] == 200
+            await anyio.wait_all_tasks_blocked()
+
+    async with app.lifespan():
+        await each_deleted()  # (what the first sessions make once, the app keeps)
+        gc.collect()
+        gc.disable()
+        try:
+            await each_deleted()
+            left = left_in_cycles(HttpSession, SessionStream, ServerSession, Dispatcher)
+        finally:
+            gc.enable()
+    assert app.session_count == 0
+    assert left == []
 
 
 async def test_stateless_async_answers_with_the_sse_preference_are_streams() -> None:

@@ -65,7 +65,12 @@ def continue_in_task(coro: Coroutine[Any, Any, T], waits_for: Any, context: Cont
             except BaseException as exc:
                 waits_for = context.run(coro.throw, exc)
             else:
-                waits_for = context.run(coro.send, sent)
+                try:
+                    waits_for = context.run(coro.send, sent)
+                finally:
+                    # (trio sends an outcome: kept here, one holding the exception that ends the coroutine would be
+                    # a reference cycle, this frame being in the exception's traceback)
+                    del sent
         except StopIteration as end:
             return end.value  # type: ignore[no-any-return]
 

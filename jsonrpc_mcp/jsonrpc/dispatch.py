@@ -552,6 +552,11 @@ class Dispatcher:
                 await self._answer_lane(lane)
         finally:
             self._tasks.forget(run.token)  # type: ignore[union-attr]
+            # The task ends here; a cancelled one keeps its CancelledError, whose traceback holds this frame and so
+            # ``run`` and its requests: without their hold on the task, that is no reference cycle.
+            run.token = None
+            for pending in run:
+                pending.token = None
 
     async def _answer_lane(self, lane: ParkedCalls) -> None:
         """Answer the requests of the sync lane whose calls are in ``lane``, as their calls come back: those back in

@@ -17,6 +17,7 @@ client resumes them with ``GET`` + ``Last-Event-ID``, or the session ends.
 from __future__ import annotations
 
 import logging
+import weakref
 from collections.abc import Sequence
 from time import monotonic
 from typing import TYPE_CHECKING, Final
@@ -55,20 +56,28 @@ class Exchange(msgspec.Struct):
 
 
 class SessionStream(MessageStream):
-    """Where a session's dispatcher writes: each frame goes to the outlet it belongs to."""
+    """Where a session's dispatcher writes: each frame goes to the outlet it belongs to.
+
+    It reaches its session through a weak reference: the session holds the stream (and the dispatcher that holds it
+    too), so an ended session is freed by reference counting, not left in a cycle for the cyclic collector. A frame
+    written once the session is gone (by a handler winding up after DELETE) has nowhere to go and is dropped."""
 
     gathers_replies = False  # every answer goes to its own POST: nothing to gain by waiting for others
     network = HTTP_NETWORK
 
     def __init__(self, owner: HttpSession) -> None:
-        self.owner = owner
+        self._owner = weakref.ref(owner)
+        self.session_id = owner.id
 
     @property
-    def session_id(self) -> str:  # type: ignore[override]  # (read only: the session's)
-        return self.owner.id
+    def owner(self) -> HttpSession | None:
+        """The session, while it is alive."""
+        return self._owner()
 
     async def send(self, frames: Sequence[Outgoing]) -> None:
-        owner = self.owner
+        owner = self._owner()
+        if owner is None:
+            return
         for out in frames:
             frame, related, kind = out.frame, out.related, out.kind
             exchange = owner.exchanges.get(related) if related is not None else None
@@ -87,7 +96,8 @@ class SessionStream(MessageStream):
                 await exchange.outlet.put(frame, OTHER)
 
     def finished(self, request_id: RequestId) -> None:
-        exchange = self.owner.exchanges.pop(request_id, None)
+        owner = self._owner()
+        exchange = None if owner is None else owner.exchanges.pop(request_id, None)
         if exchange is None:
             return
         exchange.waiting.discard(request_id)
@@ -96,7 +106,8 @@ class SessionStream(MessageStream):
 
     def close_request_stream(self, request_id: RequestId) -> bool:
         """SEP-1699 polling: close the connection of this request's SSE stream; the client resumes with GET."""
-        exchange = self.owner.exchanges.get(request_id)
+        owner = self._owner()
+        exchange = None if owner is None else owner.exchanges.get(request_id)
         if exchange is None or not exchange.outlet.resumable:
             return False
         exchange.outlet.drop_connection()
