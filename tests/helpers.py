@@ -237,7 +237,8 @@ def left_in_cycles(*kinds: type) -> list[Any]:
     gc.set_debug(gc.DEBUG_SAVEALL)
     try:
         gc.collect()
-        return [obj for obj in gc.garbage if isinstance(obj, kinds)]
+        # (type(), not isinstance: a weak proxy among the garbage, whose object is gone, would raise ReferenceError)
+        return [obj for obj in gc.garbage if issubclass(type(obj), kinds)]
     finally:
         gc.set_debug(0)
         gc.garbage.clear()

@@ -190,6 +190,7 @@ async def test_a_blocked_outlet_put_ends_when_its_connection_goes() -> None:
 async def test_session_stream_routes_frames_by_their_kind_and_request() -> None:
     class Owner:
         def __init__(self) -> None:
+            self.id = "s1"
             self.exchanges: dict[Any, Any] = {}
             self.standalone = Outlet(None)
             self.record = None  # (served by this worker alone)

@@ -790,13 +790,17 @@ class Dispatcher:
 
     def forget_handlers(self) -> None:
         """Let go of the handlers the layer above gave (``on_request``, ``on_notification``, ``allow_batch``,
-        ``before_answer``), when it is done with the connection: they hold their owner (a session), which holds this
-        dispatcher, and the two are freed by reference counting then, not left in a cycle for the cyclic collector.
-        A request that still came would be answered -32601, a notification dropped."""
+        ``before_answer``, ``cancel_frame``, ``answers``, ``handshake``), when it is done with the connection: they
+        hold their owner (a session), which holds this dispatcher, and the two are freed by reference counting then,
+        not left in a cycle for the cyclic collector. A request that still came would be answered -32601, a
+        notification dropped."""
         self.on_request = _null_handler
         self.on_notification = None
         self.allow_batch = _never
         self.before_answer = None
+        self.cancel_frame = None
+        self.answers = None
+        self.handshake = _never
 
     # --- writing -------------------------------------------------------------------------------------------
 

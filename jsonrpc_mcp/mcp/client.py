@@ -276,7 +276,6 @@ class ClientSession:
         #: often the server reports: the latest report held meanwhile is passed when the interval ends, or before
         #: the result is returned (decision 104; 0: each report as it comes).
         self.progress_interval = check_interval(progress_interval)
-        self._paced = Pacer(self.progress_interval, _pass_progress, self._spawn)
         self._extra_capabilities = dict(capabilities or {})
         #: The protocol extensions this client declares (SEP-2133), by identifier.
         self.extensions: dict[str, Extension] = {extension.id: extension for extension in extensions}
@@ -308,6 +307,7 @@ class ClientSession:
         # stateless era a request from the server is dropped unanswered, and logged.
         self.dispatcher.answers = lambda: not self.stateless
         self.dispatcher.handshake = lambda: not self.stateless  # (the codes of earlier releases: errors.error_for_code)
+        self._paced = Pacer(self.progress_interval, _pass_progress, self.dispatcher.spawn)
         self.log_level: str | None = None
         self.max_input_rounds = 16
         #: The most pages ``list_tools`` and the other listings read before giving up on a server that never stops
@@ -336,9 +336,6 @@ class ClientSession:
         self.cache_auth = cache_auth
         stream.restart_session = self._restart_session
 
-    def _spawn(self, fn: Callable[..., Coroutine[Any, Any, Any]], *args: Any) -> bool:
-        return self.dispatcher.spawn(fn, *args)
-
     # --- connecting ----------------------------------------------------------------------------------------
 
     @classmethod
@@ -346,16 +343,30 @@ class ClientSession:
     async def connect(cls, stream: MessageStream, **options: Any) -> AsyncIterator[Self]:
         """Run a client over an already-open message stream and initialize it."""
         client = cls(stream, **options)
-        with unwrap_group():
-            async with anyio.create_task_group() as tg:
-                await tg.start(client.dispatcher.run)
-                try:
-                    await client.start()
-                    if client.ping_interval is not None:
-                        tg.start_soon(client._keep_alive)
-                    yield client
-                finally:
-                    tg.cancel_scope.cancel()
+        try:
+            with unwrap_group():
+                async with anyio.create_task_group() as tg:
+                    await tg.start(client.dispatcher.run)
+                    try:
+                        await client.start()
+                        if client.ping_interval is not None:
+                            tg.start_soon(client._keep_alive)
+                        yield client
+                    finally:
+                        tg.cancel_scope.cancel()
+        finally:
+            client._let_go()
+            # (a cancellation that passed through this frame may keep it in its traceback, in a cycle of the task
+            # group's own: the client is not to be kept with it)
+            del client
+
+    def _let_go(self) -> None:
+        """The connection is over: let go of what links this client to its dispatcher and stream and back (the
+        handlers it gave them), so that both are freed by reference counting, not left in cycles for the cyclic
+        collector. What the client learnt (``server_info``, ``server_capabilities``, ...) stays readable."""
+        self.dispatcher.forget_handlers()
+        if self.stream.restart_session == self._restart_session:
+            self.stream.restart_session = None
 
     # --- lifecycle -----------------------------------------------------------------------------------------
 
