@@ -620,29 +620,21 @@ async def test_a_client_whose_connection_is_over_is_freed_without_the_garbage_co
     progress pacer of its dispatcher's task spawner): with the cyclic collector off, neither the client nor its
     pacer is left in a reference cycle (each such client left ~100 objects for the collector to find). (The
     dispatcher, whose ``run`` the client cancels as it leaves, may be: the task group's cancelled task holds it.)"""
-    import gc
-
-    from helpers import left_in_cycles
+    from helpers import left_in_cycles_by
 
     from jsonrpc_mcp.mcp.client import ClientSession
     from jsonrpc_mcp.mcp.progress import Pacer
 
     server = make_server()
 
-    async def connect_and_call() -> str:
+    names: list[str] = []
+
+    async def connect_and_call() -> None:
         async with Client.connect_server(server, **options) as client:
             result = await client.call_tool("add", {"a": 1, "b": 2}, progress=lambda *_: None)
             assert structured_data(result) == {"result": 3}
             assert client.server_info is not None
-            return client.server_info.name
+            names.append(client.server_info.name)
 
-    await connect_and_call()  # (what the first connection makes once is kept)
-    gc.collect()
-    gc.disable()
-    try:
-        name = await connect_and_call()
-        left = left_in_cycles(ClientSession, Pacer)
-    finally:
-        gc.enable()
-    assert name == server.name
-    assert left == []
+    assert await left_in_cycles_by(connect_and_call, ClientSession, Pacer) == []
+    assert names == [server.name] * 2

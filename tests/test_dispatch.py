@@ -13,7 +13,7 @@ import anyio
 import anyio.lowlevel
 import pytest
 from fixtures.everything import make_server
-from helpers import BOTH_RUNNERS, RawPeer, left_in_cycles, paced, raw_server, request_frame, send_raw
+from helpers import BOTH_RUNNERS, RawPeer, left_in_cycles_by, paced, raw_server, request_frame, send_raw
 
 from jsonrpc_mcp import Client, ConnectionClosed, Context, RequestTimeout, RpcError, Server
 from jsonrpc_mcp.errors import InvalidParams
@@ -201,33 +201,28 @@ async def test_a_handler_cancelled_by_the_peer_leaves_nothing_in_a_cycle() -> No
     """A handler cancelled while it waits ends with the cancellation's traceback, which holds the frames it passed
     through: nothing of the request (its pending entry, its context) is left in a reference cycle with its task
     for the cyclic collector to find, on asyncio and trio."""
-    import gc
-
     server = Server("cancel", "1")
-    started = anyio.Event()
+    started: list[anyio.Event] = []
+    idents = iter((7, 8))
 
     @server.tool()
     async def forever(ctx: Context) -> str:
-        started.set()
+        started[-1].set()
         await anyio.sleep_forever()
         return "never"
 
     async with raw_server(server, version="2025-11-25") as peer:
-        for ident in (7, 8):  # (the first makes what is made once)
-            if ident == 8:
-                gc.collect()
-                gc.disable()
-            try:
-                started = anyio.Event()
-                await peer.send(request_frame(ident, "tools/call", {"name": "forever", "arguments": {}}))
-                with anyio.fail_after(5):
-                    await started.wait()
-                await peer.send(cancel_frame(ident, "user"))
-                assert await peer.sync() == []
-                left = left_in_cycles(Pending, Context)
-            finally:
-                gc.enable()
-    assert left == []
+
+        async def cancel_one() -> None:
+            ident = next(idents)
+            started.append(anyio.Event())
+            await peer.send(request_frame(ident, "tools/call", {"name": "forever", "arguments": {}}))
+            with anyio.fail_after(5):
+                await started[-1].wait()
+            await peer.send(cancel_frame(ident, "user"))
+            assert await peer.sync() == []
+
+        assert await left_in_cycles_by(cancel_one, Pending, Context) == []
 
 
 async def test_cancel_of_other_id_type_does_not_cancel() -> None:

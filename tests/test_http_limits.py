@@ -16,7 +16,7 @@ import anyio
 import anyio.lowlevel
 import httpx
 import pytest
-from helpers import left_in_cycles
+from helpers import left_in_cycles_by
 from http_support import (
     HTTPX_GENERATORS,
     JSON_HEADERS,
@@ -603,14 +603,7 @@ async def test_a_deleted_session_leaves_no_cycles_behind() -> None:
             await anyio.wait_all_tasks_blocked()
 
     async with app.lifespan():
-        await each_deleted()  # (what the first sessions make once, the app keeps)
-        gc.collect()
-        gc.disable()
-        try:
-            await each_deleted()
-            left = left_in_cycles(HttpSession, SessionStream, ServerSession, Dispatcher)
-        finally:
-            gc.enable()
+        left = await left_in_cycles_by(each_deleted, HttpSession, SessionStream, ServerSession, Dispatcher)
     assert app.session_count == 0
     assert left == []
 

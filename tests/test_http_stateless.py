@@ -9,14 +9,13 @@ long-lived ``subscriptions/listen`` stream.
 from __future__ import annotations
 
 import base64
-import gc
 import json
 from typing import Any
 
 import anyio
 import httpx
 import pytest
-from helpers import left_in_cycles, paced
+from helpers import left_in_cycles_by, paced
 from http_support import (
     HTTPX_GENERATORS,
     JSON_HEADERS,
@@ -363,12 +362,5 @@ async def test_a_stateless_post_leaves_no_cycles_behind() -> None:
             assert status == 200 and b'"complete"' in reply, reply
 
     async with app.lifespan():
-        await post_each()  # (what the first POSTs make once, the app keeps)
-        gc.collect()
-        gc.disable()
-        try:
-            await post_each()
-            left = len(left_in_cycles(ServerSession, Dispatcher, MessageStream))
-        finally:
-            gc.enable()
-    assert left == 0
+        left = await left_in_cycles_by(post_each, ServerSession, Dispatcher, MessageStream)
+    assert left == []
