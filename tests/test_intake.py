@@ -125,4 +125,8 @@ def test_the_stream_contract_keeps_only_what_every_transport_has() -> None:
         assert not hasattr(MessageStream, hook)
     # The Streamable HTTP server's streams hand their messages to the dispatcher themselves: nothing to receive.
     assert "receive" not in vars(_http_handshake_session.SessionStream)
-    assert not hasattr(_http_handshake_session.SessionStream(None), "arriving")  # type: ignore[arg-type]
+
+    class Session:  # (what a SessionStream needs of its session to be made)
+        id = "s1"
+
+    assert not hasattr(_http_handshake_session.SessionStream(Session()), "arriving")  # type: ignore[arg-type]
