@@ -520,6 +520,7 @@ class Dispatcher:
         if self._next_run is run:
             self._next_run = None
         lane: ParkedCalls | None = None  # the calls of the sync lane
+        waiting: Pending | None = None  # the handler that keeps this task, once one waits
         try:
             for at, pending in enumerate(run):
                 if type(pending.coro) is SyncCall:
@@ -542,7 +543,7 @@ class Dispatcher:
                     lane.send()
                     self._tasks.start_soon(self._answer_lane(lane), _HANDLER_TASK)  # type: ignore[union-attr]
                     lane = None
-                pending.token = run.token
+                pending.token, waiting = run.token, pending
                 if pending.cancelled:  # (by the peer before it started: cancelled where it waits, as a task is)
                     self._tasks.cancel(run.token)  # type: ignore[union-attr]
                 await continue_in_task(handler, waits_for, context)
@@ -555,8 +556,8 @@ class Dispatcher:
             # The task ends here; a cancelled one keeps its CancelledError, whose traceback holds this frame and so
             # ``run`` and its requests: without their hold on the task, that is no reference cycle.
             run.token = None
-            for pending in run:
-                pending.token = None
+            if waiting is not None:
+                waiting.token = None
 
     async def _answer_lane(self, lane: ParkedCalls) -> None:
         """Answer the requests of the sync lane whose calls are in ``lane``, as their calls come back: those back in

@@ -69,11 +69,6 @@ class SessionStream(MessageStream):
         self._owner = weakref.ref(owner)
         self.session_id = owner.id
 
-    @property
-    def owner(self) -> HttpSession | None:
-        """The session, while it is alive."""
-        return self._owner()
-
     async def send(self, frames: Sequence[Outgoing]) -> None:
         owner = self._owner()
         if owner is None:
