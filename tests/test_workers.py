@@ -29,6 +29,7 @@ from jsonrpc_mcp.jsonrpc.workers import (
     run_in_worker,
 )
 from jsonrpc_mcp.mcp.context import on_worker_thread
+from jsonrpc_mcp.middleware import CallNext, Message
 
 pytestmark = pytest.mark.anyio
 
@@ -640,6 +641,58 @@ async def test_plain_resources_prompts_and_completions_take_the_lane_too(monkeyp
     assert completion["result"]["completion"]["values"] == ["n?"]
     assert missing["error"]["code"] == -32002  # (found missing on the loop: answered at once)
     assert handed == [3] and made == []
+
+
+async def test_plain_calls_behind_plain_middleware_take_the_lane(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Plain middleware that passes on what ``call_next`` returns keeps a plain tool's call on the lane, in both
+    eras: one hand-off for the calls of a read and no coroutine, the middleware having seen each request and what
+    it changed reaching the tool. A middleware that awaits the outcome (``async def``) runs the call in a
+    coroutine, as before."""
+    server = Server("lane", "1")
+    handed, made = spy_on_the_lane(monkeypatch)
+    seen: list[Any] = []
+
+    def observe(message: Message, call_next: CallNext) -> Any:
+        seen.append(message.request_id)
+        if message.method == "tools/call":
+            message.params = {**message.params, "arguments": {"n": message.params["arguments"]["n"] * 10}}
+        return call_next(message)
+
+    server.middleware = (observe,)
+
+    @server.tool()
+    def quick(n: int) -> str:
+        return str(n)
+
+    meta = {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+    }
+    async with serving(server) as conn:
+        made.clear()
+        seen.clear()
+        conn.read(call_frame(1, "quick", n=1), call_frame(2, "quick", n=2))
+        with anyio.fail_after(10):
+            answers = await conn.answered(1, 2)
+    assert [text(a) for a in answers] == ["10", "20"] and seen == [1, 2]
+    assert handed == [2] and made == []
+    async with serving(server, version=None) as conn:
+        conn.read(request_frame(3, "tools/call", {"name": "quick", "arguments": {"n": 3}, "_meta": meta}))
+        with anyio.fail_after(10):
+            (answer,) = await conn.answered(3)
+    assert answer["result"]["resultType"] == "complete" and text(answer) == "30"
+    assert handed == [2, 1] and made == []
+
+    async def awaits(message: Message, call_next: CallNext) -> Any:
+        return await call_next(message)
+
+    server.middleware = (observe, awaits)
+    async with serving(server) as conn:
+        made.clear()
+        conn.read(call_frame(4, "quick", n=4))
+        with anyio.fail_after(10):
+            (answer,) = await conn.answered(4)
+    assert text(answer) == "40" and len(made) == 1
 
 
 async def test_the_plain_calls_of_the_stateless_era_take_the_lane_and_what_they_raise_is_answered_there(

@@ -28,7 +28,9 @@ What ``call_next`` returns depends on the middleware's kind. An ``async def`` mi
 call_next(message)``), and the request then runs in a task of its own: it needs the event loop. A plain ``def``
 middleware gets the result at once when the handler answers at once, or an awaitable when the handler has to
 wait, which it returns as it is (or wraps in a coroutine of its own to see the outcome): a server whose
-middleware are plain functions keeps answering at once what its handlers answer at once. A notification's
+middleware are plain functions keeps answering at once what its handlers answer at once, and a plain ``def``
+tool's call passed on as it is stays on the sync lane (its worker thread runs it whole, no coroutine made for
+it). A notification's
 ``call_next`` returns ``None``. A server without middleware pays nothing for the feature.
 """
 

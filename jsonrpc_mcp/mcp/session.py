@@ -339,9 +339,14 @@ class ServerSession:
         if self.dispatcher.still_wanted(ident):  # (a held report of a request cancelled meanwhile is not sent)
             await self.send_notification("notifications/progress", params, related=ident)
 
-    def _through_middleware(self, call: Call, chain: tuple[Middleware, ...]) -> bytes | Coroutine[Any, Any, bytes]:
+    def _through_middleware(
+        self, call: Call, chain: tuple[Middleware, ...]
+    ) -> bytes | Coroutine[Any, Any, bytes] | SyncCall:
         message = Message(self, call)
         out = run_chain(chain, message, _handle_message)
+        if type(out) is SyncCall:  # (a plain handler's, passed on as it is by plain middleware: the sync lane too)
+            out.finish_with(self._finish, message.call)
+            return out
         if is_awaitable(out):
             return self._finish_later(message.call, out)
         return self._finish(message.call, out)
