@@ -37,7 +37,7 @@ from http_support import collect_garbage as collect_garbage
 
 from jsonrpc_mcp import Context, Server
 from jsonrpc_mcp.errors import RequestTimeout
-from jsonrpc_mcp.jsonrpc.dispatch import Dispatcher
+from jsonrpc_mcp.jsonrpc.dispatch import Dispatcher, Pending
 from jsonrpc_mcp.mcp.session import ServerSession
 from jsonrpc_mcp.transports._http_handshake_session import HttpSession, SessionStream
 from jsonrpc_mcp.transports.events import InMemoryEventStore
@@ -605,6 +605,48 @@ async def test_a_deleted_session_leaves_no_cycles_behind() -> None:
     async with app.lifespan():
         left = await left_in_cycles_by(each_deleted, HttpSession, SessionStream, ServerSession, Dispatcher)
     assert app.session_count == 0
+    assert left == []
+
+
+async def test_a_stateless_post_whose_client_goes_away_mid_call_leaves_no_cycles_behind() -> None:
+    """2026-07-28: a POST whose client disconnects while its handler waits cancels the handler, and what the request
+    made (its pending entry, its context, the session and dispatcher that served it) is freed by reference
+    counting: with the cyclic collector off, none of it is left in a cycle."""
+    app = McpAsgiApp(make_server())
+    rounds = iter(range(1, 100))
+
+    async def gone_mid_call() -> None:
+        key = f"gone-{next(rounds)}"
+        waiting = stateless_body(1, "tools/call", {"name": "wait_for", "arguments": {"key": key}}, progressToken=1)
+        raw = [(k.lower().encode(), v.encode()) for k, v in stateless_headers("tools/call", "wait_for").items()]
+        scope = {"type": "http", "method": "POST", "path": "/mcp", "root_path": "", "http_version": "1.1"}
+        scope["headers"] = [(b"host", b"127.0.0.1:9"), *raw]
+        messages = [{"type": "http.request", "body": json.dumps(waiting).encode(), "more_body": False}]
+        waits = anyio.Event()
+
+        async def receive() -> Any:
+            if messages:
+                return messages.pop()
+            await waits.wait()
+            return {"type": "http.disconnect"}
+
+        async def send(message: Any) -> None:
+            if b"notifications/progress" in message.get("body", b""):  # (the handler reported, and now waits)
+                waits.set()
+
+        with anyio.fail_after(10):
+            await app(scope, receive, send)
+        check = stateless_body(2, "tools/call", {"name": "status", "arguments": {"key": key}})
+        _, _, body = await asgi_request(
+            app, "POST", stateless_headers("tools/call", "status"), json.dumps(check).encode()
+        )
+        assert json.loads(body)["result"]["content"][0]["text"] == "cancelled"
+        await anyio.wait_all_tasks_blocked()
+
+    try:
+        left = await left_in_cycles_by(gone_mid_call, Pending, Context, ServerSession, Dispatcher)
+    finally:
+        await app.aclose()
     assert left == []
 
 
