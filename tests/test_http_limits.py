@@ -332,6 +332,32 @@ async def test_without_lifespan_in_process_on_this_backend() -> None:
     assert app.session_count == 0 and not app.running
 
 
+async def gone_after_progress(app: McpAsgiApp, body: dict[str, Any]) -> list[Any]:
+    """POST the 2026-07-28 call ``body`` (of ``wait_for``, with a progress token) straight to the ASGI app, whose
+    client goes away (``http.disconnect``) once the handler's first progress is sent; what the app sent."""
+    raw = [(k.lower().encode(), v.encode()) for k, v in stateless_headers("tools/call", "wait_for").items()]
+    scope = {"type": "http", "method": "POST", "path": "/mcp", "root_path": "", "http_version": "1.1"}
+    scope["headers"] = [(b"host", b"127.0.0.1:9"), *raw]
+    messages = [{"type": "http.request", "body": json.dumps(body).encode(), "more_body": False}]
+    streaming = anyio.Event()
+    sent: list[Any] = []
+
+    async def receive() -> Any:
+        if messages:
+            return messages.pop()
+        await streaming.wait()
+        return {"type": "http.disconnect"}
+
+    async def send(message: Any) -> None:
+        sent.append(message)
+        if b"notifications/progress" in message.get("body", b""):  # (the handler reported, and now waits)
+            streaming.set()
+
+    with anyio.fail_after(10):
+        await app(scope, receive, send)
+    return sent
+
+
 async def test_stateless_async_handlers_in_process_on_this_backend() -> None:
     """2026-07-28: an async tool's task on this event loop: JSON when quick, SSE when it notifies first, and
     cancelled (and waited for) when the client goes away mid-call."""
@@ -349,26 +375,7 @@ async def test_stateless_async_handlers_in_process_on_this_backend() -> None:
 
         key = "gone-mid-call"
         waiting = stateless_body(3, "tools/call", {"name": "wait_for", "arguments": {"key": key}}, progressToken=1)
-        raw = [(k.lower().encode(), v.encode()) for k, v in stateless_headers("tools/call", "wait_for").items()]
-        scope = {"type": "http", "method": "POST", "path": "/mcp", "root_path": "", "http_version": "1.1"}
-        scope["headers"] = [(b"host", b"127.0.0.1:9"), *raw]
-        messages = [{"type": "http.request", "body": json.dumps(waiting).encode(), "more_body": False}]
-        streaming = anyio.Event()
-        sent: list[Any] = []
-
-        async def receive() -> Any:
-            if messages:
-                return messages.pop()
-            await streaming.wait()
-            return {"type": "http.disconnect"}
-
-        async def send(message: Any) -> None:
-            sent.append(message)
-            if b"notifications/progress" in message.get("body", b""):
-                streaming.set()
-
-        with anyio.fail_after(10):
-            await app(scope, receive, send)
+        sent = await gone_after_progress(app, waiting)
         assert sent[0]["status"] == 200 and sent[-1].get("more_body", True)  # never finished: the client left
         status_headers = stateless_headers("tools/call", "status")
         check = stateless_body(4, "tools/call", {"name": "status", "arguments": {"key": key}})
@@ -618,24 +625,7 @@ async def test_a_stateless_post_whose_client_goes_away_mid_call_leaves_no_cycles
     async def gone_mid_call() -> None:
         key = f"gone-{next(rounds)}"
         waiting = stateless_body(1, "tools/call", {"name": "wait_for", "arguments": {"key": key}}, progressToken=1)
-        raw = [(k.lower().encode(), v.encode()) for k, v in stateless_headers("tools/call", "wait_for").items()]
-        scope = {"type": "http", "method": "POST", "path": "/mcp", "root_path": "", "http_version": "1.1"}
-        scope["headers"] = [(b"host", b"127.0.0.1:9"), *raw]
-        messages = [{"type": "http.request", "body": json.dumps(waiting).encode(), "more_body": False}]
-        waits = anyio.Event()
-
-        async def receive() -> Any:
-            if messages:
-                return messages.pop()
-            await waits.wait()
-            return {"type": "http.disconnect"}
-
-        async def send(message: Any) -> None:
-            if b"notifications/progress" in message.get("body", b""):  # (the handler reported, and now waits)
-                waits.set()
-
-        with anyio.fail_after(10):
-            await app(scope, receive, send)
+        await gone_after_progress(app, waiting)
         check = stateless_body(2, "tools/call", {"name": "status", "arguments": {"key": key}})
         _, _, body = await asgi_request(
             app, "POST", stateless_headers("tools/call", "status"), json.dumps(check).encode()
