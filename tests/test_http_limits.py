@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import gc
 import importlib.util
+import itertools
 import json
 import tracemalloc
 from typing import Any
@@ -620,7 +621,7 @@ async def test_a_stateless_post_whose_client_goes_away_mid_call_leaves_no_cycles
     made (its pending entry, its context, the session and dispatcher that served it) is freed by reference
     counting: with the cyclic collector off, none of it is left in a cycle."""
     app = McpAsgiApp(make_server())
-    rounds = iter(range(1, 100))
+    rounds = itertools.count(1)
 
     async def gone_mid_call() -> None:
         key = f"gone-{next(rounds)}"

@@ -30,8 +30,7 @@ middleware gets the result at once when the handler answers at once, or an await
 wait, which it returns as it is (or wraps in a coroutine of its own to see the outcome): a server whose
 middleware are plain functions keeps answering at once what its handlers answer at once, and a plain ``def``
 tool's call passed on as it is stays on the sync lane (its worker thread runs it whole, no coroutine made for
-it). A notification's
-``call_next`` returns ``None``. A server without middleware pays nothing for the feature.
+it). A notification's ``call_next`` returns ``None``. A server without middleware pays nothing for the feature.
 """
 
 from __future__ import annotations

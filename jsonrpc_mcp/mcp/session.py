@@ -239,10 +239,15 @@ class ServerSession:
         out = self._handle(call)
         if type(out) is CoroutineType:
             return self._finish_later(call, out)
-        if type(out) is SyncCall:  # (the sync lane: the result encoded on the worker thread too)
-            out.finish_with(self._finish, call)
-            return out
+        if type(out) is SyncCall:
+            return self._on_the_lane(call, out)
         return self._finish(call, out)
+
+    def _on_the_lane(self, call: Call, sync: SyncCall) -> SyncCall:
+        """``sync``, a plain handler's call, with its result's encoding added: the dispatcher's sync lane runs both on
+        a worker thread, and makes no coroutine for the request."""
+        sync.finish_with(self._finish, call)
+        return sync
 
     def _handle(self, call: Call) -> Any:
         """The request's result, as its handler made it (or a coroutine producing it); raises RpcError."""
@@ -344,9 +349,8 @@ class ServerSession:
     ) -> bytes | Coroutine[Any, Any, bytes] | SyncCall:
         message = Message(self, call)
         out = run_chain(chain, message, _handle_message)
-        if type(out) is SyncCall:  # (a plain handler's, passed on as it is by plain middleware: the sync lane too)
-            out.finish_with(self._finish, message.call)
-            return out
+        if type(out) is SyncCall:  # (a plain handler's, passed on as it is by plain middleware)
+            return self._on_the_lane(message.call, out)
         if is_awaitable(out):
             return self._finish_later(message.call, out)
         return self._finish(message.call, out)
