@@ -4,6 +4,8 @@ server on it and on the plain per-call path it is checked against (the ``sync_pa
 from __future__ import annotations
 
 import contextvars
+import gc
+import inspect
 import json
 import os
 import threading
@@ -24,7 +26,9 @@ from jsonrpc_mcp.jsonrpc.streams import MessageStream, Outgoing
 from jsonrpc_mcp.jsonrpc.workers import (
     POOL,
     Job,
+    OneArgJob,
     ParkedCalls,
+    SyncCall,
     WorkerPool,
     run_in_worker,
 )
@@ -733,6 +737,83 @@ async def test_the_plain_calls_of_the_stateless_era_take_the_lane_and_what_they_
     assert needs["result"]["resultType"] == "input_required" and needs["result"]["inputRequests"] == {"name": asked}
     assert missing["error"] == {"code": -32602, "message": "Resource not found", "data": {"uri": "plain://x"}}
     assert handed == [3] and made == []
+
+
+async def test_a_full_window_of_plain_calls_parked_on_the_lane_stays_under_the_collectors_first_threshold(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A call parked on the sync lane (read, its job queued) keeps few objects alive that the cyclic collector
+    counts: the 64 calls a busy client keeps in flight stay under the 700 new objects that start its first pass
+    (the default threshold). Over that, it would run every few dozen calls under load, and walk the calls in flight
+    each time."""
+    gate = threading.Event()
+    pool = WorkerPool(max_threads=1)  # (the calls queue behind the first one, which waits for the gate)
+    monkeypatch.setattr(dispatch, "POOL", pool)
+    server = Server("lane", "1")
+
+    @server.tool()
+    def held(n: int) -> str:
+        gate.wait(10)
+        return str(n)
+
+    async with serving(server) as conn:
+        try:
+            with anyio.fail_after(10):
+                conn.read(call_frame(0, "held", n=0))
+                await until(lambda: pool.threads == 1 and pool.queued == 0)
+                gc.collect()
+                gc.disable()
+                before = gc.get_count()[0]
+                conn.read(*(call_frame(n, "held", n=n) for n in range(1, 65)))
+                await until(lambda: pool.queued == 64)
+                for _ in range(3):  # (what the read made for itself alone is freed)
+                    await anyio.lowlevel.checkpoint()
+                kept = gc.get_count()[0] - before
+        finally:
+            gc.enable()
+            gate.set()
+        with anyio.fail_after(10):
+            answers = await conn.answered(*range(65))
+    assert [text(a) for a in answers] == [str(n) for n in range(65)]
+    assert kept < 700, f"64 calls parked on the lane keep {kept} objects the collector counts"
+
+
+async def test_the_stateless_era_adds_to_a_plain_call_on_the_lane_rather_than_wrapping_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """2026-07-28: what answers the input a plain handler raises is added to its call (``SyncCall.rescue_with``), and
+    the session's encoding too (``finish_with``), each a plain function with its arguments: the lane runs the
+    handler's own call, not a second call around it with a bound method of the session (objects each call in
+    flight would keep alive)."""
+    from jsonrpc_mcp.mcp import tools
+
+    server = Server("lane", "1")
+    seen: list[SyncCall] = []
+    add = ParkedCalls.add
+
+    def spy(self: ParkedCalls, job: OneArgJob, context: Any, owner: object = None) -> None:
+        seen.append(job.arg.coro)
+        add(self, job, context, owner)
+
+    monkeypatch.setattr(ParkedCalls, "add", spy)
+
+    @server.tool()
+    def quick(n: int) -> str:
+        return str(n)
+
+    meta = {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+    }
+    async with serving(server, version=None) as conn:
+        conn.read(request_frame(1, "tools/call", {"name": "quick", "arguments": {"n": 1}, "_meta": meta}))
+        with anyio.fail_after(10):
+            (done,) = await conn.answered(1)
+    assert text(done) == "1"
+    (call,) = seen
+    assert call.fn is tools._call_plain
+    assert call.rescue is not None and call.then is not None
+    assert not inspect.ismethod(call.rescue) and not inspect.ismethod(call.then)
 
 
 async def test_a_batch_of_plain_calls_is_answered_as_one_array_in_its_order(sync_path: str) -> None:

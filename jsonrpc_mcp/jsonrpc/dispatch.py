@@ -62,7 +62,7 @@ from .wire import (
     is_batch,
     read_message,
 )
-from .workers import POOL, Job, ParkedCalls, SyncCall
+from .workers import POOL, OneArgJob, ParkedCalls, SyncCall
 
 __all__ = (
     "Dispatcher",
@@ -526,7 +526,7 @@ class Dispatcher:
                 if type(pending.coro) is SyncCall:
                     if lane is None:
                         lane = ParkedCalls()
-                    job = Job(_answer_sync, (pending,), None, POOL)  # (in a copy of the context: the request's own)
+                    job = OneArgJob(_answer_sync, pending, POOL)  # (in a copy of the context: the request's own)
                     lane.add(job, job.context)
                     continue
                 handler = self._run_request(pending)
@@ -572,20 +572,20 @@ class Dispatcher:
                 while lane.left:
                     await lane.arrival()
                     while lane.done:
-                        pending = lane.take().args[0]
+                        pending = lane.take().arg
                         pending.answering = True
                         if pending.cancelled:
                             self.stream.finished(pending.request.id)
                         self._forget_request(pending.request)
             raise
 
-    async def _write_lane_answers(self, jobs: list[Job]) -> None:
+    async def _write_lane_answers(self, jobs: list[OneArgJob]) -> None:
         """Write the answers of the sync lane's ``jobs`` (done), as :meth:`_run_request` would (:meth:`_reply`'s
         gathering: one write for them and those of the other handlers of this pass of the loop)."""
         writes = False
         try:
             for job in jobs:
-                pending: Pending = job.args[0]
+                pending: Pending = job.arg
                 req = pending.request
                 pending.answering = True
                 if self.before_answer is not None:
@@ -611,7 +611,7 @@ class Dispatcher:
                 await self._write_gathered()
         finally:
             for job in jobs:
-                self._forget_request(job.args[0].request)
+                self._forget_request(job.arg.request)
 
     def _forget_request(self, req: Request) -> None:
         """``req`` is answered (its answer handed to the stream) or never will be: its id is free again."""

@@ -48,6 +48,7 @@ import anyio
 __all__ = (
     "POOL",
     "Job",
+    "OneArgJob",
     "ParkedCalls",
     "SyncCall",
     "WorkerPool",
@@ -82,6 +83,24 @@ class _Job:
         """On a worker thread: the call (its outcome goes back to the caller's event loop: WorkerPool._done)."""
         try:
             self.value = self.context.run(self.fn, *self.args)
+        except BaseException as exc:  # (the caller re-raises it)
+            self.error = exc
+
+
+class OneArgJob(_Job):
+    """A call of ``fn(arg)``: :class:`Job`'s with its one argument kept as it is (the sync lane's, one per request
+    in flight: no tuple made for it)."""
+
+    __slots__ = ("arg",)
+
+    def __init__(self, fn: Callable[[Any], Any], arg: Any, pool: WorkerPool) -> None:
+        super().__init__(fn, (), None, pool)
+        self.arg = arg
+
+    def run(self) -> None:
+        """On a worker thread: the call (see :meth:`Job.run`)."""
+        try:
+            self.value = self.context.run(self.fn, self.arg)
         except BaseException as exc:  # (the caller re-raises it)
             self.error = exc
 
@@ -370,26 +389,47 @@ class SyncCall:
     dispatcher makes no coroutine for it; it hands the calls of one read to the pool together, each in its request's
     own context, and writes their answers as they come back (``Dispatcher._run_handlers``). Anywhere else it is an
     awaitable like any other: awaited, the call runs on a worker thread as :func:`run_in_worker` runs it (a wrapper
-    around a handler, a task that runs it, the plain reference runner)."""
+    around a handler, a task that runs it, the plain reference runner).
 
-    __slots__ = ("args", "fn", "then", "then_arg")
+    What the layers above add to the call (:meth:`rescue_with`, :meth:`finish_with`) are plain functions with their
+    arguments, not bound methods or wrappers: a call parked on the lane holds as few objects as it can (a request in
+    flight keeps them alive, and enough of them alive at once start the garbage collector's passes)."""
+
+    __slots__ = ("args", "fn", "rescue", "rescue_arg", "then", "then_arg", "then_target")
 
     def __init__(self, fn: Callable[..., Any], *args: Any) -> None:
         self.fn = fn
         self.args = args
-        self.then: Callable[[Any, Any], Any] | None = None
+        self.rescue: Callable[[Any, Exception], Any] | None = None
+        self.rescue_arg: Any = None
+        self.then: Callable[[Any, Any, Any], Any] | None = None
+        self.then_target: Any = None
         self.then_arg: Any = None
 
-    def finish_with(self, then: Callable[[Any, Any], Any], arg: Any) -> None:
-        """Have ``then(arg, result)`` made of the result on the worker thread too (what the caller does with it)."""
+    def rescue_with(self, rescue: Callable[[Any, Exception], Any], arg: Any) -> None:
+        """Have ``rescue(arg, exc)`` made the call's result when ``fn`` raises ``exc`` (an :exc:`Exception`; what
+        ``rescue`` raises in turn is raised)."""
+        self.rescue = rescue
+        self.rescue_arg = arg
+
+    def finish_with(self, then: Callable[[Any, Any, Any], Any], target: Any, arg: Any) -> None:
+        """Have ``then(target, arg, result)`` made of the result on the worker thread too (what the caller does with
+        it: ``then`` a plain function, an unbound method with its instance as ``target`` say)."""
         self.then = then
+        self.then_target = target
         self.then_arg = arg
 
     def run(self) -> Any:
-        """On a worker thread: the call, and what :meth:`finish_with` asked for."""
-        value = self.fn(*self.args)
+        """On a worker thread: the call, and what :meth:`rescue_with` and :meth:`finish_with` asked for."""
+        try:
+            value = self.fn(*self.args)
+        except Exception as exc:
+            rescue = self.rescue
+            if rescue is None:
+                raise
+            value = rescue(self.rescue_arg, exc)
         then = self.then
-        return value if then is None else then(self.then_arg, value)
+        return value if then is None else then(self.then_target, self.then_arg, value)
 
     def __await__(self) -> Generator[Any, None, Any]:
         return run_in_worker(self.run).__await__()
@@ -443,7 +483,8 @@ class ParkedCalls:
         """Add ``job``, to run in ``context``; :meth:`take` gives ``owner`` for it once it is done (the job itself
         when ``None``: a job that named itself its owner would be a reference cycle, freed only by the garbage
         collector)."""
-        job.context, job.owner, job.wake = context, owner, self._arrived
+        # (the lane as the job's waiter, and a plain function to wake it: no bound method made per call)
+        job.context, job.owner, job.waiter, job.wake = context, owner, self, _arrived_in_lane
         self._unsent.append(job)
         self.left += 1
 
@@ -518,6 +559,10 @@ class ParkedCalls:
 
 
 _UNKNOWN: Final = object()
+
+
+def _arrived_in_lane(job: _Job) -> None:
+    job.waiter._arrived(job)
 
 
 def _submit(pool: WorkerPool, jobs: list[_Job]) -> None:

@@ -246,7 +246,7 @@ class ServerSession:
     def _on_the_lane(self, call: Call, sync: SyncCall) -> SyncCall:
         """``sync``, a plain handler's call, with its result's encoding added: the dispatcher's sync lane runs both on
         a worker thread, and makes no coroutine for the request."""
-        sync.finish_with(self._finish, call)
+        sync.finish_with(ServerSession._finish, self, call)
         return sync
 
     def _handle(self, call: Call) -> Any:
@@ -457,7 +457,8 @@ class ServerSession:
         except _ANSWERED_IN_THE_STATELESS_ERA as exc:
             return self._stateless_raised(exc, ctx, call, answers, opened)
         if type(out) is SyncCall:  # (the sync lane: what the call raises is answered on its worker thread too)
-            return SyncCall(self._run_stateless_sync, out, ctx, call, answers, opened)
+            out.rescue_with(_rescue_stateless, (self, ctx, call, answers, opened))
+            return out
         if type(out) is CoroutineType:  # (what it raises is answered here: awaited)
             return self._await_stateless(ctx, out, call, answers, opened)
         return out
@@ -467,16 +468,6 @@ class ServerSession:
     ) -> Any:
         try:
             return await coro
-        except _ANSWERED_IN_THE_STATELESS_ERA as exc:
-            return self._stateless_raised(exc, ctx, call, answers, opened)
-
-    def _run_stateless_sync(
-        self, sync: SyncCall, ctx: Context, call: Call, answers: dict[str, Any], opened: Any
-    ) -> Any:
-        """On a worker thread: a plain handler's call, what it raises answered as :meth:`_await_stateless` answers
-        it."""
-        try:
-            return sync.run()
         except _ANSWERED_IN_THE_STATELESS_ERA as exc:
             return self._stateless_raised(exc, ctx, call, answers, opened)
 
@@ -658,6 +649,17 @@ class ServerSession:
             self.dispatcher.forget_handlers()
         self.pacer = None
         self.app.detach(self)
+
+
+def _rescue_stateless(
+    arg: tuple[ServerSession, Context, Call, dict[str, Any], StatePayload | None], exc: Exception
+) -> Any:
+    """On a worker thread: what a plain handler's call raised, answered as :meth:`ServerSession._await_stateless`
+    answers it (the sync lane's :meth:`~jsonrpc_mcp.jsonrpc.workers.SyncCall.rescue_with`)."""
+    if not isinstance(exc, _ANSWERED_IN_THE_STATELESS_ERA):
+        raise exc
+    session, ctx, call, answers, opened = arg
+    return session._stateless_raised(exc, ctx, call, answers, opened)
 
 
 def _handle_message(message: Message) -> Any:
