@@ -468,6 +468,13 @@ def spy_on_the_lane(monkeypatch: pytest.MonkeyPatch) -> tuple[list[int], list[An
     return handed, made
 
 
+#: What a 2026-07-28 request's ``_meta`` carries, and no more.
+STATELESS_META: dict[str, Any] = {
+    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+    "io.modelcontextprotocol/clientCapabilities": {},
+}
+
+
 def call_frame(ident: int, tool: str, **arguments: Any) -> bytes:
     return request_frame(ident, "tools/call", {"name": tool, "arguments": arguments})
 
@@ -668,10 +675,7 @@ async def test_plain_calls_behind_plain_middleware_take_the_lane(monkeypatch: py
     def quick(n: int) -> str:
         return str(n)
 
-    meta = {
-        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-        "io.modelcontextprotocol/clientCapabilities": {},
-    }
+    meta = STATELESS_META
     async with serving(server) as conn:
         made.clear()
         seen.clear()
@@ -801,10 +805,7 @@ async def test_the_stateless_era_adds_to_a_plain_call_on_the_lane_rather_than_wr
     def quick(n: int) -> str:
         return str(n)
 
-    meta = {
-        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-        "io.modelcontextprotocol/clientCapabilities": {},
-    }
+    meta = STATELESS_META
     async with serving(server, version=None) as conn:
         conn.read(request_frame(1, "tools/call", {"name": "quick", "arguments": {"n": 1}, "_meta": meta}))
         with anyio.fail_after(10):
