@@ -21,6 +21,7 @@ import pytest
 from helpers import FIXTURES, PYTHON, without_loop_processes
 
 from jsonrpc_mcp import Client, ConnectionClosed
+from jsonrpc_mcp.jsonrpc.streams import REQUEST, Outgoing
 from jsonrpc_mcp.transports import pipes
 from jsonrpc_mcp.transports import spawn as spawn_module
 from jsonrpc_mcp.transports.ndjson import PIPE_SIZE, FdByteStream
@@ -230,6 +231,27 @@ async def test_a_server_killed_by_a_signal_says_which(children: str) -> None:
         async with Client.connect_stdio(command, **HANDSHAKE):
             pass  # pragma: no cover
     assert caught.value.message == "the server process was killed by SIGKILL before answering initialize"
+
+
+#: Closes its stdin, says so on its stdout, and exits with status 5.
+CLOSES_STDIN = """
+import os, sys
+os.close(0)
+sys.stdout.write('{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"bye"}}\\n')
+sys.stdout.flush()
+sys.exit(5)
+"""
+
+
+async def test_a_write_that_finds_the_servers_stdin_closed_says_how_it_ended(children: str) -> None:
+    """A request whose write fails because the server has closed its stdin (or has exited, before the client has
+    read the end of its output) is explained as one the server's output ended for: its exit status."""
+    with anyio.fail_after(30):
+        async with spawn([PYTHON, "-c", CLOSES_STDIN], stderr=subprocess.DEVNULL) as stream:
+            assert len(await stream.receive()) == 1  # (its stdin is closed by now)
+            with pytest.raises(anyio.BrokenResourceError):
+                await stream.send([Outgoing(b'{"jsonrpc":"2.0","id":1,"method":"ping"}', 1, REQUEST)])
+            assert await stream.why_closed() == "the server process exited with status 5"
 
 
 # --- stopping a child -------------------------------------------------------------------------------------------

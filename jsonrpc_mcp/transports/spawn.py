@@ -156,6 +156,7 @@ class ProcessStream(NdjsonStream):
         super().__init__(child.pipes, max_frame=max_frame, network=PIPE)
         self._child = child
         self._output_ended = False
+        self._input_broken = False  # a write found its stdin closed (it may have exited before its output is read)
 
     @property
     def pid(self) -> int:
@@ -173,21 +174,29 @@ class ProcessStream(NdjsonStream):
             self._output_ended = True
             raise
 
+    async def send(self, frames: Sequence[Outgoing]) -> None:
+        try:
+            await super().send(frames)
+        except anyio.BrokenResourceError:
+            self._input_broken = True
+            raise
+
     async def stop(self, timeout: float) -> None:
         """Stop the process (its stdin closed, then SIGTERM, then SIGKILL) and release its pipes."""
         await _stop(self._child, timeout)
         await self.aclose()
 
     async def why_closed(self, wait: float = 2.0) -> str | None:
-        """Why the server stopped answering, once its output has ended: its exit status (waited for up to ``wait``
-        seconds), or that it closed its stdout and still runs. None while its output goes on."""
-        if not self._output_ended:
+        """Why the server stopped answering, once its output has ended or a write found its input closed: its exit
+        status (waited for up to ``wait`` seconds), or that it closed its stdout (or stdin) and still runs. None
+        while both go on."""
+        if not (self._output_ended or self._input_broken):
             return None
         with anyio.move_on_after(wait):
             await self._child.wait()
         code = self._child.returncode
         if code is None:
-            return "the server process closed its stdout"
+            return f"the server process closed its {'stdout' if self._output_ended else 'stdin'}"
         if code < 0:
             try:
                 name = signal.Signals(-code).name
