@@ -211,7 +211,20 @@ class ServerThread:
             )
             uv_server = uvicorn.Server(config)
         self.server = uv_server
-        self.thread = threading.Thread(target=self.server.run, kwargs={"sockets": [self.sock]}, daemon=True)
+        # uvicorn leaves the servers it started open when told to exit before its start-up is over (it returns
+        # without shutting down): stop() waits for the start-up first. (On uvloop, which uvicorn 0.30 installs, the
+        # loop warns of the open server whenever it is collected, in whichever test is running then.)
+        self._started = threading.Event()
+        startup = uv_server.startup
+
+        async def startup_then_say_so(sockets: Any = None) -> None:
+            try:
+                await startup(sockets=sockets)
+            finally:
+                self._started.set()
+
+        uv_server.startup = startup_then_say_so
+        self.thread = threading.Thread(target=self._run, daemon=True)
         self.thread.start()
         self.host = f"[{host}]" if ":" in host else host
 
@@ -219,7 +232,14 @@ class ServerThread:
     def url(self) -> str:
         return f"http://{self.host}:{self.port}/mcp"
 
+    def _run(self) -> None:
+        try:
+            self.server.run(sockets=[self.sock])
+        finally:
+            self._started.set()  # (a server that failed before its start-up is over)
+
     def stop(self) -> None:
+        self._started.wait(10)
         self.server.should_exit = True
         self.thread.join(10)
         if self.thread.is_alive():
