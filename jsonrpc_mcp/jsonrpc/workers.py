@@ -75,7 +75,8 @@ class _Job:
         self.done = False
         self.value: Any = None
         self.error: BaseException | None = None
-        self.waiter: Any = None  # an asyncio future, a trio task, or (a cancelled asyncio caller's) an anyio.Event
+        # an asyncio future, a trio task, (a cancelled asyncio caller's) an anyio.Event, or a call's ParkedCalls
+        self.waiter: Any = None
         self.wake: Callable[[_Job], None] = _set_result  # called on the loop when the call is done
         self.owner: Any = None  # a call of ParkedCalls: what its taker gets when it is done
 
